@@ -1,0 +1,215 @@
+//! The audit database: schema, the single writer thread, and the read-only
+//! queries behind `walissh sessions` and `walissh audit`.
+//!
+//! SQLite in WAL mode, so the CLI can read while the bastion writes. The
+//! writer drains whatever is queued into one transaction, which keeps a
+//! burst of events to one fsync.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, params};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::{Event, Health, Record, rfc3339};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id          TEXT PRIMARY KEY,
+    user        TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    client_addr TEXT NOT NULL,
+    started     TEXT NOT NULL,
+    ended       TEXT,
+    recording   TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts      TEXT NOT NULL,
+    session TEXT,
+    user    TEXT,
+    target  TEXT,
+    kind    TEXT NOT NULL,
+    fields  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_session ON events(session);
+";
+
+/// Opens the database for writing, creating it and its schema if needed.
+pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
+    if let Some(dir) = path.parent() {
+        crate::keys::create_private_dir(dir)?;
+    }
+    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let conn = Connection::open(path).map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(err)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(err)?;
+    conn.execute_batch(SCHEMA).map_err(err)?;
+    Ok(conn)
+}
+
+/// Runs until every sender is gone, writing records in batches.
+pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, health: &Health) {
+    let mut records = Vec::new();
+    let mut flushes = Vec::new();
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(record) = next {
+            match record {
+                Record::Flush(reply) => flushes.push(reply),
+                other => records.push(other),
+            }
+            next = if records.len() < 512 {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        match write_batch(&mut conn, &records) {
+            Ok(()) => health.set_db(true),
+            Err(e) => {
+                health.set_db(false);
+                tracing::error!(error = %e, "audit database write failed; the batch's events follow in the log");
+                for record in &records {
+                    if let Record::Event(ev) = record {
+                        tracing::error!(event = %event_json(ev), "unwritten audit event");
+                    }
+                }
+            }
+        }
+        records.clear();
+        for reply in flushes.drain(..) {
+            let _ = reply.send(());
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for record in records {
+        match record {
+            Record::Event(ev) => {
+                tx.prepare_cached(
+                    "INSERT INTO events (ts, session, user, target, kind, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    rfc3339(ev.ts),
+                    ev.session,
+                    ev.user,
+                    ev.target,
+                    ev.kind,
+                    Value::Object(ev.fields.clone()).to_string()
+                ])?;
+            }
+            Record::SessionStart(row) => {
+                tx.prepare_cached(
+                    "INSERT INTO sessions (id, user, target, client_addr, started, recording) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    row.id,
+                    row.user,
+                    row.target,
+                    row.client_addr,
+                    rfc3339(row.started),
+                    row.recording
+                ])?;
+            }
+            Record::SessionEnd { id, ended } => {
+                tx.prepare_cached("UPDATE sessions SET ended = ?2 WHERE id = ?1")?
+                    .execute(params![id, rfc3339(*ended)])?;
+            }
+            Record::Flush(_) => {}
+        }
+    }
+    tx.commit()
+}
+
+/// An event as one JSON object: the common fields, then the kind's own.
+fn event_json(ev: &Event) -> Value {
+    let mut obj = Map::new();
+    obj.insert("ts".into(), rfc3339(ev.ts).into());
+    obj.insert("session".into(), ev.session.clone().into());
+    obj.insert("user".into(), ev.user.clone().into());
+    obj.insert("target".into(), ev.target.clone().into());
+    obj.insert("kind".into(), ev.kind.into());
+    for (k, v) in &ev.fields {
+        obj.insert(k.clone(), v.clone());
+    }
+    Value::Object(obj)
+}
+
+fn open_reader(path: &Path) -> Result<Connection, String> {
+    if !path.exists() {
+        return Err(format!(
+            "{}: no audit database (has walissh served yet?)",
+            path.display()
+        ));
+    }
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every session, oldest first, one JSON object per line.
+pub(crate) fn sessions_json(path: &Path, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let conn = open_reader(path)?;
+    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let mut stmt = conn
+        .prepare("SELECT id, user, target, client_addr, started, ended, recording FROM sessions ORDER BY started, id")
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            let mut o = Map::new();
+            o.insert("id".into(), r.get::<_, String>(0)?.into());
+            o.insert("user".into(), r.get::<_, String>(1)?.into());
+            o.insert("target".into(), r.get::<_, String>(2)?.into());
+            o.insert("client_addr".into(), r.get::<_, String>(3)?.into());
+            o.insert("started".into(), r.get::<_, String>(4)?.into());
+            o.insert("ended".into(), r.get::<_, Option<String>>(5)?.into());
+            o.insert("recording".into(), r.get::<_, Option<String>>(6)?.into());
+            Ok(Value::Object(o))
+        })
+        .map_err(err)?;
+    for row in rows {
+        writeln!(out, "{}", row.map_err(err)?).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Audit events, oldest first, optionally of one session only.
+pub(crate) fn audit_json(
+    path: &Path,
+    session: Option<&str>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    let conn = open_reader(path)?;
+    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let mut stmt = conn
+        .prepare(
+            "SELECT ts, session, user, target, kind, fields FROM events
+             WHERE ?1 IS NULL OR session = ?1 ORDER BY seq",
+        )
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([session], |r| {
+            let mut o = Map::new();
+            o.insert("ts".into(), r.get::<_, String>(0)?.into());
+            o.insert("session".into(), r.get::<_, Option<String>>(1)?.into());
+            o.insert("user".into(), r.get::<_, Option<String>>(2)?.into());
+            o.insert("target".into(), r.get::<_, Option<String>>(3)?.into());
+            o.insert("kind".into(), r.get::<_, String>(4)?.into());
+            let fields: String = r.get(5)?;
+            if let Ok(Value::Object(f)) = serde_json::from_str(&fields) {
+                o.extend(f);
+            }
+            Ok(Value::Object(o))
+        })
+        .map_err(err)?;
+    for row in rows {
+        writeln!(out, "{}", row.map_err(err)?).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The audit trail: events in SQLite and asciicast recordings of sessions.
+//!
+//! Sessions hand events to [`Audit`], which queues them on a bounded
+//! channel for one writer thread (`db`); recordings go the same way to the
+//! recorder thread (`recording`). Neither ever does file I/O on the async
+//! runtime. When storage fails, [`Health`] remembers it, and the
+//! `[audit] on_failure` policy decides whether new sessions are refused.
+
+pub(crate) mod db;
+pub(crate) mod recording;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::config::OnFailure;
+
+/// Events waiting for the writer. Large enough to absorb a burst (a login
+/// flood), small enough that a dead disk is noticed as back-pressure on the
+/// sessions producing events rather than as unbounded memory.
+const QUEUE: usize = 4096;
+
+/// One audit event, as `walissh audit --json` prints it.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub(crate) ts: SystemTime,
+    pub(crate) session: Option<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) target: Option<String>,
+    pub(crate) kind: &'static str,
+    pub(crate) fields: Map<String, Value>,
+}
+
+impl Event {
+    pub(crate) fn new(kind: &'static str) -> Event {
+        Event {
+            ts: SystemTime::now(),
+            session: None,
+            user: None,
+            target: None,
+            kind,
+            fields: Map::new(),
+        }
+    }
+
+    pub(crate) fn user(mut self, user: impl Into<String>) -> Event {
+        self.user = Some(user.into());
+        self
+    }
+
+    pub(crate) fn field(mut self, key: &str, value: impl Into<Value>) -> Event {
+        self.fields.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// A session's row in the `sessions` table.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionRow {
+    pub(crate) id: String,
+    pub(crate) user: String,
+    pub(crate) target: String,
+    pub(crate) client_addr: String,
+    pub(crate) started: SystemTime,
+    pub(crate) recording: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Record {
+    Event(Event),
+    SessionStart(SessionRow),
+    SessionEnd {
+        id: String,
+        ended: SystemTime,
+    },
+    /// Answered once everything queued before it is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Whether audit storage is writable, shared by the writer threads and the
+/// sessions that must decide whether to admit new users.
+#[derive(Debug)]
+pub(crate) struct Health {
+    db_ok: AtomicBool,
+    recording_ok: AtomicBool,
+    policy: OnFailure,
+}
+
+impl Health {
+    pub(crate) fn new(policy: OnFailure) -> Health {
+        Health {
+            db_ok: AtomicBool::new(true),
+            recording_ok: AtomicBool::new(true),
+            policy,
+        }
+    }
+
+    pub(crate) fn set_db(&self, ok: bool) {
+        self.db_ok.store(ok, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_recording(&self, ok: bool) {
+        self.recording_ok.store(ok, Ordering::Relaxed);
+    }
+
+    /// What is broken, if anything.
+    pub(crate) fn problem(&self) -> Option<&'static str> {
+        match (
+            self.db_ok.load(Ordering::Relaxed),
+            self.recording_ok.load(Ordering::Relaxed),
+        ) {
+            (true, true) => None,
+            (false, _) => Some("the audit database cannot be written"),
+            (_, false) => Some("session recordings cannot be written"),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> OnFailure {
+        self.policy
+    }
+}
+
+/// The handle sessions use to audit. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Audit {
+    tx: mpsc::Sender<Record>,
+    pub(crate) health: Arc<Health>,
+}
+
+impl Audit {
+    /// Opens (creating if needed) the database and starts its writer thread.
+    pub(crate) fn start(
+        path: &Path,
+        policy: OnFailure,
+    ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
+        let conn = db::open_writer(path)?;
+        let health = Arc::new(Health::new(policy));
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let h = health.clone();
+        let thread = std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || db::writer_loop(conn, rx, &h))
+            .map_err(|e| format!("cannot start the audit writer: {e}"))?;
+        Ok((Audit { tx, health }, thread))
+    }
+
+    async fn send(&self, record: Record) {
+        if self.tx.send(record).await.is_err() {
+            tracing::error!("audit writer is gone; event lost");
+        }
+    }
+
+    pub(crate) async fn event(&self, event: Event) {
+        self.send(Record::Event(event)).await
+    }
+
+    pub(crate) async fn session_start(&self, row: SessionRow) {
+        self.send(Record::SessionStart(row)).await
+    }
+
+    pub(crate) async fn session_end(&self, id: &str) {
+        self.send(Record::SessionEnd {
+            id: id.to_string(),
+            ended: SystemTime::now(),
+        })
+        .await
+    }
+
+    /// Waits until everything queued so far is written.
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Record::Flush(tx)).await;
+        let _ = rx.await;
+    }
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}

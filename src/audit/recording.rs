@@ -1,0 +1,309 @@
+//! Session recordings in asciicast v2, written by one recorder thread.
+//!
+//! A session owns a [`Recording`], which turns terminal bytes into
+//! asciicast event lines (output always, input only with
+//! `[audit] record_input`) and queues them for the thread. The thread owns
+//! the files and flushes whenever its queue runs dry, so a live recording
+//! is at most one burst behind the screen.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+use super::Health;
+
+enum Msg {
+    Open {
+        id: String,
+        path: PathBuf,
+        header: String,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    Line {
+        id: String,
+        line: String,
+    },
+    Close {
+        id: String,
+    },
+}
+
+/// Starts recordings; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Recorder {
+    tx: mpsc::Sender<Msg>,
+    dir: PathBuf,
+    record_input: bool,
+}
+
+/// What a recording's header says about the terminal.
+pub(crate) struct Header<'a> {
+    pub(crate) cols: u32,
+    pub(crate) rows: u32,
+    pub(crate) term: &'a str,
+    pub(crate) title: &'a str,
+}
+
+impl Recorder {
+    pub(crate) fn start(
+        dir: PathBuf,
+        record_input: bool,
+        health: Arc<Health>,
+    ) -> Result<(Recorder, std::thread::JoinHandle<()>), String> {
+        let (tx, rx) = mpsc::channel(1024);
+        let thread = std::thread::Builder::new()
+            .name("recorder".into())
+            .spawn(move || recorder_loop(rx, &health))
+            .map_err(|e| format!("cannot start the recorder: {e}"))?;
+        Ok((
+            Recorder {
+                tx,
+                dir,
+                record_input,
+            },
+            thread,
+        ))
+    }
+
+    /// Creates `<dir>/<id>.cast` and writes its header.
+    pub(crate) async fn open(&self, id: &str, header: Header<'_>) -> Result<Recording, String> {
+        let path = self.dir.join(format!("{id}.cast"));
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let header = json!({
+            "version": 2,
+            "width": header.cols,
+            "height": header.rows,
+            "timestamp": timestamp,
+            "env": {"TERM": header.term},
+            "title": header.title,
+        })
+        .to_string();
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::Open {
+                id: id.to_string(),
+                path: path.clone(),
+                header,
+                reply,
+            })
+            .await
+            .map_err(|_| "the recorder has stopped".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the recorder has stopped".to_string())??;
+        Ok(Recording {
+            id: id.to_string(),
+            path,
+            tx: self.tx.clone(),
+            start: Instant::now(),
+            record_input: self.record_input,
+        })
+    }
+}
+
+/// One session's recording. Each direction of the session writes through
+/// its own [`Track`], so both can run at once.
+pub(crate) struct Recording {
+    id: String,
+    pub(crate) path: PathBuf,
+    tx: mpsc::Sender<Msg>,
+    start: Instant,
+    record_input: bool,
+}
+
+/// One stream of a recording: output ("o") or input ("i").
+pub(crate) struct Track<'a> {
+    rec: &'a Recording,
+    code: &'static str,
+    carry: Vec<u8>,
+    enabled: bool,
+}
+
+impl Recording {
+    pub(crate) fn output(&self) -> Track<'_> {
+        Track {
+            rec: self,
+            code: "o",
+            carry: Vec::new(),
+            enabled: true,
+        }
+    }
+
+    /// Typed input, recorded only with `[audit] record_input`.
+    pub(crate) fn input(&self) -> Track<'_> {
+        Track {
+            rec: self,
+            code: "i",
+            carry: Vec::new(),
+            enabled: self.record_input,
+        }
+    }
+
+    pub(crate) async fn resize(&self, cols: u32, rows: u32) {
+        self.event("r", &format!("{cols}x{rows}")).await;
+    }
+
+    async fn event(&self, code: &str, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let t = self.start.elapsed().as_secs_f64();
+        let line = json!([(t * 1e6).round() / 1e6, code, text]).to_string();
+        let _ = self
+            .tx
+            .send(Msg::Line {
+                id: self.id.clone(),
+                line,
+            })
+            .await;
+    }
+
+    pub(crate) async fn close(self) {
+        let _ = self.tx.send(Msg::Close { id: self.id }).await;
+    }
+}
+
+impl Track<'_> {
+    pub(crate) async fn write(&mut self, data: &[u8]) {
+        if self.enabled {
+            let text = take_utf8(&mut self.carry, data);
+            self.rec.event(self.code, &text).await;
+        }
+    }
+}
+
+/// Decodes as much of `carry + data` as is complete UTF-8; an incomplete
+/// sequence at the end waits for the next chunk, invalid bytes become U+FFFD.
+fn take_utf8(carry: &mut Vec<u8>, data: &[u8]) -> String {
+    if carry.is_empty()
+        && let Ok(s) = std::str::from_utf8(data)
+    {
+        return s.to_string();
+    }
+    carry.extend_from_slice(data);
+    let mut out = String::with_capacity(carry.len());
+    let mut rest: &[u8] = carry;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                rest = &[];
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                match e.error_len() {
+                    Some(n) => {
+                        out.push('\u{FFFD}');
+                        rest = &after[n..];
+                    }
+                    None => {
+                        rest = after;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    *carry = rest.to_vec();
+    out
+}
+
+fn recorder_loop(mut rx: mpsc::Receiver<Msg>, health: &Health) {
+    let mut files: HashMap<String, BufWriter<File>> = HashMap::new();
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(msg) = next {
+            handle(msg, &mut files, health);
+            next = rx.try_recv().ok();
+        }
+        // The queue is dry: push what we have to the page cache, so a
+        // recording being read live is current.
+        files.retain(|id, f| match f.flush() {
+            Ok(()) => true,
+            Err(e) => {
+                failed(health, id, &e);
+                false
+            }
+        });
+    }
+}
+
+fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>, health: &Health) {
+    match msg {
+        Msg::Open {
+            id,
+            path,
+            header,
+            reply,
+        } => {
+            let opened = create(&path, &header);
+            health.set_recording(opened.is_ok());
+            let answer = opened.map(|f| {
+                files.insert(id, f);
+            });
+            let _ = reply.send(answer);
+        }
+        Msg::Line { id, line } => {
+            if let Some(f) = files.get_mut(&id)
+                && let Err(e) = writeln!(f, "{line}")
+            {
+                failed(health, &id, &e);
+                files.remove(&id);
+            }
+        }
+        Msg::Close { id } => {
+            if let Some(mut f) = files.remove(&id)
+                && let Err(e) = f.flush()
+            {
+                failed(health, &id, &e);
+            }
+        }
+    }
+}
+
+fn create(path: &PathBuf, header: &str) -> Result<BufWriter<File>, String> {
+    if let Some(dir) = path.parent() {
+        crate::keys::create_private_dir(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = BufWriter::with_capacity(64 * 1024, file);
+    writeln!(w, "{header}")
+        .and_then(|_| w.flush())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(w)
+}
+
+fn failed(health: &Health, id: &str, e: &std::io::Error) {
+    health.set_recording(false);
+    tracing::error!(session = id, error = %e, "recording write failed; this session is no longer recorded");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_utf8;
+
+    #[test]
+    fn utf8_split_across_chunks() {
+        let mut carry = Vec::new();
+        let bytes = "é€".as_bytes();
+        assert_eq!(take_utf8(&mut carry, &bytes[..1]), "");
+        assert_eq!(take_utf8(&mut carry, &bytes[1..3]), "é");
+        assert_eq!(take_utf8(&mut carry, &bytes[3..]), "€");
+        assert_eq!(take_utf8(&mut carry, b"a\xffb"), "a\u{FFFD}b");
+        assert!(carry.is_empty());
+    }
+}

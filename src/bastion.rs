@@ -1,0 +1,173 @@
+//! The running bastion: what every connection and session shares, and the
+//! start-up and shutdown of `walissh serve`.
+//!
+//! Start-up prepares the state directory and keys, starts the audit writer
+//! and the recorder, binds every listener, then tells systemd it is ready.
+//! Shutdown (SIGTERM or SIGINT) stops accepting, lets each session tell its
+//! user and close its audit rows, disconnects everyone, and flushes the
+//! audit database before exiting.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::audit::Audit;
+use crate::audit::recording::Recorder;
+use crate::config::{Config, TargetKind};
+use crate::shutdown::Shutdown;
+use crate::throttle::Throttle;
+
+/// How long sessions get to wind down at shutdown.
+const SESSION_GRACE: Duration = Duration::from_secs(10);
+/// How long connections get to close after their sessions ended.
+const CONNECTION_GRACE: Duration = Duration::from_secs(5);
+
+/// Everything connections and sessions share. No global state: one of these
+/// is made by `serve` and handed around in an `Arc`.
+pub(crate) struct Bastion {
+    pub(crate) config: Config,
+    pub(crate) audit: Audit,
+    pub(crate) recorder: Recorder,
+    pub(crate) throttle: Throttle,
+    pub(crate) upstream: crate::upstream::Context,
+}
+
+/// Runs the bastion until SIGTERM or SIGINT.
+pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
+    crate::keys::create_private_dir(config.state_dir())?;
+    if config.embedded {
+        embedded_demo_password(&mut config)?;
+    }
+    let own_account = crate::config::current_account()?;
+    check_local_targets(&config, &own_account)?;
+
+    let host_key = crate::keys::load_or_generate(&config.host_key_path())?;
+    let identity = crate::keys::load_or_generate(&config.identity_path())?;
+    let (audit, audit_thread) = Audit::start(&config.audit_db_path(), config.audit.on_failure)?;
+    let (recorder, _recorder_thread) = Recorder::start(
+        config.recordings_dir(),
+        config.audit.record_input,
+        audit.health.clone(),
+    )?;
+    let russh_config = Arc::new(crate::server::russh_config(host_key));
+
+    let mut listeners = Vec::new();
+    for addr in config.listen_addrs() {
+        let l = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        tracing::info!(%addr, "listening");
+        listeners.push(l);
+    }
+
+    let bastion = Arc::new(Bastion {
+        throttle: Throttle::new(
+            config.server.auth_max_failures,
+            Duration::from_secs(config.server.auth_lockout_s),
+        ),
+        upstream: crate::upstream::Context {
+            identity: Arc::new(identity),
+            known_hosts: config.known_hosts_path(),
+            policy: config.upstream.host_key_policy,
+            own_account,
+        },
+        config,
+        audit,
+        recorder,
+    });
+
+    let mut sessions = Shutdown::new();
+    let mut connections = Shutdown::new();
+    for l in listeners {
+        tokio::spawn(crate::server::accept_loop(
+            l,
+            bastion.clone(),
+            russh_config.clone(),
+            sessions.watcher(),
+            connections.watcher(),
+        ));
+    }
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+
+    wait_for_signal().await?;
+    tracing::info!("shutting down: telling connected users");
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    sessions.begin();
+    if tokio::time::timeout(SESSION_GRACE, sessions.wait_drained())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sessions did not end in time");
+    }
+    connections.begin();
+    let _ = tokio::time::timeout(CONNECTION_GRACE, connections.wait_drained()).await;
+    bastion.audit.flush().await;
+    drop(bastion);
+    // The writer ends when the last handle is gone; connections that did
+    // not end in time may still hold one, so do not wait for it forever.
+    let _ = tokio::task::spawn_blocking(move || audit_thread.join()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+/// The embedded default's `demo` user gets a generated password, printed
+/// once at first start and kept only as a hash.
+fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
+    let (hash, fresh) = crate::keys::demo_password(config.state_dir())?;
+    if let Some(password) = fresh {
+        println!(
+            "walissh: first start on the embedded default. User `demo`, password: {password}\n\
+             walissh: this is shown once; only its hash is kept, in {}",
+            config.state_dir().join("demo.hash").display()
+        );
+    }
+    if let Some(demo) = config.users.iter_mut().find(|u| u.name() == "demo") {
+        demo.password_hash = Some(toml::Spanned::new(0..0, hash));
+    }
+    Ok(())
+}
+
+/// A local target's shell must not be able to read walissh's keys or
+/// rewrite its audit. With `run_as` it runs as another account (which needs
+/// root); without, it runs as walissh's own account, and we say so loudly.
+fn check_local_targets(config: &Config, me: &crate::config::Account) -> Result<(), String> {
+    for t in config
+        .targets
+        .iter()
+        .filter(|t| t.kind == TargetKind::Local)
+    {
+        match &t.run_as {
+            Some(name) if me.uid != 0 => {
+                return Err(format!(
+                    "target {}: run_as = \"{}\" needs walissh to run as root",
+                    t.name(),
+                    name.get_ref()
+                ));
+            }
+            Some(_) => {}
+            None => {
+                let warning = format!(
+                    "WARNING: local target `{}` runs shells as walissh's own account ({}): \
+                     they can read its keys and rewrite its audit trail. Set run_as for production.",
+                    t.name(),
+                    me.name
+                );
+                tracing::warn!("{warning}");
+                eprintln!("walissh: {warning}");
+            }
+        }
+    }
+    Ok(())
+}

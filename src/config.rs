@@ -1,0 +1,701 @@
+//! The configuration: the TOML schema, the embedded default, and validation.
+//!
+//! Everything a config file can say is parsed here into plain structs, and
+//! every mistake is reported as one line naming the file, the line and the key.
+//! Unknown keys are errors: a typo must never silently weaken policy. This
+//! module does not open sockets or read key files' contents beyond checking
+//! that they parse; `keys` and `server` do that at start.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Where `serve` looks when no `--config` is given.
+pub(crate) const SYSTEM_CONFIG: &str = "/etc/walissh/walissh.toml";
+
+/// The configuration `walissh serve` runs on when there is no config file.
+/// The `demo` user's password hash is filled in from the state directory at
+/// start (see `keys::demo_password`), so it is absent here.
+pub(crate) const EMBEDDED_DEFAULT: &str = r#"
+[server]
+listen = ["127.0.0.1:2222"]
+state_dir = "./walissh-state"
+
+[[targets]]
+name = "local"
+kind = "local"
+
+[[users]]
+name = "demo"
+targets = ["local"]
+ai = "confirm"
+"#;
+
+/// The name the embedded default is reported under in messages.
+pub(crate) const EMBEDDED_NAME: &str = "<embedded default>";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    #[serde(default)]
+    pub(crate) server: ServerConfig,
+    #[serde(default)]
+    pub(crate) upstream: UpstreamConfig,
+    #[serde(default)]
+    pub(crate) targets: Vec<TargetConfig>,
+    #[serde(default)]
+    pub(crate) users: Vec<UserConfig>,
+    // [llm] and [ai] are validated now and read by the agent (issue 4).
+    #[allow(dead_code)]
+    #[serde(default)]
+    pub(crate) llm: LlmConfig,
+    #[allow(dead_code)]
+    #[serde(default)]
+    pub(crate) ai: AiConfig,
+    #[serde(default)]
+    pub(crate) audit: AuditConfig,
+    /// Where this config came from, for messages. Not a TOML key.
+    #[serde(skip)]
+    pub(crate) source: String,
+    /// Whether this is the embedded default (no file).
+    #[serde(skip)]
+    pub(crate) embedded: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerConfig {
+    #[serde(default = "default_listen")]
+    pub(crate) listen: Vec<Spanned<String>>,
+    pub(crate) host_key: Option<Spanned<PathBuf>>,
+    #[serde(default = "default_state_dir")]
+    pub(crate) state_dir: PathBuf,
+    /// Failed logins from one address before it is locked out.
+    #[serde(default = "default_max_failures")]
+    pub(crate) auth_max_failures: u32,
+    /// How long a locked-out address stays locked out.
+    #[serde(default = "default_lockout_s")]
+    pub(crate) auth_lockout_s: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: default_listen(),
+            host_key: None,
+            state_dir: default_state_dir(),
+            auth_max_failures: default_max_failures(),
+            auth_lockout_s: default_lockout_s(),
+        }
+    }
+}
+
+fn default_listen() -> Vec<Spanned<String>> {
+    vec![Spanned::new(0..0, "0.0.0.0:2222".to_string())]
+}
+fn default_state_dir() -> PathBuf {
+    PathBuf::from("/var/lib/walissh")
+}
+fn default_max_failures() -> u32 {
+    5
+}
+fn default_lockout_s() -> u64 {
+    300
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpstreamConfig {
+    pub(crate) identity: Option<Spanned<PathBuf>>,
+    pub(crate) known_hosts: Option<PathBuf>,
+    #[serde(default)]
+    pub(crate) host_key_policy: HostKeyPolicy,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum HostKeyPolicy {
+    Strict,
+    #[default]
+    AcceptNew,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TargetKind {
+    #[default]
+    Ssh,
+    Local,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TargetConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) kind: TargetKind,
+    pub(crate) host: Option<Spanned<String>>,
+    #[serde(default = "default_port")]
+    pub(crate) port: u16,
+    pub(crate) user: Option<Spanned<String>>,
+    pub(crate) password_env: Option<Spanned<String>>,
+    pub(crate) run_as: Option<Spanned<String>>,
+}
+
+fn default_port() -> u16 {
+    22
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AiMode {
+    Off,
+    #[default]
+    Confirm,
+    Auto,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UserConfig {
+    pub(crate) name: Spanned<String>,
+    pub(crate) password_hash: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) authorized_keys: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) targets: Vec<Spanned<String>>,
+    #[allow(dead_code)] // read by the agent (issue 4)
+    #[serde(default)]
+    pub(crate) ai: AiMode,
+}
+
+#[allow(dead_code)] // read by the agent (issue 4)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LlmConfig {
+    #[serde(default = "default_base_url")]
+    pub(crate) base_url: String,
+    #[serde(default = "default_model")]
+    pub(crate) model: String,
+    pub(crate) api_key_env: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub(crate) timeout_s: u64,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: default_base_url(),
+            model: default_model(),
+            api_key_env: None,
+            timeout_s: default_timeout(),
+        }
+    }
+}
+
+fn default_base_url() -> String {
+    "http://127.0.0.1:11434/v1".into()
+}
+fn default_model() -> String {
+    "qwen2.5:7b-instruct".into()
+}
+fn default_timeout() -> u64 {
+    60
+}
+
+#[allow(dead_code)] // read by the agent (issue 4)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AiConfig {
+    #[serde(default = "default_prefixes")]
+    pub(crate) prefixes: Vec<String>,
+    #[serde(default = "default_max_steps")]
+    pub(crate) max_steps: u32,
+    #[serde(default)]
+    pub(crate) deny: Vec<Spanned<String>>,
+}
+
+impl Default for AiConfig {
+    fn default() -> Self {
+        AiConfig {
+            prefixes: default_prefixes(),
+            max_steps: default_max_steps(),
+            deny: Vec::new(),
+        }
+    }
+}
+
+fn default_prefixes() -> Vec<String> {
+    vec!["?".into(), "ai:".into()]
+}
+fn default_max_steps() -> u32 {
+    8
+}
+
+/// What to do when the audit database or a recording cannot be written.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum OnFailure {
+    /// Refuse new sessions until the storage works again (the default).
+    #[default]
+    Refuse,
+    /// Keep serving, with a warning to every user and in the log.
+    Continue,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuditConfig {
+    /// Record what users type as well as what they see. Off by default:
+    /// typed input can hold passwords.
+    #[serde(default)]
+    pub(crate) record_input: bool,
+    #[serde(default)]
+    pub(crate) on_failure: OnFailure,
+}
+
+/// A config problem, already rendered as `file:line: key `k`: message`.
+#[derive(Debug)]
+pub(crate) struct ConfigError(pub(crate) String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Renders a problem at a byte span of `text`, naming the line and the
+/// dotted key found there.
+struct Locator<'a> {
+    source: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn error(&self, span: std::ops::Range<usize>, key: Option<&str>, msg: &str) -> ConfigError {
+        let start = span.start.min(self.text.len());
+        let line = self.text[..start].matches('\n').count() + 1;
+        let key = key
+            .map(str::to_string)
+            .or_else(|| self.key_at(start))
+            .map(|k| format!(" key `{k}`:"))
+            .unwrap_or_default();
+        ConfigError(format!("{}:{line}:{key} {msg}", self.source))
+    }
+
+    /// The dotted key a byte offset belongs to: the `[table]` header above it
+    /// and the `key =` on its line.
+    fn key_at(&self, offset: usize) -> Option<String> {
+        let before = &self.text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        let line = &self.text[line_start..line_end];
+        let table = before[..line_start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        let key = line
+            .split_once('=')
+            .map(|(k, _)| k.trim().to_string())
+            .filter(|k| !k.is_empty() && !k.starts_with('#'));
+        match (table, key) {
+            (Some(t), Some(k)) => Some(format!("{t}.{k}")),
+            (None, Some(k)) => Some(k),
+            (Some(t), None) => Some(t),
+            (None, None) => None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates the config at `path`, or the embedded default when
+    /// `path` is `None`.
+    pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
+                Config::parse(&text, &path.display().to_string(), false)
+            }
+            None => Config::parse(EMBEDDED_DEFAULT, EMBEDDED_NAME, true),
+        }
+    }
+
+    /// The config file `serve` should use: the one given, else the system
+    /// one if it exists, else none (the embedded default).
+    pub(crate) fn resolve(given: Option<PathBuf>) -> Option<PathBuf> {
+        given.or_else(|| {
+            let system = PathBuf::from(SYSTEM_CONFIG);
+            system.exists().then_some(system)
+        })
+    }
+
+    pub(crate) fn parse(text: &str, source: &str, embedded: bool) -> Result<Config, ConfigError> {
+        let loc = Locator { source, text };
+        let mut config: Config = toml::from_str(text).map_err(|e| {
+            let msg = e.message().trim().to_string();
+            loc.error(e.span().unwrap_or(0..0), None, &msg)
+        })?;
+        config.source = source.to_string();
+        config.embedded = embedded;
+        config.validate(&loc)?;
+        Ok(config)
+    }
+
+    fn validate(&self, loc: &Locator) -> Result<(), ConfigError> {
+        for addr in &self.server.listen {
+            addr.get_ref().parse::<SocketAddr>().map_err(|_| {
+                loc.error(
+                    addr.span(),
+                    Some("server.listen"),
+                    &format!("`{}` is not an address:port", addr.get_ref()),
+                )
+            })?;
+        }
+        if self.server.listen.is_empty() {
+            return Err(loc.error(0..0, Some("server.listen"), "no address to listen on"));
+        }
+        self.validate_targets(loc)?;
+        self.validate_users(loc)?;
+        for rule in &self.ai.deny {
+            glob::Pattern::new(rule.get_ref())
+                .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn validate_targets(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        for t in &self.targets {
+            let name = t.name.get_ref();
+            if !valid_name(name) {
+                return Err(loc.error(
+                    t.name.span(),
+                    Some("targets.name"),
+                    &format!("`{name}`: use letters, digits, '.', '-' and '_'"),
+                ));
+            }
+            if !names.insert(name.as_str()) {
+                return Err(loc.error(
+                    t.name.span(),
+                    Some("targets.name"),
+                    &format!("target `{name}` is defined twice"),
+                ));
+            }
+            match t.kind {
+                TargetKind::Ssh => {
+                    if t.host.is_none() {
+                        return Err(loc.error(
+                            t.name.span(),
+                            Some("targets.host"),
+                            &format!("target `{name}` (kind \"ssh\") needs a host"),
+                        ));
+                    }
+                    if let Some(r) = &t.run_as {
+                        return Err(loc.error(
+                            r.span(),
+                            Some("targets.run_as"),
+                            "run_as applies to kind = \"local\" only",
+                        ));
+                    }
+                }
+                TargetKind::Local => {
+                    let extra = [&t.host, &t.user, &t.password_env]
+                        .into_iter()
+                        .flatten()
+                        .next();
+                    if let Some(v) = extra {
+                        return Err(loc.error(
+                            v.span(),
+                            None,
+                            "applies to kind = \"ssh\" targets only",
+                        ));
+                    }
+                    if let Some(r) = &t.run_as {
+                        lookup_account(r.get_ref())
+                            .map_err(|e| loc.error(r.span(), Some("targets.run_as"), &e))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_users(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        for u in &self.users {
+            let name = u.name.get_ref();
+            if !valid_name(name) {
+                return Err(loc.error(
+                    u.name.span(),
+                    Some("users.name"),
+                    &format!("`{name}`: use letters, digits, '.', '-' and '_'"),
+                ));
+            }
+            if !names.insert(name.as_str()) {
+                return Err(loc.error(
+                    u.name.span(),
+                    Some("users.name"),
+                    &format!("user `{name}` is defined twice"),
+                ));
+            }
+            if let Some(h) = &u.password_hash {
+                crate::password::check_hash(h.get_ref())
+                    .map_err(|e| loc.error(h.span(), Some("users.password_hash"), &e))?;
+            }
+            for k in &u.authorized_keys {
+                crate::keys::parse_authorized_key(k.get_ref())
+                    .map_err(|e| loc.error(k.span(), Some("users.authorized_keys"), &e))?;
+            }
+            for t in &u.targets {
+                glob::Pattern::new(t.get_ref()).map_err(|e| {
+                    loc.error(t.span(), Some("users.targets"), &format!("bad glob: {e}"))
+                })?;
+            }
+            let embedded_demo = self.embedded && name == "demo";
+            if u.password_hash.is_none() && u.authorized_keys.is_empty() && !embedded_demo {
+                return Err(loc.error(
+                    u.name.span(),
+                    Some("users"),
+                    &format!("user `{name}` has neither password_hash nor authorized_keys"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The state directory, where audit.db and recordings/ live.
+    pub(crate) fn state_dir(&self) -> &Path {
+        &self.server.state_dir
+    }
+
+    pub(crate) fn host_key_path(&self) -> PathBuf {
+        self.server
+            .host_key
+            .as_ref()
+            .map(|p| p.get_ref().clone())
+            .unwrap_or_else(|| self.state_dir().join("host_ed25519"))
+    }
+
+    pub(crate) fn identity_path(&self) -> PathBuf {
+        self.upstream
+            .identity
+            .as_ref()
+            .map(|p| p.get_ref().clone())
+            .unwrap_or_else(|| self.state_dir().join("upstream_ed25519"))
+    }
+
+    pub(crate) fn known_hosts_path(&self) -> PathBuf {
+        self.upstream
+            .known_hosts
+            .clone()
+            .unwrap_or_else(|| self.state_dir().join("known_hosts"))
+    }
+
+    pub(crate) fn audit_db_path(&self) -> PathBuf {
+        self.state_dir().join("audit.db")
+    }
+
+    pub(crate) fn recordings_dir(&self) -> PathBuf {
+        self.state_dir().join("recordings")
+    }
+
+    pub(crate) fn listen_addrs(&self) -> Vec<SocketAddr> {
+        // Validated in `validate`.
+        self.server
+            .listen
+            .iter()
+            .filter_map(|a| a.get_ref().parse().ok())
+            .collect()
+    }
+
+    pub(crate) fn user(&self, name: &str) -> Option<&UserConfig> {
+        self.users.iter().find(|u| u.name.get_ref() == name)
+    }
+
+    pub(crate) fn target(&self, name: &str) -> Option<&TargetConfig> {
+        self.targets.iter().find(|t| t.name.get_ref() == name)
+    }
+
+    /// The targets `user` may reach, in config order.
+    pub(crate) fn allowed_targets(&self, user: &UserConfig) -> Vec<&TargetConfig> {
+        self.targets
+            .iter()
+            .filter(|t| user.may_reach(t.name.get_ref()))
+            .collect()
+    }
+
+    /// Checks what can only be checked against the files the config names:
+    /// existing key files must parse. Missing ones are generated at start.
+    pub(crate) fn check_files(&self) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(&self.source).unwrap_or_default();
+        let loc = Locator {
+            source: &self.source,
+            text: &text,
+        };
+        let keys = [
+            (
+                self.server.host_key.as_ref(),
+                "server.host_key",
+                self.host_key_path(),
+            ),
+            (
+                self.upstream.identity.as_ref(),
+                "upstream.identity",
+                self.identity_path(),
+            ),
+        ];
+        for (spanned, key, path) in keys {
+            if path.exists() {
+                crate::keys::load_private(&path)
+                    .map_err(|e| loc.error(spanned.map_or(0..0, |s| s.span()), Some(key), &e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl UserConfig {
+    pub(crate) fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+
+    /// Whether this user's `targets` globs allow `target`. Deny by default.
+    pub(crate) fn may_reach(&self, target: &str) -> bool {
+        self.targets
+            .iter()
+            .any(|p| glob::Pattern::new(p.get_ref()).is_ok_and(|pat| pat.matches(target)))
+    }
+}
+
+impl TargetConfig {
+    pub(crate) fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// A local account: uid, gid, home and login shell.
+#[derive(Debug, Clone)]
+pub(crate) struct Account {
+    pub(crate) name: String,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) home: PathBuf,
+    pub(crate) shell: PathBuf,
+}
+
+/// Looks an account up in the system's user database.
+pub(crate) fn lookup_account(name: &str) -> Result<Account, String> {
+    let cname = std::ffi::CString::new(name).map_err(|_| format!("bad account name `{name}`"))?;
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; `buf` outlives `pwd`'s use.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        return Err(format!("no account `{name}` on this host"));
+    }
+    Ok(account_from(&pwd))
+}
+
+/// The account this process runs as.
+pub(crate) fn current_account() -> Result<Account, String> {
+    let uid = unsafe { libc::getuid() };
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: as in `lookup_account`.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if rc != 0 || result.is_null() {
+        return Err(format!("uid {uid} has no account entry"));
+    }
+    Ok(account_from(&pwd))
+}
+
+fn account_from(pwd: &libc::passwd) -> Account {
+    let s = |p: *const libc::c_char| {
+        // SAFETY: getpw*_r filled these with NUL-terminated strings in `buf`.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let shell = s(pwd.pw_shell);
+    Account {
+        name: s(pwd.pw_name),
+        uid: pwd.pw_uid,
+        gid: pwd.pw_gid,
+        home: PathBuf::from(s(pwd.pw_dir)),
+        shell: PathBuf::from(if shell.is_empty() {
+            "/bin/sh".into()
+        } else {
+            shell
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_parses() {
+        let c = Config::load(None).unwrap();
+        assert_eq!(c.listen_addrs(), vec!["127.0.0.1:2222".parse().unwrap()]);
+        assert_eq!(c.targets[0].kind, TargetKind::Local);
+        assert_eq!(c.user("demo").unwrap().ai, AiMode::Confirm);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let text = "[server]\nlisten = [\"127.0.0.1:1\"]\nstate_dri = \"/tmp\"\n";
+        let e = Config::parse(text, "x.toml", false).unwrap_err().0;
+        assert!(e.starts_with("x.toml:3: key `server.state_dri`:"), "{e}");
+        assert!(e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn bad_glob_is_located() {
+        let text = "[[targets]]\nname = \"a\"\nhost = \"h\"\n\n[[users]]\nname = \"u\"\n\
+                    authorized_keys = []\npassword_hash = \"$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$ixF1BqkRDQwdhmLu6mG7wKcQ5FwjOJbbSSMvNQ9OUnI\"\n\
+                    targets = [\"web[\"]\n";
+        let e = Config::parse(text, "x.toml", false).unwrap_err().0;
+        assert!(
+            e.starts_with("x.toml:9: key `users.targets`: bad glob"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn globs_deny_by_default() {
+        let text = "[[users]]\nname = \"u\"\nauthorized_keys = [\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S u@h\"]\ntargets = [\"db-*\"]\n";
+        let c = Config::parse(text, "x.toml", false).unwrap();
+        let u = c.user("u").unwrap();
+        assert!(u.may_reach("db-1"));
+        assert!(!u.may_reach("web1"));
+    }
+}

@@ -1,0 +1,366 @@
+//! The SSH server: accepting connections and the russh handler.
+//!
+//! The handler is deliberately thin. It authenticates (with the throttle
+//! and argon2 off the runtime), refuses what walissh does not allow (port
+//! forwarding, agent and X11 forwarding, keyboard-interactive), and hands
+//! each session channel to a `session` task. Everything a channel carries
+//! after that reaches the session through the channel itself.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use russh::keys::PublicKey;
+use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
+use russh::{Channel, ChannelId, MethodKind, MethodSet};
+use tokio::net::TcpListener;
+
+use crate::audit::Event;
+use crate::bastion::Bastion;
+use crate::route::Login;
+use crate::shutdown::Watcher;
+
+/// Login names longer than this are cut in audit rows.
+const MAX_NAME: usize = 128;
+
+/// The russh server settings walissh uses.
+pub(crate) fn russh_config(host_key: russh::keys::PrivateKey) -> russh::server::Config {
+    russh::server::Config {
+        methods: MethodSet::from(&[MethodKind::Password, MethodKind::PublicKey][..]),
+        keys: vec![host_key],
+        // Timing is handled by the throttle and by verifying a dummy hash
+        // for unknown users, so russh's fixed rejection delay is not needed.
+        auth_rejection_time: Duration::ZERO,
+        auth_rejection_time_initial: Some(Duration::ZERO),
+        // Idle shells are normal on a jump host; dead peers are found by
+        // keepalives instead.
+        inactivity_timeout: None,
+        keepalive_interval: Some(Duration::from_secs(60)),
+        keepalive_max: 3,
+        nodelay: true,
+        ..Default::default()
+    }
+}
+
+/// Accepts connections on one listener until shutdown begins.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    bastion: Arc<Bastion>,
+    config: Arc<russh::server::Config>,
+    mut sessions: Watcher,
+    connections: Watcher,
+) {
+    loop {
+        let (socket, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = sessions.requested() => return,
+        };
+        let Some(mut stop) = connections.listener() else {
+            return;
+        };
+        let handler = Connection {
+            bastion: bastion.clone(),
+            peer,
+            login: None,
+            sessions: sessions.clone(),
+        };
+        let config = config.clone();
+        tokio::spawn(async move {
+            let running = match russh::server::run_stream(config, socket, handler).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "connection setup failed");
+                    return;
+                }
+            };
+            let handle = running.handle();
+            tokio::pin!(running);
+            tokio::select! {
+                result = &mut running => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                _ = stop.requested() => {
+                    let _ = handle
+                        .disconnect(russh::Disconnect::ByApplication, "walissh is shutting down".into(), "".into())
+                        .await;
+                    let _ = tokio::time::timeout(Duration::from_secs(2), running).await;
+                }
+            }
+        });
+    }
+}
+
+/// One client connection's handler.
+pub(crate) struct Connection {
+    bastion: Arc<Bastion>,
+    peer: SocketAddr,
+    login: Option<Login>,
+    sessions: Watcher,
+}
+
+impl Connection {
+    fn auth_event(&self, kind: &'static str, user: &str, method: &str) -> Event {
+        let mut user = user.to_string();
+        if user.len() > MAX_NAME {
+            user.truncate(user.floor_char_boundary(MAX_NAME));
+        }
+        Event::new(kind)
+            .user(user)
+            .field("method", method)
+            .field("client_addr", self.peer.to_string())
+    }
+
+    async fn accept(&mut self, login: Login, method: &str) -> Auth {
+        self.bastion.throttle.success(self.peer.ip());
+        let mut ev = self.auth_event("auth_ok", &login.user, method);
+        ev.target = login.target.clone();
+        self.bastion.audit.event(ev).await;
+        self.login = Some(login);
+        Auth::Accept
+    }
+
+    /// Audits a failure; when it counts against the address, waits the
+    /// throttle's delay before answering.
+    async fn reject(&self, login: &Login, method: &str, reason: &str, counts: bool) -> Auth {
+        let mut ev = self
+            .auth_event("auth_fail", &login.user, method)
+            .field("reason", reason);
+        ev.target = login.target.clone();
+        self.bastion.audit.event(ev).await;
+        if counts {
+            let delay = self.bastion.throttle.failure(self.peer.ip());
+            tokio::time::sleep(delay).await;
+        }
+        Auth::reject()
+    }
+
+    fn known_key(&self, user: &str, key: &PublicKey) -> bool {
+        self.bastion.config.user(user).is_some_and(|u| {
+            u.authorized_keys.iter().any(|line| {
+                crate::keys::parse_authorized_key(line.get_ref())
+                    .is_ok_and(|k| k.key_data() == key.key_data())
+            })
+        })
+    }
+
+    async fn refuse_forward(&self, what: &str, detail: String) {
+        let login = self.login.clone().unwrap_or(Login {
+            user: String::new(),
+            target: None,
+        });
+        let mut ev = Event::new("forward_denied")
+            .user(login.user)
+            .field("forward", what)
+            .field("detail", detail)
+            .field("client_addr", self.peer.to_string());
+        ev.target = login.target;
+        self.bastion.audit.event(ev).await;
+    }
+}
+
+impl russh::server::Handler for Connection {
+    type Error = russh::Error;
+
+    async fn auth_none(&mut self, _user: &str) -> Result<Auth, Self::Error> {
+        Ok(Auth::reject())
+    }
+
+    async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
+        let login = Login::parse(user);
+        if self.bastion.throttle.locked(self.peer.ip()) {
+            return Ok(self.reject(&login, "password", "locked_out", true).await);
+        }
+        let hash = self
+            .bastion
+            .config
+            .user(&login.user)
+            .and_then(|u| u.password_hash.as_ref())
+            .map(|h| h.get_ref().clone());
+        if crate::password::verify_blocking(password.to_string(), hash).await {
+            Ok(self.accept(login, "password").await)
+        } else {
+            Ok(self.reject(&login, "password", "bad_password", true).await)
+        }
+    }
+
+    async fn auth_publickey_offered(
+        &mut self,
+        user: &str,
+        offer: PublicKeyOffer<'_>,
+    ) -> Result<Auth, Self::Error> {
+        let login = Login::parse(user);
+        if self.known_key(&login.user, offer.public_key) {
+            return Ok(Auth::Accept);
+        }
+        // Clients offer every key they hold; an unknown one is audited but
+        // does not count as a guess.
+        Ok(self.reject(&login, "publickey", "unknown_key", false).await)
+    }
+
+    async fn auth_publickey(
+        &mut self,
+        user: &str,
+        key: VerifiedPublicKey<'_>,
+    ) -> Result<Auth, Self::Error> {
+        let login = Login::parse(user);
+        if self.bastion.throttle.locked(self.peer.ip()) {
+            return Ok(self.reject(&login, "publickey", "locked_out", true).await);
+        }
+        if self.known_key(&login.user, key.public_key) {
+            Ok(self.accept(login, "publickey").await)
+        } else {
+            Ok(self.reject(&login, "publickey", "unknown_key", true).await)
+        }
+    }
+
+    async fn channel_open_session(
+        &mut self,
+        channel: Channel<Msg>,
+        reply: ChannelOpenHandle,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        let (Some(login), Some(stop)) = (self.login.clone(), self.sessions.listener()) else {
+            reply
+                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                .await;
+            return Ok(());
+        };
+        reply.accept().await;
+        let ctx = crate::session::Context {
+            bastion: self.bastion.clone(),
+            login,
+            peer: self.peer,
+            handle: session.handle(),
+        };
+        tokio::spawn(crate::session::run(ctx, channel, stop));
+        Ok(())
+    }
+
+    // The session task reads these requests from its channel; the handler
+    // only answers them, so the client is not left waiting.
+    async fn pty_request(
+        &mut self,
+        channel: ChannelId,
+        _term: &str,
+        _cols: u32,
+        _rows: u32,
+        _pw: u32,
+        _ph: u32,
+        _modes: &[(russh::Pty, u32)],
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_success(channel)
+    }
+
+    async fn shell_request(
+        &mut self,
+        channel: ChannelId,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_success(channel)
+    }
+
+    async fn exec_request(
+        &mut self,
+        channel: ChannelId,
+        _data: &[u8],
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_success(channel)
+    }
+
+    async fn subsystem_request(
+        &mut self,
+        channel: ChannelId,
+        _name: &str,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_success(channel)
+    }
+
+    async fn x11_request(
+        &mut self,
+        channel: ChannelId,
+        _single: bool,
+        _proto: &str,
+        _cookie: &str,
+        _screen: u32,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        self.refuse_forward("x11", String::new()).await;
+        session.channel_failure(channel)
+    }
+
+    async fn agent_request(
+        &mut self,
+        _channel: ChannelId,
+        _session: &mut Session,
+    ) -> Result<bool, Self::Error> {
+        self.refuse_forward("agent", String::new()).await;
+        Ok(false)
+    }
+
+    async fn channel_open_direct_tcpip(
+        &mut self,
+        _channel: Channel<Msg>,
+        host: &str,
+        port: u32,
+        _orig: &str,
+        _orig_port: u32,
+        reply: ChannelOpenHandle,
+        _session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        self.refuse_forward("direct-tcpip", format!("{host}:{port}"))
+            .await;
+        reply
+            .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+            .await;
+        Ok(())
+    }
+
+    async fn channel_open_direct_streamlocal(
+        &mut self,
+        _channel: Channel<Msg>,
+        path: &str,
+        reply: ChannelOpenHandle,
+        _session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        self.refuse_forward("direct-streamlocal", path.to_string())
+            .await;
+        reply
+            .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+            .await;
+        Ok(())
+    }
+
+    async fn tcpip_forward(
+        &mut self,
+        address: &str,
+        port: &mut u32,
+        _session: &mut Session,
+    ) -> Result<bool, Self::Error> {
+        self.refuse_forward("tcpip-forward", format!("{address}:{port}"))
+            .await;
+        Ok(false)
+    }
+
+    async fn streamlocal_forward(
+        &mut self,
+        path: &str,
+        _session: &mut Session,
+    ) -> Result<bool, Self::Error> {
+        self.refuse_forward("streamlocal-forward", path.to_string())
+            .await;
+        Ok(false)
+    }
+}

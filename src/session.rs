@@ -1,0 +1,523 @@
+//! One session channel: one user's bridge from their SSH client to a target.
+//!
+//! A session reads the client's requests (pty-req, env, then shell, exec or
+//! subsystem), chooses the target, checks that it can be audited, opens the
+//! upstream side, and then pumps bytes both ways until either side closes
+//! or the bastion shuts down. The two pumps are the one place every byte
+//! passes; the terminal model and the agent's line interception will sit
+//! there. Each write waits for the receiving side's window, so a slow peer
+//! slows its sender instead of filling memory.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use russh::server::{Handle, Msg};
+use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
+
+use crate::audit::recording::{Header, Recording};
+use crate::audit::{Event, SessionRow};
+use crate::bastion::Bastion;
+use crate::config::{OnFailure, TargetConfig};
+use crate::route::{self, Login, NoTarget};
+use crate::shutdown::Listener;
+use crate::upstream::{self, Command, PtySpec, Request};
+
+/// Input that may arrive before the shell starts, kept for the target.
+const EARLY_INPUT_MAX: usize = 64 * 1024;
+/// How long a closing target may take to report its exit status.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// What a session knows about where it runs.
+pub(crate) struct Context {
+    pub(crate) bastion: Arc<Bastion>,
+    pub(crate) login: Login,
+    pub(crate) peer: SocketAddr,
+    pub(crate) handle: Handle,
+}
+
+/// The client's requests before the shell, exec or subsystem started.
+struct Setup {
+    command: Command,
+    pty: Option<PtySpec>,
+    env: Vec<(String, String)>,
+    early_input: Vec<u8>,
+}
+
+/// What the bridge saw, for the `session_end` row.
+#[derive(Default)]
+struct Totals {
+    bytes_in: u64,
+    bytes_out: u64,
+    exit_status: Option<u32>,
+    exit_signal: Option<String>,
+}
+
+/// The identity of a running session, for its audit events.
+struct Ids {
+    session: String,
+    user: String,
+    target: String,
+}
+
+impl Ids {
+    fn event(&self, kind: &'static str) -> Event {
+        let mut ev = Event::new(kind).user(self.user.clone());
+        ev.session = Some(self.session.clone());
+        ev.target = Some(self.target.clone());
+        ev
+    }
+}
+
+pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Listener) {
+    let setup = tokio::select! {
+        s = read_setup(&mut channel) => s,
+        _ = stop.requested() => None,
+    };
+    let Some(mut setup) = setup else {
+        let _ = channel.close().await;
+        return;
+    };
+    let target = match choose_target(&ctx, &mut channel, &mut setup).await {
+        Ok(t) => t,
+        Err(no) => {
+            if let Some(requested) = &no.denied {
+                let mut ev = Event::new("target_denied")
+                    .user(ctx.login.user.clone())
+                    .field("requested", requested.as_str());
+                ev.target = Some(requested.clone());
+                ctx.bastion.audit.event(ev).await;
+            }
+            refuse(&channel, setup.pty.is_some(), &no.message).await;
+            return;
+        }
+    };
+    run_session(&ctx, channel, setup, target, stop).await;
+}
+
+/// Reads requests until the client asks for a shell, exec or subsystem.
+async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
+    let mut pty = None;
+    let mut env = Vec::new();
+    let mut early_input = Vec::new();
+    loop {
+        let command = match channel.wait().await? {
+            ChannelMsg::RequestPty {
+                term,
+                col_width,
+                row_height,
+                terminal_modes,
+                ..
+            } => {
+                pty = Some(PtySpec {
+                    term,
+                    cols: col_width,
+                    rows: row_height,
+                    modes: terminal_modes,
+                });
+                continue;
+            }
+            ChannelMsg::SetEnv {
+                variable_name,
+                variable_value,
+                ..
+            } => {
+                if env_allowed(&variable_name) {
+                    env.push((variable_name, variable_value));
+                }
+                continue;
+            }
+            ChannelMsg::WindowChange {
+                col_width,
+                row_height,
+                ..
+            } => {
+                if let Some(p) = pty.as_mut() {
+                    (p.cols, p.rows) = (col_width, row_height);
+                }
+                continue;
+            }
+            ChannelMsg::Data { data } => {
+                if early_input.len() + data.len() <= EARLY_INPUT_MAX {
+                    early_input.extend_from_slice(&data);
+                }
+                continue;
+            }
+            ChannelMsg::RequestShell { .. } => Command::Shell,
+            ChannelMsg::Exec { command, .. } => Command::Exec(command),
+            ChannelMsg::RequestSubsystem { name, .. } => Command::Subsystem(name),
+            ChannelMsg::Eof | ChannelMsg::Close => return None,
+            _ => continue,
+        };
+        return Some(Setup {
+            command,
+            pty,
+            env,
+            early_input,
+        });
+    }
+}
+
+/// Only the locale travels from the client, as with OpenSSH's default
+/// `AcceptEnv LANG LC_*`: other variables can change how the target's
+/// shell behaves.
+fn env_allowed(name: &str) -> bool {
+    name == "LANG" || name.starts_with("LC_")
+}
+
+async fn choose_target(
+    ctx: &Context,
+    channel: &mut Channel<Msg>,
+    setup: &mut Setup,
+) -> Result<TargetConfig, NoTarget> {
+    let config = &ctx.bastion.config;
+    // The handler only accepts logins of configured users.
+    let user = config.user(&ctx.login.user).ok_or_else(|| NoTarget {
+        message: "unknown user".into(),
+        denied: None,
+    })?;
+    if let Some(name) = &ctx.login.target {
+        return route::requested(config, user, name).cloned();
+    }
+    let allowed = config.allowed_targets(user);
+    match (allowed.len(), &setup.pty) {
+        (1, _) => Ok((*allowed[0]).clone()),
+        (n, Some(_)) if n > 1 => {
+            let names: Vec<&str> = allowed.iter().map(|t| t.name()).collect();
+            let pty = &mut setup.pty;
+            let picked = route::menu(channel, &names, |cols, rows| {
+                if let Some(p) = pty.as_mut() {
+                    (p.cols, p.rows) = (cols, rows);
+                }
+            })
+            .await;
+            picked.map(|i| (*allowed[i]).clone()).ok_or(NoTarget {
+                message: "no target chosen".into(),
+                denied: None,
+            })
+        }
+        _ => Err(route::must_name(&allowed, &ctx.login.user)),
+    }
+}
+
+/// Tells the client why it gets no session, and closes the channel.
+async fn refuse(channel: &Channel<Msg>, pty: bool, message: &str) {
+    let _ = channel
+        .extended_data_bytes(1, user_line(pty, message))
+        .await;
+    let _ = channel.exit_status(1).await;
+    let _ = channel.eof().await;
+    let _ = channel.close().await;
+}
+
+fn user_line(pty: bool, message: &str) -> Bytes {
+    let end = if pty { "\r\n" } else { "\n" };
+    Bytes::from(format!("walissh: {message}{end}"))
+}
+
+fn session_id() -> String {
+    use rand::RngExt;
+    let n: u64 = rand::rng().random();
+    format!("{n:016x}")
+}
+
+async fn run_session(
+    ctx: &Context,
+    channel: Channel<Msg>,
+    setup: Setup,
+    target: TargetConfig,
+    stop: Listener,
+) {
+    let bastion = &ctx.bastion;
+    let ids = Ids {
+        session: session_id(),
+        user: ctx.login.user.clone(),
+        target: target.name().to_string(),
+    };
+    let pty = setup.pty.is_some();
+    let recording = match &setup.pty {
+        Some(p) => {
+            let title = format!("{}@{}", ids.user, ids.target);
+            let header = Header {
+                cols: p.cols,
+                rows: p.rows,
+                term: &p.term,
+                title: &title,
+            };
+            bastion.recorder.open(&ids.session, header).await.ok()
+        }
+        None => None,
+    };
+    if let Some(problem) = bastion.audit.health.problem() {
+        tracing::error!(session = %ids.session, problem, "audit storage is failing");
+        if bastion.audit.health.policy() == OnFailure::Refuse {
+            bastion
+                .audit
+                .event(ids.event("storage_error").field("message", problem))
+                .await;
+            let msg =
+                format!("{problem}; new sessions are refused until an administrator fixes it");
+            refuse(&channel, pty, &msg).await;
+            if let Some(r) = recording {
+                r.close().await;
+            }
+            return;
+        }
+        let warning = format!("WARNING: {problem}; this session is not fully audited");
+        let _ = channel
+            .extended_data_bytes(1, user_line(pty, &warning))
+            .await;
+    }
+
+    bastion
+        .audit
+        .session_start(SessionRow {
+            id: ids.session.clone(),
+            user: ids.user.clone(),
+            target: ids.target.clone(),
+            client_addr: ctx.peer.to_string(),
+            started: SystemTime::now(),
+            recording: recording.as_ref().map(|r| r.path.display().to_string()),
+        })
+        .await;
+    bastion
+        .audit
+        .event(
+            ids.event("session_start")
+                .field("client_addr", ctx.peer.to_string())
+                .field("pty", pty),
+        )
+        .await;
+    audit_command(ctx, &ids, &setup.command).await;
+
+    let request = Request {
+        command: setup.command.clone(),
+        pty: setup.pty.clone(),
+        env: setup.env.clone(),
+        user: ids.user.clone(),
+    };
+    let totals = match upstream::open(&target, &bastion.upstream, &request).await {
+        Ok((reader, mut writer)) => {
+            if !setup.early_input.is_empty() {
+                let _ = writer.data(Bytes::from(setup.early_input)).await;
+            }
+            bridge(ctx, channel, reader, writer, recording.as_ref(), stop).await
+        }
+        Err(message) => {
+            tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
+            bastion
+                .audit
+                .event(
+                    ids.event("upstream_error")
+                        .field("message", message.as_str()),
+                )
+                .await;
+            let _ = channel
+                .extended_data_bytes(1, user_line(pty, &message))
+                .await;
+            let _ = channel.exit_status(255).await;
+            let _ = channel.eof().await;
+            let _ = channel.close().await;
+            Totals {
+                exit_status: Some(255),
+                ..Totals::default()
+            }
+        }
+    };
+    if let Some(r) = recording {
+        r.close().await;
+    }
+    bastion
+        .audit
+        .event(
+            ids.event("session_end")
+                .field("exit_status", totals.exit_status)
+                .field("exit_signal", totals.exit_signal)
+                .field("bytes_in", totals.bytes_in)
+                .field("bytes_out", totals.bytes_out),
+        )
+        .await;
+    bastion.audit.session_end(&ids.session).await;
+}
+
+/// Exec and subsystem requests are audited with what they run; file
+/// transfers are marked as such.
+async fn audit_command(ctx: &Context, ids: &Ids, command: &Command) {
+    let ev = match command {
+        Command::Shell => return,
+        Command::Exec(cmd) => {
+            let text = String::from_utf8_lossy(cmd).into_owned();
+            let ev = ids.event("exec").field("command", text.as_str());
+            if text == "scp" || text.starts_with("scp ") {
+                ev.field("transfer", "scp")
+            } else {
+                ev
+            }
+        }
+        Command::Subsystem(name) => {
+            let ev = ids.event("subsystem").field("name", name.as_str());
+            if name == "sftp" {
+                ev.field("transfer", "sftp")
+            } else {
+                ev
+            }
+        }
+    };
+    ctx.bastion.audit.event(ev).await;
+}
+
+/// How the bridge ended.
+enum End {
+    TargetClosed,
+    ClientClosed,
+    Shutdown,
+}
+
+/// Pumps both ways until one side closes or shutdown begins, then closes
+/// the other side cleanly.
+async fn bridge(
+    ctx: &Context,
+    channel: Channel<Msg>,
+    mut up_rx: upstream::Reader,
+    mut up_tx: upstream::Writer,
+    recording: Option<&Recording>,
+    mut stop: Listener,
+) -> Totals {
+    let (mut client_rx, client_tx) = channel.split();
+    let mut totals = Totals::default();
+    let mut bytes_in = 0u64;
+    let end = {
+        let down = to_client(ctx, &mut up_rx, &client_tx, recording, &mut totals);
+        let up = to_target(&mut client_rx, &mut up_tx, recording, &mut bytes_in);
+        tokio::pin!(down, up);
+        tokio::select! {
+            _ = &mut down => End::TargetClosed,
+            _ = &mut up => End::ClientClosed,
+            _ = stop.requested() => End::Shutdown,
+        }
+    };
+    totals.bytes_in = bytes_in;
+    match end {
+        End::TargetClosed => {}
+        End::ClientClosed => {
+            // The client is gone: hang up on the target, and give it a
+            // moment to say how it ended.
+            up_tx.close().await;
+            let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut up_rx, &mut totals)).await;
+        }
+        End::Shutdown => {
+            let msg = "the bastion is shutting down; this session ends now";
+            let _ = client_tx
+                .data_bytes(user_line(true, &format!("\r\n{msg}")))
+                .await;
+            up_tx.close().await;
+        }
+    }
+    up_tx.close().await;
+    let _ = client_tx.eof().await;
+    let _ = client_tx.close().await;
+    totals
+}
+
+/// Target to client: output, stderr, EOF and how the target's side ended.
+async fn to_client(
+    ctx: &Context,
+    up_rx: &mut upstream::Reader,
+    client: &ChannelWriteHalf<Msg>,
+    recording: Option<&Recording>,
+    totals: &mut Totals,
+) {
+    let mut track = recording.map(|r| r.output());
+    while let Some(event) = up_rx.next().await {
+        match event {
+            upstream::Event::Data(data) => {
+                totals.bytes_out += data.len() as u64;
+                if let Some(t) = track.as_mut() {
+                    t.write(&data).await;
+                }
+                if client.data_bytes(data).await.is_err() {
+                    return;
+                }
+            }
+            upstream::Event::Stderr(data) => {
+                totals.bytes_out += data.len() as u64;
+                if let Some(t) = track.as_mut() {
+                    t.write(&data).await;
+                }
+                if client.extended_data_bytes(1, data).await.is_err() {
+                    return;
+                }
+            }
+            upstream::Event::Eof => {
+                let _ = client.eof().await;
+            }
+            upstream::Event::ExitStatus(code) => {
+                totals.exit_status = Some(code);
+                let _ = client.exit_status(code).await;
+            }
+            upstream::Event::ExitSignal {
+                signal,
+                core_dumped,
+                message,
+            } => {
+                totals.exit_signal = Some(format!("{signal:?}"));
+                let _ = ctx
+                    .handle
+                    .exit_signal_request(client.id(), signal, core_dumped, message, String::new())
+                    .await;
+            }
+        }
+    }
+}
+
+/// Client to target: input, EOF, window changes and signals, until the
+/// client closes the channel.
+async fn to_target(
+    client: &mut ChannelReadHalf,
+    up_tx: &mut upstream::Writer,
+    recording: Option<&Recording>,
+    bytes_in: &mut u64,
+) {
+    let mut track = recording.map(|r| r.input());
+    while let Some(msg) = client.wait().await {
+        match msg {
+            ChannelMsg::Data { data } => {
+                *bytes_in += data.len() as u64;
+                if let Some(t) = track.as_mut() {
+                    t.write(&data).await;
+                }
+                if up_tx.data(data).await.is_err() {
+                    break;
+                }
+            }
+            ChannelMsg::Eof => up_tx.eof().await,
+            ChannelMsg::WindowChange {
+                col_width,
+                row_height,
+                ..
+            } => {
+                if let Some(r) = recording {
+                    r.resize(col_width, row_height).await;
+                }
+                up_tx.resize(col_width, row_height).await;
+            }
+            ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
+            ChannelMsg::Close => break,
+            _ => {}
+        }
+    }
+}
+
+/// Reads what is left of the target's side after a hang-up.
+async fn drain(up_rx: &mut upstream::Reader, totals: &mut Totals) {
+    while let Some(event) = up_rx.next().await {
+        match event {
+            upstream::Event::ExitStatus(code) => totals.exit_status = Some(code),
+            upstream::Event::ExitSignal { signal, .. } => {
+                totals.exit_signal = Some(format!("{signal:?}"))
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! `kind = "ssh"` targets: the bastion's russh client.
+//!
+//! One upstream connection per session channel, authenticated with the
+//! bastion's identity key (or a password from `password_env`), with the
+//! target's host key checked against `[upstream].known_hosts` under the
+//! configured policy before anything is sent.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
+
+use super::{Command, Context, Event, Request};
+use crate::config::{HostKeyPolicy, TargetConfig};
+
+/// How long reaching and logging in to a target may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The client handler: only checks the target's host key. A refusal's
+/// reason is left in `verdict` for the message to the user.
+struct HostKeyCheck {
+    name: String,
+    host: String,
+    port: u16,
+    known_hosts: PathBuf,
+    policy: HostKeyPolicy,
+    verdict: Arc<Mutex<Option<String>>>,
+}
+
+impl client::Handler for HostKeyCheck {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let PublicKeyOrCertificate::PublicKey { key, .. } = key else {
+            self.refuse("presented a certificate, which walissh does not accept from targets");
+            return Ok(false);
+        };
+        let (host, port, path, policy) = (
+            self.host.clone(),
+            self.port,
+            self.known_hosts.clone(),
+            self.policy,
+        );
+        let key = key.clone();
+        let answer =
+            tokio::task::spawn_blocking(move || check_host_key(&host, port, &key, &path, policy))
+                .await
+                .unwrap_or_else(|e| Err(format!("host key check failed: {e}")));
+        match answer {
+            Ok(()) => Ok(true),
+            Err(why) => {
+                self.refuse(&why);
+                Ok(false)
+            }
+        }
+    }
+}
+
+impl HostKeyCheck {
+    fn refuse(&self, why: &str) {
+        let msg = format!("host key for {} {why}; ask an administrator", self.name);
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+    }
+}
+
+/// Applies the host key policy. Runs on a blocking thread (file I/O).
+fn check_host_key(
+    host: &str,
+    port: u16,
+    key: &PublicKey,
+    path: &PathBuf,
+    policy: HostKeyPolicy,
+) -> Result<(), String> {
+    let known = if path.exists() {
+        russh::keys::known_hosts::known_host_keys_path(host, port, path)
+            .map_err(|e| format!("cannot be checked ({}: {e})", path.display()))?
+    } else {
+        Vec::new()
+    };
+    // Compare key material only: comments in known_hosts do not matter.
+    if known.iter().any(|(_, k)| k.key_data() == key.key_data()) {
+        return Ok(());
+    }
+    if known.iter().any(|(_, k)| k.algorithm() == key.algorithm()) {
+        return Err("changed".into());
+    }
+    match policy {
+        HostKeyPolicy::Strict => Err("is not known (strict host key policy)".into()),
+        HostKeyPolicy::AcceptNew if !known.is_empty() => {
+            // Known with another algorithm only: a new key type for a known
+            // host is a change too.
+            Err("changed".into())
+        }
+        HostKeyPolicy::AcceptNew => {
+            if let Some(dir) = path.parent() {
+                crate::keys::create_private_dir(dir)?;
+            }
+            russh::keys::known_hosts::learn_known_hosts_path(host, port, key, path)
+                .map_err(|e| format!("cannot be recorded ({}: {e})", path.display()))?;
+            tracing::info!(host, port, "recorded a new target host key");
+            Ok(())
+        }
+    }
+}
+
+pub(crate) struct Reader {
+    ch: ChannelReadHalf,
+    /// Messages that arrived while waiting for a request's reply.
+    pending: VecDeque<ChannelMsg>,
+}
+
+pub(crate) struct Writer {
+    ch: ChannelWriteHalf<client::Msg>,
+    conn: client::Handle<HostKeyCheck>,
+}
+
+pub(crate) async fn open(
+    target: &TargetConfig,
+    ctx: &Context,
+    req: &Request,
+) -> Result<(Reader, Writer), String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("{} did not answer in time", target.name())),
+    }
+}
+
+async fn open_inner(
+    target: &TargetConfig,
+    ctx: &Context,
+    req: &Request,
+) -> Result<(Reader, Writer), String> {
+    let name = target.name();
+    let host = target
+        .host
+        .as_ref()
+        .map(|h| h.get_ref().clone())
+        .unwrap_or_default();
+    let port = target.port;
+    let verdict = Arc::new(Mutex::new(None));
+    let check = HostKeyCheck {
+        name: name.to_string(),
+        host: host.clone(),
+        port,
+        known_hosts: ctx.known_hosts.clone(),
+        policy: ctx.policy,
+        verdict: verdict.clone(),
+    };
+    let config = Arc::new(client::Config {
+        inactivity_timeout: None,
+        keepalive_interval: Some(Duration::from_secs(30)),
+        nodelay: true,
+        ..Default::default()
+    });
+    let mut conn = match client::connect(config, (host.as_str(), port), check).await {
+        Ok(c) => c,
+        Err(e) => {
+            let refused = verdict.lock().unwrap_or_else(|e| e.into_inner()).take();
+            return Err(
+                refused.unwrap_or_else(|| format!("cannot reach {name} ({host}:{port}): {e}"))
+            );
+        }
+    };
+    let login = target
+        .user
+        .as_ref()
+        .map_or(req.user.as_str(), |u| u.get_ref().as_str());
+    authenticate(&mut conn, target, ctx, login).await?;
+    let ch = conn
+        .channel_open_session()
+        .await
+        .map_err(|e| format!("{name} refused a session channel: {e}"))?;
+    let (read, write) = ch.split();
+    let mut reader = Reader {
+        ch: read,
+        pending: VecDeque::new(),
+    };
+    start_command(&write, &mut reader, req)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok((reader, Writer { ch: write, conn }))
+}
+
+async fn authenticate(
+    conn: &mut client::Handle<HostKeyCheck>,
+    target: &TargetConfig,
+    ctx: &Context,
+    login: &str,
+) -> Result<(), String> {
+    let name = target.name();
+    let (method, result) = match &target.password_env {
+        Some(var) => {
+            let var = var.get_ref();
+            let password = std::env::var(var).map_err(|_| {
+                format!("{name}: the bastion has no password for it ({var} is not set)")
+            })?;
+            (
+                "password",
+                conn.authenticate_password(login, password).await,
+            )
+        }
+        None => {
+            let hash = conn
+                .best_supported_rsa_hash()
+                .await
+                .ok()
+                .flatten()
+                .flatten();
+            let key = PrivateKeyWithHashAlg::new(ctx.identity.clone(), hash);
+            ("publickey", conn.authenticate_publickey(login, key).await)
+        }
+    };
+    match result {
+        Ok(r) if r.success() => Ok(()),
+        Ok(_) => Err(format!(
+            "{name} refused the bastion's login as {login} ({method}); \
+             its authorized_keys needs the line from `walissh pubkey`"
+        )),
+        Err(e) => Err(format!("{name}: login failed: {e}")),
+    }
+}
+
+/// Sends pty-req, env and the command, and waits for the command's reply.
+async fn start_command(
+    ch: &ChannelWriteHalf<client::Msg>,
+    reader: &mut Reader,
+    req: &Request,
+) -> Result<(), String> {
+    let err = |e: russh::Error| e.to_string();
+    if let Some(pty) = &req.pty {
+        ch.request_pty(false, &pty.term, pty.cols, pty.rows, 0, 0, &pty.modes)
+            .await
+            .map_err(err)?;
+    }
+    for (k, v) in &req.env {
+        ch.set_env(false, k.as_str(), v.as_str())
+            .await
+            .map_err(err)?;
+    }
+    let what = match &req.command {
+        Command::Shell => {
+            ch.request_shell(true).await.map_err(err)?;
+            "a shell".to_string()
+        }
+        Command::Exec(cmd) => {
+            ch.exec(true, cmd.clone()).await.map_err(err)?;
+            "the command".to_string()
+        }
+        Command::Subsystem(name) => {
+            ch.request_subsystem(true, name.as_str())
+                .await
+                .map_err(err)?;
+            format!("the {name} subsystem")
+        }
+    };
+    loop {
+        match reader.ch.wait().await {
+            Some(ChannelMsg::Success) => return Ok(()),
+            Some(ChannelMsg::Failure) => return Err(format!("refused to start {what}")),
+            Some(ChannelMsg::WindowAdjusted { .. }) => {}
+            Some(other) => reader.pending.push_back(other),
+            None => return Err(format!("closed the channel before starting {what}")),
+        }
+    }
+}
+
+impl Reader {
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        loop {
+            let msg = match self.pending.pop_front() {
+                Some(m) => m,
+                None => self.ch.wait().await?,
+            };
+            match msg {
+                ChannelMsg::Data { data } => return Some(Event::Data(data)),
+                ChannelMsg::ExtendedData { data, .. } => return Some(Event::Stderr(data)),
+                ChannelMsg::Eof => return Some(Event::Eof),
+                ChannelMsg::ExitStatus { exit_status } => {
+                    return Some(Event::ExitStatus(exit_status));
+                }
+                ChannelMsg::ExitSignal {
+                    signal_name,
+                    core_dumped,
+                    error_message,
+                    ..
+                } => {
+                    return Some(Event::ExitSignal {
+                        signal: signal_name,
+                        core_dumped,
+                        message: error_message,
+                    });
+                }
+                ChannelMsg::Close => return None,
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Writer {
+    pub(crate) async fn data(&mut self, data: Bytes) -> Result<(), String> {
+        self.ch.data_bytes(data).await.map_err(|e| e.to_string())
+    }
+
+    pub(crate) async fn eof(&mut self) {
+        let _ = self.ch.eof().await;
+    }
+
+    pub(crate) async fn resize(&mut self, cols: u32, rows: u32) {
+        let _ = self.ch.window_change(cols, rows, 0, 0).await;
+    }
+
+    pub(crate) async fn signal(&mut self, sig: Sig) {
+        let _ = self.ch.signal(sig).await;
+    }
+
+    pub(crate) async fn close(&mut self) {
+        let _ = self.ch.close().await;
+        let _ = self
+            .conn
+            .disconnect(russh::Disconnect::ByApplication, "session ended", "")
+            .await;
+    }
+}
