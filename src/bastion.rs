@@ -36,6 +36,10 @@ pub(crate) struct Bastion {
 /// Runs the bastion until SIGTERM or SIGINT.
 pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     crate::keys::create_private_dir(config.state_dir())?;
+    // Paths stored in the audit (recordings) must not depend on the
+    // directory walissh was started from.
+    config.server.state_dir = std::path::absolute(config.state_dir())
+        .map_err(|e| format!("{}: {e}", config.state_dir().display()))?;
     if config.embedded {
         embedded_demo_password(&mut config)?;
     }
@@ -45,11 +49,8 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     let host_key = crate::keys::load_or_generate(&config.host_key_path())?;
     let identity = crate::keys::load_or_generate(&config.identity_path())?;
     let (audit, audit_thread) = Audit::start(&config.audit_db_path(), config.audit.on_failure)?;
-    let (recorder, _recorder_thread) = Recorder::start(
-        config.recordings_dir(),
-        config.audit.record_input,
-        audit.health.clone(),
-    )?;
+    let (recorder, recorder_thread) =
+        Recorder::start(config.recordings_dir(), config.audit.record_input)?;
     let russh_config = Arc::new(crate::server::russh_config(host_key));
 
     let mut listeners = Vec::new();
@@ -57,7 +58,10 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
         let l = TcpListener::bind(addr)
             .await
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        tracing::info!(%addr, "listening");
+        let bound = l
+            .local_addr()
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        tracing::info!(addr = %bound, "listening");
         listeners.push(l);
     }
 
@@ -106,7 +110,16 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     drop(bastion);
     // The writer ends when the last handle is gone; connections that did
     // not end in time may still hold one, so do not wait for it forever.
-    let _ = tokio::task::spawn_blocking(move || audit_thread.join()).await;
+    let joined = tokio::task::spawn_blocking(move || {
+        let _ = recorder_thread.join();
+        let _ = audit_thread.join();
+    });
+    if tokio::time::timeout(CONNECTION_GRACE, joined)
+        .await
+        .is_err()
+    {
+        tracing::warn!("audit writers still busy at exit");
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -139,15 +139,11 @@ pub(crate) struct TargetConfig {
     #[serde(default)]
     pub(crate) kind: TargetKind,
     pub(crate) host: Option<Spanned<String>>,
-    #[serde(default = "default_port")]
-    pub(crate) port: u16,
+    /// Default 22; for kind = "ssh" only.
+    pub(crate) port: Option<Spanned<u16>>,
     pub(crate) user: Option<Spanned<String>>,
     pub(crate) password_env: Option<Spanned<String>>,
     pub(crate) run_as: Option<Spanned<String>>,
-}
-
-fn default_port() -> u16 {
-    22
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -413,13 +409,11 @@ impl Config {
                     let extra = [&t.host, &t.user, &t.password_env]
                         .into_iter()
                         .flatten()
+                        .map(|v| v.span())
+                        .chain(t.port.as_ref().map(|p| p.span()))
                         .next();
                     if let Some(v) = extra {
-                        return Err(loc.error(
-                            v.span(),
-                            None,
-                            "applies to kind = \"ssh\" targets only",
-                        ));
+                        return Err(loc.error(v, None, "applies to kind = \"ssh\" targets only"));
                     }
                     if let Some(r) = &t.run_as {
                         lookup_account(r.get_ref())
@@ -581,6 +575,10 @@ impl UserConfig {
 impl TargetConfig {
     pub(crate) fn name(&self) -> &str {
         self.name.get_ref()
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port.as_ref().map_or(22, |p| *p.get_ref())
     }
 }
 

@@ -38,16 +38,23 @@ pub(crate) fn load_private(path: &Path) -> Result<PrivateKey, String> {
         .map_err(|e| format!("{}: cannot read key: {e}", path.display()))
 }
 
-/// Parses one authorized_keys line (`type base64 [comment]`).
+/// Parses one authorized_keys line: `[options] type base64 [comment]`.
+/// The key is the first word that decodes as one, so any key type and any
+/// leading options are accepted (options are not enforced).
 pub(crate) fn parse_authorized_key(line: &str) -> Result<PublicKey, String> {
-    let mut parts = line.split_whitespace();
-    let first = parts.next().ok_or("empty key")?;
-    let blob = if first.starts_with("ssh-") || first.starts_with("ecdsa-") {
-        parts.next().ok_or("key type without key data")?
-    } else {
-        first
-    };
-    russh::keys::parse_public_key_base64(blob).map_err(|e| format!("not a public key: {e}"))
+    let mut first_error = None;
+    for word in line.split_whitespace() {
+        match russh::keys::parse_public_key_base64(word) {
+            Ok(key) => return Ok(key),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(match first_error {
+        Some(e) => format!("not a public key: {e}"),
+        None => "empty key".into(),
+    })
 }
 
 /// The `authorized_keys` line for a key, as `walissh pubkey` prints it.
@@ -131,6 +138,8 @@ mod tests {
         let line =
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S u@h";
         assert!(parse_authorized_key(line).is_ok());
+        let with_options = format!("from=\"10.0.0.0/8\",no-pty {line}");
+        assert!(parse_authorized_key(&with_options).is_ok());
         assert!(parse_authorized_key("ssh-ed25519").is_err());
         assert!(parse_authorized_key("ssh-ed25519 AAAAnotakey").is_err());
     }

@@ -116,7 +116,10 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            runtime.block_on(bastion::serve(config))
+            let result = runtime.block_on(bastion::serve(config));
+            // Do not wait on blocking tasks stuck on a dead peer or disk.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
         }
         Cmd::CheckConfig { config } => {
             let config = load(config)?;

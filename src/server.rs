@@ -20,6 +20,9 @@ use crate::bastion::Bastion;
 use crate::route::Login;
 use crate::shutdown::Watcher;
 
+/// How long a client may stay connected at shutdown once its sessions end.
+const LINGER: Duration = Duration::from_secs(2);
+
 /// Login names longer than this are cut in audit rows.
 const MAX_NAME: usize = 128;
 
@@ -90,10 +93,16 @@ pub(crate) async fn accept_loop(
                     }
                 }
                 _ = stop.requested() => {
-                    let _ = handle
-                        .disconnect(russh::Disconnect::ByApplication, "walissh is shutting down".into(), "".into())
-                        .await;
-                    let _ = tokio::time::timeout(Duration::from_secs(2), running).await;
+                    // Sessions have told their users and closed their channels,
+                    // and clients leave once their channels are closed. Only
+                    // lingering ones are disconnected: OpenSSH drops output it
+                    // has not printed yet when a disconnect arrives.
+                    if tokio::time::timeout(LINGER, &mut running).await.is_err() {
+                        let _ = handle
+                            .disconnect(russh::Disconnect::ByApplication, "walissh is shutting down".into(), "".into())
+                            .await;
+                        let _ = tokio::time::timeout(LINGER, running).await;
+                    }
                 }
             }
         });

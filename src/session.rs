@@ -52,6 +52,8 @@ struct Totals {
     bytes_out: u64,
     exit_status: Option<u32>,
     exit_signal: Option<String>,
+    /// Set when the target vanished without an exit status.
+    lost: Option<String>,
 }
 
 /// The identity of a running session, for its audit events.
@@ -236,39 +238,9 @@ async fn run_session(
         target: target.name().to_string(),
     };
     let pty = setup.pty.is_some();
-    let recording = match &setup.pty {
-        Some(p) => {
-            let title = format!("{}@{}", ids.user, ids.target);
-            let header = Header {
-                cols: p.cols,
-                rows: p.rows,
-                term: &p.term,
-                title: &title,
-            };
-            bastion.recorder.open(&ids.session, header).await.ok()
-        }
-        None => None,
+    let Ok(recording) = admit(ctx, &ids, &channel, setup.pty.as_ref()).await else {
+        return;
     };
-    if let Some(problem) = bastion.audit.health.problem() {
-        tracing::error!(session = %ids.session, problem, "audit storage is failing");
-        if bastion.audit.health.policy() == OnFailure::Refuse {
-            bastion
-                .audit
-                .event(ids.event("storage_error").field("message", problem))
-                .await;
-            let msg =
-                format!("{problem}; new sessions are refused until an administrator fixes it");
-            refuse(&channel, pty, &msg).await;
-            if let Some(r) = recording {
-                r.close().await;
-            }
-            return;
-        }
-        let warning = format!("WARNING: {problem}; this session is not fully audited");
-        let _ = channel
-            .extended_data_bytes(1, user_line(pty, &warning))
-            .await;
-    }
 
     bastion
         .audit
@@ -302,7 +274,16 @@ async fn run_session(
             if !setup.early_input.is_empty() {
                 let _ = writer.data(Bytes::from(setup.early_input)).await;
             }
-            bridge(ctx, channel, reader, writer, recording.as_ref(), stop).await
+            bridge(
+                ctx,
+                channel,
+                reader,
+                writer,
+                recording.as_ref(),
+                &ids.target,
+                stop,
+            )
+            .await
         }
         Err(message) => {
             tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
@@ -325,6 +306,15 @@ async fn run_session(
             }
         }
     };
+    if let Some(message) = &totals.lost {
+        bastion
+            .audit
+            .event(
+                ids.event("upstream_error")
+                    .field("message", message.as_str()),
+            )
+            .await;
+    }
     if let Some(r) = recording {
         r.close().await;
     }
@@ -339,6 +329,64 @@ async fn run_session(
         )
         .await;
     bastion.audit.session_end(&ids.session).await;
+}
+
+/// Checks that the session can be audited, and opens its recording when it
+/// has a PTY. When storage fails, `[audit] on_failure` decides: refuse the
+/// session (`Err`, the client told why) or warn the user and go on.
+async fn admit(
+    ctx: &Context,
+    ids: &Ids,
+    channel: &Channel<Msg>,
+    pty: Option<&PtySpec>,
+) -> Result<Option<Recording>, ()> {
+    let bastion = &ctx.bastion;
+    if let Some(problem) = bastion.audit.health.problem() {
+        storage_failure(ctx, ids, channel, pty.is_some(), problem).await?;
+    }
+    let Some(p) = pty else {
+        return Ok(None);
+    };
+    let title = format!("{}@{}", ids.user, ids.target);
+    let header = Header {
+        cols: p.cols,
+        rows: p.rows,
+        term: &p.term,
+        title: &title,
+    };
+    match bastion.recorder.open(&ids.session, header).await {
+        Ok(r) => Ok(Some(r)),
+        Err(e) => {
+            tracing::error!(session = %ids.session, error = %e, "cannot create the recording");
+            let problem = "session recordings cannot be written";
+            storage_failure(ctx, ids, channel, true, problem).await?;
+            Ok(None)
+        }
+    }
+}
+
+async fn storage_failure(
+    ctx: &Context,
+    ids: &Ids,
+    channel: &Channel<Msg>,
+    pty: bool,
+    problem: &str,
+) -> Result<(), ()> {
+    let audit = &ctx.bastion.audit;
+    if audit.health.policy() == OnFailure::Refuse {
+        audit
+            .event(ids.event("storage_error").field("message", problem))
+            .await;
+        let msg = format!("{problem}; new sessions are refused until an administrator fixes it");
+        refuse(channel, pty, &msg).await;
+        return Err(());
+    }
+    tracing::warn!(session = %ids.session, problem, "session admitted without full audit (on_failure = continue)");
+    let warning = format!("WARNING: {problem}; this session is not fully audited");
+    let _ = channel
+        .extended_data_bytes(1, user_line(pty, &warning))
+        .await;
+    Ok(())
 }
 
 /// Exec and subsystem requests are audited with what they run; file
@@ -382,6 +430,7 @@ async fn bridge(
     mut up_rx: upstream::Reader,
     mut up_tx: upstream::Writer,
     recording: Option<&Recording>,
+    target: &str,
     mut stop: Listener,
 ) -> Totals {
     let (mut client_rx, client_tx) = channel.split();
@@ -399,6 +448,14 @@ async fn bridge(
     };
     totals.bytes_in = bytes_in;
     match end {
+        End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
+            // The target went away without saying how the session ended.
+            let msg = format!("{target} closed the session unexpectedly");
+            let _ = client_tx
+                .extended_data_bytes(1, user_line(true, &format!("\r\n{msg}")))
+                .await;
+            totals.lost = Some(msg);
+        }
         End::TargetClosed => {}
         End::ClientClosed => {
             // The client is gone: hang up on the target, and give it a

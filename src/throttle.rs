@@ -63,6 +63,12 @@ impl Throttle {
             last: now,
             locked_until: None,
         });
+        // A lockout runs its course from the failure that started it: more
+        // tries do not extend it (which would let anyone behind the same
+        // address keep everyone else there locked out forever).
+        if e.locked_until.is_some_and(|until| until > now) {
+            return MAX_DELAY;
+        }
         // Failures long ago are forgiven, as is a lockout that has run out.
         if now.duration_since(e.last) >= self.lockout
             || e.locked_until.is_some_and(|until| until <= now)
@@ -103,6 +109,16 @@ mod tests {
         t.failure(ip);
         assert!(t.locked(ip));
         assert!(!t.locked(other));
+    }
+
+    #[test]
+    fn tries_during_a_lockout_do_not_extend_it() {
+        let t = Throttle::new(1, Duration::from_millis(200));
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        t.failure(ip);
+        let until = t.entries.lock().unwrap()[&ip].locked_until;
+        assert_eq!(t.failure(ip), MAX_DELAY);
+        assert_eq!(t.entries.lock().unwrap()[&ip].locked_until, until);
     }
 
     #[test]

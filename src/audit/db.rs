@@ -75,8 +75,18 @@ pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, 
                 health.set_db(false);
                 tracing::error!(error = %e, "audit database write failed; the batch's events follow in the log");
                 for record in &records {
-                    if let Record::Event(ev) = record {
-                        tracing::error!(event = %event_json(ev), "unwritten audit event");
+                    match record {
+                        Record::Event(ev) => {
+                            tracing::error!(event = %event_json(ev), "unwritten audit event")
+                        }
+                        Record::SessionStart(row) => {
+                            tracing::error!(session = %row.id, user = %row.user, target = %row.target,
+                                client_addr = %row.client_addr, "unwritten session start")
+                        }
+                        Record::SessionEnd { id, .. } => {
+                            tracing::error!(session = %id, "unwritten session end")
+                        }
+                        Record::Flush(_) => {}
                     }
                 }
             }

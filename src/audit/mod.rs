@@ -81,12 +81,12 @@ pub(crate) enum Record {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
-/// Whether audit storage is writable, shared by the writer threads and the
-/// sessions that must decide whether to admit new users.
+/// Whether the audit database is writable, as the writer thread last found
+/// it, and what to do when it is not. Recordings are checked as each one is
+/// opened, so only the database needs a remembered state.
 #[derive(Debug)]
 pub(crate) struct Health {
     db_ok: AtomicBool,
-    recording_ok: AtomicBool,
     policy: OnFailure,
 }
 
@@ -94,7 +94,6 @@ impl Health {
     pub(crate) fn new(policy: OnFailure) -> Health {
         Health {
             db_ok: AtomicBool::new(true),
-            recording_ok: AtomicBool::new(true),
             policy,
         }
     }
@@ -103,20 +102,9 @@ impl Health {
         self.db_ok.store(ok, Ordering::Relaxed);
     }
 
-    pub(crate) fn set_recording(&self, ok: bool) {
-        self.recording_ok.store(ok, Ordering::Relaxed);
-    }
-
     /// What is broken, if anything.
     pub(crate) fn problem(&self) -> Option<&'static str> {
-        match (
-            self.db_ok.load(Ordering::Relaxed),
-            self.recording_ok.load(Ordering::Relaxed),
-        ) {
-            (true, true) => None,
-            (false, _) => Some("the audit database cannot be written"),
-            (_, false) => Some("session recordings cannot be written"),
-        }
+        (!self.db_ok.load(Ordering::Relaxed)).then_some("the audit database cannot be written")
     }
 
     pub(crate) fn policy(&self) -> OnFailure {

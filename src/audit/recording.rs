@@ -10,13 +10,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
-
-use super::Health;
 
 enum Msg {
     Open {
@@ -54,12 +51,11 @@ impl Recorder {
     pub(crate) fn start(
         dir: PathBuf,
         record_input: bool,
-        health: Arc<Health>,
     ) -> Result<(Recorder, std::thread::JoinHandle<()>), String> {
         let (tx, rx) = mpsc::channel(1024);
         let thread = std::thread::Builder::new()
             .name("recorder".into())
-            .spawn(move || recorder_loop(rx, &health))
+            .spawn(move || recorder_loop(rx))
             .map_err(|e| format!("cannot start the recorder: {e}"))?;
         Ok((
             Recorder {
@@ -218,12 +214,12 @@ fn take_utf8(carry: &mut Vec<u8>, data: &[u8]) -> String {
     out
 }
 
-fn recorder_loop(mut rx: mpsc::Receiver<Msg>, health: &Health) {
+fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
     let mut files: HashMap<String, BufWriter<File>> = HashMap::new();
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(msg) = next {
-            handle(msg, &mut files, health);
+            handle(msg, &mut files);
             next = rx.try_recv().ok();
         }
         // The queue is dry: push what we have to the page cache, so a
@@ -231,14 +227,14 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, health: &Health) {
         files.retain(|id, f| match f.flush() {
             Ok(()) => true,
             Err(e) => {
-                failed(health, id, &e);
+                failed(id, &e);
                 false
             }
         });
     }
 }
 
-fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>, health: &Health) {
+fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>) {
     match msg {
         Msg::Open {
             id,
@@ -247,7 +243,6 @@ fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>, health: &Healt
             reply,
         } => {
             let opened = create(&path, &header);
-            health.set_recording(opened.is_ok());
             let answer = opened.map(|f| {
                 files.insert(id, f);
             });
@@ -257,7 +252,7 @@ fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>, health: &Healt
             if let Some(f) = files.get_mut(&id)
                 && let Err(e) = writeln!(f, "{line}")
             {
-                failed(health, &id, &e);
+                failed(&id, &e);
                 files.remove(&id);
             }
         }
@@ -265,7 +260,7 @@ fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>, health: &Healt
             if let Some(mut f) = files.remove(&id)
                 && let Err(e) = f.flush()
             {
-                failed(health, &id, &e);
+                failed(&id, &e);
             }
         }
     }
@@ -287,8 +282,7 @@ fn create(path: &PathBuf, header: &str) -> Result<BufWriter<File>, String> {
     Ok(w)
 }
 
-fn failed(health: &Health, id: &str, e: &std::io::Error) {
-    health.set_recording(false);
+fn failed(id: &str, e: &std::io::Error) {
     tracing::error!(session = id, error = %e, "recording write failed; this session is no longer recorded");
 }
 

@@ -143,7 +143,7 @@ async fn open_inner(
         .as_ref()
         .map(|h| h.get_ref().clone())
         .unwrap_or_default();
-    let port = target.port;
+    let port = target.port();
     let verdict = Arc::new(Mutex::new(None));
     let check = HostKeyCheck {
         name: name.to_string(),

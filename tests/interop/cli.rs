@@ -1,0 +1,214 @@
+//! The admin commands, config errors, and the embedded default.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+
+use crate::harness::*;
+
+fn check(config: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = Command::new(walissh_bin())
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = stderr(&out).replace(&path.display().to_string(), "FILE");
+    (out.status.code(), err)
+}
+
+#[test]
+fn check_config_names_file_line_and_key() {
+    let (code, err) = check("[server]\nlisten = [\"127.0.0.1:2\"]\nstate_dri = \"/tmp/x\"\n");
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("walissh: FILE:3: key `server.state_dri`:"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let (code, err) =
+        check("[[users]]\nname = \"u\"\npassword_hash = \"nope\"\ntargets = [\"a\"]\n");
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("walissh: FILE:3: key `users.password_hash`:"),
+        "{err}"
+    );
+
+    let (code, err) = check(&format!(
+        "[[users]]\nname = \"u\"\npassword_hash = \"{}\"\n\ntargets = [\"web[\"]\n",
+        hash_of(ALICE_PW)
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("FILE:5: key `users.targets`: bad glob"),
+        "{err}"
+    );
+
+    let (code, err) = check("[upstream]\nhost_key_policy = \"sometimes\"\n");
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("FILE:2: key `upstream.host_key_policy`"),
+        "{err}"
+    );
+
+    let (code, err) = check("[[targets]]\nname = \"t\"\nkind = \"ssh\"\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("needs a host"), "{err}");
+}
+
+#[test]
+fn unreadable_key_file_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("garbage_key");
+    std::fs::write(&key, "this is not a key").unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\nstate_dir = \"{}\"\nhost_key = \"{}\"\n",
+            dir.path().display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    for cmd in ["check-config", "serve"] {
+        let out = Command::new(walissh_bin())
+            .args([cmd, "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = stderr(&out);
+        assert!(err.contains(":3: key `server.host_key`:"), "{cmd}: {err}");
+        assert!(err.contains("garbage_key"), "{err}");
+    }
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let out = Command::new(walissh_bin())
+        .arg("frobnicate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn hash_password_and_pubkey() {
+    let mut child = Command::new(walissh_bin())
+        .arg("hash-password")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"s3cret\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let hash = stdout(&out);
+    assert!(hash.starts_with("$argon2id$v=19$"), "{hash}");
+    assert!(!hash.contains("s3cret"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!("[server]\nstate_dir = \"{}/state\"\n", dir.path().display()),
+    )
+    .unwrap();
+    let run_pubkey = || {
+        let out = Command::new(walissh_bin())
+            .args(["pubkey", "--config"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        stdout(&out)
+    };
+    let first = run_pubkey();
+    assert!(first.starts_with("ssh-ed25519 AAAA"), "{first}");
+    assert_eq!(run_pubkey(), first);
+    let key = dir.path().join("state/upstream_ed25519");
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// The README's run command on a fresh machine: no config at all.
+#[test]
+fn embedded_default_serves_demo_on_2222() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(walissh_bin())
+        .arg("serve")
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Capture::default();
+    out.spawn_reader(child.stdout.take().unwrap());
+    let log = Capture::default();
+    log.spawn_reader(child.stderr.take().unwrap());
+    log.wait_for("listening addr=127.0.0.1:2222");
+    assert!(log.text().contains("runs shells as walissh's own account"));
+    let end = out.wait_for("password: ");
+    let text = out.text();
+    let password = text[end..].split_whitespace().next().unwrap().to_string();
+
+    let state = dir.path().join("walissh-state");
+    let stored = std::fs::read_to_string(state.join("demo.hash")).unwrap();
+    assert!(stored.starts_with("$argon2id$"));
+    for entry in std::fs::read_dir(&state).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() {
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&password),
+                "{p:?} holds the password"
+            );
+        }
+    }
+
+    let askpass = dir.path().join("askpass");
+    std::fs::write(&askpass, format!("#!/bin/sh\necho '{password}'\n")).unwrap();
+    std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ssh = Command::new("ssh")
+        .args([
+            "-F",
+            "/dev/null",
+            "-p",
+            "2222",
+            "-o",
+            "StrictHostKeyChecking=no",
+        ])
+        .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"])
+        .args([
+            "-o",
+            "PreferredAuthentications=password",
+            "demo@127.0.0.1",
+            "echo demo-$((2+2))",
+        ])
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&ssh), "demo-4\n", "{}", stderr(&ssh));
+
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    // A second start keeps the password and does not print it again.
+    let again = Command::new(walissh_bin())
+        .arg("check-config")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read_to_string(state.join("demo.hash")).unwrap(),
+        stored
+    );
+}

@@ -1,0 +1,614 @@
+//! The real peers the interop tests drive: an OpenSSH `sshd` on a loopback
+//! port as the target, walissh in front of it, and the OpenSSH `ssh` client
+//! (through a real PTY where a person would use one).
+//!
+//! Waiting is always for an event (a log line, a string on the screen, an
+//! audit row), bounded by a deadline that only turns a hang into a failure.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long any single wait may take before the test fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub const ALICE_PW: &str = "alice-correct-horse";
+pub const CAROL_PW: &str = "carol-battery-staple";
+
+pub fn walissh_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_walissh")
+}
+
+/// The account tests log in to targets as.
+pub fn me() -> String {
+    let out = Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// An argon2id hash of `pw`, made by `walissh hash-password`.
+pub fn hash_of(pw: &str) -> String {
+    static CACHE: OnceLock<Mutex<Vec<(String, String)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    if let Some((_, h)) = cache.lock().unwrap().iter().find(|(p, _)| p == pw) {
+        return h.clone();
+    }
+    let mut child = Command::new(walissh_bin())
+        .arg("hash-password")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{pw}\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let h = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    cache.lock().unwrap().push((pw.to_string(), h.clone()));
+    h
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Generates an ed25519 key pair at `path` (and `path.pub`).
+pub fn keygen(path: &Path) -> String {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::read_to_string(path.with_extension("pub"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Collects a child's output stream in the background, so tests can wait
+/// for a string to appear.
+#[derive(Clone, Default)]
+pub struct Capture {
+    inner: Arc<(Mutex<Vec<u8>>, Condvar)>,
+}
+
+impl Capture {
+    pub fn spawn_reader(&self, mut r: impl Read + Send + 'static) {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let (m, cv) = &*me.inner;
+                        m.lock().unwrap().extend_from_slice(&buf[..n]);
+                        cv.notify_all();
+                    }
+                }
+            }
+            let (m, cv) = &*me.inner;
+            let _g = m.lock().unwrap();
+            cv.notify_all();
+        });
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.inner.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `needle` appears at or after byte `from`; returns the
+    /// offset just past it.
+    pub fn wait_for_from(&self, needle: &str, from: usize) -> usize {
+        let (m, cv) = &*self.inner;
+        let start = Instant::now();
+        let mut g = m.lock().unwrap();
+        loop {
+            if g.len() > from
+                && let Some(i) = find(&g[from..], needle.as_bytes())
+            {
+                return from + i + needle.len();
+            }
+            let left = DEADLINE.checked_sub(start.elapsed()).unwrap_or_else(|| {
+                panic!(
+                    "timed out waiting for {needle:?}; got:\n{}",
+                    String::from_utf8_lossy(&g)
+                )
+            });
+            g = cv.wait_timeout(g, left).unwrap().0;
+        }
+    }
+
+    pub fn wait_for(&self, needle: &str) -> usize {
+        self.wait_for_from(needle, 0)
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A throwaway OpenSSH server on loopback, accepting one public key.
+pub struct Sshd {
+    pub port: u16,
+    pub host_pub: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    pub fn start(authorized_key: &str) -> Sshd {
+        std::fs::create_dir_all("/run/sshd").ok();
+        let dir = tempfile::tempdir().unwrap();
+        let host_pub = keygen(&dir.path().join("host_ed25519"));
+        std::fs::write(
+            dir.path().join("authorized_keys"),
+            format!("{authorized_key}\n"),
+        )
+        .unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let cfg = dir.path().join("sshd_config");
+            std::fs::write(
+                &cfg,
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile none\n\
+                     AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                     PermitRootLogin prohibit-password\nAcceptEnv LANG LC_*\nPrintMotd no\n\
+                     Subsystem sftp internal-sftp\nLogLevel INFO\n",
+                    d = dir.path().display()
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new("/usr/sbin/sshd")
+                .args(["-D", "-e", "-f"])
+                .arg(&cfg)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("sshd (openssh-server) must be installed");
+            let err = Capture::default();
+            err.spawn_reader(child.stderr.take().unwrap());
+            // sshd says either that it listens or why it cannot.
+            let listening = wait_either(&err, "Server listening", "Bind to port");
+            if listening {
+                return Sshd {
+                    port,
+                    host_pub,
+                    child,
+                    _dir: dir,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("sshd could not find a free port");
+    }
+}
+
+/// Waits until `yes` or `no` appears; true for `yes`.
+fn wait_either(c: &Capture, yes: &str, no: &str) -> bool {
+    let (m, cv) = &*c.inner;
+    let start = Instant::now();
+    let mut g = m.lock().unwrap();
+    loop {
+        if find(&g, yes.as_bytes()).is_some() {
+            return true;
+        }
+        if find(&g, no.as_bytes()).is_some() {
+            return false;
+        }
+        let left = DEADLINE
+            .checked_sub(start.elapsed())
+            .unwrap_or_else(|| panic!("sshd did not start:\n{}", String::from_utf8_lossy(&g)));
+        g = cv.wait_timeout(g, left).unwrap().0;
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Knobs for one test's walissh config.
+pub struct Opts {
+    pub host_key_policy: &'static str,
+    pub on_failure: &'static str,
+    pub max_failures: u32,
+    pub record_input: bool,
+    /// Runs on the state directory before walissh starts.
+    pub prepare: Option<Box<dyn FnOnce(&Path, &Sshd)>>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            host_key_policy: "accept-new",
+            on_failure: "refuse",
+            max_failures: 5,
+            record_input: false,
+            prepare: None,
+        }
+    }
+}
+
+/// walissh in front of a real sshd, with three users:
+/// alice (password, only web1), bob (key, web1 and local: a menu),
+/// carol (password, every target including the unreachable `down`).
+pub struct Bastion {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub state: PathBuf,
+    pub bob_key: PathBuf,
+    pub sshd: Sshd,
+    pub log: Capture,
+    child: Option<Child>,
+}
+
+impl Bastion {
+    pub fn start() -> Bastion {
+        Bastion::start_with(Opts::default())
+    }
+
+    pub fn start_with(opts: Opts) -> Bastion {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let bob_key = dir.path().join("bob_ed25519");
+        let bob_pub = keygen(&bob_key);
+        let config = dir.path().join("walissh.toml");
+        let down = free_port();
+        // The bastion's upstream key must be known before sshd starts.
+        let write_config = |sshd_port: u16| {
+            std::fs::write(
+                &config,
+                format!(
+                    r#"[server]
+listen = ["127.0.0.1:0"]
+state_dir = "{state}"
+auth_max_failures = {mf}
+auth_lockout_s = 600
+
+[upstream]
+host_key_policy = "{policy}"
+
+[audit]
+on_failure = "{of}"
+record_input = {ri}
+
+[[targets]]
+name = "web1"
+host = "127.0.0.1"
+port = {sshd_port}
+user = "{me}"
+
+[[targets]]
+name = "web2"
+host = "127.0.0.1"
+port = {sshd_port}
+user = "{me}"
+
+[[targets]]
+name = "local"
+kind = "local"
+
+[[targets]]
+name = "down"
+host = "127.0.0.1"
+port = {down}
+
+[[users]]
+name = "alice"
+password_hash = "{alice}"
+targets = ["web1"]
+
+[[users]]
+name = "bob"
+authorized_keys = ["{bob_pub}"]
+targets = ["web1", "local"]
+
+[[users]]
+name = "carol"
+password_hash = "{carol}"
+targets = ["web*", "local", "down"]
+"#,
+                    state = state.display(),
+                    mf = opts.max_failures,
+                    policy = opts.host_key_policy,
+                    of = opts.on_failure,
+                    ri = opts.record_input,
+                    me = me(),
+                    alice = hash_of(ALICE_PW),
+                    carol = hash_of(CAROL_PW),
+                ),
+            )
+            .unwrap();
+        };
+        write_config(1);
+        let out = Command::new(walissh_bin())
+            .args(["pubkey", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pubkey: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let upstream_pub = String::from_utf8(out.stdout).unwrap();
+        let sshd = Sshd::start(upstream_pub.trim());
+        write_config(sshd.port);
+        if let Some(prepare) = opts.prepare {
+            prepare(&state, &sshd);
+        }
+        let mut b = Bastion {
+            port: 0,
+            dir,
+            config,
+            state,
+            bob_key,
+            sshd,
+            log: Capture::default(),
+            child: None,
+        };
+        b.spawn();
+        b
+    }
+
+    fn spawn(&mut self) {
+        let mut child = Command::new(walissh_bin())
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.log = Capture::default();
+        self.log.spawn_reader(child.stderr.take().unwrap());
+        let end = self.log.wait_for("listening addr=127.0.0.1:");
+        let text = self.log.text();
+        let port: String = text[end..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        self.port = port.parse().unwrap();
+        self.child = Some(child);
+    }
+
+    /// Sends SIGTERM and waits for walissh to exit; returns its status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap()
+    }
+
+    /// Common `ssh` options: no user config, no host key prompts.
+    pub fn ssh_base(&self) -> Command {
+        let mut c = Command::new("ssh");
+        c.args(["-F", "/dev/null", "-p"])
+            .arg(self.port.to_string())
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-o",
+                "ConnectTimeout=20",
+            ]);
+        c
+    }
+
+    /// `ssh` logging in with a password (given through SSH_ASKPASS).
+    pub fn ssh_pw(&self, login: &str, password: &str) -> Command {
+        let askpass = self.dir.path().join(format!("askpass-{}", free_port()));
+        std::fs::write(
+            &askpass,
+            format!("#!/bin/sh\nprintf '%s\\n' '{password}'\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = self.ssh_base();
+        c.args([
+            "-o",
+            "PreferredAuthentications=password",
+            "-o",
+            "PubkeyAuthentication=no",
+            "-o",
+            "NumberOfPasswordPrompts=1",
+        ])
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", ":0");
+        c.arg(format!("{login}@127.0.0.1"));
+        c
+    }
+
+    /// `ssh` logging in as bob with his key.
+    pub fn ssh_bob(&self, login: &str) -> Command {
+        let mut c = self.ssh_base();
+        c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
+            .arg(&self.bob_key)
+            .arg(format!("{login}@127.0.0.1"));
+        c
+    }
+
+    /// The audit trail, as `walissh audit --json` prints it.
+    pub fn audit(&self) -> Vec<Value> {
+        json_lines(&self.cli(&["audit", "--json"]))
+    }
+
+    pub fn sessions(&self) -> Vec<Value> {
+        json_lines(&self.cli(&["sessions", "--json"]))
+    }
+
+    pub fn cli(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(walissh_bin());
+        c.args(&args[..1])
+            .arg("--config")
+            .arg(&self.config)
+            .args(&args[1..]);
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Waits until an audit event matching `pred` is written; returns it.
+    pub fn wait_event(&self, pred: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        loop {
+            if let Some(ev) = self.audit().into_iter().find(|e| pred(e)) {
+                return ev;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "no such audit event; have:\n{:#?}",
+                self.audit()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_kind(&self, kind: &str) -> Value {
+        self.wait_event(|e| e["kind"] == kind)
+    }
+}
+
+impl Drop for Bastion {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+/// Runs a command to completion, with stdin from `input`.
+pub fn run(mut c: Command, input: &[u8]) -> Output {
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A program on a real PTY, as a person at a terminal runs it.
+pub struct Terminal {
+    pty: Arc<pty_process::blocking::Pty>,
+    child: Option<Child>,
+    pub screen: Capture,
+}
+
+impl Terminal {
+    pub fn spawn(c: &Command, rows: u16, cols: u16) -> Terminal {
+        let (pty, pts) = pty_process::blocking::open().unwrap();
+        pty.resize(pty_process::Size::new(rows, cols)).unwrap();
+        let mut cmd = pty_process::blocking::Command::new(c.get_program()).args(c.get_args());
+        for (k, v) in c.get_envs() {
+            if let Some(v) = v {
+                cmd = cmd.env(k, v);
+            }
+        }
+        cmd = cmd.env("TERM", "xterm-256color");
+        let child = cmd.spawn(pts).unwrap();
+        let pty = Arc::new(pty);
+        let screen = Capture::default();
+        let reader = pty.clone();
+        screen.spawn_reader(ReadPty(reader));
+        Terminal {
+            pty,
+            child: Some(child),
+            screen,
+        }
+    }
+
+    pub fn send(&self, s: &str) {
+        (&*self.pty).write_all(s.as_bytes()).unwrap();
+    }
+
+    pub fn resize(&self, rows: u16, cols: u16) {
+        self.pty.resize(pty_process::Size::new(rows, cols)).unwrap();
+    }
+
+    pub fn expect(&self, needle: &str) -> usize {
+        self.screen.wait_for(needle)
+    }
+
+    /// Waits for the program to exit; returns its exit code.
+    pub fn wait(&mut self) -> Option<i32> {
+        let mut child = self.child.take().expect("already waited");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait().map(|s| s.code()));
+        });
+        match rx.recv_timeout(DEADLINE) {
+            Ok(code) => code.unwrap(),
+            Err(_) => panic!("program did not exit; screen:\n{}", self.screen.text()),
+        }
+    }
+}
+
+struct ReadPty(Arc<pty_process::blocking::Pty>);
+
+impl Read for ReadPty {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Logging in: passwords, keys, failures, the throttle, and their audit.
+
+use crate::harness::*;
+
+#[test]
+fn password_login_runs_a_command_and_is_audited() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo hello-$((40+2))");
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "hello-42\n", "stderr: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0));
+    let ok = b.wait_kind("auth_ok");
+    assert_eq!(ok["user"], "alice");
+    assert_eq!(ok["method"], "password");
+    assert!(
+        ok["client_addr"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
+    assert_eq!(ok["session"], serde_json::Value::Null);
+}
+
+#[test]
+fn key_login_works_and_unknown_key_is_refused() {
+    let b = Bastion::start();
+    let mut c = b.ssh_bob("bob:web1");
+    c.arg("echo key-ok");
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "key-ok\n", "stderr: {}", stderr(&out));
+    let ok = b.wait_event(|e| e["kind"] == "auth_ok" && e["user"] == "bob");
+    assert_eq!(ok["method"], "publickey");
+
+    // Bob's key does not open alice's account.
+    let mut c = b.ssh_bob("alice:web1");
+    c.arg("true");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let fail = b.wait_event(|e| e["kind"] == "auth_fail" && e["user"] == "alice");
+    assert_eq!(fail["method"], "publickey");
+}
+
+#[test]
+fn wrong_passwords_are_throttled_per_address() {
+    let b = Bastion::start_with(Opts {
+        max_failures: 3,
+        ..Opts::default()
+    });
+    for _ in 0..3 {
+        let mut c = b.ssh_pw("alice:web1", "wrong");
+        c.arg("true");
+        let out = run(c, b"");
+        assert_eq!(out.status.code(), Some(255));
+    }
+    // Locked out now: even the right password is refused from this address.
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo should-not-run");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(!stdout(&out).contains("should-not-run"));
+
+    let fails: Vec<_> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "auth_fail")
+        .collect();
+    assert_eq!(fails.len(), 4, "{fails:#?}");
+    assert!(
+        fails
+            .iter()
+            .all(|e| e["method"] == "password" && e["user"] == "alice")
+    );
+    assert_eq!(fails[0]["reason"], "bad_password");
+    assert_eq!(fails[3]["reason"], "locked_out");
+
+    // Another address is not affected.
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.args(["-b", "127.0.0.2", "echo other-address"]);
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "other-address\n", "stderr: {}", stderr(&out));
+}
+
+#[test]
+fn unknown_user_is_refused_and_audited() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("mallory:web1", "x");
+    c.arg("true");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    let fail = b.wait_event(|e| e["kind"] == "auth_fail" && e["user"] == "mallory");
+    assert_eq!(fail["method"], "password");
+    assert!(b.audit().iter().all(|e| e["kind"] != "auth_ok"));
+}
+
+#[test]
+fn plink_logs_in_with_a_password() {
+    if std::process::Command::new("plink")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        panic!("plink (putty-tools) must be installed");
+    }
+    let b = Bastion::start();
+    let fp = std::process::Command::new("ssh-keygen")
+        .args(["-l", "-E", "sha256", "-f"])
+        .arg(b.state.join("host_ed25519"))
+        .output()
+        .unwrap();
+    let fp = stdout(&fp).split_whitespace().nth(1).unwrap().to_string();
+    let mut c = std::process::Command::new("plink");
+    c.args([
+        "-ssh",
+        "-batch",
+        "-P",
+        &b.port.to_string(),
+        "-hostkey",
+        &fp,
+        "-pw",
+        ALICE_PW,
+    ])
+    .args(["-l", "alice#web1", "127.0.0.1", "echo plink-$((1+1))"]);
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "plink-2\n", "stderr: {}", stderr(&out));
+}

@@ -1,0 +1,11 @@
+//! Interop tests: walissh between the real OpenSSH client and a real
+//! OpenSSH server, with a real SQLite audit file.
+
+mod harness;
+
+mod cli;
+mod lifecycle;
+mod login;
+mod proxy;
+mod targets;
+mod upstream;

@@ -1,0 +1,162 @@
+//! Targets: host key policy, unreachable and failing targets, local shells.
+
+use std::io::Write;
+
+use crate::harness::*;
+
+#[test]
+fn accept_new_records_the_key_and_refuses_a_change() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("true");
+    assert_eq!(run(c, b"").status.code(), Some(0));
+    let known = std::fs::read_to_string(b.state.join("known_hosts")).unwrap();
+    let key_b64 = b.sshd.host_pub.split_whitespace().nth(1).unwrap();
+    assert!(
+        known.contains(&format!("[127.0.0.1]:{}", b.sshd.port)),
+        "{known}"
+    );
+    assert!(known.contains(key_b64), "{known}");
+
+    // Now the target's key changes.
+    let other = keygen(&b.dir.path().join("other_host"));
+    let line = format!("[127.0.0.1]:{} {}\n", b.sshd.port, other);
+    std::fs::write(b.state.join("known_hosts"), line).unwrap();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo not-reached");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(!stdout(&out).contains("not-reached"));
+    assert!(
+        stderr(&out).contains("host key for web1 changed; ask an administrator"),
+        "{}",
+        stderr(&out)
+    );
+    let ev = b.wait_kind("upstream_error");
+    assert_eq!(
+        ev["message"],
+        "host key for web1 changed; ask an administrator"
+    );
+    assert_eq!(ev["target"], "web1");
+    b.wait_event(|e| e["kind"] == "session_end" && e["exit_status"] == 255);
+}
+
+#[test]
+fn strict_policy_refuses_an_unknown_host() {
+    let b = Bastion::start_with(Opts {
+        host_key_policy: "strict",
+        ..Opts::default()
+    });
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("true");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(
+        stderr(&out).contains("host key for web1 is not known"),
+        "{}",
+        stderr(&out)
+    );
+    b.wait_kind("upstream_error");
+}
+
+#[test]
+fn strict_policy_accepts_a_listed_host() {
+    let b = Bastion::start_with(Opts {
+        host_key_policy: "strict",
+        prepare: Some(Box::new(|state, sshd| {
+            std::fs::create_dir_all(state).unwrap();
+            let mut f = std::fs::File::create(state.join("known_hosts")).unwrap();
+            writeln!(f, "[127.0.0.1]:{} {}", sshd.port, sshd.host_pub).unwrap();
+        })),
+        ..Opts::default()
+    });
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo strict-ok");
+    assert_eq!(stdout(&run(c, b"")), "strict-ok\n");
+}
+
+#[test]
+fn unreachable_target_is_reported_and_the_bastion_keeps_serving() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("carol:down", CAROL_PW);
+    c.arg("true");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(
+        stderr(&out).contains("cannot reach down"),
+        "{}",
+        stderr(&out)
+    );
+    let ev = b.wait_kind("upstream_error");
+    assert!(
+        ev["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach down")
+    );
+    let mut c = b.ssh_pw("carol:web1", CAROL_PW);
+    c.arg("echo still-serving");
+    assert_eq!(stdout(&run(c, b"")), "still-serving\n");
+}
+
+#[test]
+fn target_closing_mid_session_reaches_the_user() {
+    let b = Bastion::start();
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo UP-$((5+5))\r");
+    t.expect("UP-10");
+    // Kill the sshd process serving this connection.
+    t.send("kill -9 $PPID\r");
+    t.expect("web1 closed the session");
+    t.wait();
+    let ev = b.wait_kind("upstream_error");
+    assert!(
+        ev["message"]
+            .as_str()
+            .unwrap()
+            .contains("web1 closed the session")
+    );
+    b.wait_kind("session_end");
+    let mut c = b.ssh_bob("bob:web1");
+    c.arg("echo after");
+    assert_eq!(stdout(&run(c, b"")), "after\n");
+}
+
+#[test]
+fn client_vanishing_mid_transfer_does_not_hurt_others() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("head -c 1000000000 /dev/zero");
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let end = b.wait_kind("session_end");
+    assert!(end["bytes_out"].as_u64().unwrap() >= 1 << 20);
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo fine");
+    assert_eq!(stdout(&run(c, b"")), "fine\n");
+}
+
+#[test]
+fn local_target_shell_and_exec() {
+    let b = Bastion::start();
+    let mut c = b.ssh_bob("bob:local");
+    c.arg("echo local-$((4+4)); exit 3");
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "local-8\n");
+    assert_eq!(out.status.code(), Some(3));
+
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:local"), 30, 90);
+    t.send("stty size; tty\r");
+    t.expect("30 90");
+    t.expect("/dev/pts/");
+    t.send("exit 5\r");
+    assert_eq!(t.wait(), Some(5));
+    let end = b.wait_event(|e| e["kind"] == "session_end" && e["exit_status"] == 5);
+    assert_eq!(end["target"], "local");
+}
