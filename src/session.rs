@@ -518,7 +518,7 @@ async fn to_client(
                 core_dumped,
                 message,
             } => {
-                totals.exit_signal = Some(format!("{signal:?}"));
+                totals.exit_signal = Some(signal_name(&signal));
                 let _ = ctx
                     .handle
                     .exit_signal_request(client.id(), signal, core_dumped, message, String::new())
@@ -572,9 +572,17 @@ async fn drain(up_rx: &mut upstream::Reader, totals: &mut Totals) {
         match event {
             upstream::Event::ExitStatus(code) => totals.exit_status = Some(code),
             upstream::Event::ExitSignal { signal, .. } => {
-                totals.exit_signal = Some(format!("{signal:?}"))
+                totals.exit_signal = Some(signal_name(&signal))
             }
             _ => {}
         }
+    }
+}
+
+/// A signal's name as SSH spells it ("TERM"), for the audit.
+fn signal_name(sig: &russh::Sig) -> String {
+    match sig {
+        russh::Sig::Custom(name) => name.clone(),
+        other => format!("{other:?}"),
     }
 }

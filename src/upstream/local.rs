@@ -78,14 +78,9 @@ pub(crate) fn open(who: &LocalAccount, req: &Request) -> Result<(Reader, Writer)
                 .env_clear()
                 .envs(environment(&who.account, req))
                 .current_dir(home(&who.account));
-            if who.switch {
-                let (uid, gid) = (who.account.uid, who.account.gid);
-                let user = CString::new(who.account.name.clone()).map_err(|e| e.to_string())?;
-                // SAFETY: initgroups is called between fork and exec, before
-                // any other thread could observe the child.
-                cmd = unsafe { cmd.pre_exec(move || init_groups(&user, gid)) }
-                    .uid(uid)
-                    .gid(gid);
+            if let Some(switch) = who.switcher()? {
+                // SAFETY: runs between fork and exec; see `switch_account`.
+                cmd = unsafe { cmd.pre_exec(switch) };
             }
             let child = cmd
                 .spawn(pts)
@@ -109,12 +104,9 @@ pub(crate) fn open(who: &LocalAccount, req: &Request) -> Result<(Reader, Writer)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
-            if who.switch {
-                let (uid, gid) = (who.account.uid, who.account.gid);
-                let user = CString::new(who.account.name.clone()).map_err(|e| e.to_string())?;
-                // SAFETY: as above.
-                unsafe { cmd.pre_exec(move || init_groups(&user, gid)) };
-                cmd.uid(uid).gid(gid);
+            if let Some(switch) = who.switcher()? {
+                // SAFETY: runs between fork and exec; see `switch_account`.
+                unsafe { cmd.pre_exec(switch) };
             }
             let mut child = cmd
                 .spawn()
@@ -131,12 +123,37 @@ pub(crate) fn open(who: &LocalAccount, req: &Request) -> Result<(Reader, Writer)
     Ok((Reader { rx }, writer))
 }
 
-fn init_groups(user: &CString, gid: u32) -> std::io::Result<()> {
-    // SAFETY: `user` is a valid NUL-terminated string.
-    if unsafe { libc::initgroups(user.as_ptr(), gid as _) } != 0 {
-        return Err(std::io::Error::last_os_error());
+impl LocalAccount {
+    /// The pre-exec step that becomes the target account, if one is needed.
+    fn switcher(
+        &self,
+    ) -> Result<Option<impl FnMut() -> std::io::Result<()> + Send + Sync + 'static>, String> {
+        if !self.switch {
+            return Ok(None);
+        }
+        let (uid, gid) = (self.account.uid, self.account.gid);
+        let user = CString::new(self.account.name.clone()).map_err(|e| e.to_string())?;
+        Ok(Some(move || switch_account(&user, uid, gid)))
     }
-    Ok(())
+}
+
+/// Takes on an account's groups, group and user, in the only order that
+/// works (groups need root, so the user id changes last). Called in the
+/// child between fork and exec, as OpenSSH does with the same calls.
+fn switch_account(user: &CString, uid: u32, gid: u32) -> std::io::Result<()> {
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: `user` is a valid NUL-terminated string; the rest take ints.
+    unsafe {
+        check(libc::initgroups(user.as_ptr(), gid as _))?;
+        check(libc::setgid(gid))?;
+        check(libc::setuid(uid))
+    }
 }
 
 fn clamp(n: u32) -> u16 {

@@ -31,6 +31,39 @@ pub fn me() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+pub fn is_root() -> bool {
+    unsafe { libc::getuid() == 0 }
+}
+
+/// The unprivileged account `run_as` tests use (created when missing; the
+/// tests that need it run as root, as CI does).
+pub const JAIL_USER: &str = "walissh-test";
+
+fn ensure_jail_user() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let exists = Command::new("id")
+            .arg(JAIL_USER)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        if !exists {
+            let st = Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/bin/sh",
+                    JAIL_USER,
+                ])
+                .status()
+                .unwrap();
+            assert!(st.success(), "useradd {JAIL_USER} failed");
+        }
+    });
+}
+
 /// An argon2id hash of `pw`, made by `walissh hash-password`.
 pub fn hash_of(pw: &str) -> String {
     static CACHE: OnceLock<Mutex<Vec<(String, String)>>> = OnceLock::new();
@@ -253,7 +286,8 @@ impl Default for Opts {
 
 /// walissh in front of a real sshd, with three users:
 /// alice (password, only web1), bob (key, web1 and local: a menu),
-/// carol (password, every target including the unreachable `down`).
+/// carol (password, every target including the unreachable `down` and,
+/// when the tests run as root, `jail`: a local shell run as JAIL_USER).
 pub struct Bastion {
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -262,6 +296,8 @@ pub struct Bastion {
     pub bob_key: PathBuf,
     pub sshd: Sshd,
     pub log: Capture,
+    /// Where walissh sends its systemd notifications (NOTIFY_SOCKET).
+    pub notify: std::os::unix::net::UnixDatagram,
     child: Option<Child>,
 }
 
@@ -316,6 +352,7 @@ name = "down"
 host = "127.0.0.1"
 port = {down}
 
+{jail}
 [[users]]
 name = "alice"
 password_hash = "{alice}"
@@ -329,7 +366,7 @@ targets = ["web1", "local"]
 [[users]]
 name = "carol"
 password_hash = "{carol}"
-targets = ["web*", "local", "down"]
+targets = ["web*", "local", "down", "jail"]
 "#,
                     state = state.display(),
                     mf = opts.max_failures,
@@ -339,6 +376,12 @@ targets = ["web*", "local", "down"]
                     me = me(),
                     alice = hash_of(ALICE_PW),
                     carol = hash_of(CAROL_PW),
+                    jail = if is_root() {
+                        ensure_jail_user();
+                        format!("[[targets]]\nname = \"jail\"\nkind = \"local\"\nrun_as = \"{JAIL_USER}\"\n")
+                    } else {
+                        String::new()
+                    },
                 ),
             )
             .unwrap();
@@ -360,8 +403,11 @@ targets = ["web*", "local", "down"]
         if let Some(prepare) = opts.prepare {
             prepare(&state, &sshd);
         }
+        let notify = std::os::unix::net::UnixDatagram::bind(dir.path().join("notify")).unwrap();
+        notify.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut b = Bastion {
             port: 0,
+            notify,
             dir,
             config,
             state,
@@ -379,6 +425,7 @@ targets = ["web*", "local", "down"]
             .args(["serve", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", "info")
+            .env("NOTIFY_SOCKET", self.dir.path().join("notify"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -401,6 +448,16 @@ targets = ["web*", "local", "down"]
         let mut child = self.child.take().unwrap();
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         child.wait().unwrap()
+    }
+
+    /// The next systemd notification walissh sent.
+    pub fn next_notification(&self) -> String {
+        let mut buf = [0u8; 512];
+        let n = self
+            .notify
+            .recv(&mut buf)
+            .expect("no notification from walissh");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
     /// Common `ssh` options: no user config, no host key prompts.

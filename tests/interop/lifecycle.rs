@@ -145,6 +145,7 @@ fn unwritable_recordings_warn_when_configured_to_continue() {
 #[test]
 fn sigterm_tells_users_and_closes_their_sessions() {
     let mut b = Bastion::start();
+    assert!(b.next_notification().contains("READY=1"));
     let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
     t.send("echo LIVE-$((7+1))\r");
     t.expect("LIVE-8");
@@ -159,6 +160,7 @@ fn sigterm_tells_users_and_closes_their_sessions() {
 
     let status = b.terminate();
     assert!(status.success(), "walissh exited with {status:?}");
+    assert!(b.next_notification().contains("STOPPING=1"));
     t.expect("the bastion is shutting down");
     t.wait();
     exec.wait().unwrap();
@@ -176,4 +178,29 @@ fn sigterm_tells_users_and_closes_their_sessions() {
         .count();
     assert_eq!(ends, 2);
     assert!(b.log.text().contains("stopped"));
+}
+
+#[test]
+fn a_failing_audit_database_refuses_new_sessions() {
+    let b = Bastion::start();
+    // Break the database under the running bastion: its writes now fail.
+    let db = rusqlite::Connection::open(b.state.join("audit.db")).unwrap();
+    db.execute_batch("DROP TABLE events").unwrap();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("true");
+    run(c, b"");
+    b.log.wait_for("audit database write failed");
+    // Unwritten events still reach the log, as JSON.
+    b.log.wait_for("unwritten audit event");
+
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo not-reached");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stdout(&out).contains("not-reached"));
+    assert!(
+        stderr(&out).contains("the audit database cannot be written; new sessions are refused"),
+        "{}",
+        stderr(&out)
+    );
 }

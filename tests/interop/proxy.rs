@@ -172,3 +172,16 @@ fn only_the_locale_is_passed_from_the_client() {
         stderr(&out)
     );
 }
+
+#[test]
+fn exit_signal_reaches_the_client_and_the_audit() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("kill -TERM $$");
+    let out = run(c, b"");
+    // OpenSSH's client reports a remote signal as exit status 255.
+    assert_eq!(out.status.code(), Some(255));
+    let end = b.wait_kind("session_end");
+    assert_eq!(end["exit_signal"], "TERM");
+    assert_eq!(end["exit_status"], serde_json::Value::Null);
+}

@@ -160,3 +160,23 @@ fn local_target_shell_and_exec() {
     let end = b.wait_event(|e| e["kind"] == "session_end" && e["exit_status"] == 5);
     assert_eq!(end["target"], "local");
 }
+
+#[test]
+fn run_as_keeps_the_local_shell_away_from_walissh_state() {
+    if !is_root() {
+        eprintln!("skipped: run_as needs the tests to run as root (CI does)");
+        return;
+    }
+    let b = Bastion::start();
+    let key = b.state.join("host_ed25519");
+    let mut c = b.ssh_pw("carol:jail", CAROL_PW);
+    c.arg(format!("id -un; cat {} || echo DENIED", key.display()));
+    let out = run(c, b"");
+    assert_eq!(
+        stdout(&out),
+        format!("{JAIL_USER}\nDENIED\n"),
+        "stderr: {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("Permission denied"));
+}
