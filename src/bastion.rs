@@ -30,6 +30,7 @@ pub(crate) struct Bastion {
     pub(crate) audit: Audit,
     pub(crate) recorder: Recorder,
     pub(crate) throttle: Throttle,
+    pub(crate) passwords: crate::password::Verifier,
     pub(crate) upstream: crate::upstream::Context,
 }
 
@@ -65,16 +66,23 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
         listeners.push(l);
     }
 
+    let sample_hash = config
+        .users
+        .iter()
+        .find_map(|u| u.password_hash.as_ref().map(|h| h.get_ref().clone()));
+    let passwords = crate::password::Verifier::new(sample_hash.as_deref())?;
     let bastion = Arc::new(Bastion {
+        passwords,
         throttle: Throttle::new(
-            config.server.auth_max_failures,
-            Duration::from_secs(config.server.auth_lockout_s),
+            *config.server.auth_max_failures.get_ref(),
+            Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
         ),
         upstream: crate::upstream::Context {
             identity: Arc::new(identity),
             known_hosts: config.known_hosts_path(),
             policy: config.upstream.host_key_policy,
             own_account,
+            spawn_lock: std::sync::Mutex::new(()),
         },
         config,
         audit,

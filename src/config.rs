@@ -76,10 +76,10 @@ pub(crate) struct ServerConfig {
     pub(crate) state_dir: PathBuf,
     /// Failed logins from one address before it is locked out.
     #[serde(default = "default_max_failures")]
-    pub(crate) auth_max_failures: u32,
+    pub(crate) auth_max_failures: Spanned<u32>,
     /// How long a locked-out address stays locked out.
     #[serde(default = "default_lockout_s")]
-    pub(crate) auth_lockout_s: u64,
+    pub(crate) auth_lockout_s: Spanned<u64>,
 }
 
 impl Default for ServerConfig {
@@ -100,11 +100,11 @@ fn default_listen() -> Vec<Spanned<String>> {
 fn default_state_dir() -> PathBuf {
     PathBuf::from("/var/lib/walissh")
 }
-fn default_max_failures() -> u32 {
-    5
+fn default_max_failures() -> Spanned<u32> {
+    Spanned::new(0..0, 5)
 }
-fn default_lockout_s() -> u64 {
-    300
+fn default_lockout_s() -> Spanned<u64> {
+    Spanned::new(0..0, 300)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -357,6 +357,19 @@ impl Config {
                     &format!("`{}` is not an address:port", addr.get_ref()),
                 )
             })?;
+        }
+        let s = &self.server;
+        if *s.auth_max_failures.get_ref() == 0 {
+            let why = "must be at least 1";
+            return Err(loc.error(
+                s.auth_max_failures.span(),
+                Some("server.auth_max_failures"),
+                why,
+            ));
+        }
+        if *s.auth_lockout_s.get_ref() == 0 {
+            let why = "must be at least 1 (0 would disable the lockout)";
+            return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));
         }
         if self.server.listen.is_empty() {
             return Err(loc.error(0..0, Some("server.listen"), "no address to listen on"));

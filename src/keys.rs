@@ -38,23 +38,34 @@ pub(crate) fn load_private(path: &Path) -> Result<PrivateKey, String> {
         .map_err(|e| format!("{}: cannot read key: {e}", path.display()))
 }
 
-/// Parses one authorized_keys line: `[options] type base64 [comment]`.
-/// The key is the first word that decodes as one, so any key type and any
-/// leading options are accepted (options are not enforced).
+/// Parses one authorized_keys line: `type base64 [comment]`, any key type
+/// russh knows. Leading options (`from=`, `restrict`, ...) are refused
+/// rather than ignored: walissh does not enforce them, and a key that
+/// silently works from anywhere would weaken the policy they state.
 pub(crate) fn parse_authorized_key(line: &str) -> Result<PublicKey, String> {
-    let mut first_error = None;
-    for word in line.split_whitespace() {
-        match russh::keys::parse_public_key_base64(word) {
-            Ok(key) => return Ok(key),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+    let mut words = line.split_whitespace();
+    let kind = words.next().ok_or("empty key")?;
+    let blob = words.next().ok_or("expected `type base64 [comment]`")?;
+    match russh::keys::parse_public_key_base64(blob) {
+        Ok(key) if key.algorithm().as_str() == kind => Ok(key),
+        Ok(key) => Err(format!(
+            "key type `{kind}` does not match its data ({})",
+            key.algorithm()
+        )),
+        Err(_)
+            if russh::keys::parse_public_key_base64(kind).is_err()
+                && line
+                    .split_whitespace()
+                    .skip(1)
+                    .any(|w| russh::keys::parse_public_key_base64(w).is_ok()) =>
+        {
+            Err(
+                "authorized_keys options (from=, restrict, ...) are not supported; remove them"
+                    .into(),
+            )
         }
+        Err(e) => Err(format!("not a public key: {e}")),
     }
-    Err(match first_error {
-        Some(e) => format!("not a public key: {e}"),
-        None => "empty key".into(),
-    })
 }
 
 /// The `authorized_keys` line for a key, as `walissh pubkey` prints it.
@@ -139,7 +150,17 @@ mod tests {
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S u@h";
         assert!(parse_authorized_key(line).is_ok());
         let with_options = format!("from=\"10.0.0.0/8\",no-pty {line}");
-        assert!(parse_authorized_key(&with_options).is_ok());
+        assert!(
+            parse_authorized_key(&with_options)
+                .unwrap_err()
+                .contains("options")
+        );
+        let wrong_type = line.replace("ssh-ed25519", "ssh-rsa");
+        assert!(
+            parse_authorized_key(&wrong_type)
+                .unwrap_err()
+                .contains("does not match")
+        );
         assert!(parse_authorized_key("ssh-ed25519").is_err());
         assert!(parse_authorized_key("ssh-ed25519 AAAAnotakey").is_err());
     }

@@ -220,6 +220,11 @@ fn human(line: &[u8]) -> String {
             .iter()
             .filter(|(_, v)| !v.is_null())
             .map(|(k, v)| match v {
+                // Login names and commands come from clients: never let
+                // them put control characters on an administrator's terminal.
+                serde_json::Value::String(s) if s.chars().any(|c| c.is_control() || c == ' ') => {
+                    format!("{k}={s:?}")
+                }
                 serde_json::Value::String(s) => format!("{k}={s}"),
                 other => format!("{k}={other}"),
             })

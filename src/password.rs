@@ -1,14 +1,23 @@
 //! Password hashing and verification: argon2id PHC strings.
 //!
-//! Both are deliberately slow (tens of milliseconds of CPU), so callers on
-//! the async runtime go through [`verify_blocking`], which runs on tokio's
-//! blocking pool: a flood of login attempts must not stall live sessions.
+//! Verification is deliberately slow (tens of milliseconds of CPU and
+//! ~19 MiB of memory each), so [`Verifier`] runs it on tokio's blocking pool
+//! with a bounded number at a time: a flood of login attempts queues up
+//! instead of stalling live sessions or exhausting memory.
 
-use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::{Algorithm, Argon2, Params, Version};
+use tokio::sync::Semaphore;
 
-/// Hashes a password with argon2id and a random salt.
+/// Bounds on accepted hash parameters: below them a hash is too cheap to
+/// protect anything, above them one login could tie up the host.
+const MIN_M_KIB: u32 = 8 * 1024;
+const MAX_M_KIB: u32 = 1024 * 1024;
+const MAX_T: u32 = 16;
+const MAX_P: u32 = 16;
+
+/// Hashes a password with argon2id (default parameters) and a random salt.
 pub(crate) fn hash(password: &str) -> Result<String, String> {
     Argon2::default()
         .hash_password(password.as_bytes())
@@ -16,35 +25,74 @@ pub(crate) fn hash(password: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot hash password: {e}"))
 }
 
-/// Checks that `phc` is an argon2 PHC string.
+/// Checks that `phc` is an argon2id PHC string with sane parameters.
 pub(crate) fn check_hash(phc: &str) -> Result<(), String> {
     let parsed = PasswordHash::new(phc).map_err(|e| format!("not a PHC hash string: {e}"))?;
-    if !parsed.algorithm.as_str().starts_with("argon2") {
+    if parsed.algorithm.as_str() != "argon2id" {
         return Err(format!(
-            "`{}` is not argon2 (use walissh hash-password)",
+            "`{}` is not argon2id (make one with walissh hash-password)",
             parsed.algorithm
+        ));
+    }
+    let p = Params::try_from(&parsed).map_err(|e| format!("bad argon2 parameters: {e}"))?;
+    if !(MIN_M_KIB..=MAX_M_KIB).contains(&p.m_cost()) || p.t_cost() > MAX_T || p.p_cost() > MAX_P {
+        return Err(format!(
+            "argon2 parameters m={},t={},p={} are outside m={MIN_M_KIB}..{MAX_M_KIB}, t<={MAX_T}, p<={MAX_P}",
+            p.m_cost(),
+            p.t_cost(),
+            p.p_cost()
         ));
     }
     Ok(())
 }
 
-/// Verifies a password against a PHC string. `None` (an unknown user, or a
-/// user without a password) still spends the time of one verification, so
-/// the answer's timing does not say whether the user exists.
-pub(crate) fn verify(password: &str, phc: Option<&str>) -> bool {
-    // A fixed hash of a random string: verifying against it always fails.
-    const DUMMY: &str = "$argon2id$v=19$m=19456,t=2,p=1$d2FsaXNzaGR1bW15$Ti3+VaxKxh7Sr1pL3mVfV3vJ3G3k1yCEdsbHq8xjq4Q";
-    let ok = Argon2::default()
-        .verify_password(password.as_bytes(), phc.unwrap_or(DUMMY))
-        .is_ok();
-    ok && phc.is_some()
+/// Verifies passwords off the async runtime, a few at a time.
+pub(crate) struct Verifier {
+    slots: Semaphore,
+    /// A hash nobody's password matches, with the parameters of the
+    /// configured hashes, so an unknown user costs what a known one does.
+    dummy: String,
 }
 
-/// [`verify`] on the blocking pool.
-pub(crate) async fn verify_blocking(password: String, phc: Option<String>) -> bool {
-    tokio::task::spawn_blocking(move || verify(&password, phc.as_deref()))
-        .await
-        .unwrap_or(false)
+impl Verifier {
+    /// `sample` is one configured hash; its parameters are used for the
+    /// dummy that unknown users are verified against.
+    pub(crate) fn new(sample: Option<&str>) -> Result<Verifier, String> {
+        let params = sample
+            .and_then(|s| PasswordHash::new(s).ok())
+            .and_then(|h| Params::try_from(&h).ok())
+            .unwrap_or_default();
+        let random: [u8; 32] = rand::random();
+        let dummy = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+            .hash_password(&random)
+            .map_err(|e| format!("cannot prepare password verification: {e}"))?
+            .to_string();
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(Verifier {
+            slots: Semaphore::new(cores * 2),
+            dummy,
+        })
+    }
+
+    /// Whether `password` matches `phc`. `None` (an unknown user, or one
+    /// without a password) spends the time of a real verification too.
+    pub(crate) async fn verify(&self, password: String, phc: Option<String>) -> bool {
+        let Ok(_slot) = self.slots.acquire().await else {
+            return false;
+        };
+        let known = phc.is_some();
+        let phc = phc.unwrap_or_else(|| self.dummy.clone());
+        let ok = tokio::task::spawn_blocking(move || verify(&password, &phc))
+            .await
+            .unwrap_or(false);
+        ok && known
+    }
+}
+
+fn verify(password: &str, phc: &str) -> bool {
+    Argon2::default()
+        .verify_password(password.as_bytes(), phc)
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -56,9 +104,26 @@ mod tests {
         let h = hash("correct horse").unwrap();
         assert!(h.starts_with("$argon2id$"));
         check_hash(&h).unwrap();
-        assert!(verify("correct horse", Some(&h)));
-        assert!(!verify("wrong", Some(&h)));
-        assert!(!verify("correct horse", None));
+        assert!(verify("correct horse", &h));
+        assert!(!verify("wrong", &h));
         assert!(check_hash("plaintext").is_err());
+    }
+
+    #[test]
+    fn weak_or_other_hashes_are_refused() {
+        let argon2i =
+            "$argon2i$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$ixF1BqkRDQwdhmLu6mG7wKcQ5FwjOJbbSSMvNQ9OUnI";
+        assert!(check_hash(argon2i).unwrap_err().contains("not argon2id"));
+        let cheap =
+            "$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHQ$ixF1BqkRDQwdhmLu6mG7wKcQ5FwjOJbbSSMvNQ9OUnI";
+        assert!(check_hash(cheap).unwrap_err().contains("outside"));
+    }
+
+    #[tokio::test]
+    async fn unknown_users_never_match() {
+        let v = Verifier::new(None).unwrap();
+        let h = hash("pw").unwrap();
+        assert!(v.verify("pw".into(), Some(h)).await);
+        assert!(!v.verify("pw".into(), None).await);
     }
 }

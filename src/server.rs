@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use russh::keys::PublicKey;
@@ -19,9 +20,15 @@ use crate::audit::Event;
 use crate::bastion::Bastion;
 use crate::route::Login;
 use crate::shutdown::Watcher;
+use crate::throttle::Attempt;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
+
+/// How long a client may take from connecting to logging in.
+const LOGIN_GRACE: Duration = Duration::from_secs(60);
+/// The answer to an attempt from a locked-out address waits this long.
+const LOCKED_OUT_DELAY: Duration = Duration::from_secs(1);
 
 /// Login names longer than this are cut in audit rows.
 const MAX_NAME: usize = 128;
@@ -69,41 +76,65 @@ pub(crate) async fn accept_loop(
         let Some(mut stop) = connections.listener() else {
             return;
         };
+        let authenticated = Arc::new(AtomicBool::new(false));
         let handler = Connection {
             bastion: bastion.clone(),
             peer,
             login: None,
+            authenticated: authenticated.clone(),
             sessions: sessions.clone(),
         };
         let config = config.clone();
         tokio::spawn(async move {
-            let running = match russh::server::run_stream(config, socket, handler).await {
-                Ok(r) => r,
-                Err(e) => {
+            let login_by = tokio::time::Instant::now() + LOGIN_GRACE;
+            let setup = tokio::time::timeout_at(
+                login_by,
+                russh::server::run_stream(config, socket, handler),
+            );
+            let running = match setup.await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "connection setup failed");
                     return;
                 }
+                Err(_) => return,
             };
             let handle = running.handle();
             tokio::pin!(running);
-            tokio::select! {
-                result = &mut running => {
-                    if let Err(e) = result {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+            let mut login_checked = false;
+            loop {
+                tokio::select! {
+                    result = &mut running => {
+                        if let Err(e) = result {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                        return;
                     }
-                }
-                _ = stop.requested() => {
-                    // Sessions have told their users and closed their channels,
-                    // and clients leave once their channels are closed. Only
-                    // lingering ones are disconnected: OpenSSH drops output it
-                    // has not printed yet when a disconnect arrives.
-                    if tokio::time::timeout(LINGER, &mut running).await.is_err() {
-                        let _ = handle
-                            .disconnect(russh::Disconnect::ByApplication, "walissh is shutting down".into(), "".into())
-                            .await;
-                        let _ = tokio::time::timeout(LINGER, running).await;
+                    _ = tokio::time::sleep_until(login_by), if !login_checked => {
+                        login_checked = true;
+                        if !authenticated.load(Ordering::Relaxed) {
+                            tracing::info!(%peer, "disconnecting a client that did not log in in time");
+                            let _ = handle
+                                .disconnect(russh::Disconnect::ByApplication, "login took too long".into(), "".into())
+                                .await;
+                        }
                     }
+                    _ = stop.requested() => break,
                 }
+            }
+            // Shutdown. Sessions have told their users and closed their
+            // channels, and clients leave once their channels are closed.
+            // Only lingering ones are disconnected: OpenSSH drops output it
+            // has not printed yet when a disconnect arrives.
+            if tokio::time::timeout(LINGER, &mut running).await.is_err() {
+                let _ = handle
+                    .disconnect(
+                        russh::Disconnect::ByApplication,
+                        "walissh is shutting down".into(),
+                        "".into(),
+                    )
+                    .await;
+                let _ = tokio::time::timeout(LINGER, running).await;
             }
         });
     }
@@ -114,6 +145,9 @@ pub(crate) struct Connection {
     bastion: Arc<Bastion>,
     peer: SocketAddr,
     login: Option<Login>,
+    /// Set once the client has logged in; the accept loop's login timer
+    /// reads it.
+    authenticated: Arc<AtomicBool>,
     sessions: Watcher,
 }
 
@@ -130,26 +164,34 @@ impl Connection {
     }
 
     async fn accept(&mut self, login: Login, method: &str) -> Auth {
-        self.bastion.throttle.success(self.peer.ip());
         let mut ev = self.auth_event("auth_ok", &login.user, method);
         ev.target = login.target.clone();
         self.bastion.audit.event(ev).await;
         self.login = Some(login);
+        self.authenticated.store(true, Ordering::Relaxed);
         Auth::Accept
     }
 
-    /// Audits a failure; when it counts against the address, waits the
-    /// throttle's delay before answering.
-    async fn reject(&self, login: &Login, method: &str, reason: &str, counts: bool) -> Auth {
+    /// Audits a failure. One that guessed (it holds an attempt) counts
+    /// against the address and is answered after the throttle's delay.
+    async fn reject(
+        &self,
+        login: &Login,
+        method: &str,
+        reason: &str,
+        attempt: Option<Attempt<'_>>,
+    ) -> Auth {
         let mut ev = self
             .auth_event("auth_fail", &login.user, method)
             .field("reason", reason);
         ev.target = login.target.clone();
         self.bastion.audit.event(ev).await;
-        if counts {
-            let delay = self.bastion.throttle.failure(self.peer.ip());
-            tokio::time::sleep(delay).await;
-        }
+        let delay = match (attempt, reason) {
+            (Some(a), _) => a.failed(),
+            (None, "locked_out") => LOCKED_OUT_DELAY,
+            (None, _) => Duration::ZERO,
+        };
+        tokio::time::sleep(delay).await;
         Auth::reject()
     }
 
@@ -186,19 +228,22 @@ impl russh::server::Handler for Connection {
 
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
         let login = Login::parse(user);
-        if self.bastion.throttle.locked(self.peer.ip()) {
-            return Ok(self.reject(&login, "password", "locked_out", true).await);
-        }
-        let hash = self
-            .bastion
+        let bastion = self.bastion.clone();
+        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+            return Ok(self.reject(&login, "password", "locked_out", None).await);
+        };
+        let hash = bastion
             .config
             .user(&login.user)
             .and_then(|u| u.password_hash.as_ref())
             .map(|h| h.get_ref().clone());
-        if crate::password::verify_blocking(password.to_string(), hash).await {
+        if bastion.passwords.verify(password.to_string(), hash).await {
+            drop(attempt);
             Ok(self.accept(login, "password").await)
         } else {
-            Ok(self.reject(&login, "password", "bad_password", true).await)
+            Ok(self
+                .reject(&login, "password", "bad_password", Some(attempt))
+                .await)
         }
     }
 
@@ -213,7 +258,7 @@ impl russh::server::Handler for Connection {
         }
         // Clients offer every key they hold; an unknown one is audited but
         // does not count as a guess.
-        Ok(self.reject(&login, "publickey", "unknown_key", false).await)
+        Ok(self.reject(&login, "publickey", "unknown_key", None).await)
     }
 
     async fn auth_publickey(
@@ -222,13 +267,17 @@ impl russh::server::Handler for Connection {
         key: VerifiedPublicKey<'_>,
     ) -> Result<Auth, Self::Error> {
         let login = Login::parse(user);
-        if self.bastion.throttle.locked(self.peer.ip()) {
-            return Ok(self.reject(&login, "publickey", "locked_out", true).await);
-        }
+        let bastion = self.bastion.clone();
+        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+            return Ok(self.reject(&login, "publickey", "locked_out", None).await);
+        };
         if self.known_key(&login.user, key.public_key) {
+            drop(attempt);
             Ok(self.accept(login, "publickey").await)
         } else {
-            Ok(self.reject(&login, "publickey", "unknown_key", true).await)
+            Ok(self
+                .reject(&login, "publickey", "unknown_key", Some(attempt))
+                .await)
         }
     }
 

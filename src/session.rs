@@ -28,6 +28,10 @@ use crate::upstream::{self, Command, PtySpec, Request};
 const EARLY_INPUT_MAX: usize = 64 * 1024;
 /// How long a closing target may take to report its exit status.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How long a parting message may wait for the client's window.
+const NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
+/// What users are told when the bastion stops under them.
+const SHUTTING_DOWN: &str = "the bastion is shutting down; this session ends now";
 
 /// What a session knows about where it runs.
 pub(crate) struct Context {
@@ -81,7 +85,14 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         let _ = channel.close().await;
         return;
     };
-    let target = match choose_target(&ctx, &mut channel, &mut setup).await {
+    let chosen = tokio::select! {
+        c = choose_target(&ctx, &mut channel, &mut setup) => c,
+        _ = stop.requested() => Err(NoTarget {
+            message: SHUTTING_DOWN.into(),
+            denied: None,
+        }),
+    };
+    let target = match chosen {
         Ok(t) => t,
         Err(no) => {
             if let Some(requested) = &no.denied {
@@ -95,7 +106,9 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
             return;
         }
     };
-    run_session(&ctx, channel, setup, target, stop).await;
+    // `stop` lives until the session's last audit row is queued, so
+    // shutdown waits for it.
+    run_session(&ctx, channel, setup, target, &mut stop).await;
 }
 
 /// Reads requests until the client asks for a shell, exec or subsystem.
@@ -103,6 +116,7 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
     let mut pty = None;
     let mut env = Vec::new();
     let mut early_input = Vec::new();
+    let mut overflow = false;
     loop {
         let command = match channel.wait().await? {
             ChannelMsg::RequestPty {
@@ -141,8 +155,12 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
                 continue;
             }
             ChannelMsg::Data { data } => {
-                if early_input.len() + data.len() <= EARLY_INPUT_MAX {
+                // Keep a prefix only: dropping a chunk and keeping later
+                // ones would reorder what the user typed.
+                if !overflow && early_input.len() + data.len() <= EARLY_INPUT_MAX {
                     early_input.extend_from_slice(&data);
+                } else {
+                    overflow = true;
                 }
                 continue;
             }
@@ -229,7 +247,7 @@ async fn run_session(
     channel: Channel<Msg>,
     setup: Setup,
     target: TargetConfig,
-    stop: Listener,
+    stop: &mut Listener,
 ) {
     let bastion = &ctx.bastion;
     let ids = Ids {
@@ -269,21 +287,21 @@ async fn run_session(
         env: setup.env.clone(),
         user: ids.user.clone(),
     };
-    let totals = match upstream::open(&target, &bastion.upstream, &request).await {
+    let opened = tokio::select! {
+        o = upstream::open(&target, &bastion.upstream, &request) => o,
+        _ = stop.requested() => Err(SHUTTING_DOWN.to_string()),
+    };
+    let totals = match opened {
         Ok((reader, mut writer)) => {
             if !setup.early_input.is_empty() {
                 let _ = writer.data(Bytes::from(setup.early_input)).await;
             }
-            bridge(
+            let pumps = Pumps {
                 ctx,
-                channel,
-                reader,
-                writer,
-                recording.as_ref(),
-                &ids.target,
-                stop,
-            )
-            .await
+                recording: recording.as_ref(),
+                target: &ids.target,
+            };
+            pumps.bridge(channel, reader, writer, stop).await
         }
         Err(message) => {
             tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
@@ -417,153 +435,174 @@ async fn audit_command(ctx: &Context, ids: &Ids, command: &Command) {
 
 /// How the bridge ended.
 enum End {
+    /// The target's side closed.
     TargetClosed,
+    /// The client closed its channel, or can no longer be written to.
     ClientClosed,
     Shutdown,
 }
 
-/// Pumps both ways until one side closes or shutdown begins, then closes
-/// the other side cleanly.
-async fn bridge(
-    ctx: &Context,
-    channel: Channel<Msg>,
-    mut up_rx: upstream::Reader,
-    mut up_tx: upstream::Writer,
-    recording: Option<&Recording>,
-    target: &str,
-    mut stop: Listener,
-) -> Totals {
-    let (mut client_rx, client_tx) = channel.split();
-    let mut totals = Totals::default();
-    let mut bytes_in = 0u64;
-    let end = {
-        let down = to_client(ctx, &mut up_rx, &client_tx, recording, &mut totals);
-        let up = to_target(&mut client_rx, &mut up_tx, recording, &mut bytes_in);
-        tokio::pin!(down, up);
-        tokio::select! {
-            _ = &mut down => End::TargetClosed,
-            _ = &mut up => End::ClientClosed,
-            _ = stop.requested() => End::Shutdown,
-        }
-    };
-    totals.bytes_in = bytes_in;
-    match end {
-        End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
-            // The target went away without saying how the session ended.
-            let msg = format!("{target} closed the session unexpectedly");
-            let _ = client_tx
-                .extended_data_bytes(1, user_line(true, &format!("\r\n{msg}")))
-                .await;
-            totals.lost = Some(msg);
-        }
-        End::TargetClosed => {}
-        End::ClientClosed => {
-            // The client is gone: hang up on the target, and give it a
-            // moment to say how it ended.
-            up_tx.close().await;
-            let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut up_rx, &mut totals)).await;
-        }
-        End::Shutdown => {
-            let msg = "the bastion is shutting down; this session ends now";
-            let _ = client_tx
-                .data_bytes(user_line(true, &format!("\r\n{msg}")))
-                .await;
-            up_tx.close().await;
-        }
-    }
-    up_tx.close().await;
-    let _ = client_tx.eof().await;
-    let _ = client_tx.close().await;
-    totals
+/// What both pumps share.
+struct Pumps<'a> {
+    ctx: &'a Context,
+    recording: Option<&'a Recording>,
+    target: &'a str,
 }
 
-/// Target to client: output, stderr, EOF and how the target's side ended.
-async fn to_client(
-    ctx: &Context,
-    up_rx: &mut upstream::Reader,
-    client: &ChannelWriteHalf<Msg>,
-    recording: Option<&Recording>,
-    totals: &mut Totals,
-) {
-    let mut track = recording.map(|r| r.output());
-    while let Some(event) = up_rx.next().await {
-        match event {
-            upstream::Event::Data(data) => {
-                totals.bytes_out += data.len() as u64;
-                if let Some(t) = track.as_mut() {
-                    t.write(&data).await;
-                }
-                if client.data_bytes(data).await.is_err() {
-                    return;
-                }
+impl Pumps<'_> {
+    /// Pumps both ways until one side closes or shutdown begins, then closes
+    /// the other side cleanly.
+    async fn bridge(
+        &self,
+        channel: Channel<Msg>,
+        mut up_rx: upstream::Reader,
+        mut up_tx: upstream::Writer,
+        stop: &mut Listener,
+    ) -> Totals {
+        let (mut client_rx, client_tx) = channel.split();
+        let mut totals = Totals::default();
+        let mut bytes_in = 0u64;
+        let end = {
+            let down = self.to_client(&mut up_rx, &client_tx, &mut totals);
+            let up = self.to_target(&mut client_rx, &mut up_tx, &mut bytes_in);
+            tokio::pin!(down, up);
+            tokio::select! {
+                end = &mut down => end,
+                _ = &mut up => End::ClientClosed,
+                _ = stop.requested() => End::Shutdown,
             }
-            upstream::Event::Stderr(data) => {
-                totals.bytes_out += data.len() as u64;
-                if let Some(t) = track.as_mut() {
-                    t.write(&data).await;
+        };
+        totals.bytes_in = bytes_in;
+        match end {
+            End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
+                // The target went away without saying how the session ended.
+                let msg = format!("{} closed the session unexpectedly", self.target);
+                notify(&client_tx, &msg).await;
+                totals.lost = Some(msg);
+            }
+            End::TargetClosed => {}
+            End::ClientClosed => {
+                // The client is gone: hang up on the target, and give it a
+                // moment to say how it ended.
+                up_tx.hang_up().await;
+                let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut up_rx, &mut totals)).await;
+            }
+            End::Shutdown => {
+                notify(&client_tx, SHUTTING_DOWN).await;
+                up_tx.hang_up().await;
+            }
+        }
+        up_tx.finish().await;
+        let _ = client_tx.eof().await;
+        let _ = client_tx.close().await;
+        totals
+    }
+
+    /// Target to client: output, stderr, EOF and how the target's side
+    /// ended. Returns `ClientClosed` if the client can no longer be written.
+    async fn to_client(
+        &self,
+        up_rx: &mut upstream::Reader,
+        client: &ChannelWriteHalf<Msg>,
+        totals: &mut Totals,
+    ) -> End {
+        let mut track = self.recording.map(|r| r.output());
+        while let Some(event) = up_rx.next().await {
+            let sent = match event {
+                upstream::Event::Data(data) => {
+                    totals.bytes_out += data.len() as u64;
+                    if let Some(t) = track.as_mut() {
+                        t.write(&data).await;
+                    }
+                    client.data_bytes(data).await
                 }
-                if client.extended_data_bytes(1, data).await.is_err() {
-                    return;
+                upstream::Event::Stderr(data) => {
+                    totals.bytes_out += data.len() as u64;
+                    if let Some(t) = track.as_mut() {
+                        t.write(&data).await;
+                    }
+                    client.extended_data_bytes(1, data).await
                 }
+                upstream::Event::Eof => client.eof().await,
+                upstream::Event::ExitStatus(code) => {
+                    totals.exit_status = Some(code);
+                    client.exit_status(code).await
+                }
+                upstream::Event::ExitSignal {
+                    signal,
+                    core_dumped,
+                    message,
+                } => {
+                    totals.exit_signal = Some(signal_name(&signal));
+                    let _ = self
+                        .ctx
+                        .handle
+                        .exit_signal_request(
+                            client.id(),
+                            signal,
+                            core_dumped,
+                            message,
+                            String::new(),
+                        )
+                        .await;
+                    Ok(())
+                }
+            };
+            if sent.is_err() {
+                return End::ClientClosed;
             }
-            upstream::Event::Eof => {
-                let _ = client.eof().await;
-            }
-            upstream::Event::ExitStatus(code) => {
-                totals.exit_status = Some(code);
-                let _ = client.exit_status(code).await;
-            }
-            upstream::Event::ExitSignal {
-                signal,
-                core_dumped,
-                message,
-            } => {
-                totals.exit_signal = Some(signal_name(&signal));
-                let _ = ctx
-                    .handle
-                    .exit_signal_request(client.id(), signal, core_dumped, message, String::new())
-                    .await;
+        }
+        End::TargetClosed
+    }
+
+    /// Client to target: input, EOF, window changes and signals, until the
+    /// client closes the channel. If the target stops taking input (a
+    /// command that exited without reading it all), input is dropped but
+    /// the channel is still read, so the target's output and exit status
+    /// still reach the client.
+    async fn to_target(
+        &self,
+        client: &mut ChannelReadHalf,
+        up_tx: &mut upstream::Writer,
+        bytes_in: &mut u64,
+    ) {
+        let mut track = self.recording.map(|r| r.input());
+        let mut target_reads = true;
+        while let Some(msg) = client.wait().await {
+            match msg {
+                ChannelMsg::Data { data } => {
+                    *bytes_in += data.len() as u64;
+                    if let Some(t) = track.as_mut() {
+                        t.write(&data).await;
+                    }
+                    if target_reads && up_tx.data(data).await.is_err() {
+                        target_reads = false;
+                    }
+                }
+                ChannelMsg::Eof => up_tx.eof().await,
+                ChannelMsg::WindowChange {
+                    col_width,
+                    row_height,
+                    ..
+                } => {
+                    if let Some(r) = self.recording {
+                        r.resize(col_width, row_height).await;
+                    }
+                    up_tx.resize(col_width, row_height).await;
+                }
+                ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
+                ChannelMsg::Close => break,
+                _ => {}
             }
         }
     }
 }
 
-/// Client to target: input, EOF, window changes and signals, until the
-/// client closes the channel.
-async fn to_target(
-    client: &mut ChannelReadHalf,
-    up_tx: &mut upstream::Writer,
-    recording: Option<&Recording>,
-    bytes_in: &mut u64,
-) {
-    let mut track = recording.map(|r| r.input());
-    while let Some(msg) = client.wait().await {
-        match msg {
-            ChannelMsg::Data { data } => {
-                *bytes_in += data.len() as u64;
-                if let Some(t) = track.as_mut() {
-                    t.write(&data).await;
-                }
-                if up_tx.data(data).await.is_err() {
-                    break;
-                }
-            }
-            ChannelMsg::Eof => up_tx.eof().await,
-            ChannelMsg::WindowChange {
-                col_width,
-                row_height,
-                ..
-            } => {
-                if let Some(r) = recording {
-                    r.resize(col_width, row_height).await;
-                }
-                up_tx.resize(col_width, row_height).await;
-            }
-            ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
-            ChannelMsg::Close => break,
-            _ => {}
-        }
-    }
+/// A line to the client that must not hold the session up: a client that
+/// stopped reading would otherwise keep it waiting for window space.
+async fn notify(client: &ChannelWriteHalf<Msg>, msg: &str) {
+    let line = user_line(true, &format!("\r\n{msg}"));
+    let _ = tokio::time::timeout(NOTICE_TIMEOUT, client.extended_data_bytes(1, line)).await;
 }
 
 /// Reads what is left of the target's side after a hang-up.

@@ -1,10 +1,15 @@
 //! Per-address throttling of failed logins: a growing delay, then a
 //! temporary lockout.
 //!
-//! Only failures that guess a secret count (wrong passwords, and any
-//! attempt while locked out): a rejected public-key offer is audited but
-//! not counted, since clients routinely offer several keys. The state is
-//! in memory, per bastion process.
+//! Only failures that guess a secret count (wrong passwords, and wrong
+//! keys that were actually signed for): a rejected public-key offer is
+//! audited but not counted, since clients routinely offer several keys.
+//! A verification in flight counts as a failure until it is decided, so
+//! parallel connections cannot buy more guesses than the limit. Failures
+//! are forgiven `lockout` after the last one; a successful login does not
+//! clear them, or anyone with an account could reset the count between
+//! guesses at someone else's password. IPv6 addresses are grouped by /64,
+//! the block one host usually holds. The state is in memory, per process.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -20,6 +25,7 @@ const PRUNE_AT: usize = 10_000;
 #[derive(Debug)]
 struct Entry {
     failures: u32,
+    in_flight: u32,
     last: Instant,
     locked_until: Option<Instant>,
 }
@@ -31,6 +37,28 @@ pub(crate) struct Throttle {
     lockout: Duration,
 }
 
+/// A login attempt being verified; dropping it without a verdict just
+/// releases its place.
+pub(crate) struct Attempt<'a> {
+    throttle: &'a Throttle,
+    key: IpAddr,
+}
+
+/// The address the throttle counts under: IPv4 as is, IPv6 by /64.
+fn key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut seg = v6.segments();
+                seg[4..].fill(0);
+                IpAddr::V6(seg.into())
+            }
+        },
+        v4 => v4,
+    }
+}
+
 impl Throttle {
     pub(crate) fn new(max_failures: u32, lockout: Duration) -> Throttle {
         Throttle {
@@ -40,55 +68,68 @@ impl Throttle {
         }
     }
 
-    /// Whether `ip` is locked out now.
-    pub(crate) fn locked(&self, ip: IpAddr) -> bool {
-        let now = Instant::now();
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(&ip)
-            .and_then(|e| e.locked_until)
-            .is_some_and(|until| until > now)
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a failure; returns how long to wait before answering it.
-    pub(crate) fn failure(&self, ip: IpAddr) -> Duration {
+    /// Starts an attempt from `ip`, or `None` when the address is locked
+    /// out or already has as many attempts in flight as it has guesses left.
+    pub(crate) fn begin(&self, ip: IpAddr) -> Option<Attempt<'_>> {
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let key = key(ip);
+        let mut entries = self.entries();
         if entries.len() >= PRUNE_AT {
             let lockout = self.lockout;
-            entries.retain(|_, e| now.duration_since(e.last) < lockout);
+            entries.retain(|_, e| e.in_flight > 0 || now.duration_since(e.last) < lockout);
         }
-        let e = entries.entry(ip).or_insert(Entry {
+        let e = entries.entry(key).or_insert(Entry {
             failures: 0,
+            in_flight: 0,
             last: now,
             locked_until: None,
         });
-        // A lockout runs its course from the failure that started it: more
-        // tries do not extend it (which would let anyone behind the same
-        // address keep everyone else there locked out forever).
         if e.locked_until.is_some_and(|until| until > now) {
-            return MAX_DELAY;
+            return None;
         }
         // Failures long ago are forgiven, as is a lockout that has run out.
-        if now.duration_since(e.last) >= self.lockout
-            || e.locked_until.is_some_and(|until| until <= now)
-        {
+        if e.locked_until.is_some() || now.duration_since(e.last) >= self.lockout {
             e.failures = 0;
             e.locked_until = None;
         }
+        if e.failures + e.in_flight >= self.max_failures {
+            return None;
+        }
+        e.in_flight += 1;
+        Some(Attempt {
+            throttle: self,
+            key,
+        })
+    }
+}
+
+impl Attempt<'_> {
+    /// Records the failure; returns how long to wait before answering it.
+    pub(crate) fn failed(self) -> Duration {
+        let now = Instant::now();
+        let mut entries = self.throttle.entries();
+        let Some(e) = entries.get_mut(&self.key) else {
+            return MAX_DELAY;
+        };
         e.failures += 1;
         e.last = now;
-        if e.failures >= self.max_failures {
-            e.locked_until = Some(now + self.lockout);
+        if e.failures >= self.throttle.max_failures {
+            e.locked_until = Some(now + self.throttle.lockout);
         }
         let doublings = (e.failures - 1).min(8);
         (BASE_DELAY * 2u32.pow(doublings)).min(MAX_DELAY)
     }
+}
 
-    /// A successful login clears the address's record.
-    pub(crate) fn success(&self, ip: IpAddr) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.remove(&ip);
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if let Some(e) = self.throttle.entries().get_mut(&self.key) {
+            e.in_flight = e.in_flight.saturating_sub(1);
+        }
     }
 }
 
@@ -96,38 +137,49 @@ impl Throttle {
 mod tests {
     use super::*;
 
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn delay_grows_then_locks_out() {
         let t = Throttle::new(3, Duration::from_secs(60));
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let other: IpAddr = "192.0.2.2".parse().unwrap();
-        assert!(!t.locked(ip));
-        let d1 = t.failure(ip);
-        let d2 = t.failure(ip);
+        let d1 = t.begin(ip("192.0.2.1")).unwrap().failed();
+        let d2 = t.begin(ip("192.0.2.1")).unwrap().failed();
         assert!(d2 > d1);
-        assert!(!t.locked(ip));
-        t.failure(ip);
-        assert!(t.locked(ip));
-        assert!(!t.locked(other));
+        t.begin(ip("192.0.2.1")).unwrap().failed();
+        assert!(t.begin(ip("192.0.2.1")).is_none());
+        assert!(t.begin(ip("192.0.2.2")).is_some());
     }
 
     #[test]
-    fn tries_during_a_lockout_do_not_extend_it() {
-        let t = Throttle::new(1, Duration::from_millis(200));
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        t.failure(ip);
-        let until = t.entries.lock().unwrap()[&ip].locked_until;
-        assert_eq!(t.failure(ip), MAX_DELAY);
-        assert_eq!(t.entries.lock().unwrap()[&ip].locked_until, until);
-    }
-
-    #[test]
-    fn success_clears() {
+    fn attempts_in_flight_count_against_the_limit() {
         let t = Throttle::new(2, Duration::from_secs(60));
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        t.failure(ip);
-        t.success(ip);
-        t.failure(ip);
-        assert!(!t.locked(ip));
+        let a = t.begin(ip("192.0.2.1")).unwrap();
+        let b = t.begin(ip("192.0.2.1")).unwrap();
+        assert!(t.begin(ip("192.0.2.1")).is_none());
+        drop(a);
+        b.failed();
+        // One failure and nothing in flight: one guess left.
+        let c = t.begin(ip("192.0.2.1")).unwrap();
+        assert!(t.begin(ip("192.0.2.1")).is_none());
+        drop(c);
+    }
+
+    #[test]
+    fn a_lockout_runs_out() {
+        let t = Throttle::new(1, Duration::from_millis(1));
+        t.begin(ip("192.0.2.1")).unwrap().failed();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(t.begin(ip("192.0.2.1")).is_some());
+    }
+
+    #[test]
+    fn ipv6_counts_per_64() {
+        let t = Throttle::new(1, Duration::from_secs(60));
+        t.begin(ip("2001:db8:1:2::1")).unwrap().failed();
+        assert!(t.begin(ip("2001:db8:1:2::ffff")).is_none());
+        assert!(t.begin(ip("2001:db8:1:3::1")).is_some());
+        assert!(t.begin(ip("::ffff:192.0.2.9")).is_some());
     }
 }

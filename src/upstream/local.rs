@@ -10,7 +10,10 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use russh::Sig;
@@ -32,20 +35,79 @@ const SFTP_SERVERS: &[&str] = &[
 /// Read size: one SSH packet's worth.
 const CHUNK: usize = 32 * 1024;
 
-/// The account a local process runs as, and whether we must switch to it.
+/// Hang-up to SIGKILL: how long a process may outlive its session.
+const HANGUP_GRACE: Duration = Duration::from_secs(5);
+
+/// The account a local process runs as, and what becoming it takes.
 pub(crate) struct LocalAccount {
     account: Account,
-    switch: bool,
+    /// Supplementary groups, looked up before fork (NSS is not safe to call
+    /// between fork and exec). `None` when no switch is needed.
+    switch_to: Option<Vec<libc::gid_t>>,
 }
 
 impl LocalAccount {
-    pub(crate) fn new(account: Account) -> LocalAccount {
+    /// Resolves `run_as` (or walissh's own account). Reads the user and
+    /// group databases, so call it on a blocking thread.
+    pub(crate) fn resolve(run_as: Option<&str>, own: &Account) -> Result<LocalAccount, String> {
+        let account = match run_as {
+            Some(name) => crate::config::lookup_account(name)?,
+            None => own.clone(),
+        };
         // SAFETY: getuid has no preconditions.
         let me = unsafe { libc::getuid() };
-        LocalAccount {
-            switch: account.uid != me,
-            account,
+        let switch_to = (account.uid != me)
+            .then(|| groups_of(&account))
+            .transpose()?;
+        Ok(LocalAccount { account, switch_to })
+    }
+}
+
+fn groups_of(account: &Account) -> Result<Vec<libc::gid_t>, String> {
+    let user = CString::new(account.name.clone()).map_err(|e| e.to_string())?;
+    let mut groups = vec![0 as libc::gid_t; 64];
+    loop {
+        let mut n = groups.len() as libc::c_int;
+        // SAFETY: `groups` has room for `n` entries; `user` is NUL-terminated.
+        let rc =
+            unsafe { libc::getgrouplist(user.as_ptr(), account.gid, groups.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            groups.truncate(n.max(0) as usize);
+            return Ok(groups);
         }
+        if groups.len() >= 65536 {
+            return Err(format!("cannot list the groups of {}", account.name));
+        }
+        groups.resize((n.max(0) as usize).max(groups.len() * 2), 0);
+    }
+}
+
+impl LocalAccount {
+    /// The pre-exec step that becomes the target account, if one is needed.
+    fn switcher(&self) -> Option<impl FnMut() -> std::io::Result<()> + Send + Sync + 'static> {
+        let groups = self.switch_to.clone()?;
+        let (uid, gid) = (self.account.uid, self.account.gid);
+        Some(move || switch_account(&groups, uid, gid))
+    }
+}
+
+/// Takes on an account's groups, group and user, in the only order that
+/// works (changing groups needs root, so the user id changes last). Runs
+/// in the child between fork and exec, so it makes only async-signal-safe
+/// system calls.
+fn switch_account(groups: &[libc::gid_t], uid: u32, gid: u32) -> std::io::Result<()> {
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: `groups` is a valid slice; the other calls take integers.
+    unsafe {
+        check(libc::setgroups(groups.len() as _, groups.as_ptr()))?;
+        check(libc::setgid(gid))?;
+        check(libc::setuid(uid))
     }
 }
 
@@ -53,45 +115,62 @@ pub(crate) struct Reader {
     rx: mpsc::Receiver<Event>,
 }
 
-pub(crate) enum Input {
+enum Input {
     Pty(pty_process::OwnedWritePty),
     Pipe(Option<ChildStdin>),
 }
 
-pub(crate) struct Writer {
-    input: Input,
-    pid: Option<u32>,
+/// What the session asks of the process. The pump task owns the child, so
+/// signals go through it: it knows whether the pid is still ours.
+enum Control {
+    Signal(i32),
+    HangUp,
 }
 
-pub(crate) fn open(who: &LocalAccount, req: &Request) -> Result<(Reader, Writer), String> {
+pub(crate) struct Writer {
+    input: Input,
+    control: mpsc::Sender<Control>,
+}
+
+/// Starts the process. `spawn_lock` serialises process creation: a PTY's
+/// master is briefly inheritable after it is opened, and must not leak
+/// into a process spawned at that moment for another session.
+pub(crate) fn open(
+    who: &LocalAccount,
+    req: &Request,
+    spawn_lock: &Mutex<()>,
+) -> Result<(Reader, Writer), String> {
     let (program, args, arg0) = command_line(&who.account, &req.command)?;
     let (tx, rx) = mpsc::channel(16);
-    let writer = match &req.pty {
+    let (control, control_rx) = mpsc::channel(4);
+    let input = match &req.pty {
         Some(pty) => {
-            let (master, pts) =
-                pty_process::open().map_err(|e| format!("cannot open a PTY: {e}"))?;
-            master
-                .resize(pty_process::Size::new(clamp(pty.rows), clamp(pty.cols)))
-                .map_err(|e| format!("cannot size the PTY: {e}"))?;
-            let mut cmd = pty_process::Command::new(&program).args(&args).arg0(&arg0);
-            cmd = cmd
+            let mut cmd = pty_process::Command::new(&program)
+                .args(&args)
+                .arg0(&arg0)
                 .env_clear()
                 .envs(environment(&who.account, req))
                 .current_dir(home(&who.account));
-            if let Some(switch) = who.switcher()? {
+            if let Some(switch) = who.switcher() {
                 // SAFETY: runs between fork and exec; see `switch_account`.
                 cmd = unsafe { cmd.pre_exec(switch) };
             }
-            let child = cmd
-                .spawn(pts)
-                .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-            let pid = child.id();
+            let (master, child) = {
+                let _guard = spawn_lock.lock().unwrap_or_else(|e| e.into_inner());
+                let (master, pts) =
+                    pty_process::open().map_err(|e| format!("cannot open a PTY: {e}"))?;
+                master
+                    .resize(pty_process::Size::new(clamp(pty.rows), clamp(pty.cols)))
+                    .map_err(|e| format!("cannot size the PTY: {e}"))?;
+                let child = cmd
+                    .spawn(pts)
+                    .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+                (master, child)
+            };
             let (read, write) = master.into_split();
-            tokio::spawn(pump_pty(read, child, tx));
-            Writer {
-                input: Input::Pty(write),
-                pid,
-            }
+            let proc = Proc { child, group: true };
+            tokio::spawn(pump_pty(read, proc, tx, control_rx));
+            Input::Pty(write)
         }
         None => {
             let mut cmd = tokio::process::Command::new(&program);
@@ -104,56 +183,25 @@ pub(crate) fn open(who: &LocalAccount, req: &Request) -> Result<(Reader, Writer)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
-            if let Some(switch) = who.switcher()? {
+            if let Some(switch) = who.switcher() {
                 // SAFETY: runs between fork and exec; see `switch_account`.
                 unsafe { cmd.pre_exec(switch) };
             }
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-            let pid = child.id();
+            let mut child = {
+                let _guard = spawn_lock.lock().unwrap_or_else(|e| e.into_inner());
+                cmd.spawn()
+                    .map_err(|e| format!("cannot start {}: {e}", program.display()))?
+            };
             let stdin = child.stdin.take();
-            tokio::spawn(pump_pipes(child, tx));
-            Writer {
-                input: Input::Pipe(stdin),
-                pid,
-            }
+            let proc = Proc {
+                child,
+                group: false,
+            };
+            tokio::spawn(pump_pipes(proc, tx, control_rx));
+            Input::Pipe(stdin)
         }
     };
-    Ok((Reader { rx }, writer))
-}
-
-impl LocalAccount {
-    /// The pre-exec step that becomes the target account, if one is needed.
-    fn switcher(
-        &self,
-    ) -> Result<Option<impl FnMut() -> std::io::Result<()> + Send + Sync + 'static>, String> {
-        if !self.switch {
-            return Ok(None);
-        }
-        let (uid, gid) = (self.account.uid, self.account.gid);
-        let user = CString::new(self.account.name.clone()).map_err(|e| e.to_string())?;
-        Ok(Some(move || switch_account(&user, uid, gid)))
-    }
-}
-
-/// Takes on an account's groups, group and user, in the only order that
-/// works (groups need root, so the user id changes last). Called in the
-/// child between fork and exec, as OpenSSH does with the same calls.
-fn switch_account(user: &CString, uid: u32, gid: u32) -> std::io::Result<()> {
-    let check = |rc: libc::c_int| {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    };
-    // SAFETY: `user` is a valid NUL-terminated string; the rest take ints.
-    unsafe {
-        check(libc::initgroups(user.as_ptr(), gid as _))?;
-        check(libc::setgid(gid))?;
-        check(libc::setuid(uid))
-    }
+    Ok((Reader { rx }, Writer { input, control }))
 }
 
 fn clamp(n: u32) -> u16 {
@@ -219,67 +267,163 @@ fn environment(account: &Account, req: &Request) -> Vec<(String, String)> {
     env
 }
 
-/// Copies PTY output into events until the shell exits and its output is
-/// drained, then reports how it exited.
-async fn pump_pty(mut read: pty_process::OwnedReadPty, mut child: Child, tx: mpsc::Sender<Event>) {
-    let mut buf = BytesMut::with_capacity(CHUNK);
-    let mut exited = None;
-    loop {
-        buf.reserve(CHUNK);
-        let n = if exited.is_some() {
-            // The shell is gone: take what is still buffered in the PTY,
-            // but do not wait on background jobs that keep it open.
-            match tokio::time::timeout(Duration::from_millis(100), read.read_buf(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => break,
-            }
-        } else {
-            tokio::select! {
-                r = read.read_buf(&mut buf) => r,
-                status = child.wait() => {
-                    exited = Some(status);
-                    continue;
+/// The process behind a session, owned by its pump task.
+struct Proc {
+    child: Child,
+    /// A PTY child leads its own session and process group, and the whole
+    /// group is signalled on hang-up, as a closed terminal would.
+    group: bool,
+}
+
+impl Proc {
+    /// Signals the process, unless it has already been reaped (its pid may
+    /// then belong to someone else).
+    fn signal(&self, sig: i32, whole_group: bool) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                if whole_group && self.group {
+                    libc::kill(-(pid as i32), sig);
                 }
-            }
-        };
-        match n {
-            // EIO: every holder of the PTY's other side has closed it.
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if tx.send(Event::Data(buf.split().freeze())).await.is_err() {
-                    let _ = child.start_kill();
-                    return;
-                }
+                libc::kill(pid as i32, sig);
             }
         }
     }
-    let status = match exited {
-        Some(s) => s,
-        None => child.wait().await,
+
+    fn control(&self, c: Option<Control>, deadline: &mut Option<Instant>) {
+        match c {
+            Some(Control::Signal(sig)) => self.signal(sig, false),
+            // A hang-up, or the session dropped its writer.
+            Some(Control::HangUp) | None => self.hang_up(deadline),
+        }
+    }
+
+    /// SIGHUP now, SIGKILL at the deadline if it is still there.
+    fn hang_up(&self, deadline: &mut Option<Instant>) {
+        if deadline.is_none() {
+            self.signal(libc::SIGHUP, true);
+            *deadline = Some(Instant::now() + HANGUP_GRACE);
+        }
+    }
+}
+
+/// Sleeps until the deadline, or for ever when there is none.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Copies PTY output into events until the shell exits and its output is
+/// drained, then reports how it exited. Takes signals and the hang-up from
+/// the session meanwhile.
+async fn pump_pty(
+    mut read: pty_process::OwnedReadPty,
+    mut proc: Proc,
+    tx: mpsc::Sender<Event>,
+    mut control: mpsc::Receiver<Control>,
+) {
+    let mut buf = BytesMut::with_capacity(CHUNK);
+    let mut kill_at = None;
+    let mut control_open = true;
+    let status = loop {
+        buf.reserve(CHUNK);
+        tokio::select! {
+            r = read.read_buf(&mut buf) => match r {
+                Ok(n) if n > 0 => {
+                    if tx.send(Event::Data(buf.split().freeze())).await.is_err() {
+                        // Nobody listens any more: end the process.
+                        proc.hang_up(&mut kill_at);
+                    }
+                }
+                // EIO: every holder of the terminal has closed it.
+                _ => break finish(&mut proc, &mut kill_at).await,
+            },
+            status = proc.child.wait() => {
+                drain_pty(&mut read, &mut buf, &tx).await;
+                break status;
+            }
+            c = control.recv(), if control_open => {
+                control_open = c.is_some();
+                proc.control(c, &mut kill_at);
+            }
+            _ = until(kill_at) => {
+                proc.signal(libc::SIGKILL, true);
+                kill_at = None;
+            }
+        }
     };
     let _ = tx.send(Event::Eof).await;
     report_exit(status, &tx).await;
 }
 
+/// After the shell exits, takes what is still buffered in the PTY, without
+/// waiting on background jobs that keep it open.
+async fn drain_pty(
+    read: &mut pty_process::OwnedReadPty,
+    buf: &mut BytesMut,
+    tx: &mpsc::Sender<Event>,
+) {
+    loop {
+        buf.reserve(CHUNK);
+        match tokio::time::timeout(Duration::from_millis(100), read.read_buf(buf)).await {
+            Ok(Ok(n)) if n > 0 => {
+                if tx.send(Event::Data(buf.split().freeze())).await.is_err() {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Waits for a process whose output has ended, killing it if it lingers.
+async fn finish(
+    proc: &mut Proc,
+    kill_at: &mut Option<Instant>,
+) -> std::io::Result<std::process::ExitStatus> {
+    match tokio::time::timeout(HANGUP_GRACE, proc.child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            proc.signal(libc::SIGKILL, true);
+            *kill_at = None;
+            proc.child.wait().await
+        }
+    }
+}
+
 /// Copies stdout and stderr into events until both close, then reports
-/// how the process exited.
-async fn pump_pipes(mut child: Child, tx: mpsc::Sender<Event>) {
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
+/// how the process exited. Takes signals and the hang-up meanwhile.
+async fn pump_pipes(mut proc: Proc, tx: mpsc::Sender<Event>, mut control: mpsc::Receiver<Control>) {
+    let mut out = proc.child.stdout.take();
+    let mut err = proc.child.stderr.take();
+    let mut kill_at = None;
+    let mut control_open = true;
     while out.is_some() || err.is_some() {
         let event = tokio::select! {
             d = read_some(&mut out) => d.map(Event::Data),
             d = read_some(&mut err) => d.map(Event::Stderr),
+            c = control.recv(), if control_open => {
+                control_open = c.is_some();
+                proc.control(c, &mut kill_at);
+                None
+            }
+            _ = until(kill_at) => {
+                proc.signal(libc::SIGKILL, false);
+                kill_at = None;
+                None
+            }
         };
         if let Some(event) = event
             && tx.send(event).await.is_err()
         {
-            let _ = child.start_kill();
-            return;
+            proc.hang_up(&mut kill_at);
         }
     }
+    let status = finish(&mut proc, &mut kill_at).await;
     let _ = tx.send(Event::Eof).await;
-    report_exit(child.wait().await, &tx).await;
+    report_exit(status, &tx).await;
 }
 
 /// Reads one chunk; at end of stream, clears the slot and yields `None`.
@@ -380,25 +524,16 @@ impl Writer {
         }
     }
 
-    pub(crate) fn signal(&mut self, sig: &Sig) {
-        if let (Some(pid), Some(n)) = (self.pid, signal_number(sig)) {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid as i32, n) };
+    pub(crate) async fn signal(&mut self, sig: &Sig) {
+        if let Some(n) = signal_number(sig) {
+            let _ = self.control.send(Control::Signal(n)).await;
         }
     }
 
-    /// Hangs up on the process, as a closed terminal would.
-    pub(crate) fn close(&mut self) {
-        if let Some(pid) = self.pid.take() {
-            // SAFETY: as above. A PTY child leads its own session and
-            // process group, so the group gets the hang-up.
-            unsafe {
-                if matches!(self.input, Input::Pty(_)) {
-                    libc::kill(-(pid as i32), libc::SIGHUP);
-                }
-                libc::kill(pid as i32, libc::SIGHUP);
-            }
-        }
+    /// Hangs up on the process, as a closed terminal would; it is killed if
+    /// it is still there a few seconds later.
+    pub(crate) async fn hang_up(&mut self) {
         self.input = Input::Pipe(None);
+        let _ = self.control.send(Control::HangUp).await;
     }
 }

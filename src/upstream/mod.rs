@@ -69,6 +69,8 @@ pub(crate) struct Context {
     pub(crate) policy: HostKeyPolicy,
     /// The account `local` targets run as when they have no `run_as`.
     pub(crate) own_account: Account,
+    /// Serialises process creation for local targets (see `local::open`).
+    pub(crate) spawn_lock: std::sync::Mutex<()>,
 }
 
 pub(crate) enum Reader {
@@ -93,11 +95,14 @@ pub(crate) async fn open(
             Ok((Reader::Ssh(r), Writer::Ssh(w)))
         }
         TargetKind::Local => {
-            let account = match &target.run_as {
-                Some(name) => crate::config::lookup_account(name.get_ref())?,
-                None => ctx.own_account.clone(),
-            };
-            let (r, w) = local::open(&LocalAccount::new(account), req)?;
+            let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
+            let own = ctx.own_account.clone();
+            // The user and group databases may be remote (NSS): not on the runtime.
+            let who =
+                tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
+                    .await
+                    .map_err(|e| format!("account lookup failed: {e}"))??;
+            let (r, w) = local::open(&who, req, &ctx.spawn_lock)?;
             Ok((Reader::Local(r), Writer::Local(w)))
         }
     }
@@ -138,15 +143,25 @@ impl Writer {
     pub(crate) async fn signal(&mut self, sig: Sig) {
         match self {
             Writer::Ssh(w) => w.signal(sig).await,
-            Writer::Local(w) => w.signal(&sig),
+            Writer::Local(w) => w.signal(&sig).await,
         }
     }
 
-    /// Ends the target side: the channel is closed, the process hung up.
-    pub(crate) async fn close(&mut self) {
+    /// Asks the target side to end: the channel is closed, the process hung
+    /// up. Its exit status may still arrive on the reader.
+    pub(crate) async fn hang_up(&mut self) {
         match self {
-            Writer::Ssh(w) => w.close().await,
-            Writer::Local(w) => w.close(),
+            Writer::Ssh(w) => w.hang_up().await,
+            Writer::Local(w) => w.hang_up().await,
+        }
+    }
+
+    /// Releases the target side for good (the ssh connection is closed; a
+    /// local process still running is killed after a grace period).
+    pub(crate) async fn finish(self) {
+        match self {
+            Writer::Ssh(w) => w.finish().await,
+            Writer::Local(w) => drop(w),
         }
     }
 }

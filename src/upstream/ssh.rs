@@ -321,8 +321,12 @@ impl Writer {
         let _ = self.ch.signal(sig).await;
     }
 
-    pub(crate) async fn close(&mut self) {
+    pub(crate) async fn hang_up(&mut self) {
+        let _ = self.ch.eof().await;
         let _ = self.ch.close().await;
+    }
+
+    pub(crate) async fn finish(self) {
         let _ = self
             .conn
             .disconnect(russh::Disconnect::ByApplication, "session ended", "")
