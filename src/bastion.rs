@@ -36,6 +36,9 @@ pub(crate) struct Bastion {
 
 /// Runs the bastion until SIGTERM or SIGINT.
 pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
+    // Before anything can be announced: a SIGTERM right after "listening"
+    // must shut down cleanly, not kill the process.
+    let signals = Signals::new()?;
     crate::keys::create_private_dir(config.state_dir())?;
     // Paths stored in the audit (recordings) must not depend on the
     // directory walissh was started from.
@@ -102,7 +105,7 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
-    wait_for_signal().await?;
+    signals.wait().await;
     tracing::info!("shutting down: telling connected users");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     sessions.begin();
@@ -132,15 +135,28 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     Ok(())
 }
 
-async fn wait_for_signal() -> Result<(), String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment this exists.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let err = |e: std::io::Error| format!("cannot handle signals: {e}");
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).map_err(err)?,
+            int: signal(SignalKind::interrupt()).map_err(err)?,
+        })
     }
-    Ok(())
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }
 
 /// The embedded default's `demo` user gets a generated password, printed

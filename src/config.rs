@@ -80,6 +80,9 @@ pub(crate) struct ServerConfig {
     /// How long a locked-out address stays locked out.
     #[serde(default = "default_lockout_s")]
     pub(crate) auth_lockout_s: Spanned<u64>,
+    /// How long a client may take from connecting to logging in.
+    #[serde(default = "default_login_grace_s")]
+    pub(crate) login_grace_s: u64,
 }
 
 impl Default for ServerConfig {
@@ -90,6 +93,7 @@ impl Default for ServerConfig {
             state_dir: default_state_dir(),
             auth_max_failures: default_max_failures(),
             auth_lockout_s: default_lockout_s(),
+            login_grace_s: default_login_grace_s(),
         }
     }
 }
@@ -105,6 +109,9 @@ fn default_max_failures() -> Spanned<u32> {
 }
 fn default_lockout_s() -> Spanned<u64> {
     Spanned::new(0..0, 300)
+}
+fn default_login_grace_s() -> u64 {
+    60
 }
 
 #[derive(Debug, Default, Deserialize)]

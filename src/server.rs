@@ -25,8 +25,6 @@ use crate::throttle::Attempt;
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// How long a client may take from connecting to logging in.
-const LOGIN_GRACE: Duration = Duration::from_secs(60);
 /// The answer to an attempt from a locked-out address waits this long.
 const LOCKED_OUT_DELAY: Duration = Duration::from_secs(1);
 
@@ -85,8 +83,9 @@ pub(crate) async fn accept_loop(
             sessions: sessions.clone(),
         };
         let config = config.clone();
+        let login_by =
+            tokio::time::Instant::now() + Duration::from_secs(bastion.config.server.login_grace_s);
         tokio::spawn(async move {
-            let login_by = tokio::time::Instant::now() + LOGIN_GRACE;
             let setup = tokio::time::timeout_at(
                 login_by,
                 russh::server::run_stream(config, socket, handler),

@@ -256,7 +256,7 @@ async fn run_session(
         target: target.name().to_string(),
     };
     let pty = setup.pty.is_some();
-    let Ok(recording) = admit(ctx, &ids, &channel, setup.pty.as_ref()).await else {
+    let Ok(recording) = admit(ctx, &ids, &channel, &setup).await else {
         return;
     };
 
@@ -350,26 +350,31 @@ async fn run_session(
 }
 
 /// Checks that the session can be audited, and opens its recording when it
-/// has a PTY. When storage fails, `[audit] on_failure` decides: refuse the
-/// session (`Err`, the client told why) or warn the user and go on.
+/// is interactive: it has a PTY, or it is a shell without one (`ssh -T`),
+/// which must not be a way around recording. When storage fails,
+/// `[audit] on_failure` decides: refuse the session (`Err`, the client told
+/// why) or warn the user and go on.
 async fn admit(
     ctx: &Context,
     ids: &Ids,
     channel: &Channel<Msg>,
-    pty: Option<&PtySpec>,
+    setup: &Setup,
 ) -> Result<Option<Recording>, ()> {
     let bastion = &ctx.bastion;
+    let pty = setup.pty.is_some();
     if let Some(problem) = bastion.audit.health.problem() {
-        storage_failure(ctx, ids, channel, pty.is_some(), problem).await?;
+        storage_failure(ctx, ids, channel, pty, problem).await?;
     }
-    let Some(p) = pty else {
-        return Ok(None);
+    let (cols, rows, term) = match (&setup.pty, &setup.command) {
+        (Some(p), _) => (p.cols, p.rows, p.term.as_str()),
+        (None, Command::Shell) => (80, 24, "dumb"),
+        (None, _) => return Ok(None),
     };
     let title = format!("{}@{}", ids.user, ids.target);
     let header = Header {
-        cols: p.cols,
-        rows: p.rows,
-        term: &p.term,
+        cols,
+        rows,
+        term,
         title: &title,
     };
     match bastion.recorder.open(&ids.session, header).await {
@@ -377,7 +382,7 @@ async fn admit(
         Err(e) => {
             tracing::error!(session = %ids.session, error = %e, "cannot create the recording");
             let problem = "session recordings cannot be written";
-            storage_failure(ctx, ids, channel, true, problem).await?;
+            storage_failure(ctx, ids, channel, pty, problem).await?;
             Ok(None)
         }
     }

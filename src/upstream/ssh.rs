@@ -91,6 +91,15 @@ fn check_host_key(
     if known.iter().any(|(_, k)| k.algorithm() == key.algorithm()) {
         return Err("changed".into());
     }
+    // russh reads plain and hashed host names only. A file that pins or
+    // revokes keys in ways it cannot read must not let a key through as
+    // merely "unknown".
+    if let Some(line) = unreadable_line(path) {
+        return Err(format!(
+            "cannot be checked ({}:{line} uses markers, wildcards or tabs, which walissh does not read)",
+            path.display()
+        ));
+    }
     match policy {
         HostKeyPolicy::Strict => Err("is not known (strict host key policy)".into()),
         HostKeyPolicy::AcceptNew if !known.is_empty() => {
@@ -108,6 +117,20 @@ fn check_host_key(
             Ok(())
         }
     }
+}
+
+/// The first line of a known_hosts file that walissh cannot interpret:
+/// `@cert-authority`/`@revoked` markers, host patterns, tab separators.
+fn unreadable_line(path: &PathBuf) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().enumerate().find_map(|(i, line)| {
+        let line = line.trim_start_matches(' ');
+        let hosts = line.split(' ').next().unwrap_or("");
+        let unreadable = line.starts_with('@')
+            || line.contains('\t')
+            || (!hosts.starts_with("|1|") && hosts.contains(['*', '?', '!']));
+        (!line.is_empty() && !line.starts_with('#') && unreadable).then_some(i + 1)
+    })
 }
 
 pub(crate) struct Reader {

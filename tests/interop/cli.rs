@@ -57,6 +57,23 @@ fn check_config_names_file_line_and_key() {
     let (code, err) = check("[[targets]]\nname = \"t\"\nkind = \"ssh\"\n");
     assert_eq!(code, Some(1));
     assert!(err.contains("needs a host"), "{err}");
+
+    let key = keygen(&tempfile::tempdir().unwrap().path().join("k"));
+    let (code, err) = check(&format!(
+        "[[users]]\nname = \"u\"\nauthorized_keys = [\n  'from=\"10.0.0.0/8\" {key}',\n]\n"
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("FILE:4: key `users.authorized_keys`: authorized_keys options"),
+        "{err}"
+    );
+
+    let (code, err) = check("[server]\nauth_lockout_s = 0\n");
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("FILE:2: key `server.auth_lockout_s`: must be at least 1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -200,13 +217,23 @@ fn embedded_default_serves_demo_on_2222() {
 
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
+
     // A second start keeps the password and does not print it again.
-    let again = Command::new(walissh_bin())
-        .arg("check-config")
+    let mut again = Command::new(walissh_bin())
+        .arg("serve")
         .current_dir(dir.path())
-        .output()
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(again.status.success());
+    let log = Capture::default();
+    log.spawn_reader(again.stderr.take().unwrap());
+    log.wait_for("listening addr=127.0.0.1:2222");
+    unsafe { libc::kill(again.id() as i32, libc::SIGTERM) };
+    let out = again.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(!stdout(&out).contains("password"), "{}", stdout(&out));
     assert_eq!(
         std::fs::read_to_string(state.join("demo.hash")).unwrap(),
         stored

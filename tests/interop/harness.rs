@@ -203,7 +203,7 @@ impl Sshd {
                     "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile none\n\
                      AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
                      PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                     PermitRootLogin prohibit-password\nAcceptEnv LANG LC_*\nPrintMotd no\n\
+                     PermitRootLogin prohibit-password\nAcceptEnv *\nPrintMotd no\n\
                      Subsystem sftp internal-sftp\nLogLevel INFO\n",
                     d = dir.path().display()
                 ),
@@ -268,6 +268,7 @@ pub struct Opts {
     pub on_failure: &'static str,
     pub max_failures: u32,
     pub record_input: bool,
+    pub login_grace_s: u64,
     /// Runs on the state directory before walissh starts.
     pub prepare: Option<Box<dyn FnOnce(&Path, &Sshd)>>,
 }
@@ -279,6 +280,7 @@ impl Default for Opts {
             on_failure: "refuse",
             max_failures: 5,
             record_input: false,
+            login_grace_s: 60,
             prepare: None,
         }
     }
@@ -286,8 +288,9 @@ impl Default for Opts {
 
 /// walissh in front of a real sshd, with three users:
 /// alice (password, only web1), bob (key, web1 and local: a menu),
-/// carol (password, every target including the unreachable `down` and,
-/// when the tests run as root, `jail`: a local shell run as JAIL_USER).
+/// carol (password, every target including the unreachable `down`, the
+/// `tarpit` that accepts connections and never answers, and, when the
+/// tests run as root, `jail`: a local shell run as JAIL_USER).
 pub struct Bastion {
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -296,6 +299,7 @@ pub struct Bastion {
     pub bob_key: PathBuf,
     pub sshd: Sshd,
     pub log: Capture,
+    _tarpit: TcpListener,
     /// Where walissh sends its systemd notifications (NOTIFY_SOCKET).
     pub notify: std::os::unix::net::UnixDatagram,
     child: Option<Child>,
@@ -313,6 +317,8 @@ impl Bastion {
         let bob_pub = keygen(&bob_key);
         let config = dir.path().join("walissh.toml");
         let down = free_port();
+        // Accepts TCP connections (the kernel does) but never answers.
+        let tarpit = TcpListener::bind("127.0.0.1:0").unwrap();
         // The bastion's upstream key must be known before sshd starts.
         let write_config = |sshd_port: u16| {
             std::fs::write(
@@ -323,6 +329,7 @@ listen = ["127.0.0.1:0"]
 state_dir = "{state}"
 auth_max_failures = {mf}
 auth_lockout_s = 600
+login_grace_s = {lg}
 
 [upstream]
 host_key_policy = "{policy}"
@@ -352,6 +359,11 @@ name = "down"
 host = "127.0.0.1"
 port = {down}
 
+[[targets]]
+name = "tarpit"
+host = "127.0.0.1"
+port = {tarpit}
+
 {jail}
 [[users]]
 name = "alice"
@@ -366,10 +378,12 @@ targets = ["web1", "local"]
 [[users]]
 name = "carol"
 password_hash = "{carol}"
-targets = ["web*", "local", "down", "jail"]
+targets = ["web*", "local", "down", "jail", "tarpit"]
 "#,
                     state = state.display(),
+                    tarpit = tarpit.local_addr().unwrap().port(),
                     mf = opts.max_failures,
+                    lg = opts.login_grace_s,
                     policy = opts.host_key_policy,
                     of = opts.on_failure,
                     ri = opts.record_input,
@@ -406,6 +420,7 @@ targets = ["web*", "local", "down", "jail"]
         let notify = std::os::unix::net::UnixDatagram::bind(dir.path().join("notify")).unwrap();
         notify.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut b = Bastion {
+            _tarpit: tarpit,
             port: 0,
             notify,
             dir,
@@ -554,6 +569,27 @@ targets = ["web*", "local", "down", "jail"]
 
     pub fn wait_kind(&self, kind: &str) -> Value {
         self.wait_event(|e| e["kind"] == kind)
+    }
+
+    /// Waits until `n` events of `kind` are written; returns them all.
+    pub fn wait_count(&self, kind: &str, n: usize) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let found: Vec<Value> = self
+                .audit()
+                .into_iter()
+                .filter(|e| e["kind"] == kind)
+                .collect();
+            if found.len() >= n {
+                return found;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "only {} {kind} events: {found:#?}",
+                found.len()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

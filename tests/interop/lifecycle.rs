@@ -204,3 +204,22 @@ fn a_failing_audit_database_refuses_new_sessions() {
         stderr(&out)
     );
 }
+
+#[test]
+fn sigterm_while_a_target_is_still_connecting_closes_the_session() {
+    let mut b = Bastion::start();
+    let mut c = b.ssh_pw("carol:tarpit", CAROL_PW);
+    c.arg("true");
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut client = c.spawn().unwrap();
+    let err = Capture::default();
+    err.spawn_reader(client.stderr.take().unwrap());
+    b.wait_kind("session_start");
+    assert!(b.terminate().success());
+    err.wait_for("the bastion is shutting down");
+    client.wait().unwrap();
+    let end = b.wait_kind("session_end");
+    assert_eq!(end["target"], "tarpit");
+    assert!(b.sessions()[0]["ended"].is_string());
+}

@@ -65,11 +65,7 @@ fn wrong_passwords_are_throttled_per_address() {
     assert_eq!(out.status.code(), Some(255));
     assert!(!stdout(&out).contains("should-not-run"));
 
-    let fails: Vec<_> = b
-        .audit()
-        .into_iter()
-        .filter(|e| e["kind"] == "auth_fail")
-        .collect();
+    let fails = b.wait_count("auth_fail", 4);
     assert_eq!(fails.len(), 4, "{fails:#?}");
     assert!(
         fails
@@ -128,4 +124,23 @@ fn plink_logs_in_with_a_password() {
     .args(["-l", "alice#web1", "127.0.0.1", "echo plink-$((1+1))"]);
     let out = run(c, b"");
     assert_eq!(stdout(&out), "plink-2\n", "stderr: {}", stderr(&out));
+}
+
+#[test]
+fn clients_that_do_not_log_in_are_disconnected() {
+    let b = Bastion::start_with(Opts {
+        login_grace_s: 1,
+        ..Opts::default()
+    });
+    // A TCP client that never speaks SSH.
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+    sock.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut seen = Vec::new();
+    let end = std::io::Read::read_to_end(&mut sock, &mut seen);
+    assert!(end.is_ok(), "walissh did not close the connection: {end:?}");
+    assert!(seen.starts_with(b"SSH-2.0-"));
+    // The bastion still serves others.
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("echo served");
+    assert_eq!(stdout(&run(c, b"")), "served\n");
 }

@@ -185,3 +185,31 @@ fn exit_signal_reaches_the_client_and_the_audit() {
     assert_eq!(end["exit_signal"], "TERM");
     assert_eq!(end["exit_status"], serde_json::Value::Null);
 }
+
+#[test]
+fn a_command_that_stops_reading_still_reports_its_output_and_status() {
+    let b = Bastion::start();
+    let input = "y\n".repeat(5_000_000);
+    for target in ["local", "web1"] {
+        let mut c = b.ssh_bob(&format!("bob:{target}"));
+        c.arg("head -n1; exit 4");
+        let out = run(c, input.as_bytes());
+        assert_eq!(stdout(&out), "y\n", "{target}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(4), "{target}");
+    }
+}
+
+#[test]
+fn a_shell_without_a_pty_is_recorded_too() {
+    let b = Bastion::start();
+    let mut c = b.ssh_bob("bob:web1");
+    c.arg("-T");
+    let out = run(c, b"echo NOPTY-$((20+1))\nexit 0\n");
+    assert_eq!(stdout(&out), "NOPTY-21\n", "{}", stderr(&out));
+    b.wait_kind("session_end");
+    let s = b.sessions();
+    let path = s[0]["recording"].as_str().expect("a recording");
+    let cast = std::fs::read_to_string(path).unwrap();
+    assert!(cast.contains("NOPTY-21"), "{cast}");
+    assert_eq!(b.wait_kind("session_start")["pty"], false);
+}

@@ -180,3 +180,60 @@ fn run_as_keeps_the_local_shell_away_from_walissh_state() {
     );
     assert!(stderr(&out).contains("Permission denied"));
 }
+
+#[test]
+fn known_hosts_lines_walissh_cannot_read_block_learning() {
+    let b = Bastion::start_with(Opts {
+        prepare: Some(Box::new(|state, _| {
+            std::fs::create_dir_all(state).unwrap();
+            let revoked = "@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S x\n";
+            std::fs::write(state.join("known_hosts"), revoked).unwrap();
+        })),
+        ..Opts::default()
+    });
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("true");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(255));
+    assert!(
+        stderr(&out).contains("host key for web1 cannot be checked"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("known_hosts:1 uses markers"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Whether a process whose command line contains `needle` is running.
+fn running(needle: &str) -> bool {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", needle])
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+#[test]
+fn a_local_process_that_ignores_hangup_is_killed_after_the_client_leaves() {
+    let b = Bastion::start();
+    let marker = format!("sleep {}", 40000 + b.port as u32 % 20000);
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:local"), 24, 80);
+    t.send(&format!(
+        "trap '' HUP; echo READY-$((3+4)); exec {marker}\r"
+    ));
+    t.expect("READY-7");
+    let start = std::time::Instant::now();
+    while !running(&marker) {
+        assert!(start.elapsed() < DEADLINE, "{marker} never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(t); // the client vanishes
+    while running(&marker) {
+        assert!(start.elapsed() < DEADLINE, "{marker} outlived its session");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    b.wait_kind("session_end");
+}
