@@ -394,20 +394,7 @@ impl Config {
         let mut names = HashSet::new();
         for t in &self.targets {
             let name = t.name.get_ref();
-            if !valid_name(name) {
-                return Err(loc.error(
-                    t.name.span(),
-                    Some("targets.name"),
-                    &format!("`{name}`: use letters, digits, '.', '-' and '_'"),
-                ));
-            }
-            if !names.insert(name.as_str()) {
-                return Err(loc.error(
-                    t.name.span(),
-                    Some("targets.name"),
-                    &format!("target `{name}` is defined twice"),
-                ));
-            }
+            new_name(loc, &mut names, &t.name, "targets.name", "target")?;
             match t.kind {
                 TargetKind::Ssh => {
                     if t.host.is_none() {
@@ -449,20 +436,7 @@ impl Config {
         let mut names = HashSet::new();
         for u in &self.users {
             let name = u.name.get_ref();
-            if !valid_name(name) {
-                return Err(loc.error(
-                    u.name.span(),
-                    Some("users.name"),
-                    &format!("`{name}`: use letters, digits, '.', '-' and '_'"),
-                ));
-            }
-            if !names.insert(name.as_str()) {
-                return Err(loc.error(
-                    u.name.span(),
-                    Some("users.name"),
-                    &format!("user `{name}` is defined twice"),
-                ));
-            }
+            new_name(loc, &mut names, &u.name, "users.name", "user")?;
             if let Some(h) = &u.password_hash {
                 crate::password::check_hash(h.get_ref())
                     .map_err(|e| loc.error(h.span(), Some("users.password_hash"), &e))?;
@@ -600,6 +574,29 @@ impl TargetConfig {
     pub(crate) fn port(&self) -> u16 {
         self.port.as_ref().map_or(22, |p| *p.get_ref())
     }
+}
+
+/// Checks that a target's or user's name is well-formed and not taken.
+fn new_name<'a>(
+    loc: &Locator,
+    taken: &mut HashSet<&'a str>,
+    name: &'a Spanned<String>,
+    key: &str,
+    what: &str,
+) -> Result<(), ConfigError> {
+    let n = name.get_ref();
+    if !valid_name(n) {
+        let msg = format!("`{n}`: use letters, digits, '.', '-' and '_'");
+        return Err(loc.error(name.span(), Some(key), &msg));
+    }
+    if !taken.insert(n.as_str()) {
+        return Err(loc.error(
+            name.span(),
+            Some(key),
+            &format!("{what} `{n}` is defined twice"),
+        ));
+    }
+    Ok(())
 }
 
 fn valid_name(name: &str) -> bool {

@@ -56,7 +56,8 @@ struct Totals {
     bytes_out: u64,
     exit_status: Option<u32>,
     exit_signal: Option<String>,
-    /// Set when the target vanished without an exit status.
+    /// Why the target failed the session (unreachable, refused, vanished
+    /// without an exit status), for an `upstream_error` row.
     lost: Option<String>,
 }
 
@@ -305,13 +306,6 @@ async fn run_session(
         }
         Err(message) => {
             tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
-            bastion
-                .audit
-                .event(
-                    ids.event("upstream_error")
-                        .field("message", message.as_str()),
-                )
-                .await;
             let _ = channel
                 .extended_data_bytes(1, user_line(pty, &message))
                 .await;
@@ -320,6 +314,7 @@ async fn run_session(
             let _ = channel.close().await;
             Totals {
                 exit_status: Some(255),
+                lost: Some(message),
                 ..Totals::default()
             }
         }

@@ -625,6 +625,19 @@ pub fn run(mut c: Command, input: &[u8]) -> Output {
     out
 }
 
+/// Runs `c` (no input) and checks that it fails with `code` and says
+/// `needle` on stderr.
+pub fn refused(c: Command, code: i32, needle: &str) -> Output {
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains(needle),
+        "expected {needle:?} in: {}",
+        stderr(&out)
+    );
+    out
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
