@@ -17,6 +17,14 @@ use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use super::{Command, Context, Event, Request};
 use crate::config::{HostKeyPolicy, TargetConfig};
 
+/// Ciphers for the upstream hop, AES-GCM first.
+const UPSTREAM_CIPHERS: &[russh::cipher::Name] = &[
+    russh::cipher::AES_256_GCM,
+    russh::cipher::CHACHA20_POLY1305,
+    russh::cipher::AES_256_CTR,
+    russh::cipher::AES_128_CTR,
+];
+
 /// How long reaching and logging in to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -177,6 +185,12 @@ async fn open_inner(
         verdict: verdict.clone(),
     };
     let config = Arc::new(client::Config {
+        preferred: russh::Preferred {
+            // AES-GCM runs on the CPU's AES instructions; on the bastion's
+            // own hop it is cheaper than ChaCha20 (see bench/throughput).
+            cipher: std::borrow::Cow::Borrowed(UPSTREAM_CIPHERS),
+            ..Default::default()
+        },
         inactivity_timeout: None,
         keepalive_interval: Some(Duration::from_secs(30)),
         nodelay: true,
