@@ -233,3 +233,15 @@ fn embedded_default_serves_demo_on_2222() {
         stored
     );
 }
+
+/// The sample config in the repository is valid as shipped.
+#[test]
+fn the_sample_config_passes_check_config() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/walissh.toml");
+    let out = Command::new(walissh_bin())
+        .args(["check-config", "--config", sample])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).ends_with(": ok\n"));
+}

@@ -38,6 +38,8 @@ pub fn is_root() -> bool {
 /// The unprivileged account `run_as` tests use (created when missing; the
 /// tests that need it run as root, as CI does).
 pub const JAIL_USER: &str = "walissh-test";
+/// JAIL_USER's password, given to walissh in WALISSH_TEST_TARGET_PW.
+const JAIL_PW: &str = "jail-pw-7d1f3c";
 
 fn ensure_jail_user() {
     static ONCE: OnceLock<()> = OnceLock::new();
@@ -61,6 +63,19 @@ fn ensure_jail_user() {
                 .unwrap();
             assert!(st.success(), "useradd {JAIL_USER} failed");
         }
+        // For targets that walissh logs in to with a password.
+        let mut chpasswd = Command::new("chpasswd")
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let line = format!("{JAIL_USER}:{JAIL_PW}\n");
+        chpasswd
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        assert!(chpasswd.wait().unwrap().success(), "chpasswd failed");
     });
 }
 
@@ -202,7 +217,7 @@ impl Sshd {
                 format!(
                     "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile none\n\
                      AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
-                     PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                     PasswordAuthentication yes\nKbdInteractiveAuthentication no\n\
                      PermitRootLogin prohibit-password\nAcceptEnv *\nPrintMotd no\n\
                      Subsystem sftp internal-sftp\nLogLevel INFO\n",
                     d = dir.path().display()
@@ -290,7 +305,9 @@ impl Default for Opts {
 /// alice (password, only web1), bob (key, web1 and local: a menu),
 /// carol (password, every target including the unreachable `down`, the
 /// `tarpit` that accepts connections and never answers, and, when the
-/// tests run as root, `jail`: a local shell run as JAIL_USER).
+/// tests run as root, `jail`: a local shell run as JAIL_USER, and
+/// `pwtarget`/`pwmissing`: the sshd as JAIL_USER with a password from an
+/// environment variable that is set / not set).
 pub struct Bastion {
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -378,7 +395,7 @@ targets = ["web1", "local"]
 [[users]]
 name = "carol"
 password_hash = "{carol}"
-targets = ["web*", "local", "down", "jail", "tarpit"]
+targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
 "#,
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),
@@ -392,7 +409,13 @@ targets = ["web*", "local", "down", "jail", "tarpit"]
                     carol = hash_of(CAROL_PW),
                     jail = if is_root() {
                         ensure_jail_user();
-                        format!("[[targets]]\nname = \"jail\"\nkind = \"local\"\nrun_as = \"{JAIL_USER}\"\n")
+                        format!(
+                            "[[targets]]\nname = \"jail\"\nkind = \"local\"\nrun_as = \"{JAIL_USER}\"\n\n\
+                             [[targets]]\nname = \"pwtarget\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\n\
+                             user = \"{JAIL_USER}\"\npassword_env = \"WALISSH_TEST_TARGET_PW\"\n\n\
+                             [[targets]]\nname = \"pwmissing\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\n\
+                             user = \"{JAIL_USER}\"\npassword_env = \"WALISSH_TEST_UNSET_PW\"\n"
+                        )
                     } else {
                         String::new()
                     },
@@ -441,6 +464,8 @@ targets = ["web*", "local", "down", "jail", "tarpit"]
             .arg(&self.config)
             .env("RUST_LOG", "info")
             .env("NOTIFY_SOCKET", self.dir.path().join("notify"))
+            .env("WALISSH_TEST_TARGET_PW", JAIL_PW)
+            .env_remove("WALISSH_TEST_UNSET_PW")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

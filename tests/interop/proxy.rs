@@ -120,6 +120,22 @@ fn scp_and_sftp_pass_through_and_are_audited() {
     assert_eq!(out.status.code(), Some(0), "sftp: {}", stderr(&out));
     assert_eq!(std::fs::read(&back).unwrap(), data);
 
+    // sftp to a local target runs OpenSSH's sftp-server on pipes.
+    let back_local = b.dir.path().join("back-local.bin");
+    std::fs::write(
+        &batch,
+        format!("get {} {}\n", src.display(), back_local.display()),
+    )
+    .unwrap();
+    let mut c = std::process::Command::new("sftp");
+    c.args(base)
+        .args(["-P", &b.port.to_string(), "-b"])
+        .arg(&batch);
+    c.arg("bob#local@127.0.0.1");
+    let out = run(c, b"");
+    assert_eq!(out.status.code(), Some(0), "sftp local: {}", stderr(&out));
+    assert_eq!(std::fs::read(&back_local).unwrap(), data);
+
     let sub = b.wait_event(|e| e["kind"] == "subsystem" && e["name"] == "sftp");
     assert_eq!(sub["transfer"], "sftp");
     let scp = b.wait_event(|e| e["kind"] == "exec" && e["transfer"] == "scp");

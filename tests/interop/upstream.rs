@@ -213,3 +213,33 @@ fn a_local_process_that_ignores_hangup_is_killed_after_the_client_leaves() {
     }
     b.wait_kind("session_end");
 }
+
+#[test]
+fn password_env_logs_in_to_the_target_with_a_password() {
+    if !is_root() {
+        eprintln!("skipped: the password target's account needs root to create (CI runs as root)");
+        return;
+    }
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("carol:pwtarget", CAROL_PW);
+    c.arg("id -un");
+    let out = run(c, b"");
+    assert_eq!(
+        stdout(&out),
+        format!("{JAIL_USER}\n"),
+        "stderr: {}",
+        stderr(&out)
+    );
+
+    let mut c = b.ssh_pw("carol:pwmissing", CAROL_PW);
+    c.arg("true");
+    refused(
+        c,
+        255,
+        "pwmissing: the bastion has no password for it (WALISSH_TEST_UNSET_PW is not set)",
+    );
+    // The password itself never reaches the audit trail or the log.
+    let audit = stdout(&b.cli(&["audit", "--json"]));
+    assert!(!audit.contains("jail-pw"), "{audit}");
+    assert!(!b.log.text().contains("jail-pw"));
+}
