@@ -222,12 +222,18 @@ async fn choose_target(
     }
 }
 
-/// Tells the client why it gets no session, and closes the channel.
+/// Tells the client why it gets no session (exit status 1), and closes
+/// the channel.
 async fn refuse(channel: &Channel<Msg>, pty: bool, message: &str) {
+    end_with(channel, pty, message, 1).await
+}
+
+/// Ends a channel with a message on stderr and an exit status.
+async fn end_with(channel: &Channel<Msg>, pty: bool, message: &str, status: u32) {
     let _ = channel
         .extended_data_bytes(1, user_line(pty, message))
         .await;
-    let _ = channel.exit_status(1).await;
+    let _ = channel.exit_status(status).await;
     let _ = channel.eof().await;
     let _ = channel.close().await;
 }
@@ -282,10 +288,16 @@ async fn run_session(
         .await;
     audit_command(ctx, &ids, &setup.command).await;
 
+    let Setup {
+        command,
+        pty: pty_spec,
+        env,
+        early_input,
+    } = setup;
     let request = Request {
-        command: setup.command.clone(),
-        pty: setup.pty.clone(),
-        env: setup.env.clone(),
+        command,
+        pty: pty_spec,
+        env,
         user: ids.user.clone(),
     };
     let opened = tokio::select! {
@@ -294,8 +306,8 @@ async fn run_session(
     };
     let totals = match opened {
         Ok((reader, mut writer)) => {
-            if !setup.early_input.is_empty() {
-                let _ = writer.data(Bytes::from(setup.early_input)).await;
+            if !early_input.is_empty() {
+                let _ = writer.data(Bytes::from(early_input)).await;
             }
             let pumps = Pumps {
                 ctx,
@@ -306,12 +318,7 @@ async fn run_session(
         }
         Err(message) => {
             tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
-            let _ = channel
-                .extended_data_bytes(1, user_line(pty, &message))
-                .await;
-            let _ = channel.exit_status(255).await;
-            let _ = channel.eof().await;
-            let _ = channel.close().await;
+            end_with(&channel, pty, &message, 255).await;
             Totals {
                 exit_status: Some(255),
                 lost: Some(message),
