@@ -43,6 +43,14 @@ fn recording_is_asciicast_v2_without_typed_input() {
     assert_eq!(s["user"], "bob");
     assert_eq!(s["target"], "web1");
     assert!(s["ended"].is_string());
+    assert!(s["started"].as_str().unwrap().ends_with('Z'));
+    assert!(s["client_addr"].as_str().unwrap().starts_with("127.0.0.1:"));
+    // `audit --session` shows that session's events only, oldest first.
+    let id = s["id"].as_str().unwrap();
+    let mine = json_lines(&b.cli(&["audit", "--session", id, "--json"]));
+    assert!(mine.iter().all(|e| e["session"] == id), "{mine:#?}");
+    let kinds: Vec<&str> = mine.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session_start", "session_end"]);
     let path = s["recording"].as_str().unwrap();
     assert!(path.ends_with(&format!("{}.cast", s["id"].as_str().unwrap())));
     let (header, events) = read_cast(path);
