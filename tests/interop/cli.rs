@@ -1,6 +1,5 @@
 //! The admin commands, config errors, and the embedded default.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
@@ -109,15 +108,7 @@ fn bad_usage_exits_2() {
 
 #[test]
 fn hash_password_and_pubkey() {
-    let mut child = Command::new(walissh_bin())
-        .arg("hash-password")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"s3cret\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let hash = stdout(&out);
+    let hash = hash_of("s3cret");
     assert!(hash.starts_with("$argon2id$v=19$"), "{hash}");
     assert!(!hash.contains("s3cret"));
 
@@ -147,13 +138,12 @@ fn hash_password_and_pubkey() {
     );
 }
 
-/// The README's run command on a fresh machine: no config at all.
-#[test]
-fn embedded_default_serves_demo_on_2222() {
-    let dir = tempfile::tempdir().unwrap();
+/// `walissh serve` with no config in `dir`, once it listens: the process,
+/// its stdout and its log.
+fn serve_embedded(dir: &std::path::Path) -> (std::process::Child, Capture, Capture) {
     let mut child = Command::new(walissh_bin())
         .arg("serve")
-        .current_dir(dir.path())
+        .current_dir(dir)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -164,6 +154,14 @@ fn embedded_default_serves_demo_on_2222() {
     let log = Capture::default();
     log.spawn_reader(child.stderr.take().unwrap());
     log.wait_for("listening addr=127.0.0.1:2222");
+    (child, out, log)
+}
+
+/// The README's run command on a fresh machine: no config at all.
+#[test]
+fn embedded_default_serves_demo_on_2222() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, out, log) = serve_embedded(dir.path());
     assert!(log.text().contains("runs shells as walissh's own account"));
     let end = out.wait_for("password: ");
     let text = out.text();
@@ -213,21 +211,10 @@ fn embedded_default_serves_demo_on_2222() {
     assert!(child.wait().unwrap().success());
 
     // A second start keeps the password and does not print it again.
-    let mut again = Command::new(walissh_bin())
-        .arg("serve")
-        .current_dir(dir.path())
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = Capture::default();
-    log.spawn_reader(again.stderr.take().unwrap());
-    log.wait_for("listening addr=127.0.0.1:2222");
+    let (mut again, out, _log) = serve_embedded(dir.path());
     unsafe { libc::kill(again.id() as i32, libc::SIGTERM) };
-    let out = again.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert!(!stdout(&out).contains("password"), "{}", stdout(&out));
+    assert!(again.wait().unwrap().success());
+    assert!(!out.text().contains("password"), "{}", out.text());
     assert_eq!(
         std::fs::read_to_string(state.join("demo.hash")).unwrap(),
         stored

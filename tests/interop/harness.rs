@@ -576,20 +576,25 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
         out
     }
 
-    /// Waits until an audit event matching `pred` is written; returns it.
-    pub fn wait_event(&self, pred: impl Fn(&Value) -> bool) -> Value {
+    /// Polls the audit trail until `found` picks something out of it.
+    fn wait_audit<T>(&self, what: &str, found: impl Fn(Vec<Value>) -> Option<T>) -> T {
         let start = Instant::now();
         loop {
-            if let Some(ev) = self.audit().into_iter().find(|e| pred(e)) {
-                return ev;
+            if let Some(t) = found(self.audit()) {
+                return t;
             }
             assert!(
                 start.elapsed() < DEADLINE,
-                "no such audit event; have:\n{:#?}",
+                "{what} never came; audit:\n{:#?}",
                 self.audit()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Waits until an audit event matching `pred` is written; returns it.
+    pub fn wait_event(&self, pred: impl Fn(&Value) -> bool) -> Value {
+        self.wait_audit("the awaited event", |all| all.into_iter().find(|e| pred(e)))
     }
 
     pub fn wait_kind(&self, kind: &str) -> Value {
@@ -598,23 +603,10 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
 
     /// Waits until `n` events of `kind` are written; returns them all.
     pub fn wait_count(&self, kind: &str, n: usize) -> Vec<Value> {
-        let start = Instant::now();
-        loop {
-            let found: Vec<Value> = self
-                .audit()
-                .into_iter()
-                .filter(|e| e["kind"] == kind)
-                .collect();
-            if found.len() >= n {
-                return found;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "only {} {kind} events: {found:#?}",
-                found.len()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.wait_audit(&format!("{n} {kind} events"), |all| {
+            let found: Vec<Value> = all.into_iter().filter(|e| e["kind"] == kind).collect();
+            (found.len() >= n).then_some(found)
+        })
     }
 }
 
