@@ -58,6 +58,8 @@ pub(crate) struct Config {
     pub(crate) ai: AiConfig,
     #[serde(default)]
     pub(crate) audit: AuditConfig,
+    #[serde(default)]
+    pub(crate) terminal: TerminalConfig,
     /// Where this config came from, for messages. Not a TOML key.
     #[serde(skip)]
     pub(crate) source: String,
@@ -259,6 +261,27 @@ pub(crate) struct AuditConfig {
     pub(crate) record_input: bool,
     #[serde(default)]
     pub(crate) on_failure: OnFailure,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TerminalConfig {
+    /// Install shell integration (prompt and command marks) in bash and
+    /// zsh PTY shells.
+    #[serde(default = "default_true")]
+    pub(crate) shell_integration: bool,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            shell_integration: true,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// A config problem, already rendered as `file:line: key `k`: message`.

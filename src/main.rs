@@ -18,6 +18,7 @@ mod route;
 mod server;
 mod session;
 mod shutdown;
+mod terminal;
 mod throttle;
 mod upstream;
 

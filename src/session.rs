@@ -12,6 +12,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::sync::watch;
+use tokio::time::Instant;
+
 use bytes::Bytes;
 use russh::server::{Handle, Msg};
 use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
@@ -22,7 +25,8 @@ use crate::bastion::Bastion;
 use crate::config::{OnFailure, TargetConfig};
 use crate::route::{self, Login, NoTarget};
 use crate::shutdown::Listener;
-use crate::upstream::{self, Command, PtySpec, Request};
+use crate::terminal::{CommandRecord, Terminal, bootstrap};
+use crate::upstream::{self, Command, Opened, PtySpec, Request};
 
 /// Input that may arrive before the shell starts, kept for the target.
 const EARLY_INPUT_MAX: usize = 64 * 1024;
@@ -299,22 +303,37 @@ async fn run_session(
         pty: pty_spec,
         env,
         user: ids.user.clone(),
+        integrate: bastion.config.terminal.shell_integration,
     };
     let opened = tokio::select! {
         o = upstream::open(&target, &bastion.upstream, &request) => o,
         _ = stop.requested() => Err(SHUTTING_DOWN.to_string()),
     };
     let totals = match opened {
-        Ok((reader, mut writer)) => {
-            if !early_input.is_empty() {
-                let _ = writer.data(Bytes::from(early_input)).await;
-            }
+        Ok(Opened {
+            reader,
+            mut writer,
+            integrated,
+        }) => {
+            // A shell that takes walissh's bootstrap gets it first, typed
+            // into its terminal; the terminal model then hides its traces.
+            let terminal = match (integrated, &request.pty) {
+                (Some(shell), Some(pty)) => {
+                    let nonce = session_id();
+                    let input = bootstrap::input(shell, &nonce, pty.echo());
+                    let _ = writer.data(Bytes::from(input)).await;
+                    Some(Terminal::integrated(&nonce))
+                }
+                _ => None,
+            };
             let pumps = Pumps {
                 ctx,
+                ids: &ids,
                 recording: recording.as_ref(),
-                target: &ids.target,
             };
-            pumps.bridge(channel, reader, writer, stop).await
+            pumps
+                .bridge(channel, reader, writer, terminal, early_input, stop)
+                .await
         }
         Err(message) => {
             tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
@@ -452,8 +471,8 @@ enum End {
 /// What both pumps share.
 struct Pumps<'a> {
     ctx: &'a Context,
+    ids: &'a Ids,
     recording: Option<&'a Recording>,
-    target: &'a str,
 }
 
 impl Pumps<'_> {
@@ -464,14 +483,31 @@ impl Pumps<'_> {
         channel: Channel<Msg>,
         mut up_rx: upstream::Reader,
         mut up_tx: upstream::Writer,
+        mut terminal: Option<Terminal>,
+        early_input: Vec<u8>,
         stop: &mut Listener,
     ) -> Totals {
         let (mut client_rx, client_tx) = channel.split();
         let mut totals = Totals::default();
         let mut bytes_in = 0u64;
+        // Input waits while walissh's bootstrap runs in the shell: bash
+        // drops what was typed ahead of a command that reads the terminal.
+        let (ready_tx, ready_rx) = watch::channel(terminal.is_none());
         let end = {
-            let down = self.to_client(&mut up_rx, &client_tx, &mut totals);
-            let up = self.to_target(&mut client_rx, &mut up_tx, &mut bytes_in);
+            let down = self.to_client(
+                &mut up_rx,
+                &client_tx,
+                &mut terminal,
+                &ready_tx,
+                &mut totals,
+            );
+            let up = self.to_target(
+                &mut client_rx,
+                &mut up_tx,
+                ready_rx,
+                early_input,
+                &mut bytes_in,
+            );
             tokio::pin!(down, up);
             tokio::select! {
                 end = &mut down => end,
@@ -483,7 +519,7 @@ impl Pumps<'_> {
         match end {
             End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
                 // The target went away without saying how the session ended.
-                let msg = format!("{} closed the session unexpectedly", self.target);
+                let msg = format!("{} closed the session unexpectedly", self.ids.target);
                 notify(&client_tx, &msg).await;
                 totals.lost = Some(msg);
             }
@@ -507,17 +543,49 @@ impl Pumps<'_> {
 
     /// Target to client: output, stderr, EOF and how the target's side
     /// ended. Returns `ClientClosed` if the client can no longer be written.
+    /// PTY shell output goes through the terminal model on its way.
     async fn to_client(
         &self,
         up_rx: &mut upstream::Reader,
         client: &ChannelWriteHalf<Msg>,
+        terminal: &mut Option<Terminal>,
+        ready: &watch::Sender<bool>,
         totals: &mut Totals,
     ) -> End {
         let mut track = self.recording.map(|r| r.output());
-        while let Some(event) = up_rx.next().await {
+        loop {
+            let deadline = terminal.as_ref().and_then(|t| t.deadline());
+            let event = tokio::select! {
+                e = up_rx.next() => e,
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    // The bootstrap never answered: show what was held back.
+                    let held = terminal.as_mut().map(|t| t.give_up()).unwrap_or_default();
+                    let _ = ready.send(true);
+                    Some(upstream::Event::Data(Bytes::from(held)))
+                }
+            };
+            let Some(event) = event else {
+                break;
+            };
             let sent = match event {
                 upstream::Event::Data(data) => {
                     totals.bytes_out += data.len() as u64;
+                    let data = match terminal.as_mut() {
+                        Some(t) => {
+                            let p = t.output(&data);
+                            if t.deadline().is_none() && !*ready.borrow() {
+                                let _ = ready.send(true);
+                            }
+                            for record in &p.finished {
+                                self.audit_command(record).await;
+                            }
+                            Bytes::from(p.to_client)
+                        }
+                        None => data,
+                    };
+                    if data.is_empty() {
+                        continue;
+                    }
                     if let Some(t) = track.as_mut() {
                         t.write(&data).await;
                     }
@@ -562,6 +630,20 @@ impl Pumps<'_> {
         End::TargetClosed
     }
 
+    /// A command the user ran at the shell prompt, as the marks told it.
+    async fn audit_command(&self, r: &CommandRecord) {
+        let duration = r.ended.duration_since(r.started).unwrap_or_default();
+        let ev = self
+            .ids
+            .event("command")
+            .field("command", r.command.clone())
+            .field("exit_code", r.exit_code)
+            .field("cwd", r.cwd.clone())
+            .field("duration_ms", duration.as_millis() as u64)
+            .field("output_bytes", r.output.total());
+        self.ctx.bastion.audit.event(ev).await;
+    }
+
     /// Client to target: input, EOF, window changes and signals, until the
     /// client closes the channel. If the target stops taking input (a
     /// command that exited without reading it all), input is dropped but
@@ -571,10 +653,14 @@ impl Pumps<'_> {
         &self,
         client: &mut ChannelReadHalf,
         up_tx: &mut upstream::Writer,
+        mut ready: watch::Receiver<bool>,
+        early_input: Vec<u8>,
         bytes_in: &mut u64,
     ) {
         let mut track = self.recording.map(|r| r.input());
-        let mut target_reads = true;
+        let _ = ready.wait_for(|r| *r).await;
+        let mut target_reads =
+            early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
         while let Some(msg) = client.wait().await {
             match msg {
                 ChannelMsg::Data { data } => {

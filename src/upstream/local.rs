@@ -61,6 +61,10 @@ impl LocalAccount {
             .transpose()?;
         Ok(LocalAccount { account, switch_to })
     }
+
+    pub(crate) fn shell(&self) -> &Path {
+        &self.account.shell
+    }
 }
 
 fn groups_of(account: &Account) -> Result<Vec<libc::gid_t>, String> {
@@ -138,6 +142,7 @@ pub(crate) struct Writer {
 pub(crate) fn open(
     who: &LocalAccount,
     req: &Request,
+    echo_off: bool,
     spawn_lock: &Mutex<()>,
 ) -> Result<(Reader, Writer), String> {
     let (program, args, arg0) = command_line(&who.account, &req.command)?;
@@ -162,6 +167,9 @@ pub(crate) fn open(
                 master
                     .resize(pty_process::Size::new(clamp(pty.rows), clamp(pty.cols)))
                     .map_err(|e| format!("cannot size the PTY: {e}"))?;
+                if echo_off {
+                    no_echo(&master).map_err(|e| format!("cannot set up the PTY: {e}"))?;
+                }
                 let child = cmd
                     .spawn(pts)
                     .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
@@ -202,6 +210,24 @@ pub(crate) fn open(
         }
     };
     Ok((Reader { rx }, Writer { input, control }))
+}
+
+/// Turns the terminal's echo off (see `PtySpec::modes_without_echo`).
+fn no_echo(pty: &impl std::os::fd::AsRawFd) -> std::io::Result<()> {
+    let fd = pty.as_raw_fd();
+    // SAFETY: `fd` is an open terminal for the duration of the calls, and
+    // `t` is fully written by tcgetattr before it is read.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        t.c_lflag &= !libc::ECHO;
+        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn clamp(n: u32) -> u16 {

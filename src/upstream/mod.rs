@@ -17,6 +17,7 @@ use russh::keys::PrivateKey;
 use russh::{Pty, Sig};
 
 use crate::config::{Account, HostKeyPolicy, TargetConfig, TargetKind};
+use crate::terminal::Shell;
 
 pub(crate) use local::LocalAccount;
 
@@ -60,6 +61,48 @@ pub(crate) struct Request {
     pub(crate) env: Vec<(String, String)>,
     /// The bastion user, the default upstream login name.
     pub(crate) user: String,
+    /// Install shell integration if the target's shell supports it.
+    pub(crate) integrate: bool,
+}
+
+impl Request {
+    /// Whether this is a PTY shell that should get shell integration.
+    fn wants_integration(&self) -> bool {
+        self.integrate && self.pty.is_some() && matches!(self.command, Command::Shell)
+    }
+}
+
+impl PtySpec {
+    /// Whether the client's terminal echoes (OpenSSH sends ECHO; absent
+    /// means the default, on).
+    pub(crate) fn echo(&self) -> bool {
+        self.modes
+            .iter()
+            .find(|(m, _)| *m == Pty::ECHO)
+            .is_none_or(|(_, v)| *v != 0)
+    }
+
+    /// The client's modes with echo off: the bootstrap is typed into the
+    /// target's terminal before its shell reads it, and must not be echoed.
+    pub(crate) fn modes_without_echo(&self) -> Vec<(Pty, u32)> {
+        let mut modes: Vec<_> = self
+            .modes
+            .iter()
+            .filter(|(m, _)| *m != Pty::ECHO)
+            .copied()
+            .collect();
+        modes.push((Pty::ECHO, 0));
+        modes
+    }
+}
+
+/// The target side of a session, open.
+pub(crate) struct Opened {
+    pub(crate) reader: Reader,
+    pub(crate) writer: Writer,
+    /// The shell that will run walissh's bootstrap, when there is one: its
+    /// terminal was opened with echo off.
+    pub(crate) integrated: Option<Shell>,
 }
 
 /// Bastion-wide settings for reaching targets.
@@ -88,11 +131,15 @@ pub(crate) async fn open(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer), String> {
+) -> Result<Opened, String> {
     match target.kind {
         TargetKind::Ssh => {
-            let (r, w) = ssh::open(target, ctx, req).await?;
-            Ok((Reader::Ssh(r), Writer::Ssh(w)))
+            let (r, w, integrated) = ssh::open(target, ctx, req).await?;
+            Ok(Opened {
+                reader: Reader::Ssh(r),
+                writer: Writer::Ssh(w),
+                integrated,
+            })
         }
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
@@ -102,8 +149,16 @@ pub(crate) async fn open(
                 tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
                     .await
                     .map_err(|e| format!("account lookup failed: {e}"))??;
-            let (r, w) = local::open(&who, req, &ctx.spawn_lock)?;
-            Ok((Reader::Local(r), Writer::Local(w)))
+            let integrated = req
+                .wants_integration()
+                .then(|| Shell::from_path(&who.shell().to_string_lossy()))
+                .flatten();
+            let (r, w) = local::open(&who, req, integrated.is_some(), &ctx.spawn_lock)?;
+            Ok(Opened {
+                reader: Reader::Local(r),
+                writer: Writer::Local(w),
+                integrated,
+            })
         }
     }
 }

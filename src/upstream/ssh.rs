@@ -16,6 +16,7 @@ use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 
 use super::{Command, Context, Event, Request};
 use crate::config::{HostKeyPolicy, TargetConfig};
+use crate::terminal::Shell;
 
 /// Ciphers for the upstream hop, AES-GCM first.
 const UPSTREAM_CIPHERS: &[russh::cipher::Name] = &[
@@ -24,6 +25,10 @@ const UPSTREAM_CIPHERS: &[russh::cipher::Name] = &[
     russh::cipher::AES_256_CTR,
     russh::cipher::AES_128_CTR,
 ];
+
+/// How long the login-shell probe may take before the session goes on
+/// without shell integration.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long reaching and logging in to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -156,7 +161,7 @@ pub(crate) async fn open(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer), String> {
+) -> Result<(Reader, Writer, Option<Shell>), String> {
     match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
         Ok(r) => r,
         Err(_) => Err(format!("{} did not answer in time", target.name())),
@@ -167,7 +172,7 @@ async fn open_inner(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer), String> {
+) -> Result<(Reader, Writer, Option<Shell>), String> {
     let name = target.name();
     let host = target
         .host
@@ -210,6 +215,10 @@ async fn open_inner(
         .as_ref()
         .map_or(req.user.as_str(), |u| u.get_ref().as_str());
     authenticate(&mut conn, target, ctx, login).await?;
+    let integrated = match req.wants_integration() {
+        true => probe_shell(&conn).await,
+        false => None,
+    };
     let ch = conn
         .channel_open_session()
         .await
@@ -219,10 +228,32 @@ async fn open_inner(
         ch: read,
         pending: VecDeque::new(),
     };
-    start_command(&write, &mut reader, req)
+    start_command(&write, &mut reader, req, integrated.is_some())
         .await
         .map_err(|e| format!("{name}: {e}"))?;
-    Ok((reader, Writer { ch: write, conn }))
+    Ok((reader, Writer { ch: write, conn }, integrated))
+}
+
+/// Asks the target for the user's login shell, on a channel of its own
+/// (an exec of `printf`, so nothing shows in the user's session).
+async fn probe_shell(conn: &client::Handle<HostKeyCheck>) -> Option<Shell> {
+    let probe = async {
+        let mut ch = conn.channel_open_session().await.ok()?;
+        ch.exec(true, "printf %s \"$SHELL\"").await.ok()?;
+        let mut out = Vec::new();
+        while let Some(msg) = ch.wait().await {
+            match msg {
+                ChannelMsg::Data { data } if out.len() < 4096 => out.extend_from_slice(&data),
+                ChannelMsg::Close => break,
+                _ => {}
+            }
+        }
+        Shell::from_path(&String::from_utf8_lossy(&out))
+    };
+    tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .ok()
+        .flatten()
 }
 
 async fn authenticate(
@@ -269,10 +300,15 @@ async fn start_command(
     ch: &ChannelWriteHalf<client::Msg>,
     reader: &mut Reader,
     req: &Request,
+    echo_off: bool,
 ) -> Result<(), String> {
     let err = |e: russh::Error| e.to_string();
     if let Some(pty) = &req.pty {
-        ch.request_pty(false, &pty.term, pty.cols, pty.rows, 0, 0, &pty.modes)
+        let modes = match echo_off {
+            true => pty.modes_without_echo(),
+            false => pty.modes.clone(),
+        };
+        ch.request_pty(false, &pty.term, pty.cols, pty.rows, 0, 0, &modes)
             .await
             .map_err(err)?;
     }

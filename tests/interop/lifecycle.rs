@@ -50,7 +50,18 @@ fn recording_is_asciicast_v2_without_typed_input() {
     let mine = json_lines(&b.cli(&["audit", "--session", id, "--json"]));
     assert!(mine.iter().all(|e| e["session"] == id), "{mine:#?}");
     let kinds: Vec<&str> = mine.iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["session_start", "session_end"]);
+    assert_eq!(
+        kinds,
+        ["session_start", "command", "command", "session_end"]
+    );
+    // The shell's integration reports each command it ran; what was typed
+    // to `read` with echo off is nowhere in the audit.
+    assert_eq!(mine[1]["command"], "echo REC-$((2+3))");
+    assert_eq!(mine[1]["exit_code"], 0);
+    assert!(mine[1]["cwd"].as_str().unwrap().starts_with('/'));
+    assert!(mine[2]["command"].as_str().unwrap().contains("read PW"));
+    let all = stdout(&b.cli(&["audit", "--json"]));
+    assert!(!all.contains("hunter2"), "{all}");
     let path = s["recording"].as_str().unwrap();
     assert!(path.ends_with(&format!("{}.cast", s["id"].as_str().unwrap())));
     let (header, events) = read_cast(path);

@@ -1,0 +1,285 @@
+//! Finds walissh's own shell-integration marks in the target's output and
+//! takes them out before the bytes reach the client.
+//!
+//! The marks are OSC sequences (`ESC ] 133 ; A ... BEL`, `ESC ] 7 ; ...`)
+//! that the bootstrap installs in the target's shell. Each carries the
+//! session's random nonce (`w=NONCE`): a mark without it is somebody
+//! else's (a program printing a forged "command finished", or the user's
+//! own OSC 133 setup) and passes through untouched, without effect. A mark
+//! may be split across reads; the unfinished part is held until the rest
+//! arrives. Output without an ESC byte is passed on without a copy.
+
+use std::borrow::Cow;
+
+/// A sequence longer than this cannot be ours; it is passed on as is.
+const MAX_MARK: usize = 8 * 1024;
+
+/// What a mark says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// 133;A — the prompt starts.
+    PromptStart,
+    /// 133;B — the prompt ends, the user's input starts.
+    InputStart,
+    /// 133;C — the command line was accepted and runs; `cmd=` carries it.
+    OutputStart { command: Option<String> },
+    /// 133;D;N — the command finished with exit status N.
+    CommandEnd { exit: Option<i32> },
+    /// 7 — the working directory.
+    Cwd(String),
+    /// 133;W — walissh's bootstrap has run; the prompt it replaces has
+    /// `lines` line breaks, and the shell ends an accepted line with one
+    /// (`newline`).
+    Ready { lines: usize, newline: bool },
+}
+
+/// The scanner of one session's output.
+pub(crate) struct Scanner {
+    tag: String,
+    held: Vec<u8>,
+}
+
+/// One chunk after scanning: the bytes for the client, and the marks with
+/// their offsets in those bytes.
+pub(crate) struct Scanned<'a> {
+    pub(crate) out: Cow<'a, [u8]>,
+    pub(crate) marks: Vec<(usize, Mark)>,
+}
+
+impl Scanner {
+    pub(crate) fn new(nonce: &str) -> Scanner {
+        Scanner {
+            tag: format!("w={nonce}"),
+            held: Vec::new(),
+        }
+    }
+
+    pub(crate) fn scan<'a>(&mut self, input: &'a [u8]) -> Scanned<'a> {
+        if self.held.is_empty() && memchr::memchr(0x1b, input).is_none() {
+            return Scanned {
+                out: Cow::Borrowed(input),
+                marks: Vec::new(),
+            };
+        }
+        let mut buf = std::mem::take(&mut self.held);
+        buf.extend_from_slice(input);
+        let mut out = Vec::with_capacity(buf.len());
+        let mut marks = Vec::new();
+        let mut i = 0;
+        while let Some(esc) = memchr::memchr(0x1b, &buf[i..]).map(|p| i + p) {
+            out.extend_from_slice(&buf[i..esc]);
+            match self.sequence(&buf[esc..]) {
+                Seq::Incomplete => {
+                    self.held = buf[esc..].to_vec();
+                    return Scanned {
+                        out: Cow::Owned(out),
+                        marks,
+                    };
+                }
+                Seq::Ours { len, mark } => {
+                    if let Some(m) = mark {
+                        marks.push((out.len(), m));
+                    }
+                    i = esc + len;
+                }
+                Seq::Other { len } => {
+                    out.extend_from_slice(&buf[esc..esc + len]);
+                    i = esc + len;
+                }
+            }
+        }
+        out.extend_from_slice(&buf[i..]);
+        Scanned {
+            out: Cow::Owned(out),
+            marks,
+        }
+    }
+
+    /// Whatever is held back when the output ends: it was not a mark.
+    pub(crate) fn flush(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.held)
+    }
+
+    /// Classifies the escape sequence at the start of `s` (s[0] is ESC).
+    fn sequence(&self, s: &[u8]) -> Seq {
+        match s.get(1) {
+            None => return Seq::Incomplete,
+            Some(b']') => {}
+            Some(_) => return Seq::Other { len: 1 },
+        }
+        // OSC: ends at BEL or at ST (ESC \). Any other ESC inside means it
+        // is not one of ours.
+        let body = &s[2..];
+        let mut end = None;
+        for (j, &b) in body.iter().enumerate().take(MAX_MARK) {
+            match (b, body.get(j + 1)) {
+                (0x07, _) => end = Some((j, 1)),
+                (0x1b, Some(b'\\')) => end = Some((j, 2)),
+                (0x1b, Some(_)) => return Seq::Other { len: 2 },
+                (0x1b, None) => return Seq::Incomplete,
+                _ => continue,
+            }
+            break;
+        }
+        let Some((j, term)) = end else {
+            return if body.len() < MAX_MARK {
+                Seq::Incomplete
+            } else {
+                Seq::Other { len: 2 }
+            };
+        };
+        let len = 2 + j + term;
+        match self.parse(&body[..j]) {
+            Some(mark) => Seq::Ours { len, mark },
+            None => Seq::Other { len },
+        }
+    }
+
+    /// `Some(mark)` when the OSC body is ours (the inner `None` for one of
+    /// ours that says nothing we use).
+    fn parse(&self, body: &[u8]) -> Option<Option<Mark>> {
+        let body = std::str::from_utf8(body).ok()?;
+        if let Some(rest) = body.strip_prefix("7;") {
+            // 7;w=NONCE;PATH — the path last, as it may hold ';'.
+            let path = rest.strip_prefix(self.tag.as_str())?.strip_prefix(';')?;
+            return Some(Some(Mark::Cwd(path.to_string())));
+        }
+        let rest = body.strip_prefix("133;")?;
+        // 133;KIND;...;w=NONCE[;cmd=TEXT] — the command last, as it may hold ';'.
+        let (fields, command) = match rest.split_once(";cmd=") {
+            Some((f, c)) => (f, Some(c.replace("\r\n", "\n"))),
+            None => (rest, None),
+        };
+        let mut fields = fields.split(';');
+        let kind = fields.next()?;
+        let params: Vec<&str> = fields.collect();
+        if !params.contains(&self.tag.as_str()) {
+            return None;
+        }
+        let value = |key: &str| {
+            params
+                .iter()
+                .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
+        };
+        Some(match kind {
+            "A" => Some(Mark::PromptStart),
+            "B" => Some(Mark::InputStart),
+            "C" => Some(Mark::OutputStart { command }),
+            "D" => Some(Mark::CommandEnd {
+                exit: params.first().and_then(|p| p.parse().ok()),
+            }),
+            "W" => Some(Mark::Ready {
+                lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
+                newline: value("nl") == Some("1"),
+            }),
+            _ => None,
+        })
+    }
+}
+
+enum Seq {
+    Incomplete,
+    Ours { len: usize, mark: Option<Mark> },
+    Other { len: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N: &str = "0123abcd";
+
+    fn scan_all(s: &mut Scanner, chunks: &[&[u8]]) -> (Vec<u8>, Vec<(usize, Mark)>) {
+        let mut out = Vec::new();
+        let mut marks = Vec::new();
+        for c in chunks {
+            let r = s.scan(c);
+            for (at, m) in r.marks {
+                marks.push((out.len() + at, m));
+            }
+            out.extend_from_slice(&r.out);
+        }
+        out.extend(s.flush());
+        (out, marks)
+    }
+
+    #[test]
+    fn plain_output_is_borrowed() {
+        let mut s = Scanner::new(N);
+        assert!(matches!(s.scan(b"hello\r\n").out, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn own_marks_are_removed_and_reported() {
+        let mut s = Scanner::new(N);
+        let input = format!(
+            "\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x1b\\ls\r\n\x1b]133;C;w={N};cmd=ls; echo a;b\x07out\r\n\x1b]133;D;2;w={N}\x07\x1b]7;w={N};/tmp/a;b\x07"
+        );
+        let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
+        assert_eq!(out, b"$ ls\r\nout\r\n");
+        let kinds: Vec<_> = marks.iter().map(|(_, m)| m.clone()).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Mark::PromptStart,
+                Mark::InputStart,
+                Mark::OutputStart {
+                    command: Some("ls; echo a;b".into())
+                },
+                Mark::CommandEnd { exit: Some(2) },
+                Mark::Cwd("/tmp/a;b".into()),
+            ]
+        );
+        assert_eq!(marks[1].0, 2);
+        assert_eq!(marks[2].0, 6);
+    }
+
+    #[test]
+    fn forged_and_foreign_marks_pass_through_without_effect() {
+        let mut s = Scanner::new(N);
+        let forged = b"\x1b]133;D;0\x07\x1b]133;D;0;w=wrong\x07\x1b]7;file:///etc\x07\x1b[31mred";
+        let (out, marks) = scan_all(&mut s, &[forged]);
+        assert_eq!(out, forged);
+        assert!(marks.is_empty());
+    }
+
+    #[test]
+    fn marks_split_anywhere_are_found() {
+        let input = format!("ab\x1b]133;D;0;w={N}\x07cd");
+        for cut in 0..input.len() {
+            let mut s = Scanner::new(N);
+            let (a, b) = input.as_bytes().split_at(cut);
+            let (out, marks) = scan_all(&mut s, &[a, b]);
+            assert_eq!(out, b"abcd", "cut at {cut}");
+            assert_eq!(
+                marks,
+                vec![(2, Mark::CommandEnd { exit: Some(0) })],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn unterminated_sequences_are_not_held_forever() {
+        let mut s = Scanner::new(N);
+        let mut long = b"\x1b]133;".to_vec();
+        long.extend(std::iter::repeat_n(b'x', MAX_MARK + 10));
+        let (out, marks) = scan_all(&mut s, &[&long, b"tail"]);
+        assert_eq!(out.len(), long.len() + 4);
+        assert!(marks.is_empty());
+    }
+
+    #[test]
+    fn ready_mark() {
+        let mut s = Scanner::new(N);
+        let input = format!("\x1b]133;W;w={N};lines=1;nl=1\x07");
+        let (_, marks) = scan_all(&mut s, &[input.as_bytes()]);
+        assert_eq!(
+            marks[0].1,
+            Mark::Ready {
+                lines: 1,
+                newline: true
+            }
+        );
+    }
+}

@@ -1,0 +1,286 @@
+//! The terminal side of an interactive session: what the shell on the
+//! target is doing, as its integration marks tell it.
+//!
+//! A [`Terminal`] sits on the target-to-client byte path of a PTY shell
+//! session. While walissh's bootstrap runs in the shell it withholds the
+//! output, then cuts the bootstrap's traces (the first prompt, replaced by
+//! the one drawn after it) so the user sees what a direct login shows. From
+//! then on it takes walissh's marks out of the stream and turns them into
+//! [`CommandRecord`]s: the command line, its directory, exit status, times
+//! and a bounded, ANSI-free head and tail of its output. Shells without
+//! integration (or a bootstrap that never answers) are passed through
+//! untouched. What it leaves to others: the screen model and catching `?`
+//! lines (issue 3, to come), and auditing the records (`session`).
+
+pub(crate) mod bootstrap;
+pub(crate) mod marks;
+mod output;
+
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+pub(crate) use bootstrap::Shell;
+use marks::{Mark, Scanner};
+pub(crate) use output::Capture;
+
+/// How long the bootstrap may take before walissh gives up on it and shows
+/// the withheld output as it is.
+const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Output withheld during the bootstrap beyond this is shown as it is.
+const WITHHOLD_MAX: usize = 256 * 1024;
+/// Finished commands kept for the agent's context.
+const KEEP_COMMANDS: usize = 50;
+
+/// One command the user ran at the prompt.
+#[derive(Debug, Clone)]
+pub(crate) struct CommandRecord {
+    /// `None` when the shell did not record it (e.g. history turned off).
+    pub(crate) command: Option<String>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) started: SystemTime,
+    pub(crate) ended: SystemTime,
+    pub(crate) output: Capture,
+}
+
+enum Phase {
+    /// The bootstrap is running; its output is held back.
+    Withholding { held: Vec<u8>, until: Instant },
+    /// Marks are flowing.
+    Integrated,
+    /// No integration: bytes pass untouched.
+    Plain,
+}
+
+struct Running {
+    command: Option<String>,
+    cwd: Option<String>,
+    started: SystemTime,
+    output: Capture,
+}
+
+pub(crate) struct Terminal {
+    scanner: Scanner,
+    phase: Phase,
+    cwd: Option<String>,
+    running: Option<Running>,
+    /// The most recent commands, oldest first.
+    pub(crate) history: std::collections::VecDeque<CommandRecord>,
+}
+
+/// What became of one chunk of the target's output.
+pub(crate) struct Processed {
+    pub(crate) to_client: Vec<u8>,
+    pub(crate) finished: Vec<CommandRecord>,
+}
+
+impl Terminal {
+    /// A terminal whose shell runs walissh's bootstrap for `nonce`.
+    pub(crate) fn integrated(nonce: &str) -> Terminal {
+        Terminal {
+            scanner: Scanner::new(nonce),
+            phase: Phase::Withholding {
+                held: Vec::new(),
+                until: Instant::now() + BOOTSTRAP_TIMEOUT,
+            },
+            cwd: None,
+            running: None,
+            history: Default::default(),
+        }
+    }
+
+    /// When the bootstrap must have answered by, while it has not.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Withholding { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    /// The bootstrap did not answer in time: show what was held back, and
+    /// stop interpreting (marks that might still come are passed through).
+    pub(crate) fn give_up(&mut self) -> Vec<u8> {
+        tracing::info!("shell integration did not answer; passing output through");
+        match std::mem::replace(&mut self.phase, Phase::Plain) {
+            Phase::Withholding { mut held, .. } => {
+                held.extend(self.scanner.flush());
+                held
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Takes one chunk of the target's output.
+    pub(crate) fn output(&mut self, data: &[u8]) -> Processed {
+        if matches!(self.phase, Phase::Plain) {
+            return Processed {
+                to_client: data.to_vec(),
+                finished: Vec::new(),
+            };
+        }
+        let scanned = self.scanner.scan(data);
+        let out: &[u8] = &scanned.out;
+        let mut to_client = Vec::with_capacity(out.len());
+        let mut finished = Vec::new();
+        let mut from = 0;
+        for (at, mark) in scanned.marks {
+            self.pass(&out[from..at], &mut to_client);
+            from = at;
+            self.mark(mark, &mut to_client, &mut finished);
+        }
+        self.pass(&out[from..], &mut to_client);
+        Processed {
+            to_client,
+            finished,
+        }
+    }
+
+    /// Output between marks: held back, or shown and captured.
+    fn pass(&mut self, bytes: &[u8], to_client: &mut Vec<u8>) {
+        match &mut self.phase {
+            Phase::Withholding { held, .. } => {
+                held.extend_from_slice(bytes);
+                if held.len() > WITHHOLD_MAX {
+                    to_client.append(held);
+                    self.phase = Phase::Plain;
+                }
+            }
+            _ => {
+                if let Some(r) = self.running.as_mut() {
+                    r.output.push(bytes);
+                }
+                to_client.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    fn mark(&mut self, mark: Mark, to_client: &mut Vec<u8>, finished: &mut Vec<CommandRecord>) {
+        match mark {
+            Mark::Ready { lines, newline } => {
+                if let Phase::Withholding { held, .. } = &mut self.phase {
+                    let keep = cut_first_prompt(held, lines + usize::from(newline));
+                    to_client.extend_from_slice(&held[..keep]);
+                    self.phase = Phase::Integrated;
+                }
+            }
+            Mark::Cwd(dir) => self.cwd = Some(dir),
+            Mark::OutputStart { command } => {
+                self.running = Some(Running {
+                    command,
+                    cwd: self.cwd.clone(),
+                    started: SystemTime::now(),
+                    output: Capture::default(),
+                });
+            }
+            Mark::CommandEnd { exit } => {
+                // A D with no C before it ends nothing (an empty line, the
+                // first prompt after the bootstrap).
+                if let Some(r) = self.running.take() {
+                    let record = CommandRecord {
+                        command: r.command,
+                        cwd: r.cwd,
+                        exit_code: exit,
+                        started: r.started,
+                        ended: SystemTime::now(),
+                        output: r.output,
+                    };
+                    if self.history.len() == KEEP_COMMANDS {
+                        self.history.pop_front();
+                    }
+                    self.history.push_back(record.clone());
+                    finished.push(record);
+                }
+            }
+            Mark::PromptStart | Mark::InputStart => {}
+        }
+    }
+}
+
+/// Where the first prompt starts in the output held back during the
+/// bootstrap: after the line break that precedes it. The prompt has
+/// `breaks` line breaks of its own (counting the one the shell prints when
+/// it accepts the bootstrap's line); everything before the one before
+/// those (the login banner, the rc files' output) is kept.
+fn cut_first_prompt(held: &[u8], breaks: usize) -> usize {
+    held.iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(breaks)
+        .map_or(0, |(i, _)| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N: &str = "feedbeef";
+
+    fn m(s: &str) -> String {
+        s.replace("{N}", N)
+    }
+
+    #[test]
+    fn bootstrap_traces_are_cut_and_the_banner_kept() {
+        let mut t = Terminal::integrated(N);
+        let first = t.output(
+            b"Linux 6.1 motd\r\nLast login: today\r\n\x1b[?2004hroot@h:~# \x1b[?2004l\r\r\n",
+        );
+        assert!(first.to_client.is_empty());
+        let rest = t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07root@h:~# \x1b]133;B;w={N}\x07").as_bytes());
+        assert_eq!(
+            String::from_utf8(rest.to_client).unwrap(),
+            "Linux 6.1 motd\r\nLast login: today\r\nroot@h:~# "
+        );
+        assert!(rest.finished.is_empty());
+        assert!(t.deadline().is_none());
+    }
+
+    #[test]
+    fn a_two_line_prompt_is_cut_whole() {
+        let mut t = Terminal::integrated(N);
+        let out = t.output(
+            m("banner\r\n[user@h ~]\r\n$ \r\n\x1b]133;W;w={N};lines=1;nl=1\x07").as_bytes(),
+        );
+        assert_eq!(out.to_client, b"banner\r\n");
+    }
+
+    #[test]
+    fn commands_are_recorded_with_cwd_and_status() {
+        let mut t = Terminal::integrated(N);
+        t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let out = t.output(
+            m("\x1b]7;w={N};/tmp\x07$ ls\r\n\x1b]133;C;w={N};cmd=ls -l\x07\x1b[1mfile\x1b[0m\r\n\x1b]133;D;2;w={N}\x07$ ")
+                .as_bytes(),
+        );
+        assert_eq!(out.to_client, b"$ ls\r\n\x1b[1mfile\x1b[0m\r\n$ ");
+        let r = &out.finished[0];
+        assert_eq!(r.command.as_deref(), Some("ls -l"));
+        assert_eq!(r.cwd.as_deref(), Some("/tmp"));
+        assert_eq!(r.exit_code, Some(2));
+        assert_eq!(r.output.text(), "file\n");
+        assert_eq!(t.history.len(), 1);
+    }
+
+    #[test]
+    fn a_forged_end_does_not_end_the_command() {
+        let mut t = Terminal::integrated(N);
+        t.output(
+            m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;C;w={N};cmd=printf x\x07").as_bytes(),
+        );
+        let out = t.output(b"\x1b]133;D;0\x07");
+        assert!(out.finished.is_empty());
+        assert_eq!(out.to_client, b"\x1b]133;D;0\x07");
+        let out = t.output(m("\x1b]133;D;0;w={N}\x07").as_bytes());
+        assert_eq!(out.finished.len(), 1);
+    }
+
+    #[test]
+    fn giving_up_shows_everything_held() {
+        let mut t = Terminal::integrated(N);
+        t.output(b"fish> ");
+        assert_eq!(t.give_up(), b"fish> ");
+        assert_eq!(t.output(b"x").to_client, b"x");
+    }
+}

@@ -1,0 +1,125 @@
+//! A bounded, ANSI-free capture of a command's output: its head, its tail,
+//! and how much there was.
+//!
+//! Only the head is cleaned as it arrives; the tail is kept raw and cleaned
+//! when asked for, so bulk output costs a bounded copy per chunk, not a
+//! pass over every byte.
+
+/// Bytes of the cleaned head, and of the raw tail, kept.
+const HEAD: usize = 4 * 1024;
+const TAIL: usize = 8 * 1024;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Capture {
+    head: Vec<u8>,
+    head_state: Strip,
+    tail: Vec<u8>,
+    total: u64,
+}
+
+impl Capture {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let mut rest = bytes;
+        while self.head.len() < HEAD && !rest.is_empty() {
+            self.head_state.feed(rest[0], &mut self.head);
+            rest = &rest[1..];
+        }
+        if rest.is_empty() {
+            return;
+        }
+        let take = &rest[rest.len().saturating_sub(TAIL)..];
+        let overflow = (self.tail.len() + take.len()).saturating_sub(TAIL);
+        self.tail.drain(..overflow.min(self.tail.len()));
+        self.tail.extend_from_slice(take);
+    }
+
+    /// Output bytes seen, escape sequences included.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The head, and when there was more, a marker and the cleaned tail.
+    #[allow(dead_code)] // read by the agent's context (issue 4)
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if !self.tail.is_empty() {
+            let mut clean = Vec::new();
+            let mut s = Strip::default();
+            for &b in &self.tail {
+                s.feed(b, &mut clean);
+            }
+            if self.total > (self.head.len() + self.tail.len()) as u64 {
+                out.push_str("\n[...]\n");
+            }
+            out.push_str(&String::from_utf8_lossy(&clean));
+        }
+        out
+    }
+}
+
+/// A byte-at-a-time remover of terminal escape sequences and carriage
+/// returns.
+#[derive(Debug, Clone, Copy, Default)]
+enum Strip {
+    #[default]
+    Text,
+    Esc,
+    Csi,
+    Osc,
+    OscEsc,
+}
+
+impl Strip {
+    fn feed(&mut self, b: u8, out: &mut Vec<u8>) {
+        *self = match (*self, b) {
+            (Strip::Text, 0x1b) => Strip::Esc,
+            (Strip::Text, b'\r') => Strip::Text,
+            (Strip::Text, b) if b < 0x20 && b != b'\n' && b != b'\t' => Strip::Text,
+            (Strip::Text, b) => {
+                out.push(b);
+                Strip::Text
+            }
+            (Strip::Esc, b'[') => Strip::Csi,
+            (Strip::Esc, b']') => Strip::Osc,
+            (Strip::Esc, _) => Strip::Text,
+            (Strip::Csi, 0x40..=0x7e) => Strip::Text,
+            (Strip::Csi, _) => Strip::Csi,
+            (Strip::Osc, 0x07) => Strip::Text,
+            (Strip::Osc, 0x1b) => Strip::OscEsc,
+            (Strip::Osc, _) => Strip::Osc,
+            (Strip::OscEsc, _) => Strip::Text,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_stripped() {
+        let mut c = Capture::default();
+        c.push(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07ok\r\n");
+        assert_eq!(c.text(), "red ok\n");
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail() {
+        let mut c = Capture::default();
+        for i in 0..10_000 {
+            c.push(format!("line {i}\r\n").as_bytes());
+        }
+        let text = c.text();
+        assert!(text.starts_with("line 0\nline 1\n"));
+        assert!(text.contains("\n[...]\n"));
+        assert!(text.ends_with("line 9999\n"));
+        assert!(text.len() < HEAD + TAIL + 16);
+        assert_eq!(
+            c.total(),
+            (0..10_000)
+                .map(|i| format!("line {i}\r\n").len() as u64)
+                .sum::<u64>()
+        );
+    }
+}
