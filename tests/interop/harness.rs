@@ -41,6 +41,35 @@ pub const JAIL_USER: &str = "walissh-test";
 /// JAIL_USER's password, given to walissh in WALISSH_TEST_TARGET_PW.
 const JAIL_PW: &str = "jail-pw-7d1f3c";
 
+/// An account whose login shell is zsh, with an empty ~/.zshrc (zsh would
+/// otherwise start its new-user wizard). `None` without root or zsh.
+pub const ZSH_USER: &str = "walissh-zsh";
+
+pub fn zsh_user() -> Option<&'static str> {
+    static ONCE: OnceLock<bool> = OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        if !is_root() || !Path::new("/usr/bin/zsh").exists() {
+            return false;
+        }
+        let exists = Command::new("id")
+            .arg(ZSH_USER)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        if !exists {
+            let st = Command::new("useradd")
+                .args(["--create-home", "--shell", "/usr/bin/zsh", ZSH_USER])
+                .status()
+                .unwrap();
+            assert!(st.success(), "useradd {ZSH_USER} failed");
+        }
+        std::fs::write(format!("/home/{ZSH_USER}/.zshrc"), "").unwrap();
+        true
+    });
+    ok.then_some(ZSH_USER)
+}
+
 fn ensure_jail_user() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
@@ -382,6 +411,7 @@ host = "127.0.0.1"
 port = {tarpit}
 
 {jail}
+{zsh}
 [[users]]
 name = "alice"
 password_hash = "{alice}"
@@ -395,7 +425,7 @@ targets = ["web1", "local"]
 [[users]]
 name = "carol"
 password_hash = "{carol}"
-targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
+targets = ["web*", "local", "down", "jail", "tarpit", "pw*", "zsh"]
 "#,
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),
@@ -407,6 +437,10 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
                     me = me(),
                     alice = hash_of(ALICE_PW),
                     carol = hash_of(CAROL_PW),
+                    zsh = match zsh_user() {
+                        Some(u) => format!("[[targets]]\nname = \"zsh\"\nkind = \"local\"\nrun_as = \"{u}\"\n"),
+                        None => String::new(),
+                    },
                     jail = if is_root() {
                         ensure_jail_user();
                         format!(
@@ -435,7 +469,9 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
             String::from_utf8_lossy(&out.stderr)
         );
         let upstream_pub = String::from_utf8(out.stdout).unwrap();
-        let sshd = Sshd::start(upstream_pub.trim());
+        // The target accepts walissh's key, and bob's for direct logins
+        // to compare walissh's sessions with.
+        let sshd = Sshd::start(&format!("{}\n{bob_pub}", upstream_pub.trim()));
         write_config(sshd.port);
         if let Some(prepare) = opts.prepare {
             prepare(&state, &sshd);
@@ -502,20 +538,7 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
 
     /// Common `ssh` options: no user config, no host key prompts.
     pub fn ssh_base(&self) -> Command {
-        let mut c = Command::new("ssh");
-        c.args(["-F", "/dev/null", "-p"])
-            .arg(self.port.to_string())
-            .args([
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-                "-o",
-                "LogLevel=ERROR",
-                "-o",
-                "ConnectTimeout=20",
-            ]);
-        c
+        ssh_to(self.port)
     }
 
     /// `ssh` logging in with a password (given through SSH_ASKPASS).
@@ -540,6 +563,16 @@ targets = ["web*", "local", "down", "jail", "tarpit", "pw*"]
         .env("SSH_ASKPASS_REQUIRE", "force")
         .env("DISPLAY", ":0");
         c.arg(format!("{login}@127.0.0.1"));
+        c
+    }
+
+    /// `ssh` straight to the target sshd, with bob's key, as walissh logs
+    /// in there: the session walissh's are compared with.
+    pub fn ssh_direct(&self) -> Command {
+        let mut c = ssh_to(self.sshd.port);
+        c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
+            .arg(&self.bob_key)
+            .arg(format!("{}@127.0.0.1", me()));
         c
     }
 
@@ -617,6 +650,24 @@ impl Drop for Bastion {
             let _ = c.wait();
         }
     }
+}
+
+/// `ssh` to a loopback port, with no user config and no host key prompts.
+fn ssh_to(port: u16) -> Command {
+    let mut c = Command::new("ssh");
+    c.args(["-F", "/dev/null", "-p"])
+        .arg(port.to_string())
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=20",
+        ]);
+    c
 }
 
 pub fn json_lines(out: &Output) -> Vec<Value> {

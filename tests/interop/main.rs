@@ -8,4 +8,5 @@ mod lifecycle;
 mod login;
 mod proxy;
 mod targets;
+mod terminal;
 mod upstream;

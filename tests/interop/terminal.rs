@@ -1,0 +1,120 @@
+//! The terminal model: shell integration the user never sees, and the
+//! commands it reports (issue 3).
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// The prompt's last characters for the account the tests log in as.
+fn prompt_end() -> &'static str {
+    if is_root() { "# " } else { "$ " }
+}
+
+/// What a login shows up to its first prompt, with the one line that
+/// differs between two logins (the time of the last one) blanked.
+fn login_screen(t: &Terminal) -> String {
+    let end = t.expect(prompt_end());
+    let text = t.screen.text()[..end].to_string();
+    text.lines()
+        .map(|l| {
+            if l.starts_with("Last login:") {
+                "Last login: <time>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_login_screen_is_what_a_direct_login_shows() {
+    let b = Bastion::start();
+    let direct = Terminal::spawn(&b.ssh_direct(), 24, 80);
+    let expected = login_screen(&direct);
+    let via = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    assert_eq!(login_screen(&via), expected);
+    // No trace of the bootstrap in the shell's history either.
+    via.send("history\r");
+    via.send("echo DONE-$((2*3))\r");
+    let end = via.expect("DONE-6");
+    let text = via.screen.text()[..end].to_string();
+    assert!(!text.contains("eval") && !text.contains("__ws"), "{text}");
+}
+
+/// The `command` events of the audit, oldest first.
+fn commands(b: &Bastion, n: usize) -> Vec<Value> {
+    b.wait_count("command", n)
+}
+
+#[test]
+fn commands_are_audited_with_status_and_directory() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("cd /tmp\r");
+    t.send("false\r");
+    t.send("echo A-$((1+1)); sleep 600\r");
+    t.expect("A-2");
+    t.send("\x03");
+    t.send("printf '\\033]133;D;0\\007'; echo FORGED-$((3+3))\r");
+    t.expect("FORGED-6");
+    let c = commands(&b, 4);
+    assert_eq!(c[0]["command"], "cd /tmp");
+    assert_eq!(c[0]["exit_code"], 0);
+    assert_eq!(c[1]["command"], "false");
+    assert_eq!(c[1]["exit_code"], 1);
+    assert_eq!(c[1]["cwd"], "/tmp");
+    assert_eq!(c[2]["command"], "echo A-$((1+1)); sleep 600");
+    assert_eq!(c[2]["exit_code"], 130);
+    // The forged "command finished" did not end the command early: one
+    // event, after its whole output.
+    assert_eq!(
+        c[3]["command"],
+        "printf '\\033]133;D;0\\007'; echo FORGED-$((3+3))"
+    );
+    assert_eq!(c[3]["exit_code"], 0);
+    assert!(c[3]["output_bytes"].as_u64().unwrap() >= "FORGED-6".len() as u64);
+    // ... and it reached the user's terminal as it was printed.
+    assert!(t.screen.text().contains("\x1b]133;D;0\x07"));
+    assert!(!t.screen.text().contains(";w="), "walissh's marks leaked");
+}
+
+#[test]
+fn a_zsh_login_gets_the_same_integration() {
+    let Some(_) = zsh_user() else {
+        eprintln!("skipped: needs root and zsh (CI installs zsh and runs as root)");
+        return;
+    };
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_pw("carol:zsh", CAROL_PW), 24, 80);
+    t.send("cd /tmp\r");
+    t.send("echo Z-$((4+4))\r");
+    t.expect("Z-8");
+    let c = commands(&b, 2);
+    assert_eq!(c[0]["command"], "cd /tmp");
+    assert_eq!(c[1]["command"], "echo Z-$((4+4))");
+    assert_eq!(c[1]["cwd"], "/tmp");
+    assert!(!t.screen.text().contains(";w="), "walissh's marks leaked");
+    assert!(
+        !t.screen.text().contains("head -n1"),
+        "the bootstrap showed"
+    );
+}
+
+#[test]
+fn a_shell_without_integration_just_works() {
+    if !is_root() {
+        eprintln!("skipped: needs root for the sh account (CI runs as root)");
+        return;
+    }
+    // JAIL_USER's login shell is /bin/sh: no bootstrap, no marks.
+    let b = Bastion::start();
+    let mut t = Terminal::spawn(&b.ssh_pw("carol:jail", CAROL_PW), 24, 80);
+    t.send("echo SH-$((5+5))\r");
+    t.expect("SH-10");
+    t.send("exit 3\r");
+    assert_eq!(t.wait(), Some(3));
+    assert!(!t.screen.text().contains("head -n1"));
+    b.wait_kind("session_end");
+    assert!(b.audit().iter().all(|e| e["kind"] != "command"));
+}
