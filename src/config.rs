@@ -217,7 +217,7 @@ fn default_timeout() -> u64 {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AiConfig {
     #[serde(default = "default_prefixes")]
-    pub(crate) prefixes: Vec<String>,
+    pub(crate) prefixes: Vec<Spanned<String>>,
     #[serde(default = "default_max_steps")]
     pub(crate) max_steps: u32,
     #[serde(default)]
@@ -234,8 +234,10 @@ impl Default for AiConfig {
     }
 }
 
-fn default_prefixes() -> Vec<String> {
-    vec!["?".into(), "ai:".into()]
+fn default_prefixes() -> Vec<Spanned<String>> {
+    ["?", "ai:"]
+        .map(|p| Spanned::new(0..0, p.to_string()))
+        .into()
 }
 fn default_max_steps() -> u32 {
     8
@@ -406,6 +408,15 @@ impl Config {
         }
         self.validate_targets(loc)?;
         self.validate_users(loc)?;
+        for p in &self.ai.prefixes {
+            if p.get_ref().is_empty() || p.get_ref().chars().any(char::is_control) {
+                let msg = format!(
+                    "prefix {:?} must be non-empty, without control characters",
+                    p.get_ref()
+                );
+                return Err(loc.error(p.span(), Some("ai.prefixes"), &msg));
+            }
+        }
         for rule in &self.ai.deny {
             glob::Pattern::new(rule.get_ref())
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;

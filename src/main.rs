@@ -9,6 +9,7 @@
 //! user's bridge) → `upstream` (russh client or local PTY), with `audit`
 //! (SQLite, recordings) beside it.
 
+mod agent;
 mod audit;
 mod bastion;
 mod config;

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use russh::server::{Handle, Msg};
 use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 
+use crate::agent::Question;
 use crate::audit::recording::{Header, Recording};
 use crate::audit::{Event, SessionRow};
 use crate::bastion::Bastion;
@@ -320,7 +321,14 @@ async fn run_session(
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
                     let nonce = session_id();
-                    let input = bootstrap::input(shell, &nonce, pty.echo());
+                    let prefixes: Vec<String> = bastion
+                        .config
+                        .ai
+                        .prefixes
+                        .iter()
+                        .map(|p| p.get_ref().clone())
+                        .collect();
+                    let input = bootstrap::input(shell, &nonce, pty.echo(), &prefixes);
                     let _ = writer.data(Bytes::from(input)).await;
                     Some(Terminal::integrated(&nonce))
                 }
@@ -579,7 +587,7 @@ impl Pumps<'_> {
                             for record in &p.finished {
                                 self.audit_command(record).await;
                             }
-                            Bytes::from(p.to_client)
+                            self.answer_questions(p.to_client, &p.questions).await
                         }
                         None => data,
                     };
@@ -628,6 +636,25 @@ impl Pumps<'_> {
             }
         }
         End::TargetClosed
+    }
+
+    /// Audits each question caught at the prompt and splices the agent's
+    /// answer into the output where the shell cleared the line.
+    async fn answer_questions(&self, out: Vec<u8>, questions: &[(usize, Question)]) -> Bytes {
+        if questions.is_empty() {
+            return Bytes::from(out);
+        }
+        let mut spliced = Vec::with_capacity(out.len() + 128);
+        let mut from = 0;
+        for (at, q) in questions {
+            let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
+            self.ctx.bastion.audit.event(ev).await;
+            spliced.extend_from_slice(&out[from..*at]);
+            spliced.extend(crate::agent::answer(q));
+            from = *at;
+        }
+        spliced.extend_from_slice(&out[from..]);
+        Bytes::from(spliced)
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.

@@ -33,24 +33,36 @@ impl Shell {
 }
 
 /// What to type into the PTY: the first line and the script. The script
-/// must stay under the terminal's line limit (4095 bytes).
-pub(crate) fn input(shell: Shell, nonce: &str, echo: bool) -> Vec<u8> {
+/// must stay under the terminal's line limit (4095 bytes). `prefixes` are
+/// the `[ai] prefixes` that make a line at the prompt a question.
+pub(crate) fn input(shell: Shell, nonce: &str, echo: bool, prefixes: &[String]) -> Vec<u8> {
     let stty = if echo { "stty echo 2>/dev/null;" } else { "" };
+    let quoted: Vec<String> = prefixes
+        .iter()
+        .map(|p| format!("'{}'", p.replace('\'', r"'\''")))
+        .collect();
+    let prefixes = format!("__ws_pf=({});", quoted.join(" "));
     let script = match shell {
-        Shell::Bash => bash(nonce, stty),
-        Shell::Zsh => zsh(nonce, stty),
+        Shell::Bash => bash(nonce, stty, &prefixes),
+        Shell::Zsh => zsh(nonce, stty, &prefixes),
     };
     debug_assert!(script.len() < 4000 && !script.contains(['\r', '\n']));
     format!(" eval \"$(head -n1)\"\r{script}\r").into_bytes()
 }
 
-fn bash(n: &str, stty: &str) -> String {
+fn bash(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
         "builtin history -d $HISTCMD 2>/dev/null;",
         &format!("__ws_n={n};"),
+        prefixes,
         r#"__ws_l="${PS1@P}";__ws_l="${__ws_l//[^$'\n']/}";"#,
-        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;return $s;};"#,
+        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;return $s;};"#,
+        // Enter runs __ws_q, then whatever \e[208~ is bound to: accept-line,
+        // or, for a question at the primary prompt, a redraw (the line is
+        // cleared and handed to walissh with a Q mark instead).
+        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE//[$'\a\e']/}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';return;fi;done;fi;__ws_1=0;bind '"\e[208~": accept-line';};"#,
+        r#"bind -x '"\e[209~": __ws_q';bind '"\e[208~": accept-line';bind '"\C-m": "\e[209~\e[208~"';bind '"\C-j": "\e[209~\e[208~"';"#,
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1="\[\e]133;A;w=$__ws_n\a\]$PS1\[\e]133;B;w=$__ws_n\a\]";};"#,
         r#"__ws_c(){ local c;c=$(HISTTIMEFORMAT= builtin history 1);local h=${c%%[^ 0-9]*};h=${h// /};"#,
         r#"if [[ $h == "$__ws_h" ]];then c=${c#*[0-9]  };builtin printf '\e]133;C;w=%s;cmd=%s\a' "$__ws_n" "${c//[$'\a\e']/}";else builtin printf '\e]133;C;w=%s\a' "$__ws_n";fi;};"#,
@@ -63,12 +75,15 @@ fn bash(n: &str, stty: &str) -> String {
     .concat()
 }
 
-fn zsh(n: &str, stty: &str) -> String {
+fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
         &format!("__ws_n={n};"),
+        prefixes,
         r#"__ws_l=${(%)PS1};__ws_l=${__ws_l//[^$'\n']/};"#,
-        r#"__ws_d(){ local s=$?;print -rn -- $'\e]133;D;'$s';w='$__ws_n$'\a\e]7;w='$__ws_n';'${PWD//[$'\a\e']/}$'\a';return $s;};"#,
+        r#"__ws_d(){ local s=$?;print -rn -- $'\e]133;D;'$s';w='$__ws_n$'\a\e]7;w='$__ws_n';'${PWD//[$'\a\e']/}$'\a';__ws_1=1;return $s;};"#,
+        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $BUFFER == "$p"* ]];then zle -I;print -rn -- $'\e]133;Q;w='$__ws_n';kept=1;text='${BUFFER//[$'\a\e']/}$'\a';BUFFER=;return;fi;done;fi;__ws_1=0;zle .accept-line;};"#,
+        r#"zle -N __ws_q;bindkey '^M' __ws_q;bindkey '^J' __ws_q;"#,
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1=$'%{\e]133;A;w='$__ws_n$'\a%}'$PS1$'%{\e]133;B;w='$__ws_n$'\a%}';};"#,
         r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${1//[$'\a\e']/}$'\a';};"#,
         r#"precmd_functions=(__ws_d $precmd_functions __ws_p);preexec_functions+=(__ws_c);"#,
@@ -93,7 +108,8 @@ mod tests {
     #[test]
     fn scripts_fit_on_one_terminal_line() {
         for shell in [Shell::Bash, Shell::Zsh] {
-            let input = input(shell, "0123456789abcdef", true);
+            let prefixes = ["?".to_string(), "it's:".to_string()];
+            let input = input(shell, "0123456789abcdef", true, &prefixes);
             let text = String::from_utf8(input).unwrap();
             let (first, rest) = text.split_once('\r').unwrap();
             assert_eq!(first, " eval \"$(head -n1)\"");
@@ -101,6 +117,7 @@ mod tests {
             assert!(script.len() < 4000);
             assert!(!script.contains(['\r', '\n']));
             assert!(script.contains("w=%s") || script.contains("w='$__ws_n"));
+            assert!(script.contains(r"__ws_pf=('?' 'it'\''s:')"), "{script}");
         }
     }
 }

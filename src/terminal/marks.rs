@@ -27,6 +27,10 @@ pub(crate) enum Mark {
     CommandEnd { exit: Option<i32> },
     /// 7 — the working directory.
     Cwd(String),
+    /// 133;Q — the user pressed Enter on a question at the prompt; the
+    /// shell cleared its line instead of running it. `kept` says whether the
+    /// question is still on the screen (zsh) or was wiped (bash).
+    Question { text: String, kept: bool },
     /// 133;W — walissh's bootstrap has run; the prompt it replaces has
     /// `lines` line breaks, and the shell ends an accepted line with one
     /// (`newline`).
@@ -145,8 +149,12 @@ impl Scanner {
             return Some(Some(Mark::Cwd(path.to_string())));
         }
         let rest = body.strip_prefix("133;")?;
-        // 133;KIND;...;w=NONCE[;cmd=TEXT] — the command last, as it may hold ';'.
-        let (fields, command) = match rest.split_once(";cmd=") {
+        // 133;KIND;...;w=NONCE[;cmd=TEXT|;text=TEXT] — free text last, as it
+        // may hold ';'.
+        let (fields, command) = match rest
+            .split_once(";cmd=")
+            .or_else(|| rest.split_once(";text="))
+        {
             Some((f, c)) => (f, Some(c.replace("\r\n", "\n"))),
             None => (rest, None),
         };
@@ -167,6 +175,10 @@ impl Scanner {
             "C" => Some(Mark::OutputStart { command }),
             "D" => Some(Mark::CommandEnd {
                 exit: params.first().and_then(|p| p.parse().ok()),
+            }),
+            "Q" => Some(Mark::Question {
+                text: command.unwrap_or_default(),
+                kept: value("kept") == Some("1"),
             }),
             "W" => Some(Mark::Ready {
                 lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
@@ -267,6 +279,19 @@ mod tests {
         let (out, marks) = scan_all(&mut s, &[&long, b"tail"]);
         assert_eq!(out.len(), long.len() + 4);
         assert!(marks.is_empty());
+    }
+
+    #[test]
+    fn question_mark() {
+        let mut s = Scanner::new(N);
+        let input = format!("\x1b]133;Q;w={N};kept=0;text=? why; and how\x07");
+        let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
+        assert!(out.is_empty());
+        let q = Mark::Question {
+            text: "? why; and how".into(),
+            kept: false,
+        };
+        assert_eq!(marks, vec![(0, q)]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::agent::Question;
 pub(crate) use bootstrap::Shell;
 use marks::{Mark, Scanner};
 pub(crate) use output::Capture;
@@ -73,6 +74,9 @@ pub(crate) struct Terminal {
 pub(crate) struct Processed {
     pub(crate) to_client: Vec<u8>,
     pub(crate) finished: Vec<CommandRecord>,
+    /// Questions caught at the prompt, with where in `to_client` the
+    /// answer belongs.
+    pub(crate) questions: Vec<(usize, Question)>,
 }
 
 impl Terminal {
@@ -117,22 +121,31 @@ impl Terminal {
             return Processed {
                 to_client: data.to_vec(),
                 finished: Vec::new(),
+                questions: Vec::new(),
             };
         }
         let scanned = self.scanner.scan(data);
         let out: &[u8] = &scanned.out;
         let mut to_client = Vec::with_capacity(out.len());
         let mut finished = Vec::new();
+        let mut questions = Vec::new();
         let mut from = 0;
         for (at, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
             from = at;
+            if let Mark::Question { text, kept } = mark {
+                if matches!(self.phase, Phase::Integrated) {
+                    questions.push((to_client.len(), Question { text, kept }));
+                }
+                continue;
+            }
             self.mark(mark, &mut to_client, &mut finished);
         }
         self.pass(&out[from..], &mut to_client);
         Processed {
             to_client,
             finished,
+            questions,
         }
     }
 
@@ -192,7 +205,7 @@ impl Terminal {
                     finished.push(record);
                 }
             }
-            Mark::PromptStart | Mark::InputStart => {}
+            Mark::PromptStart | Mark::InputStart | Mark::Question { .. } => {}
         }
     }
 }
@@ -274,6 +287,20 @@ mod tests {
         assert_eq!(out.to_client, b"\x1b]133;D;0\x07");
         let out = t.output(m("\x1b]133;D;0;w={N}\x07").as_bytes());
         assert_eq!(out.finished.len(), 1);
+    }
+
+    #[test]
+    fn questions_are_reported_where_they_were_asked() {
+        let mut t = Terminal::integrated(N);
+        t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let out = t.output(m("$ \r\x1b[K\r\x1b]133;Q;w={N};kept=0;text=? why\x07$ ").as_bytes());
+        assert_eq!(out.to_client, b"$ \r\x1b[K\r$ ");
+        let q = Question {
+            text: "? why".into(),
+            kept: false,
+        };
+        assert_eq!(out.questions, vec![(7, q)]);
+        assert!(out.finished.is_empty());
     }
 
     #[test]

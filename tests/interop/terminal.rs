@@ -53,9 +53,14 @@ fn commands_are_audited_with_status_and_directory() {
     let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
     t.send("cd /tmp\r");
     t.send("false\r");
-    t.send("echo A-$((1+1)); sleep 600\r");
+    // The process that prints A-2 is the one Ctrl-C interrupts, whenever
+    // the keystroke lands.
+    t.send("sh -c 'echo A-$((1+1)); exec sleep 600'\r");
     t.expect("A-2");
     t.send("\x03");
+    // Ctrl-C flushes what is typed ahead (as on any terminal): wait until
+    // the interrupted command is reported before typing on.
+    commands(&b, 3);
     t.send("printf '\\033]133;D;0\\007'; echo FORGED-$((3+3))\r");
     t.expect("FORGED-6");
     let c = commands(&b, 4);
@@ -64,7 +69,7 @@ fn commands_are_audited_with_status_and_directory() {
     assert_eq!(c[1]["command"], "false");
     assert_eq!(c[1]["exit_code"], 1);
     assert_eq!(c[1]["cwd"], "/tmp");
-    assert_eq!(c[2]["command"], "echo A-$((1+1)); sleep 600");
+    assert_eq!(c[2]["command"], "sh -c 'echo A-$((1+1)); exec sleep 600'");
     assert_eq!(c[2]["exit_code"], 130);
     // The forged "command finished" did not end the command early: one
     // event, after its whole output.
@@ -117,4 +122,67 @@ fn a_shell_without_integration_just_works() {
     assert!(!t.screen.text().contains("head -n1"));
     b.wait_kind("session_end");
     assert!(b.audit().iter().all(|e| e["kind"] != "command"));
+}
+
+#[test]
+fn questions_at_the_prompt_are_caught_and_nothing_else_is() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("? why is the disk full\r");
+    t.expect("the agent is not configured yet");
+    t.send("ai: restart nginx\r");
+    let first = t.expect("the agent is not configured yet");
+    t.screen
+        .wait_for_from("the agent is not configured yet", first);
+    // Not caught: a leading space, a prefix inside the line, a continuation
+    // line, and `read` reading a line that starts with the prefix.
+    t.send(" ?x=1; echo SPACE-$((1+1))\r");
+    t.send("echo a?b INSIDE-$((2+2))\r");
+    t.send("echo CONT \\\r");
+    t.send("? continued\r");
+    t.send("read -r L; echo \"READ-[$L]\"\r");
+    t.expect("INSIDE-4");
+    t.expect("CONT ? continued");
+    t.send("? to read\r");
+    t.expect("READ-[? to read]");
+    let prompts = b.wait_count("ai_prompt", 2);
+    assert_eq!(prompts[0]["text"], "? why is the disk full");
+    assert_eq!(prompts[1]["text"], "ai: restart nginx");
+    assert_eq!(prompts[0]["target"], "web1");
+    // The caught lines never reached the shell: no command ran for them.
+    let cmds = commands(&b, 4);
+    assert!(
+        cmds.iter()
+            .all(|c| !c["command"].as_str().unwrap_or("").starts_with('?'))
+    );
+    assert_eq!(
+        b.audit()
+            .iter()
+            .filter(|e| e["kind"] == "ai_prompt")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_question_in_less_or_vi_is_a_search() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("seq 1 500 > /tmp/walissh-seq-$PPID; less /tmp/walissh-seq-$PPID\r");
+    let at = t.expect("\r\n23\r\n");
+    t.send("G");
+    let at = t.screen.wait_for_from("(END)", at);
+    // Searching back for 250 puts it at the top: 251 shows below it.
+    t.send("?250\r");
+    let at = t.screen.wait_for_from("251", at);
+    t.send("q");
+    commands(&b, 1);
+    t.send("vi /tmp/walissh-seq-$PPID\r");
+    t.screen.wait_for_from("500L", at);
+    t.send("G?123\r:s/123/FOUND-VI/\r:wq\r");
+    commands(&b, 2);
+    t.send("grep -c FOUND-VI /tmp/walissh-seq-$PPID; rm /tmp/walissh-seq-$PPID\r");
+    let c = commands(&b, 3);
+    assert_eq!(c[2]["exit_code"], 0, "vi did not write the change: {c:#?}");
+    assert!(b.audit().iter().all(|e| e["kind"] != "ai_prompt"));
 }

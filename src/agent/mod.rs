@@ -1,0 +1,46 @@
+//! The agent: what a question caught at the shell prompt gets.
+//!
+//! The ReAct agent itself comes with issue 4. Until then every question
+//! gets the same answer, through the interface the agent will answer
+//! through: the terminal model hands over a [`Question`], the session
+//! audits it as `ai_prompt` and shows what comes back at the place in the
+//! output where the shell cleared the line.
+
+/// A line the user typed at the prompt that starts with an `[ai] prefixes`
+/// entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Question {
+    /// The line as typed, prefix included.
+    pub(crate) text: String,
+    /// Whether the line is still on the user's screen (zsh keeps it; bash
+    /// wipes it before walissh hears of it).
+    pub(crate) kept: bool,
+}
+
+/// What the user sees in answer, before the shell redraws its prompt.
+pub(crate) fn answer(q: &Question) -> Vec<u8> {
+    let mut out = String::new();
+    if !q.kept {
+        out.push_str(&q.text);
+        out.push_str("\r\n");
+    }
+    out.push_str("walissh: the agent is not configured yet; nothing was run.\r\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wiped_question_is_shown_again() {
+        let q = Question {
+            text: "? why".into(),
+            kept: false,
+        };
+        let a = String::from_utf8(answer(&q)).unwrap();
+        assert!(a.starts_with("? why\r\n"));
+        let kept = Question { kept: true, ..q };
+        assert!(!String::from_utf8(answer(&kept)).unwrap().contains("? why"));
+    }
+}
