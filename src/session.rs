@@ -580,7 +580,7 @@ impl Pumps<'_> {
                     totals.bytes_out += data.len() as u64;
                     let data = match terminal.as_mut() {
                         Some(t) => {
-                            let p = t.output(&data);
+                            let p = t.output(data);
                             if t.deadline().is_none() && !*ready.borrow() {
                                 let _ = ready.send(true);
                             }
@@ -640,9 +640,9 @@ impl Pumps<'_> {
 
     /// Audits each question caught at the prompt and splices the agent's
     /// answer into the output where the shell cleared the line.
-    async fn answer_questions(&self, out: Vec<u8>, questions: &[(usize, Question)]) -> Bytes {
+    async fn answer_questions(&self, out: Bytes, questions: &[(usize, Question)]) -> Bytes {
         if questions.is_empty() {
-            return Bytes::from(out);
+            return out;
         }
         let mut spliced = Vec::with_capacity(out.len() + 128);
         let mut from = 0;

@@ -99,6 +99,11 @@ impl Scanner {
         }
     }
 
+    /// Whether no unfinished sequence is held from an earlier read.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.held.is_empty()
+    }
+
     /// Whatever is held back when the output ends: it was not a mark.
     pub(crate) fn flush(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.held)

@@ -18,6 +18,8 @@ mod output;
 
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
+
 use tokio::time::Instant;
 
 use crate::agent::Question;
@@ -72,7 +74,7 @@ pub(crate) struct Terminal {
 
 /// What became of one chunk of the target's output.
 pub(crate) struct Processed {
-    pub(crate) to_client: Vec<u8>,
+    pub(crate) to_client: Bytes,
     pub(crate) finished: Vec<CommandRecord>,
     /// Questions caught at the prompt, with where in `to_client` the
     /// answer belongs.
@@ -116,15 +118,25 @@ impl Terminal {
     }
 
     /// Takes one chunk of the target's output.
-    pub(crate) fn output(&mut self, data: &[u8]) -> Processed {
-        if matches!(self.phase, Phase::Plain) {
+    /// Output without an escape byte, in the middle of a session, is
+    /// passed on as it is (bulk output must not pay for the model).
+    pub(crate) fn output(&mut self, data: Bytes) -> Processed {
+        let untouched = match self.phase {
+            Phase::Plain => true,
+            Phase::Integrated => self.scanner.is_idle() && memchr::memchr(0x1b, &data).is_none(),
+            Phase::Withholding { .. } => false,
+        };
+        if untouched {
+            if let (Phase::Integrated, Some(r)) = (&self.phase, self.running.as_mut()) {
+                r.output.push(&data);
+            }
             return Processed {
-                to_client: data.to_vec(),
+                to_client: data,
                 finished: Vec::new(),
                 questions: Vec::new(),
             };
         }
-        let scanned = self.scanner.scan(data);
+        let scanned = self.scanner.scan(&data);
         let out: &[u8] = &scanned.out;
         let mut to_client = Vec::with_capacity(out.len());
         let mut finished = Vec::new();
@@ -143,7 +155,7 @@ impl Terminal {
         }
         self.pass(&out[from..], &mut to_client);
         Processed {
-            to_client,
+            to_client: Bytes::from(to_client),
             finished,
             questions,
         }
@@ -230,6 +242,12 @@ mod tests {
 
     const N: &str = "feedbeef";
 
+    impl Terminal {
+        fn feed(&mut self, data: &[u8]) -> Processed {
+            self.output(Bytes::copy_from_slice(data))
+        }
+    }
+
     fn m(s: &str) -> String {
         s.replace("{N}", N)
     }
@@ -237,13 +255,12 @@ mod tests {
     #[test]
     fn bootstrap_traces_are_cut_and_the_banner_kept() {
         let mut t = Terminal::integrated(N);
-        let first = t.output(
-            b"Linux 6.1 motd\r\nLast login: today\r\n\x1b[?2004hroot@h:~# \x1b[?2004l\r\r\n",
-        );
+        let first = t
+            .feed(b"Linux 6.1 motd\r\nLast login: today\r\n\x1b[?2004hroot@h:~# \x1b[?2004l\r\r\n");
         assert!(first.to_client.is_empty());
-        let rest = t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07root@h:~# \x1b]133;B;w={N}\x07").as_bytes());
+        let rest = t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07root@h:~# \x1b]133;B;w={N}\x07").as_bytes());
         assert_eq!(
-            String::from_utf8(rest.to_client).unwrap(),
+            String::from_utf8(rest.to_client.to_vec()).unwrap(),
             "Linux 6.1 motd\r\nLast login: today\r\nroot@h:~# "
         );
         assert!(rest.finished.is_empty());
@@ -253,21 +270,20 @@ mod tests {
     #[test]
     fn a_two_line_prompt_is_cut_whole() {
         let mut t = Terminal::integrated(N);
-        let out = t.output(
-            m("banner\r\n[user@h ~]\r\n$ \r\n\x1b]133;W;w={N};lines=1;nl=1\x07").as_bytes(),
-        );
-        assert_eq!(out.to_client, b"banner\r\n");
+        let out =
+            t.feed(m("banner\r\n[user@h ~]\r\n$ \r\n\x1b]133;W;w={N};lines=1;nl=1\x07").as_bytes());
+        assert_eq!(&out.to_client[..], b"banner\r\n");
     }
 
     #[test]
     fn commands_are_recorded_with_cwd_and_status() {
         let mut t = Terminal::integrated(N);
-        t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
-        let out = t.output(
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let out = t.feed(
             m("\x1b]7;w={N};/tmp\x07$ ls\r\n\x1b]133;C;w={N};cmd=ls -l\x07\x1b[1mfile\x1b[0m\r\n\x1b]133;D;2;w={N}\x07$ ")
                 .as_bytes(),
         );
-        assert_eq!(out.to_client, b"$ ls\r\n\x1b[1mfile\x1b[0m\r\n$ ");
+        assert_eq!(&out.to_client[..], b"$ ls\r\n\x1b[1mfile\x1b[0m\r\n$ ");
         let r = &out.finished[0];
         assert_eq!(r.command.as_deref(), Some("ls -l"));
         assert_eq!(r.cwd.as_deref(), Some("/tmp"));
@@ -279,22 +295,20 @@ mod tests {
     #[test]
     fn a_forged_end_does_not_end_the_command() {
         let mut t = Terminal::integrated(N);
-        t.output(
-            m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;C;w={N};cmd=printf x\x07").as_bytes(),
-        );
-        let out = t.output(b"\x1b]133;D;0\x07");
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;C;w={N};cmd=printf x\x07").as_bytes());
+        let out = t.feed(b"\x1b]133;D;0\x07");
         assert!(out.finished.is_empty());
-        assert_eq!(out.to_client, b"\x1b]133;D;0\x07");
-        let out = t.output(m("\x1b]133;D;0;w={N}\x07").as_bytes());
+        assert_eq!(&out.to_client[..], b"\x1b]133;D;0\x07");
+        let out = t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
         assert_eq!(out.finished.len(), 1);
     }
 
     #[test]
     fn questions_are_reported_where_they_were_asked() {
         let mut t = Terminal::integrated(N);
-        t.output(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
-        let out = t.output(m("$ \r\x1b[K\r\x1b]133;Q;w={N};kept=0;text=? why\x07$ ").as_bytes());
-        assert_eq!(out.to_client, b"$ \r\x1b[K\r$ ");
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let out = t.feed(m("$ \r\x1b[K\r\x1b]133;Q;w={N};kept=0;text=? why\x07$ ").as_bytes());
+        assert_eq!(&out.to_client[..], b"$ \r\x1b[K\r$ ");
         let q = Question {
             text: "? why".into(),
             kept: false,
@@ -306,8 +320,8 @@ mod tests {
     #[test]
     fn giving_up_shows_everything_held() {
         let mut t = Terminal::integrated(N);
-        t.output(b"fish> ");
+        t.feed(b"fish> ");
         assert_eq!(t.give_up(), b"fish> ");
-        assert_eq!(t.output(b"x").to_client, b"x");
+        assert_eq!(&t.feed(b"x").to_client[..], b"x");
     }
 }
