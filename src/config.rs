@@ -272,12 +272,16 @@ pub(crate) struct TerminalConfig {
     /// zsh PTY shells.
     #[serde(default = "default_true")]
     pub(crate) shell_integration: bool,
+    /// Keep a vt100 model of each PTY session's screen.
+    #[serde(default = "default_true")]
+    pub(crate) screen_model: bool,
 }
 
 impl Default for TerminalConfig {
     fn default() -> Self {
         TerminalConfig {
             shell_integration: true,
+            screen_model: true,
         }
     }
 }

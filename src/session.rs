@@ -26,6 +26,7 @@ use crate::bastion::Bastion;
 use crate::config::{OnFailure, TargetConfig};
 use crate::route::{self, Login, NoTarget};
 use crate::shutdown::Listener;
+use crate::terminal::screen::Screen;
 use crate::terminal::{CommandRecord, Terminal, bootstrap};
 use crate::upstream::{self, Command, Opened, PtySpec, Request};
 
@@ -334,10 +335,15 @@ async fn run_session(
                 }
                 _ => None,
             };
+            let screen = match (&request.pty, bastion.config.terminal.screen_model) {
+                (Some(p), true) => Some(Screen::start(p.rows, p.cols)),
+                _ => None,
+            };
             let pumps = Pumps {
                 ctx,
                 ids: &ids,
                 recording: recording.as_ref(),
+                screen: screen.as_ref(),
             };
             pumps
                 .bridge(channel, reader, writer, terminal, early_input, stop)
@@ -481,6 +487,7 @@ struct Pumps<'a> {
     ctx: &'a Context,
     ids: &'a Ids,
     recording: Option<&'a Recording>,
+    screen: Option<&'a Screen>,
 }
 
 impl Pumps<'_> {
@@ -587,9 +594,21 @@ impl Pumps<'_> {
                             for record in &p.finished {
                                 self.audit_command(record).await;
                             }
-                            self.answer_questions(p.to_client, &p.questions).await
+                            let shown = self.answer_questions(p.to_client, &p.questions).await;
+                            if let Some(s) = self.screen {
+                                s.feed(shown.clone());
+                                if p.prompt {
+                                    s.prompt();
+                                }
+                            }
+                            shown
                         }
-                        None => data,
+                        None => {
+                            if let Some(s) = self.screen {
+                                s.feed(data.clone());
+                            }
+                            data
+                        }
                     };
                     if data.is_empty() {
                         continue;
@@ -707,6 +726,9 @@ impl Pumps<'_> {
                 } => {
                     if let Some(r) = self.recording {
                         r.resize(col_width, row_height).await;
+                    }
+                    if let Some(s) = self.screen {
+                        s.resize(row_height, col_width).await;
                     }
                     up_tx.resize(col_width, row_height).await;
                 }

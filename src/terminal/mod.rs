@@ -15,6 +15,7 @@
 pub(crate) mod bootstrap;
 pub(crate) mod marks;
 mod output;
+pub(crate) mod screen;
 
 use std::time::{Duration, SystemTime};
 
@@ -79,6 +80,8 @@ pub(crate) struct Processed {
     /// Questions caught at the prompt, with where in `to_client` the
     /// answer belongs.
     pub(crate) questions: Vec<(usize, Question)>,
+    /// A prompt started in this chunk.
+    pub(crate) prompt: bool,
 }
 
 impl Terminal {
@@ -134,6 +137,7 @@ impl Terminal {
                 to_client: data,
                 finished: Vec::new(),
                 questions: Vec::new(),
+                prompt: false,
             };
         }
         let scanned = self.scanner.scan(&data);
@@ -141,15 +145,18 @@ impl Terminal {
         let mut to_client = Vec::with_capacity(out.len());
         let mut finished = Vec::new();
         let mut questions = Vec::new();
+        let mut prompt = false;
         let mut from = 0;
         for (at, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
             from = at;
-            if let Mark::Question { text, kept } = mark {
-                if matches!(self.phase, Phase::Integrated) {
+            match mark {
+                Mark::Question { text, kept } if matches!(self.phase, Phase::Integrated) => {
                     questions.push((to_client.len(), Question { text, kept }));
+                    continue;
                 }
-                continue;
+                Mark::PromptStart => prompt = true,
+                _ => {}
             }
             self.mark(mark, &mut to_client, &mut finished);
         }
@@ -158,6 +165,7 @@ impl Terminal {
             to_client: Bytes::from(to_client),
             finished,
             questions,
+            prompt,
         }
     }
 

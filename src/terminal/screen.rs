@@ -1,0 +1,147 @@
+//! A vt100 model of what the user of a PTY session sees, kept off the byte
+//! path.
+//!
+//! The session hands each chunk it sends to the client to [`Screen::feed`],
+//! which never waits: the model runs in a task of its own behind a small
+//! queue, and when bulk output outruns it, chunks are dropped and the model
+//! is marked stale until the next prompt, where it starts afresh (what a
+//! flood printed is in the command records' head and tail anyway). The
+//! agent's context asks it for a [`Snapshot`].
+
+use std::num::NonZeroU16;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+/// Rows kept above the screen. Each row of 80 cells costs 2.5 KiB.
+const SCROLLBACK: usize = 100;
+/// Chunks waiting for the model before newer ones are dropped.
+const QUEUE: usize = 32;
+
+enum Update {
+    Output(Bytes),
+    Resize(u16, u16),
+    Prompt,
+    Snapshot(oneshot::Sender<Snapshot>),
+}
+
+/// What the screen shows.
+#[derive(Debug, Clone)]
+#[allow(dead_code)] // read by the agent's context (issues 4 and 5)
+pub(crate) struct Snapshot {
+    pub(crate) contents: String,
+    pub(crate) cursor: (u16, u16),
+    pub(crate) alternate: bool,
+    /// Output was dropped since the last prompt: the model may be wrong.
+    pub(crate) stale: bool,
+}
+
+/// The handle a session holds; the model lives in its own task, which
+/// ends when this is dropped.
+pub(crate) struct Screen {
+    tx: mpsc::Sender<Update>,
+    stale: Arc<AtomicBool>,
+}
+
+impl Screen {
+    pub(crate) fn start(rows: u32, cols: u32) -> Screen {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let stale = Arc::new(AtomicBool::new(false));
+        tokio::spawn(run(rx, stale.clone(), size(rows), size(cols)));
+        Screen { tx, stale }
+    }
+
+    /// Bytes the client was sent. Never waits.
+    pub(crate) fn feed(&self, data: Bytes) {
+        if self.tx.try_send(Update::Output(data)).is_err() {
+            self.stale.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// A prompt was drawn: a stale model may start over here.
+    pub(crate) fn prompt(&self) {
+        let _ = self.tx.try_send(Update::Prompt);
+    }
+
+    pub(crate) async fn resize(&self, rows: u32, cols: u32) {
+        let _ = self.tx.send(Update::Resize(size(rows), size(cols))).await;
+    }
+
+    #[allow(dead_code)] // read by the agent's context (issues 4 and 5)
+    pub(crate) async fn snapshot(&self) -> Option<Snapshot> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(Update::Snapshot(tx)).await.ok()?;
+        rx.await.ok()
+    }
+}
+
+fn size(n: u32) -> u16 {
+    n.clamp(1, 1000) as u16
+}
+
+fn parser(rows: u16, cols: u16) -> vt100::Parser {
+    let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
+    vt100::Parser::new(nz(rows), nz(cols), SCROLLBACK)
+}
+
+async fn run(mut rx: mpsc::Receiver<Update>, stale: Arc<AtomicBool>, rows: u16, cols: u16) {
+    let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
+    let mut p = parser(rows, cols);
+    let (mut rows, mut cols) = (rows, cols);
+    while let Some(update) = rx.recv().await {
+        match update {
+            Update::Output(data) => p.process(&data),
+            Update::Resize(r, c) => {
+                (rows, cols) = (r, c);
+                p.set_size(nz(r), nz(c));
+            }
+            Update::Prompt => {
+                if stale.swap(false, Ordering::Relaxed) {
+                    p = parser(rows, cols);
+                }
+            }
+            Update::Snapshot(reply) => {
+                let s = p.screen();
+                let _ = reply.send(Snapshot {
+                    contents: s.contents(),
+                    cursor: s.cursor_position(),
+                    alternate: s.alternate_screen(),
+                    stale: stale.load(Ordering::Relaxed),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_model_follows_output_and_resizes() {
+        let s = Screen::start(5, 20);
+        s.feed(Bytes::from_static(b"hello\r\n\x1b[1mworld\x1b[0m"));
+        let snap = s.snapshot().await.unwrap();
+        assert_eq!(snap.contents, "hello\nworld");
+        assert_eq!(snap.cursor, (1, 5));
+        assert!(!snap.stale && !snap.alternate);
+        s.resize(10, 40).await;
+        s.feed(Bytes::from_static(b"\x1b[?1049h"));
+        assert!(s.snapshot().await.unwrap().alternate);
+    }
+
+    #[tokio::test]
+    async fn a_stale_model_starts_over_at_the_next_prompt() {
+        let s = Screen::start(5, 20);
+        s.feed(Bytes::from_static(b"old"));
+        s.stale.store(true, Ordering::Relaxed);
+        assert!(s.snapshot().await.unwrap().stale);
+        s.prompt();
+        s.feed(Bytes::from_static(b"$ "));
+        let snap = s.snapshot().await.unwrap();
+        assert_eq!(snap.contents.trim_end(), "$");
+        assert!(!snap.stale);
+    }
+}
