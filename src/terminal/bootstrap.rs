@@ -5,8 +5,8 @@
 //! short first line (` eval "$(head -n1)"`) that the shell reads at its
 //! first prompt; `head` then reads the script itself from the terminal.
 //! The PTY is opened with echo off, so neither line is ever echoed, the
-//! script never passes through the line editor, and bash drops the first
-//! line from its history. The script restores echo, wraps the prompt in
+//! script never passes through the line editor, and the first line is
+//! taken out of the shell's history. The script restores echo, wraps the prompt in
 //! OSC 133 A/B, reports C (with the command line) before each command and
 //! D (with the exit status) and OSC 7 (the directory) before each prompt,
 //! all carrying the session's nonce, and ends with a W ("ready") mark.
@@ -78,6 +78,12 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
 fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
+        // zsh cannot delete a history entry: write the list out without
+        // its last one (the first line walissh typed) and start a fresh
+        // list from that. The old list gets no file, so it is never saved.
+        r#"__ws_t=$(mktemp 2>/dev/null)&&{ fc -W $__ws_t;__ws_l=("${(@f)$(<$__ws_t)}");__ws_l=("${(@)__ws_l[1,-2]}");"#,
+        r#"if ((${#__ws_l}));then print -rl -- $__ws_l >|$__ws_t;else :>|$__ws_t;fi;"#,
+        r#"__ws_f=$HISTFILE;HISTFILE=;fc -p $__ws_t;HISTFILE=$__ws_f;command rm -f $__ws_t;};unset __ws_t __ws_f __ws_l;"#,
         &format!("__ws_n={n};"),
         prefixes,
         r#"__ws_l=${(%)PS1};__ws_l=${__ws_l//[^$'\n']/};"#,

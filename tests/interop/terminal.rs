@@ -104,6 +104,15 @@ fn a_zsh_login_gets_the_same_integration() {
         !t.screen.text().contains("head -n1"),
         "the bootstrap showed"
     );
+    t.send("fc -l 1; echo END-$((1+8))\r");
+    let end = t.expect("END-9");
+    let listed = t.screen.text()[..end].to_string();
+    let history = listed.rsplit("fc -l 1").next().unwrap();
+    assert!(
+        !history.contains("eval") && !history.contains("__ws"),
+        "{history}"
+    );
+    assert!(history.contains("cd /tmp"), "{history}");
 }
 
 #[test]
