@@ -339,11 +339,13 @@ async fn run_session(
                 (Some(p), true) => Some(Screen::start(p.rows, p.cols)),
                 _ => None,
             };
+            let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);
             let pumps = Pumps {
                 ctx,
                 ids: &ids,
                 recording: recording.as_ref(),
                 screen: screen.as_ref(),
+                heuristic,
             };
             pumps
                 .bridge(channel, reader, writer, terminal, early_input, stop)
@@ -488,6 +490,8 @@ struct Pumps<'a> {
     ids: &'a Ids,
     recording: Option<&'a Recording>,
     screen: Option<&'a Screen>,
+    /// A shell without integration: commands are read off the screen.
+    heuristic: bool,
 }
 
 impl Pumps<'_> {
@@ -676,6 +680,35 @@ impl Pumps<'_> {
         Bytes::from(spliced)
     }
 
+    /// For shells without integration: when Enter is typed on what looks
+    /// like a prompt line, audits the line as a command (no exit status,
+    /// no directory: the screen does not say). A heuristic, documented as
+    /// such: it reads what the screen shows, so input typed with echo off
+    /// is never seen, and it can mistake a program's prompt for the shell's.
+    async fn read_command_off_screen(&self, typed: &[u8]) {
+        let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
+            return;
+        };
+        let Some(snap) = screen.snapshot().await else {
+            return;
+        };
+        let before = &typed[..cr];
+        if snap.stale || snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
+            return;
+        }
+        let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));
+        if let Some(command) = crate::terminal::screen::prompt_command(&line) {
+            let ev = self
+                .ids
+                .event("command")
+                .field("command", command)
+                .field("exit_code", serde_json::Value::Null)
+                .field("cwd", serde_json::Value::Null)
+                .field("detected", "screen");
+            self.ctx.bastion.audit.event(ev).await;
+        }
+    }
+
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
         let duration = r.ended.duration_since(r.started).unwrap_or_default();
@@ -711,6 +744,9 @@ impl Pumps<'_> {
             match msg {
                 ChannelMsg::Data { data } => {
                     *bytes_in += data.len() as u64;
+                    if self.heuristic {
+                        self.read_command_off_screen(&data).await;
+                    }
                     if let Some(t) = track.as_mut() {
                         t.write(&data).await;
                     }

@@ -36,6 +36,8 @@ pub(crate) struct Snapshot {
     pub(crate) alternate: bool,
     /// Output was dropped since the last prompt: the model may be wrong.
     pub(crate) stale: bool,
+    /// The logical line the cursor is on (wrapped rows joined).
+    pub(crate) cursor_line: String,
 }
 
 /// The handle a session holds; the model lives in its own task, which
@@ -69,12 +71,41 @@ impl Screen {
         let _ = self.tx.send(Update::Resize(size(rows), size(cols))).await;
     }
 
-    #[allow(dead_code)] // read by the agent's context (issues 4 and 5)
     pub(crate) async fn snapshot(&self) -> Option<Snapshot> {
         let (tx, rx) = oneshot::channel();
         self.tx.send(Update::Snapshot(tx)).await.ok()?;
         rx.await.ok()
     }
+}
+
+/// The rows from the start of the cursor's wrapped line to the cursor's row.
+fn cursor_line(s: &vt100::Screen) -> String {
+    let (row, _) = s.cursor_position();
+    let mut first = row;
+    while first > 0 && s.row_wrapped(first - 1) {
+        first -= 1;
+    }
+    let (_, cols) = s.size();
+    s.rows(0, cols.get())
+        .skip(usize::from(first))
+        .take(usize::from(row - first) + 1)
+        .collect()
+}
+
+/// The command on a shell prompt line, found by the prompt's usual ending
+/// (`$ `, `# `, `% `, `> `): the heuristic for shells that have no
+/// integration. `None` when the line does not look like a prompt.
+pub(crate) fn prompt_command(line: &str) -> Option<String> {
+    let end = ["$ ", "# ", "% ", "> "]
+        .iter()
+        .filter_map(|p| line.find(p).map(|i| i + p.len()))
+        .min()?;
+    // A prompt is short; a long prefix is more likely program output.
+    if end > 80 {
+        return None;
+    }
+    let command = line[end..].trim();
+    (!command.is_empty()).then(|| command.to_string())
 }
 
 fn size(n: u32) -> u16 {
@@ -109,6 +140,7 @@ async fn run(mut rx: mpsc::Receiver<Update>, stale: Arc<AtomicBool>, rows: u16, 
                     cursor: s.cursor_position(),
                     alternate: s.alternate_screen(),
                     stale: stale.load(Ordering::Relaxed),
+                    cursor_line: cursor_line(s),
                 });
             }
         }
@@ -130,6 +162,33 @@ mod tests {
         s.resize(10, 40).await;
         s.feed(Bytes::from_static(b"\x1b[?1049h"));
         assert!(s.snapshot().await.unwrap().alternate);
+    }
+
+    #[test]
+    fn prompt_commands() {
+        assert_eq!(prompt_command("$ ls -la").as_deref(), Some("ls -la"));
+        assert_eq!(
+            prompt_command("root@h:~# echo a # b").as_deref(),
+            Some("echo a # b")
+        );
+        assert_eq!(
+            prompt_command("~ > git status").as_deref(),
+            Some("git status")
+        );
+        assert_eq!(prompt_command("$ "), None);
+        assert_eq!(prompt_command("Password: "), None);
+    }
+
+    #[tokio::test]
+    async fn the_cursor_line_joins_wrapped_rows() {
+        let s = Screen::start(5, 10);
+        s.feed(Bytes::from_static(b"$ echo 0123456789"));
+        let snap = s.snapshot().await.unwrap();
+        assert_eq!(snap.cursor_line, "$ echo 0123456789");
+        assert_eq!(
+            prompt_command(&snap.cursor_line).as_deref(),
+            Some("echo 0123456789")
+        );
     }
 
     #[tokio::test]

@@ -121,16 +121,22 @@ fn a_shell_without_integration_just_works() {
         eprintln!("skipped: needs root for the sh account (CI runs as root)");
         return;
     }
-    // JAIL_USER's login shell is /bin/sh: no bootstrap, no marks.
+    // JAIL_USER's login shell is /bin/sh: no bootstrap, no marks; commands
+    // are read off the screen model when Enter is pressed at a prompt.
     let b = Bastion::start();
     let mut t = Terminal::spawn(&b.ssh_pw("carol:jail", CAROL_PW), 24, 80);
+    t.expect("$ ");
     t.send("echo SH-$((5+5))\r");
-    t.expect("SH-10");
+    let at = t.expect("SH-10");
+    t.screen.wait_for_from("$ ", at);
     t.send("exit 3\r");
     assert_eq!(t.wait(), Some(3));
     assert!(!t.screen.text().contains("head -n1"));
     b.wait_kind("session_end");
-    assert!(b.audit().iter().all(|e| e["kind"] != "command"));
+    let c = b.wait_count("command", 1);
+    assert_eq!(c[0]["command"], "echo SH-$((5+5))");
+    assert_eq!(c[0]["detected"], "screen");
+    assert_eq!(c[0]["exit_code"], Value::Null);
 }
 
 #[test]
