@@ -20,7 +20,7 @@ use russh::server::{Handle, Msg};
 use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 
 use crate::agent::Question;
-use crate::audit::recording::{Header, Recording};
+use crate::audit::recording::{Header, Recording, Track};
 use crate::audit::{Event, SessionRow};
 use crate::bastion::Bastion;
 use crate::config::{OnFailure, TargetConfig};
@@ -578,11 +578,20 @@ impl Pumps<'_> {
                 e = up_rx.next() => e,
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                     // The bootstrap never answered: show what was held back.
-                    let held = terminal.as_mut().map(|t| t.give_up()).unwrap_or_default();
-                    let _ = ready.send(true);
-                    Some(upstream::Event::Data(Bytes::from(held)))
+                    if self.release(terminal, ready, client, &mut track, false).await.is_err() {
+                        return End::ClientClosed;
+                    }
+                    continue;
                 }
             };
+            if matches!(event, None | Some(upstream::Event::Eof))
+                && self
+                    .release(terminal, ready, client, &mut track, true)
+                    .await
+                    .is_err()
+            {
+                return End::ClientClosed;
+            }
             let Some(event) = event else {
                 break;
             };
@@ -599,28 +608,16 @@ impl Pumps<'_> {
                                 self.audit_command(record).await;
                             }
                             let shown = self.answer_questions(p.to_client, &p.questions).await;
-                            if let Some(s) = self.screen {
-                                s.feed(shown.clone());
-                                if p.prompt {
-                                    s.prompt();
-                                }
+                            if p.prompt
+                                && let Some(s) = self.screen
+                            {
+                                s.prompt();
                             }
                             shown
                         }
-                        None => {
-                            if let Some(s) = self.screen {
-                                s.feed(data.clone());
-                            }
-                            data
-                        }
+                        None => data,
                     };
-                    if data.is_empty() {
-                        continue;
-                    }
-                    if let Some(t) = track.as_mut() {
-                        t.write(&data).await;
-                    }
-                    client.data_bytes(data).await
+                    self.show(data, client, &mut track).await
                 }
                 upstream::Event::Stderr(data) => {
                     totals.bytes_out += data.len() as u64;
@@ -661,6 +658,47 @@ impl Pumps<'_> {
         End::TargetClosed
     }
 
+    /// Sends output to the client, by way of the screen model and the
+    /// recording.
+    async fn show(
+        &self,
+        data: Bytes,
+        client: &ChannelWriteHalf<Msg>,
+        track: &mut Option<Track<'_>>,
+    ) -> Result<(), russh::Error> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if let Some(s) = self.screen {
+            s.feed(data.clone());
+        }
+        if let Some(t) = track.as_mut() {
+            t.write(&data).await;
+        }
+        client.data_bytes(data).await
+    }
+
+    /// Ends the bootstrap's wait (it timed out, or the target's output
+    /// `ended`): what was held back is shown, and input flows again.
+    async fn release(
+        &self,
+        terminal: &mut Option<Terminal>,
+        ready: &watch::Sender<bool>,
+        client: &ChannelWriteHalf<Msg>,
+        track: &mut Option<Track<'_>>,
+        ended: bool,
+    ) -> Result<(), russh::Error> {
+        let Some(t) = terminal.as_mut() else {
+            return Ok(());
+        };
+        let mut held = t.give_up();
+        if ended {
+            held.extend(t.finish());
+        }
+        let _ = ready.send(true);
+        self.show(Bytes::from(held), client, track).await
+    }
+
     /// Audits each question caught at the prompt and splices the agent's
     /// answer into the output where the shell cleared the line.
     async fn answer_questions(&self, out: Bytes, questions: &[(usize, Question)]) -> Bytes {
@@ -692,8 +730,13 @@ impl Pumps<'_> {
         let Some(snap) = screen.snapshot().await else {
             return;
         };
+        if snap.stale {
+            // Bulk output outran the model: start it afresh for next time.
+            screen.prompt();
+            return;
+        }
         let before = &typed[..cr];
-        if snap.stale || snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
+        if snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
             return;
         }
         let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));

@@ -47,30 +47,48 @@ pub(crate) fn input(shell: Shell, nonce: &str, echo: bool, prefixes: &[String]) 
         Shell::Zsh => zsh(nonce, stty, &prefixes),
     };
     debug_assert!(script.len() < 4000 && !script.contains(['\r', '\n']));
-    format!(" eval \"$(head -n1)\"\r{script}\r").into_bytes()
+    // Bash may already be in its line editor when this arrives, with CR
+    // no longer turned into NL, so its script ends with NL (which ends a
+    // line either way); zsh's ends with CR.
+    let end = match shell {
+        Shell::Bash => '\n',
+        Shell::Zsh => '\r',
+    };
+    format!(" eval \"$(head -n1)\"\r{script}{end}").into_bytes()
 }
+
+/// The line walissh typed first, as the shells' history holds it.
+const FIRST_LINE: &str = r#"'eval "$(head -n1)"'"#;
 
 fn bash(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
-        "builtin history -d $HISTCMD 2>/dev/null;",
-        &format!("__ws_n={n};"),
+        // Before 4.4 there is no PS0 nor ${PS1@P}: no integration.
+        &format!(r#"if ((BASH_VERSINFO[0]*100+BASH_VERSINFO[1]<404));then builtin printf '\e]133;W;w={n};plain=1\a';else "#),
+        // Only if the first line is there: with ignorespace it is not, and
+        // the user's own last command must stay.
+        &format!(r#"[[ $(HISTTIMEFORMAT= builtin history 1) == *{FIRST_LINE} ]]&&builtin history -d $HISTCMD 2>/dev/null;"#),
+        // The nonce lives in unexported variables only: PS1 refers to them
+        // by name, so an exported PS1 shows children no nonce.
+        &format!(r#"__ws_n={n};__ws_A=$'\e]133;A;w={n}\a';__ws_B=$'\e]133;B;w={n}\a';"#),
         prefixes,
         r#"__ws_l="${PS1@P}";__ws_l="${__ws_l//[^$'\n']/}";"#,
         r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;return $s;};"#,
         // Enter runs __ws_q, then whatever \e[208~ is bound to: accept-line,
         // or, for a question at the primary prompt, a redraw (the line is
         // cleared and handed to walissh with a Q mark instead).
-        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE//[$'\a\e']/}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';return;fi;done;fi;__ws_1=0;bind '"\e[208~": accept-line';};"#,
+        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE:0:4000}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';return;fi;done;fi;__ws_1=0;bind '"\e[208~": accept-line';};"#,
         r#"bind -x '"\e[209~": __ws_q';bind '"\e[208~": accept-line';bind '"\C-m": "\e[209~\e[208~"';bind '"\C-j": "\e[209~\e[208~"';"#,
-        r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1="\[\e]133;A;w=$__ws_n\a\]$PS1\[\e]133;B;w=$__ws_n\a\]";};"#,
-        r#"__ws_c(){ local c;c=$(HISTTIMEFORMAT= builtin history 1);local h=${c%%[^ 0-9]*};h=${h// /};"#,
-        r#"if [[ $h == "$__ws_h" ]];then c=${c#*[0-9]  };builtin printf '\e]133;C;w=%s;cmd=%s\a' "$__ws_n" "${c//[$'\a\e']/}";else builtin printf '\e]133;C;w=%s\a' "$__ws_n";fi;};"#,
+        r#"__ws_p(){ [[ $PS1 == *'${__ws_B}'* ]]||PS1='\[${__ws_A}\]'"$PS1"'\[${__ws_B}\]';};"#,
+        r#"__ws_c(){ local c h;c=$(HISTTIMEFORMAT= builtin history 1);h=${c#"${c%%[! ]*}"};h=${h%%[!0-9]*};"#,
+        r#"if [[ $h == "$__ws_h" ]];then c=${c#*[0-9]  };c=${c//[$'\a\e']/};builtin printf '\e]133;C;w=%s;cmd=%s\a' "$__ws_n" "${c:0:4000}";else builtin printf '\e]133;C;w=%s\a' "$__ws_n";fi;};"#,
+        // Children must not inherit hooks they do not have.
+        r#"export -n PROMPT_COMMAND 2>/dev/null;"#,
         r#"if [[ $(declare -p PROMPT_COMMAND 2>/dev/null) == 'declare -a'* ]];then PROMPT_COMMAND=(__ws_d "${PROMPT_COMMAND[@]}" __ws_p);"#,
         // Newlines, not ';': the user's PROMPT_COMMAND may end with one.
         r#"else PROMPT_COMMAND="__ws_d"$'\n'"$PROMPT_COMMAND"$'\n'"__ws_p";fi;"#,
         r#"PS0='$(__ws_c)'"$PS0";"#,
-        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1\a' "$__ws_n" "${#__ws_l}""#,
+        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1\a' "$__ws_n" "${#__ws_l}";fi"#,
     ]
     .concat()
 }
@@ -78,20 +96,25 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
 fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
-        // zsh cannot delete a history entry: write the list out without
-        // its last one (the first line walissh typed) and start a fresh
+        // zsh cannot delete a history entry: if the first line walissh
+        // typed is there, write the list out without it and start a fresh
         // list from that. The old list gets no file, so it is never saved.
-        r#"__ws_t=$(mktemp 2>/dev/null)&&{ fc -W $__ws_t;__ws_l=("${(@f)$(<$__ws_t)}");__ws_l=("${(@)__ws_l[1,-2]}");"#,
+        // (fc -W writes at most SAVEHIST entries: the whole list here.)
+        r#"__ws_t=$(mktemp 2>/dev/null)&&{ (){ local SAVEHIST=$HISTSIZE;fc -W $__ws_t;};__ws_l=("${(@f)$(<$__ws_t)}");"#,
+        &format!(r#"if [[ ${{__ws_l[-1]}} == *{FIRST_LINE} ]];then __ws_l=("${{(@)__ws_l[1,-2]}}");"#),
         r#"if ((${#__ws_l}));then print -rl -- $__ws_l >|$__ws_t;else :>|$__ws_t;fi;"#,
-        r#"__ws_f=$HISTFILE;HISTFILE=;fc -p $__ws_t;HISTFILE=$__ws_f;command rm -f $__ws_t;};unset __ws_t __ws_f __ws_l;"#,
+        r#"__ws_f=$HISTFILE;HISTFILE=;fc -p $__ws_t;HISTFILE=$__ws_f;fi;command rm -f $__ws_t;};unset __ws_t __ws_f __ws_l;"#,
+        // The prompt gets the nonce: it must not travel to children.
+        r#"typeset +x PS1 PROMPT 2>/dev/null;"#,
         &format!("__ws_n={n};"),
         prefixes,
         r#"__ws_l=${(%)PS1};__ws_l=${__ws_l//[^$'\n']/};"#,
         r#"__ws_d(){ local s=$?;print -rn -- $'\e]133;D;'$s';w='$__ws_n$'\a\e]7;w='$__ws_n';'${PWD//[$'\a\e']/}$'\a';__ws_1=1;return $s;};"#,
-        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $BUFFER == "$p"* ]];then zle -I;print -rn -- $'\e]133;Q;w='$__ws_n';kept=1;text='${BUFFER//[$'\a\e']/}$'\a';BUFFER=;return;fi;done;fi;__ws_1=0;zle .accept-line;};"#,
+        // Not `.accept-line`: the user's own accept-line wrappers still run.
+        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $BUFFER == "$p"* ]];then zle -I;print -rn -- $'\e]133;Q;w='$__ws_n';kept=1;text='${${BUFFER//[$'\a\e']/}[1,4000]}$'\a';BUFFER=;return;fi;done;fi;__ws_1=0;zle accept-line;};"#,
         r#"zle -N __ws_q;bindkey '^M' __ws_q;bindkey '^J' __ws_q;"#,
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1=$'%{\e]133;A;w='$__ws_n$'\a%}'$PS1$'%{\e]133;B;w='$__ws_n$'\a%}';};"#,
-        r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${1//[$'\a\e']/}$'\a';};"#,
+        r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${${1//[$'\a\e']/}[1,4000]}$'\a';};"#,
         r#"precmd_functions=(__ws_d $precmd_functions __ws_p);preexec_functions+=(__ws_c);"#,
         r#"print -rn -- $'\e]133;W;w='$__ws_n';lines='${#__ws_l}$';nl=1\a'"#,
     ]
@@ -119,7 +142,7 @@ mod tests {
             let text = String::from_utf8(input).unwrap();
             let (first, rest) = text.split_once('\r').unwrap();
             assert_eq!(first, " eval \"$(head -n1)\"");
-            let script = rest.strip_suffix('\r').unwrap();
+            let script = rest.strip_suffix(['\r', '\n']).unwrap();
             assert!(script.len() < 4000);
             assert!(!script.contains(['\r', '\n']));
             assert!(script.contains("w=%s") || script.contains("w='$__ws_n"));

@@ -34,7 +34,12 @@ pub(crate) enum Mark {
     /// 133;W — walissh's bootstrap has run; the prompt it replaces has
     /// `lines` line breaks, and the shell ends an accepted line with one
     /// (`newline`).
-    Ready { lines: usize, newline: bool },
+    Ready {
+        lines: usize,
+        newline: bool,
+        /// The shell cannot be integrated (bash before 4.4): no marks follow.
+        plain: bool,
+    },
 }
 
 /// The scanner of one session's output.
@@ -147,7 +152,9 @@ impl Scanner {
     /// `Some(mark)` when the OSC body is ours (the inner `None` for one of
     /// ours that says nothing we use).
     fn parse(&self, body: &[u8]) -> Option<Option<Mark>> {
-        let body = std::str::from_utf8(body).ok()?;
+        // Lossy: a command or directory that is not UTF-8 is still ours.
+        let body = String::from_utf8_lossy(body);
+        let body = body.as_ref();
         if let Some(rest) = body.strip_prefix("7;") {
             // 7;w=NONCE;PATH — the path last, as it may hold ';'.
             let path = rest.strip_prefix(self.tag.as_str())?.strip_prefix(';')?;
@@ -156,11 +163,12 @@ impl Scanner {
         let rest = body.strip_prefix("133;")?;
         // 133;KIND;...;w=NONCE[;cmd=TEXT|;text=TEXT] — free text last, as it
         // may hold ';'.
-        let (fields, command) = match rest
-            .split_once(";cmd=")
-            .or_else(|| rest.split_once(";text="))
-        {
-            Some((f, c)) => (f, Some(c.replace("\r\n", "\n"))),
+        let free = [";cmd=", ";text="]
+            .iter()
+            .filter_map(|key| rest.find(key).map(|at| (at, at + key.len())))
+            .min();
+        let (fields, command) = match free {
+            Some((at, from)) => (&rest[..at], Some(rest[from..].replace("\r\n", "\n"))),
             None => (rest, None),
         };
         let mut fields = fields.split(';');
@@ -188,6 +196,7 @@ impl Scanner {
             "W" => Some(Mark::Ready {
                 lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
                 newline: value("nl") == Some("1"),
+                plain: value("plain") == Some("1"),
             }),
             _ => None,
         })
@@ -308,8 +317,24 @@ mod tests {
             marks[0].1,
             Mark::Ready {
                 lines: 1,
-                newline: true
+                newline: true,
+                plain: false
             }
         );
+        let mut s = Scanner::new(N);
+        let mut both =
+            format!("\x1b]133;Q;w={N};kept=0;text=? a;cmd=b\x07\x1b]133;C;w={N};cmd=ls ")
+                .into_bytes();
+        both.extend_from_slice(b"\xff\x07");
+        let (_, marks) = scan_all(&mut s, &[&both]);
+        let q = Mark::Question {
+            text: "? a;cmd=b".into(),
+            kept: false,
+        };
+        assert_eq!(marks[0].1, q);
+        let c = Mark::OutputStart {
+            command: Some("ls \u{FFFD}".into()),
+        };
+        assert_eq!(marks[1].1, c);
     }
 }

@@ -107,17 +107,27 @@ impl Terminal {
         }
     }
 
-    /// The bootstrap did not answer in time: show what was held back, and
-    /// stop interpreting (marks that might still come are passed through).
+    /// The bootstrap did not answer in time, or the output ended: show
+    /// what was held back, as it was. Marks that come later are still read
+    /// (a slow rc file must not turn the audit off).
     pub(crate) fn give_up(&mut self) -> Vec<u8> {
-        tracing::info!("shell integration did not answer; passing output through");
-        match std::mem::replace(&mut self.phase, Phase::Plain) {
-            Phase::Withholding { mut held, .. } => {
-                held.extend(self.scanner.flush());
+        match std::mem::replace(&mut self.phase, Phase::Integrated) {
+            Phase::Withholding { held, .. } => {
+                tracing::info!(
+                    "shell integration did not answer in time; showing its output as it is"
+                );
                 held
             }
-            _ => Vec::new(),
+            other => {
+                self.phase = other;
+                Vec::new()
+            }
         }
+    }
+
+    /// The output ended: an escape sequence left unfinished was not a mark.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        self.scanner.flush()
     }
 
     /// Takes one chunk of the target's output.
@@ -176,7 +186,7 @@ impl Terminal {
                 held.extend_from_slice(bytes);
                 if held.len() > WITHHOLD_MAX {
                     to_client.append(held);
-                    self.phase = Phase::Plain;
+                    self.phase = Phase::Integrated;
                 }
             }
             _ => {
@@ -190,11 +200,19 @@ impl Terminal {
 
     fn mark(&mut self, mark: Mark, to_client: &mut Vec<u8>, finished: &mut Vec<CommandRecord>) {
         match mark {
-            Mark::Ready { lines, newline } => {
+            Mark::Ready {
+                lines,
+                newline,
+                plain,
+            } => {
                 if let Phase::Withholding { held, .. } = &mut self.phase {
                     let keep = cut_first_prompt(held, lines + usize::from(newline));
                     to_client.extend_from_slice(&held[..keep]);
-                    self.phase = Phase::Integrated;
+                    self.phase = if plain {
+                        Phase::Plain
+                    } else {
+                        Phase::Integrated
+                    };
                 }
             }
             Mark::Cwd(dir) => self.cwd = Some(dir),
@@ -326,10 +344,14 @@ mod tests {
     }
 
     #[test]
-    fn giving_up_shows_everything_held() {
+    fn giving_up_shows_everything_held_and_still_reads_marks() {
         let mut t = Terminal::integrated(N);
-        t.feed(b"fish> ");
-        assert_eq!(t.give_up(), b"fish> ");
+        t.feed(b"slow rc> ");
+        assert_eq!(t.give_up(), b"slow rc> ");
         assert_eq!(&t.feed(b"x").to_client[..], b"x");
+        t.feed(m("\x1b]133;C;w={N};cmd=ls\x07").as_bytes());
+        let out = t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
+        assert_eq!(out.finished.len(), 1);
+        assert!(out.to_client.is_empty());
     }
 }

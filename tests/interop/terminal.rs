@@ -40,6 +40,10 @@ fn the_login_screen_is_what_a_direct_login_shows() {
     let end = via.expect("DONE-6");
     let text = via.screen.text()[..end].to_string();
     assert!(!text.contains("eval") && !text.contains("__ws"), "{text}");
+    // The integration is live (not the fallback after a timeout): the
+    // command was reported by its marks.
+    let c = b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo DONE-$((2*3))");
+    assert_eq!(c["exit_code"], 0);
 }
 
 /// The `command` events of the audit, oldest first.
@@ -126,7 +130,11 @@ fn a_shell_without_integration_just_works() {
     let b = Bastion::start();
     let mut t = Terminal::spawn(&b.ssh_pw("carol:jail", CAROL_PW), 24, 80);
     t.expect("$ ");
-    t.send("echo SH-$((5+5))\r");
+    // Type, let the echo come back, then Enter: the heuristic reads the
+    // line off the screen.
+    t.send("echo SH-$((5+5))");
+    t.expect("echo SH-$((5+5))");
+    t.send("\r");
     let at = t.expect("SH-10");
     t.screen.wait_for_from("$ ", at);
     t.send("exit 3\r");
