@@ -51,47 +51,38 @@ pub fn zsh_user() -> Option<&'static str> {
         if !is_root() || !Path::new("/usr/bin/zsh").exists() {
             return false;
         }
-        let exists = Command::new("id")
-            .arg(ZSH_USER)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        if !exists {
-            let st = Command::new("useradd")
-                .args(["--create-home", "--shell", "/usr/bin/zsh", ZSH_USER])
-                .status()
-                .unwrap();
-            assert!(st.success(), "useradd {ZSH_USER} failed");
-        }
+        ensure_account(ZSH_USER, &["--create-home", "--shell", "/usr/bin/zsh"]);
         std::fs::write(format!("/home/{ZSH_USER}/.zshrc"), "").unwrap();
         true
     });
     ok.then_some(ZSH_USER)
 }
 
+/// Creates a local account with `useradd` unless it exists.
+fn ensure_account(name: &str, options: &[&str]) {
+    let exists = Command::new("id")
+        .arg(name)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    if !exists {
+        let st = Command::new("useradd")
+            .args(options)
+            .arg(name)
+            .status()
+            .unwrap();
+        assert!(st.success(), "useradd {name} failed");
+    }
+}
+
 fn ensure_jail_user() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        let exists = Command::new("id")
-            .arg(JAIL_USER)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        if !exists {
-            let st = Command::new("useradd")
-                .args([
-                    "--system",
-                    "--no-create-home",
-                    "--shell",
-                    "/bin/sh",
-                    JAIL_USER,
-                ])
-                .status()
-                .unwrap();
-            assert!(st.success(), "useradd {JAIL_USER} failed");
-        }
+        ensure_account(
+            JAIL_USER,
+            &["--system", "--no-create-home", "--shell", "/bin/sh"],
+        );
         // For targets that walissh logs in to with a password.
         let mut chpasswd = Command::new("chpasswd")
             .stdin(Stdio::piped())
