@@ -297,6 +297,9 @@ impl Drop for Sshd {
     }
 }
 
+/// A step run on the state directory before walissh starts.
+pub type Prepare = Box<dyn FnOnce(&Path, &Sshd)>;
+
 /// Knobs for one test's walissh config.
 pub struct Opts {
     pub host_key_policy: &'static str,
@@ -305,7 +308,7 @@ pub struct Opts {
     pub record_input: bool,
     pub login_grace_s: u64,
     /// Runs on the state directory before walissh starts.
-    pub prepare: Option<Box<dyn FnOnce(&Path, &Sshd)>>,
+    pub prepare: Option<Prepare>,
 }
 
 impl Default for Opts {
