@@ -9,6 +9,8 @@
 // The approval policy and its parser, ahead of the agent that will use
 // them (issue 4, in progress).
 #[allow(dead_code)]
+pub(crate) mod model;
+#[allow(dead_code)]
 pub(crate) mod policy;
 #[allow(dead_code)]
 pub(crate) mod shell;

@@ -1,0 +1,403 @@
+//! The model client: one streamed chat-completions turn against any
+//! OpenAI-compatible endpoint (`[llm]`), tolerant of what real providers
+//! send.
+//!
+//! Requests and stream chunks are plain JSON (async-openai's `byot`), not
+//! its strict types: providers omit `type`, `index` or `finish_reason`,
+//! send `content: null` beside tool calls, add `reasoning_content`, and
+//! stream a tool call's arguments in fragments or whole. The
+//! [`Accumulator`] folds whatever arrives into a [`Turn`]. Retries with
+//! backoff on 429 and 5xx (honouring Retry-After) are async-openai's.
+//! Failures come back as one line for the user's terminal.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::config::LlmConfig;
+
+/// A tool call the model asked for. `arguments` is the raw text: whether it
+/// is valid JSON is for the caller to check (and to tell the model).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ToolCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: String,
+}
+
+/// What the model said in one turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Turn {
+    pub(crate) text: String,
+    pub(crate) tool_calls: Vec<ToolCall>,
+    pub(crate) finish_reason: Option<String>,
+}
+
+pub(crate) struct Model {
+    client: Client<OpenAIConfig>,
+    model: String,
+    base_url: String,
+    timeout: Duration,
+}
+
+impl Model {
+    pub(crate) fn new(cfg: &LlmConfig) -> Result<Model, String> {
+        let mut config = OpenAIConfig::new().with_api_base(cfg.base_url.trim_end_matches('/'));
+        if let Some(var) = &cfg.api_key_env {
+            let key = std::env::var(var).map_err(|_| format!("{var} (api_key_env) is not set"))?;
+            config = config.with_api_key(key);
+        }
+        let timeout = Duration::from_secs(cfg.timeout_s.max(1));
+        // A stream may run long; what must not is a silence between chunks.
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(timeout)
+            .build()
+            .map_err(|e| format!("cannot set up the model client: {e}"))?;
+        Ok(Model {
+            client: Client::with_config(config).with_http_client(http),
+            model: cfg.model.clone(),
+            base_url: cfg.base_url.clone(),
+            timeout,
+        })
+    }
+
+    /// Streams one turn. `on_text` gets the answer's text as it arrives.
+    pub(crate) async fn turn(
+        &self,
+        messages: &[Value],
+        tools: &[Value],
+        mut on_text: impl FnMut(&str),
+    ) -> Result<Turn, String> {
+        let mut request = json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": true,
+        });
+        if !tools.is_empty() {
+            request["tools"] = Value::Array(tools.to_vec());
+        }
+        let mut stream = self
+            .client
+            .chat()
+            .create_stream_byot::<Value, Value>(request)
+            .await
+            .map_err(|e| self.explain(e))?;
+        let mut acc = Accumulator::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.explain(e))?;
+            if let Some(text) = acc.absorb(&chunk) {
+                on_text(&text);
+            }
+        }
+        Ok(acc.finish())
+    }
+
+    /// One line for the user: what went wrong, in their terms.
+    fn explain(&self, e: OpenAIError) -> String {
+        match e {
+            OpenAIError::ApiError(r) => match r.status_code.as_u16() {
+                401 | 403 => format!(
+                    "the model endpoint refused the API key ({})",
+                    r.api_error.message
+                ),
+                404 => format!(
+                    "the model endpoint does not know model {} ({})",
+                    self.model, r.api_error.message
+                ),
+                429 => "the model endpoint is rate-limiting us; try again shortly".to_string(),
+                code => format!(
+                    "the model endpoint answered {code}: {}",
+                    r.api_error.message
+                ),
+            },
+            OpenAIError::Reqwest(e) if e.is_timeout() => {
+                format!(
+                    "the model did not answer within {} s",
+                    self.timeout.as_secs()
+                )
+            }
+            OpenAIError::Reqwest(e) if e.is_connect() => {
+                format!("cannot reach the model endpoint at {}", self.base_url)
+            }
+            OpenAIError::StreamError(e) if e.to_string().contains("timed out") => {
+                format!(
+                    "the model did not answer within {} s",
+                    self.timeout.as_secs()
+                )
+            }
+            OpenAIError::JSONDeserialize(_, content) => {
+                let mut content = content;
+                content.truncate(80);
+                format!(
+                    "the model endpoint sent something that is not a chat completion: {content:?}"
+                )
+            }
+            other => {
+                let mut text = other.to_string();
+                text.truncate(200);
+                format!("the model request failed: {}", text.replace('\n', " "))
+            }
+        }
+    }
+}
+
+/// Folds stream chunks into a turn.
+#[derive(Default)]
+pub(crate) struct Accumulator {
+    text: String,
+    /// By the provider's `index`, or by order of appearance without one.
+    calls: BTreeMap<u64, ToolCall>,
+    finish_reason: Option<String>,
+}
+
+impl Accumulator {
+    /// Takes one chunk; returns the text it adds to the answer.
+    pub(crate) fn absorb(&mut self, chunk: &Value) -> Option<String> {
+        let choice = chunk.get("choices")?.get(0)?;
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let delta = choice.get("delta").or_else(|| choice.get("message"))?;
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for (position, call) in calls.iter().enumerate() {
+                self.absorb_call(position, call);
+            }
+        }
+        let text = delta.get("content").and_then(Value::as_str)?;
+        self.text.push_str(text);
+        (!text.is_empty()).then(|| text.to_string())
+    }
+
+    fn absorb_call(&mut self, position: usize, call: &Value) {
+        let index = match call.get("index").and_then(Value::as_u64) {
+            Some(i) => i,
+            // No index: a new id starts a new call, else it continues the
+            // one at this position.
+            None => match call.get("id").and_then(Value::as_str) {
+                Some(id) => self
+                    .calls
+                    .iter()
+                    .find(|(_, c)| c.id == id)
+                    .map_or(self.calls.len() as u64, |(i, _)| *i),
+                None => position as u64,
+            },
+        };
+        let entry = self.calls.entry(index).or_default();
+        if let Some(id) = call.get("id").and_then(Value::as_str)
+            && entry.id.is_empty()
+        {
+            entry.id = id.to_string();
+        }
+        let Some(function) = call.get("function") else {
+            return;
+        };
+        // Names come whole or in fragments; a repeated whole name is not
+        // appended twice.
+        if let Some(name) = function.get("name").and_then(Value::as_str)
+            && !entry.name.ends_with(name)
+        {
+            entry.name.push_str(name);
+        }
+        match function.get("arguments") {
+            Some(Value::String(fragment)) => entry.arguments.push_str(fragment),
+            // Some providers send the arguments as an object.
+            Some(v @ Value::Object(_)) => entry.arguments = v.to_string(),
+            _ => {}
+        }
+    }
+
+    pub(crate) fn finish(self) -> Turn {
+        let tool_calls = self
+            .calls
+            .into_values()
+            .enumerate()
+            .map(|(i, mut c)| {
+                if c.id.is_empty() {
+                    c.id = format!("call_{i}");
+                }
+                c
+            })
+            .filter(|c| !c.name.is_empty())
+            .collect();
+        Turn {
+            text: self.text,
+            tool_calls,
+            finish_reason: self.finish_reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn chunk(delta: Value) -> Value {
+        json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+    }
+
+    #[test]
+    fn arguments_in_fragments_and_in_one_piece() {
+        let mut a = Accumulator::default();
+        a.absorb(&chunk(json!({"content": null, "tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "run_command", "arguments": ""}}]})));
+        a.absorb(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\": "}}]}),
+        ));
+        a.absorb(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"df -h\"}"}}]}),
+        ));
+        a.absorb(&chunk(json!({"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "run_command", "arguments": "{\"command\":\"free\"}"}}]})));
+        let t = a.finish();
+        assert_eq!(t.tool_calls.len(), 2);
+        assert_eq!(t.tool_calls[0].arguments, "{\"command\": \"df -h\"}");
+        assert_eq!(t.tool_calls[1].id, "c2");
+        assert_eq!(t.tool_calls[1].arguments, "{\"command\":\"free\"}");
+        assert!(t.finish_reason.is_none());
+    }
+
+    #[test]
+    fn lenient_about_what_providers_leave_out_or_add() {
+        let mut a = Accumulator::default();
+        assert_eq!(
+            a.absorb(&chunk(
+                json!({"reasoning_content": "hmm", "content": "Disk "})
+            ))
+            .as_deref(),
+            Some("Disk ")
+        );
+        a.absorb(&chunk(json!({"content": "is full."})));
+        // No index, no type, arguments as an object.
+        a.absorb(&json!({"choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "run_command", "arguments": {"command": "du -sh /var"}}}]}, "finish_reason": "tool_calls"}]}));
+        let t = a.finish();
+        assert_eq!(t.text, "Disk is full.");
+        assert_eq!(t.tool_calls[0].arguments, "{\"command\":\"du -sh /var\"}");
+        assert_eq!(t.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    /// A scripted OpenAI-compatible server: each connection gets the next
+    /// scripted reply (status, body, SSE or not); requests are kept.
+    async fn server(replies: Vec<(u16, String, bool)>) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        tokio::spawn(async move {
+            for (status, body, sse) in replies {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = sock.read(&mut buf).await.unwrap();
+                    req.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&req).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len: usize = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length: ")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if req.len() >= end + 4 + len {
+                            kept.lock().unwrap().push(text[end + 4..].to_string());
+                            break;
+                        }
+                    }
+                }
+                let kind = if sse {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                sock.write_all(head.as_bytes()).await.unwrap();
+                sock.write_all(body.as_bytes()).await.unwrap();
+            }
+        });
+        (url, seen)
+    }
+
+    fn sse(chunks: &[Value]) -> String {
+        let mut s: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        s.push_str("data: [DONE]\n\n");
+        s
+    }
+
+    fn llm(url: &str) -> LlmConfig {
+        LlmConfig {
+            base_url: url.to_string(),
+            model: "test-model".into(),
+            api_key_env: None,
+            timeout_s: 5,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_streamed_turn_over_real_http() {
+        let body = sse(&[
+            chunk(json!({"content": "Hel"})),
+            chunk(json!({"content": "lo"})),
+        ]);
+        let (url, seen) = server(vec![(200, body, true)]).await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let mut streamed = String::new();
+        let t = model
+            .turn(&[json!({"role": "user", "content": "hi"})], &[], |s| {
+                streamed.push_str(s)
+            })
+            .await
+            .unwrap();
+        assert_eq!(t.text, "Hello");
+        assert_eq!(streamed, "Hello");
+        let req: Value = serde_json::from_str(&seen.lock().unwrap()[0]).unwrap();
+        assert_eq!(req["model"], "test-model");
+        assert_eq!(req["stream"], true);
+    }
+
+    #[tokio::test]
+    async fn a_server_error_is_retried_and_errors_are_one_line() {
+        let ok = sse(&[chunk(json!({"content": "ok"}))]);
+        let err = json!({"error": {"message": "overloaded", "type": "server_error"}}).to_string();
+        let (url, seen) = server(vec![(500, err, false), (200, ok, true)]).await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let t = model.turn(&[], &[], |_| {}).await.unwrap();
+        assert_eq!(t.text, "ok");
+        assert_eq!(seen.lock().unwrap().len(), 2);
+
+        let denied =
+            json!({"error": {"message": "bad key", "type": "invalid_request_error"}}).to_string();
+        let (url, _) = server(vec![(401, denied, false)]).await;
+        let e = Model::new(&llm(&url))
+            .unwrap()
+            .turn(&[], &[], |_| {})
+            .await
+            .unwrap_err();
+        assert!(
+            e.starts_with("the model endpoint refused the API key"),
+            "{e}"
+        );
+
+        let closed = format!("http://127.0.0.1:{}/v1", {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        });
+        let e = Model::new(&llm(&closed))
+            .unwrap()
+            .turn(&[], &[], |_| {})
+            .await
+            .unwrap_err();
+        assert!(e.starts_with("cannot reach the model endpoint"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}
