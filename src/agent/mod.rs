@@ -13,6 +13,10 @@ pub(crate) mod model;
 #[allow(dead_code)]
 pub(crate) mod policy;
 #[allow(dead_code)]
+pub(crate) mod react;
+#[cfg(test)]
+pub(crate) mod scripted;
+#[allow(dead_code)]
 pub(crate) mod shell;
 
 /// A line the user typed at the prompt that starts with an `[ai] prefixes`

@@ -1,0 +1,471 @@
+//! The ReAct loop: ask the model, run the commands it asks for (under the
+//! approval policy), give it what they printed, until it answers.
+//!
+//! The loop knows nothing of terminals: a [`Host`] (the session) streams
+//! the agent's text to the user, asks for approval, runs commands in the
+//! user's shell and audits. That keeps the loop's rules (policy before
+//! anything runs, step and time limits, repeated calls stopped, bad
+//! arguments reported back to the model) testable on their own.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::model::{Model, ToolCall};
+use super::policy::{Policy, Verdict};
+use crate::config::AiMode;
+
+/// Output given back to the model: head and tail, with the cut said.
+const OUTPUT_HEAD: usize = 3000;
+const OUTPUT_TAIL: usize = 3000;
+/// How often the same command may be asked for in one question.
+const MAX_REPEATS: usize = 2;
+
+const INSTRUCTION: &str = "You are walissh's assistant, inside an SSH bastion. You help an \
+operations engineer with the host their terminal is connected to. Investigate by running \
+shell commands with the run_command tool: they run in the user's own shell, in front of them, \
+after their approval. Prefer read-only commands; one command per call; keep output small \
+(head, tail, grep). When you know enough, answer briefly and concretely.";
+
+/// What the user decided about a proposed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Approval {
+    Yes,
+    No,
+    /// The user edited the command; the edit is what runs (if the policy
+    /// allows it too).
+    Edited(String),
+}
+
+/// How a command ran.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outcome {
+    pub(crate) exit_code: Option<i32>,
+    /// ANSI-free output, already bounded by the host.
+    pub(crate) output: String,
+    pub(crate) output_bytes: u64,
+    /// Why it was stopped, if it was (waiting for input, timeout, Ctrl-C).
+    pub(crate) interrupted: Option<String>,
+}
+
+/// What the loop needs from the session it runs in.
+pub(crate) trait Host {
+    /// Shows the agent's text as it streams.
+    fn stream(&mut self, text: &str);
+    /// Shows the command and asks `Run? [y/N/e]`.
+    async fn approve(&mut self, command: &str, reason: &str) -> Approval;
+    /// Runs a command in the user's shell, visibly.
+    async fn run(&mut self, command: &str) -> Outcome;
+    /// An audit event of this session.
+    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
+}
+
+/// The limits of one question.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_steps: u32,
+    pub(crate) wall: Duration,
+}
+
+/// The tools the model is offered.
+pub(crate) fn tools() -> Vec<Value> {
+    vec![json!({
+        "type": "function",
+        "function": {
+            "name": "run_command",
+            "description": "Run one shell command on the host, in the user's shell and working directory, and return its exit code and output.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line to run."},
+                    "reason": {"type": "string", "description": "Why, in a few words, shown to the user."}
+                },
+                "required": ["command"]
+            }
+        }
+    })]
+}
+
+/// Answers `question`, with `context` (what the terminal model knows) as
+/// the turn's preamble. Returns the answer, or the one-line reason it has
+/// none.
+pub(crate) async fn answer(
+    model: &Model,
+    policy: &Policy,
+    mode: AiMode,
+    limits: Limits,
+    context: &str,
+    question: &str,
+    host: &mut impl Host,
+) -> Result<String, String> {
+    let started = Instant::now();
+    let mut messages = vec![
+        json!({"role": "system", "content": INSTRUCTION}),
+        json!({"role": "user", "content": format!("{context}\n\nQuestion: {question}")}),
+    ];
+    let tools = tools();
+    let mut asked: Vec<String> = Vec::new();
+    for _ in 0..limits.max_steps {
+        let left = limits
+            .wall
+            .checked_sub(started.elapsed())
+            .filter(|d| !d.is_zero());
+        let Some(left) = left else {
+            return fail(host, "the question took longer than its time limit").await;
+        };
+        let turn =
+            match tokio::time::timeout(left, model.turn(&messages, &tools, |t| host.stream(t)))
+                .await
+            {
+                Ok(Ok(turn)) => turn,
+                Ok(Err(e)) => return fail(host, &e).await,
+                Err(_) => return fail(host, "the question took longer than its time limit").await,
+            };
+        messages.push(assistant_message(&turn.text, &turn.tool_calls));
+        if turn.tool_calls.is_empty() {
+            host.audit("ai_answer", vec![("text", turn.text.clone().into())])
+                .await;
+            return Ok(turn.text);
+        }
+        for call in &turn.tool_calls {
+            let result = run_tool(call, policy, mode, &mut asked, host).await;
+            messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}));
+        }
+        if asked
+            .iter()
+            .any(|c| asked.iter().filter(|d| *d == c).count() > MAX_REPEATS)
+        {
+            return fail(host, "the agent kept asking for the same command; stopped").await;
+        }
+    }
+    fail(
+        host,
+        &format!("no answer within {} steps", limits.max_steps),
+    )
+    .await
+}
+
+async fn fail(host: &mut impl Host, message: &str) -> Result<String, String> {
+    host.audit("ai_error", vec![("message", message.into())])
+        .await;
+    Err(message.to_string())
+}
+
+fn assistant_message(text: &str, calls: &[ToolCall]) -> Value {
+    let mut m = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        m["tool_calls"] = calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                       "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+    }
+    m
+}
+
+/// Runs one tool call; returns what the model is told.
+async fn run_tool(
+    call: &ToolCall,
+    policy: &Policy,
+    mode: AiMode,
+    asked: &mut Vec<String>,
+    host: &mut impl Host,
+) -> String {
+    if call.name != "run_command" {
+        return format!(
+            "error: there is no tool named {:?}; use run_command",
+            call.name
+        );
+    }
+    let args: Value = match serde_json::from_str(&call.arguments) {
+        Ok(v) => v,
+        Err(e) => {
+            return format!(
+                "error: the arguments are not valid JSON ({e}); send {{\"command\": \"...\"}}"
+            );
+        }
+    };
+    let Some(command) = args.get("command").and_then(Value::as_str).map(str::trim) else {
+        return "error: missing \"command\"".into();
+    };
+    let reason = args.get("reason").and_then(Value::as_str).unwrap_or("");
+    asked.push(command.to_string());
+    let (command, decision) = match policy.check(command, mode) {
+        Verdict::Deny(why) => return deny(host, command, &why).await,
+        Verdict::Run => (command.to_string(), "auto"),
+        Verdict::Ask => match host.approve(command, reason).await {
+            Approval::Yes => (command.to_string(), "approved"),
+            Approval::No => {
+                let ev = vec![
+                    ("command", command.into()),
+                    ("decision", "denied_by_user".into()),
+                ];
+                host.audit("ai_tool_call", ev).await;
+                return "the user declined to run this command".into();
+            }
+            // An edit is checked again: the user's hand is no policy bypass.
+            Approval::Edited(edit) => match policy.check(&edit, mode) {
+                Verdict::Deny(why) => return deny(host, &edit, &why).await,
+                _ => (edit, "edited"),
+            },
+        },
+    };
+    let ev = vec![
+        ("command", command.clone().into()),
+        ("decision", decision.into()),
+    ];
+    host.audit("ai_tool_call", ev).await;
+    let outcome = host.run(&command).await;
+    let fields = vec![
+        ("command", command.clone().into()),
+        ("exit_code", outcome.exit_code.into()),
+        ("output_bytes", outcome.output_bytes.into()),
+    ];
+    host.audit("ai_tool_result", fields).await;
+    describe(&command, &outcome)
+}
+
+async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
+    let ev = vec![
+        ("command", command.into()),
+        ("decision", "denied_by_policy".into()),
+    ];
+    host.audit("ai_tool_call", ev).await;
+    format!("refused by walissh's policy ({why}); this command will not run. Try another way.")
+}
+
+/// The tool result for the model: how it ended and a bounded output.
+fn describe(command: &str, o: &Outcome) -> String {
+    let status = match (&o.interrupted, o.exit_code) {
+        (Some(why), _) => format!("interrupted: {why}"),
+        (None, Some(code)) => format!("exit code {code}"),
+        (None, None) => "exit code unknown".to_string(),
+    };
+    let out = &o.output;
+    let body = if out.len() <= OUTPUT_HEAD + OUTPUT_TAIL {
+        out.clone()
+    } else {
+        let head = &out[..out.floor_char_boundary(OUTPUT_HEAD)];
+        let tail = &out[out.ceil_char_boundary(out.len() - OUTPUT_TAIL)..];
+        format!(
+            "{head}\n[... {} bytes cut ...]\n{tail}",
+            out.len() - head.len() - tail.len()
+        )
+    };
+    format!("$ {command}\n{status}\n{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::scripted::{chunk, llm, server, sse};
+
+    #[derive(Default)]
+    struct FakeHost {
+        streamed: String,
+        approvals: Vec<Approval>,
+        ran: Vec<String>,
+        audit: Vec<(String, Value)>,
+    }
+
+    impl Host for FakeHost {
+        fn stream(&mut self, text: &str) {
+            self.streamed.push_str(text);
+        }
+        async fn approve(&mut self, _command: &str, _reason: &str) -> Approval {
+            self.approvals.pop().unwrap_or(Approval::No)
+        }
+        async fn run(&mut self, command: &str) -> Outcome {
+            self.ran.push(command.to_string());
+            Outcome {
+                exit_code: Some(0),
+                output: format!("output of {command}"),
+                output_bytes: 10,
+                interrupted: None,
+            }
+        }
+        async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+            let obj: serde_json::Map<String, Value> = fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            self.audit.push((kind.to_string(), Value::Object(obj)));
+        }
+    }
+
+    fn call(id: &str, args: &str) -> String {
+        sse(&[chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": "run_command", "arguments": args}}]}),
+        )])
+    }
+
+    fn text(t: &str) -> String {
+        sse(&[chunk(json!({"content": t}))])
+    }
+
+    const LIMITS: Limits = Limits {
+        max_steps: 4,
+        wall: Duration::from_secs(30),
+    };
+
+    #[tokio::test]
+    async fn a_question_answered_with_one_approved_command() {
+        let (url, seen) = server(vec![
+            (
+                200,
+                call("c1", r#"{"command": "df -h", "reason": "disk"}"#),
+                true,
+            ),
+            (200, text("/ is 97% full."), true),
+        ])
+        .await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let mut host = FakeHost {
+            approvals: vec![Approval::Yes],
+            ..Default::default()
+        };
+        let policy = Policy::new(&[]);
+        let a = answer(
+            &model,
+            &policy,
+            AiMode::Confirm,
+            LIMITS,
+            "cwd: /",
+            "why is the disk full",
+            &mut host,
+        )
+        .await;
+        assert_eq!(a.unwrap(), "/ is 97% full.");
+        assert_eq!(host.ran, ["df -h"]);
+        assert_eq!(host.streamed, "/ is 97% full.");
+        let kinds: Vec<&str> = host.audit.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(kinds, ["ai_tool_call", "ai_tool_result", "ai_answer"]);
+        assert_eq!(host.audit[0].1["decision"], "approved");
+        // The second request carried the call and its result.
+        let second: Value = serde_json::from_str(&seen.lock().unwrap()[1]).unwrap();
+        let msgs = second["messages"].as_array().unwrap();
+        assert_eq!(msgs[2]["tool_calls"][0]["id"], "c1");
+        assert_eq!(msgs[3]["role"], "tool");
+        assert!(
+            msgs[3]["content"]
+                .as_str()
+                .unwrap()
+                .contains("exit code 0\noutput of df -h")
+        );
+        assert_eq!(second["tools"][0]["function"]["name"], "run_command");
+    }
+
+    #[tokio::test]
+    async fn denied_commands_never_run_and_the_model_is_told() {
+        let (url, seen) = server(vec![
+            (200, call("c1", r#"{"command": "ls; rm -rf /"}"#), true),
+            (200, call("c2", r#"{"command": "ls /tmp"}"#), true),
+            (200, text("done"), true),
+        ])
+        .await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let mut host = FakeHost::default();
+        let a = answer(
+            &model,
+            &Policy::new(&[]),
+            AiMode::Auto,
+            LIMITS,
+            "",
+            "clean up",
+            &mut host,
+        )
+        .await;
+        assert_eq!(a.unwrap(), "done");
+        // The denied one never ran; the read-only one ran unasked in auto.
+        assert_eq!(host.ran, ["ls /tmp"]);
+        assert_eq!(host.audit[0].1["decision"], "denied_by_policy");
+        assert_eq!(host.audit[1].1["decision"], "auto");
+        let second: Value = serde_json::from_str(&seen.lock().unwrap()[1]).unwrap();
+        assert!(
+            second["messages"][3]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("refused by walissh's policy")
+        );
+    }
+
+    #[tokio::test]
+    async fn declined_edited_and_malformed_calls() {
+        let (url, seen) = server(vec![
+            (
+                200,
+                call("c1", r#"{"command": "systemctl restart nginx"}"#),
+                true,
+            ),
+            (200, call("c2", r#"{"command": "uptime"}"#), true),
+            (200, call("c3", r#"{"command": "unterminated"#), true),
+            (200, text("ok"), true),
+        ])
+        .await;
+        let model = Model::new(&llm(&url)).unwrap();
+        // approve() pops from the end: first No, then Edited.
+        let mut host = FakeHost {
+            approvals: vec![Approval::Edited("uptime -p".into()), Approval::No],
+            ..Default::default()
+        };
+        let a = answer(
+            &model,
+            &Policy::new(&[]),
+            AiMode::Confirm,
+            LIMITS,
+            "",
+            "q",
+            &mut host,
+        )
+        .await;
+        assert_eq!(a.unwrap(), "ok");
+        assert_eq!(host.ran, ["uptime -p"]);
+        assert_eq!(host.audit[0].1["decision"], "denied_by_user");
+        assert_eq!(host.audit[1].1["decision"], "edited");
+        let last: Value = serde_json::from_str(&seen.lock().unwrap()[3]).unwrap();
+        let msgs = last["messages"].as_array().unwrap();
+        assert!(
+            msgs.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .contains("not valid JSON")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_step_limit_and_repeats_stop_the_loop() {
+        let same = || (200, call("c", r#"{"command": "uptime"}"#), true);
+        let (url, _) = server(vec![same(), same(), same(), same()]).await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let mut host = FakeHost::default();
+        let e = answer(
+            &model,
+            &Policy::new(&[]),
+            AiMode::Auto,
+            LIMITS,
+            "",
+            "q",
+            &mut host,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("same command"), "{e}");
+        assert_eq!(host.ran.len(), MAX_REPEATS + 1);
+        assert_eq!(host.audit.last().unwrap().0, "ai_error");
+    }
+
+    #[test]
+    fn long_output_is_cut_with_the_cut_said() {
+        let o = Outcome {
+            exit_code: Some(1),
+            output: "x".repeat(10_000),
+            ..Default::default()
+        };
+        let d = describe("cat big", &o);
+        assert!(d.starts_with("$ cat big\nexit code 1\n"));
+        assert!(d.contains("[... 4000 bytes cut ...]"));
+    }
+}
