@@ -20,7 +20,7 @@ use crate::audit::Event;
 use crate::bastion::Bastion;
 use crate::route::Login;
 use crate::shutdown::Watcher;
-use crate::throttle::Attempt;
+use crate::throttle::{Attempt, Pending};
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -74,12 +74,17 @@ pub(crate) async fn accept_loop(
         let Some(mut stop) = connections.listener() else {
             return;
         };
+        let Some(pending) = bastion.throttle.admit(peer.ip()) else {
+            tracing::warn!(%peer, "refused: too many connections from this address that have not logged in");
+            continue;
+        };
         let authenticated = Arc::new(AtomicBool::new(false));
         let handler = Connection {
             bastion: bastion.clone(),
             peer,
             login: None,
             authenticated: authenticated.clone(),
+            pending: Some(pending),
             sessions: sessions.clone(),
         };
         let config = config.clone();
@@ -147,6 +152,8 @@ pub(crate) struct Connection {
     /// Set once the client has logged in; the accept loop's login timer
     /// reads it.
     authenticated: Arc<AtomicBool>,
+    /// This connection's place among its address's not-yet-logged-in ones.
+    pending: Option<Pending>,
     sessions: Watcher,
 }
 
@@ -168,6 +175,7 @@ impl Connection {
         self.bastion.audit.event(ev).await;
         self.login = Some(login);
         self.authenticated.store(true, Ordering::Relaxed);
+        self.pending = None;
         Auth::Accept
     }
 

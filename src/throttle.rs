@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The first failure costs this much; each further one doubles it.
@@ -35,6 +35,32 @@ pub(crate) struct Throttle {
     entries: Mutex<HashMap<IpAddr, Entry>>,
     max_failures: u32,
     lockout: Duration,
+    /// Connections per address that have not logged in yet.
+    pending: Arc<Mutex<HashMap<IpAddr, u32>>>,
+}
+
+/// Connections one address may hold open before logging in: enough for a
+/// burst of parallel logins, too few to exhaust file descriptors.
+const MAX_PENDING: u32 = 64;
+
+/// A connection that has not logged in yet; dropping it (on login, or when
+/// the connection ends) frees its place.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    counts: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    key: IpAddr,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// A login attempt being verified; dropping it without a verdict just
@@ -65,7 +91,24 @@ impl Throttle {
             entries: Mutex::new(HashMap::new()),
             max_failures: max_failures.max(1),
             lockout,
+            pending: Arc::default(),
         }
+    }
+
+    /// A place for a new connection from `ip`, or `None` when the address
+    /// already holds too many that have not logged in.
+    pub(crate) fn admit(&self, ip: IpAddr) -> Option<Pending> {
+        let key = key(ip);
+        let mut counts = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(key).or_insert(0);
+        if *n >= MAX_PENDING {
+            return None;
+        }
+        *n += 1;
+        Some(Pending {
+            counts: self.pending.clone(),
+            key,
+        })
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Entry>> {
@@ -172,6 +215,18 @@ mod tests {
         t.begin(ip("192.0.2.1")).unwrap().failed();
         std::thread::sleep(Duration::from_millis(5));
         assert!(t.begin(ip("192.0.2.1")).is_some());
+    }
+
+    #[test]
+    fn pending_connections_are_capped_per_address() {
+        let t = Throttle::new(5, Duration::from_secs(60));
+        let held: Vec<_> = (0..MAX_PENDING)
+            .map(|_| t.admit(ip("192.0.2.1")).unwrap())
+            .collect();
+        assert!(t.admit(ip("192.0.2.1")).is_none());
+        assert!(t.admit(ip("192.0.2.2")).is_some());
+        drop(held);
+        assert!(t.admit(ip("192.0.2.1")).is_some());
     }
 
     #[test]

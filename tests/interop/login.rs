@@ -144,3 +144,32 @@ fn clients_that_do_not_log_in_are_disconnected() {
     c.arg("echo served");
     assert_eq!(stdout(&run(c, b"")), "served\n");
 }
+
+#[test]
+fn an_address_cannot_hold_unlimited_connections_without_logging_in() {
+    use std::io::Read;
+    let b = Bastion::start();
+    let banner = |s: &mut std::net::TcpStream| {
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut buf = [0u8; 8];
+        let n = s.read(&mut buf).unwrap_or(0);
+        buf[..n].to_vec()
+    };
+    // 64 connections that never log in each get the server's banner...
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+        assert_eq!(banner(&mut s), b"SSH-2.0-");
+        held.push(s);
+    }
+    // ... the next one is closed without a word.
+    let mut refused = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+    assert_eq!(banner(&mut refused), b"");
+    b.log.wait_for("too many connections from this address");
+    // Another address is not affected.
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.args(["-b", "127.0.0.2", "echo other"]);
+    let out = run(c, b"");
+    assert_eq!(stdout(&out), "other\n", "{}", stderr(&out));
+    drop(held);
+}
