@@ -173,7 +173,6 @@ pub(crate) struct UserConfig {
     pub(crate) authorized_keys: Vec<Spanned<String>>,
     #[serde(default)]
     pub(crate) targets: Vec<Spanned<String>>,
-    #[allow(dead_code)] // read by the agent (issue 4)
     #[serde(default)]
     pub(crate) ai: AiMode,
 }

@@ -711,7 +711,7 @@ impl Pumps<'_> {
             let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
             self.ctx.bastion.audit.event(ev).await;
             spliced.extend_from_slice(&out[from..*at]);
-            spliced.extend(crate::agent::answer(q));
+            spliced.extend(crate::agent::answer(q, self.ai_mode()));
             from = *at;
         }
         spliced.extend_from_slice(&out[from..]);
@@ -750,6 +750,15 @@ impl Pumps<'_> {
                 .field("detected", "screen");
             self.ctx.bastion.audit.event(ev).await;
         }
+    }
+
+    /// The user's `ai` setting.
+    fn ai_mode(&self) -> crate::config::AiMode {
+        let config = &self.ctx.bastion.config;
+        config
+            .user(&self.ids.user)
+            .map(|u| u.ai)
+            .unwrap_or(crate::config::AiMode::Off)
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.

@@ -19,6 +19,8 @@ pub(crate) mod scripted;
 #[allow(dead_code)]
 pub(crate) mod shell;
 
+use crate::config::AiMode;
+
 /// A line the user typed at the prompt that starts with an `[ai] prefixes`
 /// entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,13 +33,18 @@ pub(crate) struct Question {
 }
 
 /// What the user sees in answer, before the shell redraws its prompt.
-pub(crate) fn answer(q: &Question) -> Vec<u8> {
+/// Users whose `ai` is `off` are refused; for the others the agent is not
+/// wired in yet.
+pub(crate) fn answer(q: &Question, mode: AiMode) -> Vec<u8> {
     let mut out = String::new();
     if !q.kept {
         out.push_str(&q.text);
         out.push_str("\r\n");
     }
-    out.push_str("walissh: the agent is not configured yet; nothing was run.\r\n");
+    out.push_str(match mode {
+        AiMode::Off => "walissh: the agent is off for your account; nothing was run.\r\n",
+        _ => "walissh: the agent is not configured yet; nothing was run.\r\n",
+    });
     out.into_bytes()
 }
 
@@ -51,9 +58,13 @@ mod tests {
             text: "? why".into(),
             kept: false,
         };
-        let a = String::from_utf8(answer(&q)).unwrap();
+        let a = String::from_utf8(answer(&q, AiMode::Confirm)).unwrap();
         assert!(a.starts_with("? why\r\n"));
         let kept = Question { kept: true, ..q };
-        assert!(!String::from_utf8(answer(&kept)).unwrap().contains("? why"));
+        assert!(
+            !String::from_utf8(answer(&kept, AiMode::Confirm))
+                .unwrap()
+                .contains("? why")
+        );
     }
 }

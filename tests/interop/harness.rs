@@ -326,7 +326,7 @@ impl Default for Opts {
 
 /// walissh in front of a real sshd, with three users:
 /// alice (password, only web1), bob (key, web1 and local: a menu),
-/// carol (password, every target including the unreachable `down`, the
+/// carol (password, `ai = "off"`, every target including the unreachable `down`, the
 /// `tarpit` that accepts connections and never answers, and, when the
 /// tests run as root, `jail`: a local shell run as JAIL_USER, and
 /// `pwtarget`/`pwmissing`: the sshd as JAIL_USER with a password from an
@@ -420,6 +420,7 @@ targets = ["web1", "local"]
 name = "carol"
 password_hash = "{carol}"
 targets = ["web*", "local", "down", "jail", "tarpit", "pw*", "zsh"]
+ai = "off"
 "#,
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),

@@ -209,3 +209,14 @@ fn a_question_in_less_or_vi_is_a_search() {
     assert_eq!(c[2]["exit_code"], 0, "vi did not write the change: {c:#?}");
     assert!(b.audit().iter().all(|e| e["kind"] != "ai_prompt"));
 }
+
+#[test]
+fn users_with_the_agent_off_are_refused() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_pw("carol:web1", CAROL_PW), 24, 80);
+    t.send("? why\r");
+    t.expect("the agent is off for your account");
+    let p = b.wait_kind("ai_prompt");
+    assert_eq!(p["user"], "carol");
+    assert_eq!(p["text"], "? why");
+}
