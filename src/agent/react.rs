@@ -311,33 +311,43 @@ mod tests {
         wall: Duration::from_secs(30),
     };
 
-    #[tokio::test]
-    async fn a_question_answered_with_one_approved_command() {
-        let (url, seen) = server(vec![
-            (
-                200,
-                call("c1", r#"{"command": "df -h", "reason": "disk"}"#),
-                true,
-            ),
-            (200, text("/ is 97% full."), true),
-        ])
-        .await;
+    /// Asks one question against a scripted model (one SSE body per
+    /// request); returns the answer, the host, and the requests made.
+    async fn ask(
+        script: Vec<String>,
+        mode: AiMode,
+        approvals: Vec<Approval>,
+    ) -> (Result<String, String>, FakeHost, Vec<Value>) {
+        let (url, seen) = server(script.into_iter().map(|b| (200, b, true)).collect()).await;
         let model = Model::new(&llm(&url)).unwrap();
         let mut host = FakeHost {
-            approvals: vec![Approval::Yes],
+            approvals,
             ..Default::default()
         };
         let policy = Policy::new(&[]);
-        let a = answer(
-            &model,
-            &policy,
-            AiMode::Confirm,
-            LIMITS,
-            "cwd: /",
-            "why is the disk full",
-            &mut host,
-        )
-        .await;
+        let a = answer(&model, &policy, mode, LIMITS, "cwd: /", "q", &mut host).await;
+        let requests = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_str(r).unwrap())
+            .collect();
+        (a, host, requests)
+    }
+
+    /// The content of the last message of a request.
+    fn last_message(request: &Value) -> &str {
+        let msgs = request["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"].as_str().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_question_answered_with_one_approved_command() {
+        let script = vec![
+            call("c1", r#"{"command": "df -h", "reason": "disk"}"#),
+            text("/ is 97% full."),
+        ];
+        let (a, host, requests) = ask(script, AiMode::Confirm, vec![Approval::Yes]).await;
         assert_eq!(a.unwrap(), "/ is 97% full.");
         assert_eq!(host.ran, ["df -h"]);
         assert_eq!(host.streamed, "/ is 97% full.");
@@ -345,113 +355,54 @@ mod tests {
         assert_eq!(kinds, ["ai_tool_call", "ai_tool_result", "ai_answer"]);
         assert_eq!(host.audit[0].1["decision"], "approved");
         // The second request carried the call and its result.
-        let second: Value = serde_json::from_str(&seen.lock().unwrap()[1]).unwrap();
-        let msgs = second["messages"].as_array().unwrap();
+        let msgs = requests[1]["messages"].as_array().unwrap();
         assert_eq!(msgs[2]["tool_calls"][0]["id"], "c1");
         assert_eq!(msgs[3]["role"], "tool");
-        assert!(
-            msgs[3]["content"]
-                .as_str()
-                .unwrap()
-                .contains("exit code 0\noutput of df -h")
-        );
-        assert_eq!(second["tools"][0]["function"]["name"], "run_command");
+        assert!(last_message(&requests[1]).contains("exit code 0\noutput of df -h"));
+        assert_eq!(requests[1]["tools"][0]["function"]["name"], "run_command");
     }
 
     #[tokio::test]
     async fn denied_commands_never_run_and_the_model_is_told() {
-        let (url, seen) = server(vec![
-            (200, call("c1", r#"{"command": "ls; rm -rf /"}"#), true),
-            (200, call("c2", r#"{"command": "ls /tmp"}"#), true),
-            (200, text("done"), true),
-        ])
-        .await;
-        let model = Model::new(&llm(&url)).unwrap();
-        let mut host = FakeHost::default();
-        let a = answer(
-            &model,
-            &Policy::new(&[]),
-            AiMode::Auto,
-            LIMITS,
-            "",
-            "clean up",
-            &mut host,
-        )
-        .await;
+        let script = vec![
+            call("c1", r#"{"command": "ls; rm -rf /"}"#),
+            call("c2", r#"{"command": "ls /tmp"}"#),
+            text("done"),
+        ];
+        let (a, host, requests) = ask(script, AiMode::Auto, vec![]).await;
         assert_eq!(a.unwrap(), "done");
         // The denied one never ran; the read-only one ran unasked in auto.
         assert_eq!(host.ran, ["ls /tmp"]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_policy");
         assert_eq!(host.audit[1].1["decision"], "auto");
-        let second: Value = serde_json::from_str(&seen.lock().unwrap()[1]).unwrap();
-        assert!(
-            second["messages"][3]["content"]
-                .as_str()
-                .unwrap()
-                .starts_with("refused by walissh's policy")
-        );
+        assert!(last_message(&requests[1]).starts_with("refused by walissh's policy"));
     }
 
     #[tokio::test]
     async fn declined_edited_and_malformed_calls() {
-        let (url, seen) = server(vec![
-            (
-                200,
-                call("c1", r#"{"command": "systemctl restart nginx"}"#),
-                true,
-            ),
-            (200, call("c2", r#"{"command": "uptime"}"#), true),
-            (200, call("c3", r#"{"command": "unterminated"#), true),
-            (200, text("ok"), true),
-        ])
-        .await;
-        let model = Model::new(&llm(&url)).unwrap();
+        let script = vec![
+            call("c1", r#"{"command": "systemctl restart nginx"}"#),
+            call("c2", r#"{"command": "uptime"}"#),
+            call("c3", r#"{"command": "unterminated"#),
+            text("ok"),
+        ];
         // approve() pops from the end: first No, then Edited.
-        let mut host = FakeHost {
-            approvals: vec![Approval::Edited("uptime -p".into()), Approval::No],
-            ..Default::default()
-        };
-        let a = answer(
-            &model,
-            &Policy::new(&[]),
-            AiMode::Confirm,
-            LIMITS,
-            "",
-            "q",
-            &mut host,
-        )
-        .await;
+        let approvals = vec![Approval::Edited("uptime -p".into()), Approval::No];
+        let (a, host, requests) = ask(script, AiMode::Confirm, approvals).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["uptime -p"]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_user");
         assert_eq!(host.audit[1].1["decision"], "edited");
-        let last: Value = serde_json::from_str(&seen.lock().unwrap()[3]).unwrap();
-        let msgs = last["messages"].as_array().unwrap();
-        assert!(
-            msgs.last().unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .contains("not valid JSON")
-        );
+        assert!(last_message(&requests[3]).contains("not valid JSON"));
     }
 
     #[tokio::test]
     async fn the_step_limit_and_repeats_stop_the_loop() {
-        let same = || (200, call("c", r#"{"command": "uptime"}"#), true);
-        let (url, _) = server(vec![same(), same(), same(), same()]).await;
-        let model = Model::new(&llm(&url)).unwrap();
-        let mut host = FakeHost::default();
-        let e = answer(
-            &model,
-            &Policy::new(&[]),
-            AiMode::Auto,
-            LIMITS,
-            "",
-            "q",
-            &mut host,
-        )
-        .await
-        .unwrap_err();
+        let script = (0..4)
+            .map(|_| call("c", r#"{"command": "uptime"}"#))
+            .collect();
+        let (a, host, _) = ask(script, AiMode::Auto, vec![]).await;
+        let e = a.unwrap_err();
         assert!(e.contains("same command"), "{e}");
         assert_eq!(host.ran.len(), MAX_REPEATS + 1);
         assert_eq!(host.audit.last().unwrap().0, "ai_error");

@@ -672,6 +672,17 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// `c` with one more argument (the remote command, usually).
+pub fn with(mut c: Command, arg: impl AsRef<std::ffi::OsStr>) -> Command {
+    c.arg(arg);
+    c
+}
+
+/// Runs `c` with the remote command `cmd` and no input.
+pub fn exec(c: Command, cmd: impl AsRef<std::ffi::OsStr>) -> Output {
+    run(with(c, cmd), b"")
+}
+
 /// Runs a command to completion, with stdin from `input`.
 pub fn run(mut c: Command, input: &[u8]) -> Output {
     c.stdin(Stdio::piped())

@@ -134,9 +134,10 @@ fn unwritable_recordings_refuse_new_sessions_by_default() {
     assert_eq!(ev["user"], "bob");
     assert!(b.audit().iter().all(|e| e["kind"] != "session_start"));
     // Sessions without a PTY are not recorded, so they go on working.
-    let mut c = b.ssh_bob("bob:web1");
-    c.arg("echo exec-ok");
-    assert_eq!(stdout(&run(c, b"")), "exec-ok\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_bob("bob:web1"), "echo exec-ok")),
+        "exec-ok\n"
+    );
 }
 
 #[test]
@@ -205,16 +206,12 @@ fn a_failing_audit_database_refuses_new_sessions() {
     // Break the database under the running bastion: its writes now fail.
     let db = rusqlite::Connection::open(b.state.join("audit.db")).unwrap();
     db.execute_batch("DROP TABLE events").unwrap();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("true");
-    run(c, b"");
+    exec(b.ssh_pw("alice:web1", ALICE_PW), "true");
     b.log.wait_for("audit database write failed");
     // Unwritten events still reach the log, as JSON.
     b.log.wait_for("unwritten audit event");
 
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo not-reached");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo not-reached");
     assert_eq!(out.status.code(), Some(1));
     assert!(!stdout(&out).contains("not-reached"));
     assert!(

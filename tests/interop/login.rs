@@ -5,9 +5,7 @@ use crate::harness::*;
 #[test]
 fn password_login_runs_a_command_and_is_audited() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo hello-$((40+2))");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo hello-$((40+2))");
     assert_eq!(stdout(&out), "hello-42\n", "stderr: {}", stderr(&out));
     assert_eq!(out.status.code(), Some(0));
     let ok = b.wait_kind("auth_ok");
@@ -25,17 +23,13 @@ fn password_login_runs_a_command_and_is_audited() {
 #[test]
 fn key_login_works_and_unknown_key_is_refused() {
     let b = Bastion::start();
-    let mut c = b.ssh_bob("bob:web1");
-    c.arg("echo key-ok");
-    let out = run(c, b"");
+    let out = exec(b.ssh_bob("bob:web1"), "echo key-ok");
     assert_eq!(stdout(&out), "key-ok\n", "stderr: {}", stderr(&out));
     let ok = b.wait_event(|e| e["kind"] == "auth_ok" && e["user"] == "bob");
     assert_eq!(ok["method"], "publickey");
 
     // Bob's key does not open alice's account.
-    let mut c = b.ssh_bob("alice:web1");
-    c.arg("true");
-    let out = run(c, b"");
+    let out = exec(b.ssh_bob("alice:web1"), "true");
     assert_eq!(out.status.code(), Some(255));
     assert!(
         stderr(&out).contains("Permission denied"),
@@ -53,15 +47,11 @@ fn wrong_passwords_are_throttled_per_address() {
         ..Opts::default()
     });
     for _ in 0..3 {
-        let mut c = b.ssh_pw("alice:web1", "wrong");
-        c.arg("true");
-        let out = run(c, b"");
+        let out = exec(b.ssh_pw("alice:web1", "wrong"), "true");
         assert_eq!(out.status.code(), Some(255));
     }
     // Locked out now: even the right password is refused from this address.
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo should-not-run");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo should-not-run");
     assert_eq!(out.status.code(), Some(255));
     assert!(!stdout(&out).contains("should-not-run"));
 
@@ -85,9 +75,7 @@ fn wrong_passwords_are_throttled_per_address() {
 #[test]
 fn unknown_user_is_refused_and_audited() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("mallory:web1", "x");
-    c.arg("true");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("mallory:web1", "x"), "true");
     assert_eq!(out.status.code(), Some(255));
     let fail = b.wait_event(|e| e["kind"] == "auth_fail" && e["user"] == "mallory");
     assert_eq!(fail["method"], "password");
@@ -140,9 +128,10 @@ fn clients_that_do_not_log_in_are_disconnected() {
     assert!(end.is_ok(), "walissh did not close the connection: {end:?}");
     assert!(seen.starts_with(b"SSH-2.0-"));
     // The bastion still serves others.
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo served");
-    assert_eq!(stdout(&run(c, b"")), "served\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo served")),
+        "served\n"
+    );
 }
 
 #[test]

@@ -33,9 +33,10 @@ fn interactive_round_trip_and_resize() {
 #[test]
 fn exec_passes_exit_status_stdout_and_stderr() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo out; echo err >&2; exit 42");
-    let out = run(c, b"");
+    let out = exec(
+        b.ssh_pw("alice:web1", ALICE_PW),
+        "echo out; echo err >&2; exit 42",
+    );
     assert_eq!(out.status.code(), Some(42));
     assert_eq!(stdout(&out), "out\n");
     assert_eq!(stderr(&out), "err\n");
@@ -192,9 +193,7 @@ fn only_the_locale_is_passed_from_the_client() {
 #[test]
 fn exit_signal_reaches_the_client_and_the_audit() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("kill -TERM $$");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "kill -TERM $$");
     // OpenSSH's client reports a remote signal as exit status 255.
     assert_eq!(out.status.code(), Some(255));
     let end = b.wait_kind("session_end");

@@ -5,13 +5,15 @@ use crate::harness::*;
 #[test]
 fn hash_separator_and_only_target() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("alice#web1", ALICE_PW);
-    c.arg("echo via-hash");
-    assert_eq!(stdout(&run(c, b"")), "via-hash\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice#web1", ALICE_PW), "echo via-hash")),
+        "via-hash\n"
+    );
     // alice may reach only web1, so naming no target goes there.
-    let mut c = b.ssh_pw("alice", ALICE_PW);
-    c.arg("echo only-target");
-    assert_eq!(stdout(&run(c, b"")), "only-target\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice", ALICE_PW), "echo only-target")),
+        "only-target\n"
+    );
     let starts: Vec<_> = b
         .audit()
         .into_iter()
@@ -25,9 +27,10 @@ fn forbidden_and_missing_targets_get_the_same_answer() {
     let b = Bastion::start();
     let mut answers = Vec::new();
     for target in ["web2", "nosuch"] {
-        let mut c = b.ssh_pw(&format!("alice:{target}"), ALICE_PW);
-        c.arg("echo not-reached");
-        let out = run(c, b"");
+        let out = exec(
+            b.ssh_pw(&format!("alice:{target}"), ALICE_PW),
+            "echo not-reached",
+        );
         assert_eq!(out.status.code(), Some(1));
         assert!(stdout(&out).is_empty());
         answers.push(stderr(&out).replace(target, "T"));
@@ -46,9 +49,7 @@ fn forbidden_and_missing_targets_get_the_same_answer() {
 #[test]
 fn exec_without_a_target_lists_the_allowed_ones() {
     let b = Bastion::start();
-    let mut c = b.ssh_bob("bob");
-    c.arg("true");
-    let out = run(c, b"");
+    let out = exec(b.ssh_bob("bob"), "true");
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("you may reach: web1, local"), "{err}");
@@ -91,9 +92,7 @@ fn leaving_the_menu_starts_nothing() {
     t.expect("no target chosen");
     assert_eq!(t.wait(), Some(1));
     // A later session's start is the sentinel: events are written in order.
-    let mut c = b.ssh_bob("bob:web1");
-    c.arg("true");
-    run(c, b"");
+    exec(b.ssh_bob("bob:web1"), "true");
     let starts = b.wait_count("session_start", 1);
     assert_eq!(starts.len(), 1);
     assert_eq!(starts[0]["target"], "web1");

@@ -7,9 +7,10 @@ use crate::harness::*;
 #[test]
 fn accept_new_records_the_key_and_refuses_a_change() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("true");
-    assert_eq!(run(c, b"").status.code(), Some(0));
+    assert_eq!(
+        exec(b.ssh_pw("alice:web1", ALICE_PW), "true").status.code(),
+        Some(0)
+    );
     let known = std::fs::read_to_string(b.state.join("known_hosts")).unwrap();
     let key_b64 = b.sshd.host_pub.split_whitespace().nth(1).unwrap();
     assert!(
@@ -22,9 +23,11 @@ fn accept_new_records_the_key_and_refuses_a_change() {
     let other = keygen(&b.dir.path().join("other_host"));
     let line = format!("[127.0.0.1]:{} {}\n", b.sshd.port, other);
     std::fs::write(b.state.join("known_hosts"), line).unwrap();
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo not-reached");
-    let out = refused(c, 255, "host key for web1 changed; ask an administrator");
+    let out = refused(
+        with(b.ssh_pw("alice:web1", ALICE_PW), "echo not-reached"),
+        255,
+        "host key for web1 changed; ask an administrator",
+    );
     assert!(!stdout(&out).contains("not-reached"));
     let ev = b.wait_kind("upstream_error");
     assert_eq!(
@@ -41,9 +44,11 @@ fn strict_policy_refuses_an_unknown_host() {
         host_key_policy: "strict",
         ..Opts::default()
     });
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("true");
-    refused(c, 255, "host key for web1 is not known");
+    refused(
+        with(b.ssh_pw("alice:web1", ALICE_PW), "true"),
+        255,
+        "host key for web1 is not known",
+    );
     b.wait_kind("upstream_error");
 }
 
@@ -58,17 +63,20 @@ fn strict_policy_accepts_a_listed_host() {
         })),
         ..Opts::default()
     });
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo strict-ok");
-    assert_eq!(stdout(&run(c, b"")), "strict-ok\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo strict-ok")),
+        "strict-ok\n"
+    );
 }
 
 #[test]
 fn unreachable_target_is_reported_and_the_bastion_keeps_serving() {
     let b = Bastion::start();
-    let mut c = b.ssh_pw("carol:down", CAROL_PW);
-    c.arg("true");
-    refused(c, 255, "cannot reach down");
+    refused(
+        with(b.ssh_pw("carol:down", CAROL_PW), "true"),
+        255,
+        "cannot reach down",
+    );
     let ev = b.wait_kind("upstream_error");
     assert!(
         ev["message"]
@@ -76,9 +84,13 @@ fn unreachable_target_is_reported_and_the_bastion_keeps_serving() {
             .unwrap()
             .contains("cannot reach down")
     );
-    let mut c = b.ssh_pw("carol:web1", CAROL_PW);
-    c.arg("echo still-serving");
-    assert_eq!(stdout(&run(c, b"")), "still-serving\n");
+    assert_eq!(
+        stdout(&exec(
+            b.ssh_pw("carol:web1", CAROL_PW),
+            "echo still-serving"
+        )),
+        "still-serving\n"
+    );
 }
 
 #[test]
@@ -99,9 +111,10 @@ fn target_closing_mid_session_reaches_the_user() {
             .contains("web1 closed the session")
     );
     b.wait_kind("session_end");
-    let mut c = b.ssh_bob("bob:web1");
-    c.arg("echo after");
-    assert_eq!(stdout(&run(c, b"")), "after\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_bob("bob:web1"), "echo after")),
+        "after\n"
+    );
 }
 
 #[test]
@@ -119,17 +132,16 @@ fn client_vanishing_mid_transfer_does_not_hurt_others() {
     child.wait().unwrap();
     let end = b.wait_kind("session_end");
     assert!(end["bytes_out"].as_u64().unwrap() >= 1 << 20);
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo fine");
-    assert_eq!(stdout(&run(c, b"")), "fine\n");
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo fine")),
+        "fine\n"
+    );
 }
 
 #[test]
 fn local_target_shell_and_exec() {
     let b = Bastion::start();
-    let mut c = b.ssh_bob("bob:local");
-    c.arg("echo local-$((4+4)); exit 3");
-    let out = run(c, b"");
+    let out = exec(b.ssh_bob("bob:local"), "echo local-$((4+4)); exit 3");
     assert_eq!(stdout(&out), "local-8\n");
     assert_eq!(out.status.code(), Some(3));
 
@@ -151,9 +163,10 @@ fn run_as_keeps_the_local_shell_away_from_walissh_state() {
     }
     let b = Bastion::start();
     let key = b.state.join("host_ed25519");
-    let mut c = b.ssh_pw("carol:jail", CAROL_PW);
-    c.arg(format!("id -un; cat {} || echo DENIED", key.display()));
-    let out = run(c, b"");
+    let out = exec(
+        b.ssh_pw("carol:jail", CAROL_PW),
+        format!("id -un; cat {} || echo DENIED", key.display()),
+    );
     assert_eq!(
         stdout(&out),
         format!("{JAIL_USER}\nDENIED\n"),
@@ -173,9 +186,11 @@ fn known_hosts_lines_walissh_cannot_read_block_learning() {
         })),
         ..Opts::default()
     });
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("true");
-    let out = refused(c, 255, "host key for web1 cannot be checked");
+    let out = refused(
+        with(b.ssh_pw("alice:web1", ALICE_PW), "true"),
+        255,
+        "host key for web1 cannot be checked",
+    );
     assert!(
         stderr(&out).contains("known_hosts:1 uses markers"),
         "{}",
@@ -221,9 +236,7 @@ fn password_env_logs_in_to_the_target_with_a_password() {
         return;
     }
     let b = Bastion::start();
-    let mut c = b.ssh_pw("carol:pwtarget", CAROL_PW);
-    c.arg("id -un");
-    let out = run(c, b"");
+    let out = exec(b.ssh_pw("carol:pwtarget", CAROL_PW), "id -un");
     assert_eq!(
         stdout(&out),
         format!("{JAIL_USER}\n"),
