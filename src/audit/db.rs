@@ -138,17 +138,21 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
     tx.commit()
 }
 
-/// An event as one JSON object: the common fields, then the kind's own.
+/// An event as one JSON object: the common fields, then the kind's own,
+/// as `walissh audit --json` prints it.
 fn event_json(ev: &Event) -> Value {
-    let mut obj = Map::new();
-    obj.insert("ts".into(), rfc3339(ev.ts).into());
-    obj.insert("session".into(), ev.session.clone().into());
-    obj.insert("user".into(), ev.user.clone().into());
-    obj.insert("target".into(), ev.target.clone().into());
-    obj.insert("kind".into(), ev.kind.into());
-    for (k, v) in &ev.fields {
-        obj.insert(k.clone(), v.clone());
-    }
+    let common = [
+        ("ts", Some(rfc3339(ev.ts))),
+        ("session", ev.session.clone()),
+        ("user", ev.user.clone()),
+        ("target", ev.target.clone()),
+        ("kind", Some(ev.kind.to_string())),
+    ];
+    let mut obj: Map<String, Value> = common
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.into()))
+        .collect();
+    obj.extend(ev.fields.clone());
     Value::Object(obj)
 }
 
@@ -165,55 +169,61 @@ fn open_reader(path: &Path) -> Result<Connection, String> {
 
 /// Every session, oldest first, one JSON object per line.
 pub(crate) fn sessions_json(path: &Path, out: &mut dyn std::io::Write) -> Result<(), String> {
-    let conn = open_reader(path)?;
-    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
-    let mut stmt = conn
-        .prepare("SELECT id, user, target, client_addr, started, ended, recording FROM sessions ORDER BY started, id")
-        .map_err(err)?;
-    let rows = stmt
-        .query_map([], |r| {
-            let mut o = Map::new();
-            o.insert("id".into(), r.get::<_, String>(0)?.into());
-            o.insert("user".into(), r.get::<_, String>(1)?.into());
-            o.insert("target".into(), r.get::<_, String>(2)?.into());
-            o.insert("client_addr".into(), r.get::<_, String>(3)?.into());
-            o.insert("started".into(), r.get::<_, String>(4)?.into());
-            o.insert("ended".into(), r.get::<_, Option<String>>(5)?.into());
-            o.insert("recording".into(), r.get::<_, Option<String>>(6)?.into());
-            Ok(Value::Object(o))
-        })
-        .map_err(err)?;
-    for row in rows {
-        writeln!(out, "{}", row.map_err(err)?).map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    let sql = "SELECT id, user, target, client_addr, started, ended, recording
+               FROM sessions ORDER BY started, id";
+    let names = [
+        "id",
+        "user",
+        "target",
+        "client_addr",
+        "started",
+        "ended",
+        "recording",
+    ];
+    print_rows(path, sql, &[], &names, out)
 }
 
-/// Audit events, oldest first, optionally of one session only.
+/// Audit events, oldest first, optionally of one session only. The last
+/// column holds the kind's own fields, merged into each object.
 pub(crate) fn audit_json(
     path: &Path,
     session: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), String> {
+    let sql = "SELECT ts, session, user, target, kind, fields FROM events
+               WHERE ?1 IS NULL OR session = ?1 ORDER BY seq";
+    let names = ["ts", "session", "user", "target", "kind", "fields"];
+    print_rows(path, sql, &[&session], &names, out)
+}
+
+/// Prints each row of a read-only query as one JSON object line, the
+/// columns (text or NULL) under `names`; a column named `fields` holds a
+/// JSON object whose members are merged in instead.
+fn print_rows(
+    path: &Path,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    names: &[&str],
+    out: &mut dyn std::io::Write,
+) -> Result<(), String> {
     let conn = open_reader(path)?;
     let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
-    let mut stmt = conn
-        .prepare(
-            "SELECT ts, session, user, target, kind, fields FROM events
-             WHERE ?1 IS NULL OR session = ?1 ORDER BY seq",
-        )
-        .map_err(err)?;
+    let mut stmt = conn.prepare(sql).map_err(err)?;
     let rows = stmt
-        .query_map([session], |r| {
+        .query_map(params, |r| {
             let mut o = Map::new();
-            o.insert("ts".into(), r.get::<_, String>(0)?.into());
-            o.insert("session".into(), r.get::<_, Option<String>>(1)?.into());
-            o.insert("user".into(), r.get::<_, Option<String>>(2)?.into());
-            o.insert("target".into(), r.get::<_, Option<String>>(3)?.into());
-            o.insert("kind".into(), r.get::<_, String>(4)?.into());
-            let fields: String = r.get(5)?;
-            if let Ok(Value::Object(f)) = serde_json::from_str(&fields) {
-                o.extend(f);
+            for (i, name) in names.iter().enumerate() {
+                let value: Option<String> = r.get(i)?;
+                match (*name, value) {
+                    ("fields", Some(text)) => {
+                        if let Ok(Value::Object(f)) = serde_json::from_str(&text) {
+                            o.extend(f);
+                        }
+                    }
+                    (name, value) => {
+                        o.insert(name.to_string(), value.into());
+                    }
+                }
             }
             Ok(Value::Object(o))
         })

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
@@ -17,17 +18,17 @@ use tokio::sync::{mpsc, oneshot};
 
 enum Msg {
     Open {
-        id: String,
+        id: Arc<str>,
         path: PathBuf,
         header: String,
         reply: oneshot::Sender<Result<(), String>>,
     },
     Line {
-        id: String,
+        id: Arc<str>,
         line: String,
     },
     Close {
-        id: String,
+        id: Arc<str>,
     },
 }
 
@@ -82,10 +83,11 @@ impl Recorder {
             "title": header.title,
         })
         .to_string();
+        let id: Arc<str> = Arc::from(id);
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Msg::Open {
-                id: id.to_string(),
+                id: id.clone(),
                 path: path.clone(),
                 header,
                 reply,
@@ -96,7 +98,7 @@ impl Recorder {
             .await
             .map_err(|_| "the recorder has stopped".to_string())??;
         Ok(Recording {
-            id: id.to_string(),
+            id,
             path,
             tx: self.tx.clone(),
             start: Instant::now(),
@@ -108,7 +110,8 @@ impl Recorder {
 /// One session's recording. Each direction of the session writes through
 /// its own [`Track`], so both can run at once.
 pub(crate) struct Recording {
-    id: String,
+    /// Shared with every line sent, so a chunk of output costs no copy of it.
+    id: Arc<str>,
     pub(crate) path: PathBuf,
     tx: mpsc::Sender<Msg>,
     start: Instant,
@@ -215,7 +218,7 @@ fn take_utf8(carry: &mut Vec<u8>, data: &[u8]) -> String {
 }
 
 fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
-    let mut files: HashMap<String, BufWriter<File>> = HashMap::new();
+    let mut files: HashMap<Arc<str>, BufWriter<File>> = HashMap::new();
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(msg) = next {
@@ -234,7 +237,7 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
     }
 }
 
-fn handle(msg: Msg, files: &mut HashMap<String, BufWriter<File>>) {
+fn handle(msg: Msg, files: &mut HashMap<Arc<str>, BufWriter<File>>) {
     match msg {
         Msg::Open {
             id,

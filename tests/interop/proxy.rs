@@ -18,6 +18,9 @@ fn interactive_round_trip_and_resize() {
     t.resize(40, 100);
     t.expect("40 100");
     t.send("\x03");
+    // Ctrl-C flushes what is typed ahead (as on any terminal): wait until
+    // the shell reports the interrupted loop before typing on.
+    b.wait_event(|e| e["kind"] == "command" && e["exit_code"] == 130);
     t.send("exit 7\r");
     assert_eq!(t.wait(), Some(7));
     let end = b.wait_kind("session_end");
