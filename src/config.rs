@@ -175,6 +175,12 @@ pub(crate) struct UserConfig {
     pub(crate) targets: Vec<Spanned<String>>,
     #[serde(default)]
     pub(crate) ai: AiMode,
+    /// `targets` and `authorized_keys`, parsed once at load (validation
+    /// has checked that they parse).
+    #[serde(skip)]
+    target_patterns: Vec<glob::Pattern>,
+    #[serde(skip)]
+    keys: Vec<russh::keys::PublicKey>,
 }
 
 #[allow(dead_code)] // read by the agent (issue 4)
@@ -380,6 +386,9 @@ impl Config {
         config.source = source.to_string();
         config.embedded = embedded;
         config.validate(&loc)?;
+        for u in &mut config.users {
+            u.compile();
+        }
         Ok(config)
     }
 
@@ -595,11 +604,28 @@ impl UserConfig {
         self.name.get_ref()
     }
 
+    fn compile(&mut self) {
+        self.target_patterns = self
+            .targets
+            .iter()
+            .filter_map(|p| glob::Pattern::new(p.get_ref()).ok())
+            .collect();
+        self.keys = self
+            .authorized_keys
+            .iter()
+            .filter_map(|k| crate::keys::parse_authorized_key(k.get_ref()).ok())
+            .collect();
+    }
+
     /// Whether this user's `targets` globs allow `target`. Deny by default.
     pub(crate) fn may_reach(&self, target: &str) -> bool {
-        self.targets
-            .iter()
-            .any(|p| glob::Pattern::new(p.get_ref()).is_ok_and(|pat| pat.matches(target)))
+        self.target_patterns.iter().any(|p| p.matches(target))
+    }
+
+    /// Whether `key` is one of this user's authorized keys (key material
+    /// only: comments do not matter).
+    pub(crate) fn knows(&self, key: &russh::keys::PublicKey) -> bool {
+        self.keys.iter().any(|k| k.key_data() == key.key_data())
     }
 }
 

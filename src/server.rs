@@ -203,12 +203,7 @@ impl Connection {
     }
 
     fn known_key(&self, user: &str, key: &PublicKey) -> bool {
-        self.bastion.config.user(user).is_some_and(|u| {
-            u.authorized_keys.iter().any(|line| {
-                crate::keys::parse_authorized_key(line.get_ref())
-                    .is_ok_and(|k| k.key_data() == key.key_data())
-            })
-        })
+        self.bastion.config.user(user).is_some_and(|u| u.knows(key))
     }
 
     async fn refuse_forward(&self, what: &str, detail: String) {
