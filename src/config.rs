@@ -49,11 +49,9 @@ pub(crate) struct Config {
     pub(crate) targets: Vec<TargetConfig>,
     #[serde(default)]
     pub(crate) users: Vec<UserConfig>,
-    // [llm] and [ai] are validated now and read by the agent (issue 4).
-    #[allow(dead_code)]
+    #[allow(dead_code)] // validated now; read when the agent is wired in (issue 4)
     #[serde(default)]
     pub(crate) llm: LlmConfig,
-    #[allow(dead_code)]
     #[serde(default)]
     pub(crate) ai: AiConfig,
     #[serde(default)]
@@ -183,7 +181,6 @@ pub(crate) struct UserConfig {
     keys: Vec<russh::keys::PublicKey>,
 }
 
-#[allow(dead_code)] // read by the agent (issue 4)
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LlmConfig {
@@ -217,13 +214,13 @@ fn default_timeout() -> u64 {
     60
 }
 
-#[allow(dead_code)] // read by the agent (issue 4)
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AiConfig {
     #[serde(default = "default_prefixes")]
     pub(crate) prefixes: Vec<Spanned<String>>,
     #[serde(default = "default_max_steps")]
+    #[allow(dead_code)] // read when the agent is wired in (issue 4)
     pub(crate) max_steps: u32,
     #[serde(default)]
     pub(crate) deny: Vec<Spanned<String>>,
