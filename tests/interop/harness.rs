@@ -683,6 +683,18 @@ pub fn exec(c: Command, cmd: impl AsRef<std::ffi::OsStr>) -> Output {
     run(with(c, cmd), b"")
 }
 
+/// Starts `c` in the background with its stdout and stderr collected.
+pub fn spawn_captured(mut c: Command) -> (Child, Capture, Capture) {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let (out, err) = (Capture::default(), Capture::default());
+    out.spawn_reader(child.stdout.take().unwrap());
+    err.spawn_reader(child.stderr.take().unwrap());
+    (child, out, err)
+}
+
 /// Runs a command to completion, with stdin from `input`.
 pub fn run(mut c: Command, input: &[u8]) -> Output {
     c.stdin(Stdio::piped())

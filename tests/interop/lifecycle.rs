@@ -169,13 +169,11 @@ fn sigterm_tells_users_and_closes_their_sessions() {
     let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
     t.send("echo LIVE-$((7+1))\r");
     t.expect("LIVE-8");
-    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("echo started; exec sleep 600");
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut exec = c.spawn().unwrap();
-    let exec_out = Capture::default();
-    exec_out.spawn_reader(exec.stdout.take().unwrap());
+    let exec_cmd = with(
+        b.ssh_pw("alice:web1", ALICE_PW),
+        "echo started; exec sleep 600",
+    );
+    let (mut exec, exec_out, _) = spawn_captured(exec_cmd);
     exec_out.wait_for("started");
 
     let status = b.terminate();
@@ -224,13 +222,7 @@ fn a_failing_audit_database_refuses_new_sessions() {
 #[test]
 fn sigterm_while_a_target_is_still_connecting_closes_the_session() {
     let mut b = Bastion::start();
-    let mut c = b.ssh_pw("carol:tarpit", CAROL_PW);
-    c.arg("true");
-    c.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut client = c.spawn().unwrap();
-    let err = Capture::default();
-    err.spawn_reader(client.stderr.take().unwrap());
+    let (mut client, _, err) = spawn_captured(with(b.ssh_pw("carol:tarpit", CAROL_PW), "true"));
     b.wait_kind("session_start");
     assert!(b.terminate().success());
     err.wait_for("the bastion is shutting down");
