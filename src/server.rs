@@ -74,6 +74,11 @@ pub(crate) async fn accept_loop(
         let Some(mut stop) = connections.listener() else {
             return;
         };
+        // run_stream does not apply the config's `nodelay`: without it
+        // Nagle's algorithm holds each keystroke's echo back for an ACK.
+        if let Err(e) = socket.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        }
         let Some(pending) = bastion.throttle.admit(peer.ip()) else {
             tracing::warn!(%peer, "refused: too many connections from this address that have not logged in");
             continue;
