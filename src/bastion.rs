@@ -32,6 +32,7 @@ pub(crate) struct Bastion {
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
     pub(crate) upstream: crate::upstream::Context,
+    pub(crate) agent: crate::agent::Agent,
 }
 
 /// Runs the bastion until SIGTERM or SIGINT.
@@ -87,6 +88,7 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
             own_account,
             spawn_lock: std::sync::Mutex::new(()),
         },
+        agent: crate::agent::Agent::new(&config),
         config,
         audit,
         recorder,

@@ -49,7 +49,6 @@ pub(crate) struct Config {
     pub(crate) targets: Vec<TargetConfig>,
     #[serde(default)]
     pub(crate) users: Vec<UserConfig>,
-    #[allow(dead_code)] // validated now; read when the agent is wired in (issue 4)
     #[serde(default)]
     pub(crate) llm: LlmConfig,
     #[serde(default)]
@@ -191,6 +190,10 @@ pub(crate) struct LlmConfig {
     pub(crate) api_key_env: Option<String>,
     #[serde(default = "default_timeout")]
     pub(crate) timeout_s: u64,
+    /// Sampling temperature; the endpoint's default when unset.
+    pub(crate) temperature: Option<f32>,
+    /// Longest answer per turn, in tokens; the endpoint's default when unset.
+    pub(crate) max_tokens: Option<u32>,
 }
 
 impl Default for LlmConfig {
@@ -200,6 +203,8 @@ impl Default for LlmConfig {
             model: default_model(),
             api_key_env: None,
             timeout_s: default_timeout(),
+            temperature: None,
+            max_tokens: None,
         }
     }
 }
@@ -220,8 +225,15 @@ pub(crate) struct AiConfig {
     #[serde(default = "default_prefixes")]
     pub(crate) prefixes: Vec<Spanned<String>>,
     #[serde(default = "default_max_steps")]
-    #[allow(dead_code)] // read when the agent is wired in (issue 4)
     pub(crate) max_steps: u32,
+    /// How long one question may take, model turns, approvals and commands
+    /// included.
+    #[serde(default = "default_max_time")]
+    pub(crate) max_time_s: u64,
+    /// How long one command the agent runs may take before it is
+    /// interrupted.
+    #[serde(default = "default_command_timeout")]
+    pub(crate) command_timeout_s: u64,
     #[serde(default)]
     pub(crate) deny: Vec<Spanned<String>>,
 }
@@ -231,6 +243,8 @@ impl Default for AiConfig {
         AiConfig {
             prefixes: default_prefixes(),
             max_steps: default_max_steps(),
+            max_time_s: default_max_time(),
+            command_timeout_s: default_command_timeout(),
             deny: Vec::new(),
         }
     }
@@ -243,6 +257,12 @@ fn default_prefixes() -> Vec<Spanned<String>> {
 }
 fn default_max_steps() -> u32 {
     8
+}
+fn default_max_time() -> u64 {
+    600
+}
+fn default_command_timeout() -> u64 {
+    60
 }
 
 /// What to do when the audit database or a recording cannot be written.

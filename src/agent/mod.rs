@@ -1,25 +1,67 @@
 //! The agent: what a question caught at the shell prompt gets.
 //!
-//! The ReAct agent itself comes with issue 4. Until then every question
-//! gets the same answer, through the interface the agent will answer
-//! through: the terminal model hands over a [`Question`], the session
-//! audits it as `ai_prompt` and shows what comes back at the place in the
-//! output where the shell cleared the line.
+//! The terminal model hands over a [`Question`]; the session audits it as
+//! `ai_prompt`. Users whose `ai` is `off` get a notice. For the others the
+//! session's [`seat`] runs the ReAct loop ([`react`]) against the model
+//! ([`model`]), under the approval policy ([`policy`], on command lines
+//! taken apart by [`shell`]), drawing in the user's terminal ([`render`]).
 
-// The approval policy and its parser, ahead of the agent that will use
-// them (issue 4, in progress).
-#[allow(dead_code)]
 pub(crate) mod model;
-#[allow(dead_code)]
 pub(crate) mod policy;
-#[allow(dead_code)]
 pub(crate) mod react;
+pub(crate) mod render;
 #[cfg(test)]
 pub(crate) mod scripted;
-#[allow(dead_code)]
+pub(crate) mod seat;
 pub(crate) mod shell;
 
-use crate::config::AiMode;
+use std::time::Duration;
+
+use crate::config::{AiMode, Config};
+use crate::terminal::CommandRecord;
+use model::Model;
+use policy::Policy;
+use react::Limits;
+
+/// Recent commands the model is told of.
+const CONTEXT_COMMANDS: usize = 10;
+
+/// What every session's agent shares, made once at start.
+pub(crate) struct Agent {
+    /// The model client, or why there is none (an API key variable that
+    /// is not set): each question is then told why.
+    pub(crate) model: Result<Model, String>,
+    pub(crate) policy: Policy,
+    pub(crate) limits: Limits,
+    pub(crate) command_timeout: Duration,
+    pub(crate) prefixes: Vec<String>,
+}
+
+impl Agent {
+    pub(crate) fn new(config: &Config) -> Agent {
+        let prefixes: Vec<String> = config
+            .ai
+            .prefixes
+            .iter()
+            .map(|p| p.get_ref().clone())
+            .collect();
+        let deny: Vec<String> = config.ai.deny.iter().map(|d| d.get_ref().clone()).collect();
+        let model = Model::new(&config.llm);
+        if let Err(e) = &model {
+            tracing::warn!(error = %e, "the agent's model client is not available");
+        }
+        Agent {
+            model,
+            policy: Policy::new(&deny, &prefixes),
+            limits: Limits {
+                max_steps: config.ai.max_steps.max(1),
+                wall: Duration::from_secs(config.ai.max_time_s.max(1)),
+            },
+            command_timeout: Duration::from_secs(config.ai.command_timeout_s.max(1)),
+            prefixes,
+        }
+    }
+}
 
 /// A line the user typed at the prompt that starts with an `[ai] prefixes`
 /// entry.
@@ -32,20 +74,43 @@ pub(crate) struct Question {
     pub(crate) kept: bool,
 }
 
-/// What the user sees in answer, before the shell redraws its prompt.
-/// Users whose `ai` is `off` are refused; for the others the agent is not
-/// wired in yet.
-pub(crate) fn answer(q: &Question, mode: AiMode) -> Vec<u8> {
+/// What is drawn where the shell cleared the question's line: the question
+/// again if the shell wiped it, and the cursor put on the next line. Users
+/// whose `ai` is `off` also get the notice that nothing was run.
+pub(crate) fn echo(q: &Question, mode: AiMode) -> Vec<u8> {
     let mut out = String::new();
     if !q.kept {
-        out.push_str(&q.text);
-        out.push_str("\r\n");
+        out.push_str(&q.text.replace(|c: char| c.is_control(), ""));
     }
-    out.push_str(match mode {
-        AiMode::Off => "walissh: the agent is off for your account; nothing was run.\r\n",
-        _ => "walissh: the agent is not configured yet; nothing was run.\r\n",
-    });
+    out.push_str("\r\n");
+    if mode == AiMode::Off {
+        out.push_str("walissh: the agent is off for your account; nothing was run.\r\n");
+    }
     out.into_bytes()
+}
+
+/// What the model is told of the session, ahead of the question.
+pub(crate) fn context<'a>(
+    target: &str,
+    cwd: Option<&str>,
+    history: impl DoubleEndedIterator<Item = &'a CommandRecord>,
+) -> String {
+    let mut out = format!("Host: {target} (a target of the bastion)\n");
+    if let Some(cwd) = cwd {
+        out.push_str(&format!("cwd: {cwd}\n"));
+    }
+    let recent: Vec<&CommandRecord> = history.rev().take(CONTEXT_COMMANDS).collect();
+    if !recent.is_empty() {
+        out.push_str("Recent commands at the prompt (oldest first):\n");
+        for r in recent.iter().rev() {
+            let command = r.command.as_deref().unwrap_or("(not recorded)");
+            match r.exit_code {
+                Some(code) => out.push_str(&format!("  $ {command}   (exit {code})\n")),
+                None => out.push_str(&format!("  $ {command}\n")),
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -58,13 +123,10 @@ mod tests {
             text: "? why".into(),
             kept: false,
         };
-        let a = String::from_utf8(answer(&q, AiMode::Confirm)).unwrap();
+        let a = String::from_utf8(echo(&q, AiMode::Off)).unwrap();
         assert!(a.starts_with("? why\r\n"));
+        assert!(a.contains("off for your account"));
         let kept = Question { kept: true, ..q };
-        assert!(
-            !String::from_utf8(answer(&kept, AiMode::Confirm))
-                .unwrap()
-                .contains("? why")
-        );
+        assert_eq!(echo(&kept, AiMode::Confirm), b"\r\n");
     }
 }

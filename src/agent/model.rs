@@ -41,6 +41,8 @@ pub(crate) struct Turn {
 pub(crate) struct Model {
     client: Client<OpenAIConfig>,
     model: String,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
     base_url: String,
     timeout: Duration,
 }
@@ -54,14 +56,18 @@ impl Model {
         }
         let timeout = Duration::from_secs(cfg.timeout_s.max(1));
         // A stream may run long; what must not is a silence between chunks.
+        // `turn` times each chunk itself, for a clear message; reqwest's
+        // own limit is a backstop.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .read_timeout(timeout)
+            .read_timeout(timeout + Duration::from_secs(5))
             .build()
             .map_err(|e| format!("cannot set up the model client: {e}"))?;
         Ok(Model {
             client: Client::with_config(config).with_http_client(http),
             model: cfg.model.clone(),
+            temperature: cfg.temperature,
+            max_tokens: cfg.max_tokens,
             base_url: cfg.base_url.clone(),
             timeout,
         })
@@ -82,14 +88,30 @@ impl Model {
         if !tools.is_empty() {
             request["tools"] = Value::Array(tools.to_vec());
         }
-        let mut stream = self
-            .client
-            .chat()
-            .create_stream_byot::<Value, Value>(request)
+        if let Some(t) = self.temperature {
+            request["temperature"] = json!(t);
+        }
+        if let Some(n) = self.max_tokens {
+            request["max_tokens"] = json!(n);
+        }
+        let silent = || {
+            format!(
+                "the model did not answer within {} s",
+                self.timeout.as_secs()
+            )
+        };
+        let chat = self.client.chat();
+        let opened = chat.create_stream_byot::<Value, Value>(request);
+        let mut stream = tokio::time::timeout(self.timeout, opened)
             .await
+            .map_err(|_| silent())?
             .map_err(|e| self.explain(e))?;
         let mut acc = Accumulator::default();
-        while let Some(chunk) = stream.next().await {
+        loop {
+            let next = tokio::time::timeout(self.timeout, stream.next());
+            let Some(chunk) = next.await.map_err(|_| silent())? else {
+                break;
+            };
             let chunk = chunk.map_err(|e| self.explain(e))?;
             if let Some(text) = acc.absorb(&chunk) {
                 on_text(&text);

@@ -24,6 +24,9 @@ pub(crate) enum Verdict {
 
 pub(crate) struct Policy {
     deny: Vec<glob::Pattern>,
+    /// `[ai] prefixes`: a command typed at the prompt that starts with one
+    /// would be caught as a question instead of run.
+    prefixes: Vec<String>,
 }
 
 /// System paths a recursive delete, chmod or chown must not touch.
@@ -43,18 +46,29 @@ const SENSITIVE_FILES: &[&str] = &[
 
 impl Policy {
     /// `deny` are the `[ai] deny` globs (validated by the config).
-    pub(crate) fn new(deny: &[String]) -> Policy {
+    pub(crate) fn new(deny: &[String], prefixes: &[String]) -> Policy {
         Policy {
             deny: deny
                 .iter()
                 .filter_map(|d| glob::Pattern::new(d).ok())
                 .collect(),
+            prefixes: prefixes.to_vec(),
         }
     }
 
     pub(crate) fn check(&self, command: &str, mode: AiMode) -> Verdict {
         if mode == AiMode::Off {
             return Verdict::Deny("the agent is off for this user".into());
+        }
+        if let Some(why) = shell::typing_problem(command) {
+            return Verdict::Deny(why.into());
+        }
+        if self
+            .prefixes
+            .iter()
+            .any(|p| command.starts_with(p.as_str()))
+        {
+            return Verdict::Deny("it starts like a question to the agent".into());
         }
         let line = shell::parse(command);
         if let Some(why) = self.denied(command, &line) {
@@ -161,6 +175,14 @@ fn builtin_rule(simple: &Simple) -> Option<String> {
         "kill" | "pkill" | "killall" if args.iter().any(|a| a == "1" || a == "-1") => {
             Some("kills init or every process".to_string())
         }
+        // The agent cannot drive a full-screen program, and one left open
+        // holds the user's shell.
+        "vi" | "vim" | "nvim" | "view" | "nano" | "pico" | "emacs" | "joe" | "mcedit" | "ed"
+        | "less" | "more" | "most" | "man" | "top" | "htop" | "atop" | "iotop" | "nmon"
+        | "watch" | "tmux" | "screen" | "mc" => Some(format!(
+            "{program} is interactive: the agent cannot drive it \
+             (read with cat, head, tail or grep; top -bn1 for top)"
+        )),
         "tee" | "cp" | "mv" | "install" | "ln" | "truncate" | "shred" => args
             .iter()
             .find(|a| SENSITIVE_FILES.contains(&a.as_str()) || is_disk(a))
@@ -293,7 +315,8 @@ mod tests {
     use super::*;
 
     fn verdict(cmd: &str, mode: AiMode) -> Verdict {
-        Policy::new(&["*curl*|*sh".to_string(), "iptables -F*".to_string()]).check(cmd, mode)
+        let deny = ["*curl*|*sh".to_string(), "iptables -F*".to_string()];
+        Policy::new(&deny, &["?".to_string()]).check(cmd, mode)
     }
 
     fn denied(cmd: &str) -> bool {
@@ -322,8 +345,14 @@ mod tests {
             "echo x > /etc/shadow",
             "echo root::0:0::/:/bin/sh | tee -a /etc/passwd",
             ":(){ :|:& };:",
+            "? why",
+            "ls\nrm -rf /tmp/x",
+            "echo !!",
             "kill -9 -1",
             "iptables -F INPUT",
+            "vim /etc/hosts",
+            "journalctl -u x | less",
+            "sudo top",
         ] {
             assert!(denied(cmd), "{cmd} was not denied");
         }
@@ -363,7 +392,6 @@ mod tests {
             "sudo ls",
             "find / -delete",
             "sort -o out in",
-            "vim /etc/hosts",
             "curl http://x",
             "ip route add 10.0.0.0/8 dev eth0",
             "cat <<EOF",

@@ -23,10 +23,14 @@ const OUTPUT_TAIL: usize = 3000;
 const MAX_REPEATS: usize = 2;
 
 const INSTRUCTION: &str = "You are walissh's assistant, inside an SSH bastion. You help an \
-operations engineer with the host their terminal is connected to. Investigate by running \
-shell commands with the run_command tool: they run in the user's own shell, in front of them, \
-after their approval. Prefer read-only commands; one command per call; keep output small \
-(head, tail, grep). When you know enough, answer briefly and concretely.";
+operations engineer with the host their terminal is connected to. Investigate by running shell \
+commands with the run_command tool (read_file reads part of a file the same way): each runs in the user's own interactive shell (their \
+directory, their environment), in front of them, usually after their approval. One line per \
+command, and nothing interactive: no editors, no pagers (pass --no-pager to systemctl, \
+journalctl and git; pipe into head or tail instead of less), nothing that asks for a password. \
+Keep output small (head, tail, grep -m). A command walissh's policy refuses will not run: do \
+not try to work around a refusal. When you know enough, answer briefly and concretely, in \
+plain text.";
 
 /// What the user decided about a proposed command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,12 +51,18 @@ pub(crate) struct Outcome {
     pub(crate) output_bytes: u64,
     /// Why it was stopped, if it was (waiting for input, timeout, Ctrl-C).
     pub(crate) interrupted: Option<String>,
+    /// It would not stop, and was left to the user: the question ends.
+    pub(crate) abandoned: bool,
 }
 
 /// What the loop needs from the session it runs in.
 pub(crate) trait Host {
+    /// The model is about to be asked: show that it is thinking.
+    fn thinking(&mut self);
     /// Shows the agent's text as it streams.
     fn stream(&mut self, text: &str);
+    /// Shows that the policy refused a command the model asked for.
+    fn refused(&mut self, command: &str, why: &str);
     /// Shows the command and asks `Run? [y/N/e]`.
     async fn approve(&mut self, command: &str, reason: &str) -> Approval;
     /// Runs a command in the user's shell, visibly.
@@ -70,21 +80,75 @@ pub(crate) struct Limits {
 
 /// The tools the model is offered.
 pub(crate) fn tools() -> Vec<Value> {
-    vec![json!({
-        "type": "function",
-        "function": {
-            "name": "run_command",
-            "description": "Run one shell command on the host, in the user's shell and working directory, and return its exit code and output.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command line to run."},
-                    "reason": {"type": "string", "description": "Why, in a few words, shown to the user."}
-                },
-                "required": ["command"]
+    vec![
+        json!({
+            "type": "function",
+            "function": {
+                "name": "run_command",
+                "description": "Run one shell command on the host, in the user's shell and working directory, and return its exit code and output.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The command line to run."},
+                        "reason": {"type": "string", "description": "Why, in a few words, shown to the user."}
+                    },
+                    "required": ["command"]
+                }
             }
+        }),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": "Read lines of a text file on the host (at most 400), through the user's shell like run_command.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "The file, absolute or relative to the user's directory."},
+                        "from_line": {"type": "integer", "description": "First line to read, from 1. Default 1."},
+                        "lines": {"type": "integer", "description": "How many lines, at most 400. Default 100."}
+                    },
+                    "required": ["path"]
+                }
+            }
+        }),
+    ]
+}
+
+/// Most lines `read_file` reads at once.
+const READ_MAX_LINES: u64 = 400;
+
+/// The command line a tool call stands for, or what to tell the model
+/// about a call that cannot be run.
+fn command_of(call: &ToolCall) -> Result<(String, String), String> {
+    let args: Value = serde_json::from_str(&call.arguments).map_err(|e| {
+        format!("error: the arguments are not valid JSON ({e}); send a JSON object")
+    })?;
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::trim);
+    match call.name.as_str() {
+        "run_command" => {
+            let command = text("command").ok_or("error: missing \"command\"")?;
+            Ok((
+                command.to_string(),
+                text("reason").unwrap_or("").to_string(),
+            ))
         }
-    })]
+        // A file slice is a read-only command like any other: the policy,
+        // the approval and the audit see the command it becomes.
+        "read_file" => {
+            let path = text("path").ok_or("error: missing \"path\"")?;
+            let number =
+                |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
+            let from = number("from_line", 1).max(1);
+            let lines = number("lines", 100).clamp(1, READ_MAX_LINES);
+            let quoted = format!("'{}'", path.replace('\'', r"'\''"));
+            let command = format!("tail -n +{from} -- {quoted} | head -n {lines}");
+            Ok((command, format!("read {path}")))
+        }
+        other => Err(format!(
+            "error: there is no tool named {other:?}; use run_command or read_file"
+        )),
+    }
 }
 
 /// Answers `question`, with `context` (what the terminal model knows) as
@@ -114,6 +178,7 @@ pub(crate) async fn answer(
         let Some(left) = left else {
             return fail(host, "the question took longer than its time limit").await;
         };
+        host.thinking();
         let turn =
             match tokio::time::timeout(left, model.turn(&messages, &tools, |t| host.stream(t)))
                 .await
@@ -129,7 +194,10 @@ pub(crate) async fn answer(
             return Ok(turn.text);
         }
         for call in &turn.tool_calls {
-            let result = run_tool(call, policy, mode, &mut asked, host).await;
+            let result = match run_tool(call, policy, mode, &mut asked, host).await {
+                Ok(result) => result,
+                Err(why) => return fail(host, &why).await,
+            };
             messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}));
         }
         if asked
@@ -166,35 +234,23 @@ fn assistant_message(text: &str, calls: &[ToolCall]) -> Value {
     m
 }
 
-/// Runs one tool call; returns what the model is told.
+/// Runs one tool call; returns what the model is told, or why the
+/// question must end here.
 async fn run_tool(
     call: &ToolCall,
     policy: &Policy,
     mode: AiMode,
     asked: &mut Vec<String>,
     host: &mut impl Host,
-) -> String {
-    if call.name != "run_command" {
-        return format!(
-            "error: there is no tool named {:?}; use run_command",
-            call.name
-        );
-    }
-    let args: Value = match serde_json::from_str(&call.arguments) {
-        Ok(v) => v,
-        Err(e) => {
-            return format!(
-                "error: the arguments are not valid JSON ({e}); send {{\"command\": \"...\"}}"
-            );
-        }
+) -> Result<String, String> {
+    let (command, reason) = match command_of(call) {
+        Ok(c) => c,
+        Err(tell) => return Ok(tell),
     };
-    let Some(command) = args.get("command").and_then(Value::as_str).map(str::trim) else {
-        return "error: missing \"command\"".into();
-    };
-    let reason = args.get("reason").and_then(Value::as_str).unwrap_or("");
+    let (command, reason) = (command.as_str(), reason.as_str());
     asked.push(command.to_string());
     let (command, decision) = match policy.check(command, mode) {
-        Verdict::Deny(why) => return deny(host, command, &why).await,
+        Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
         Verdict::Run => (command.to_string(), "auto"),
         Verdict::Ask => match host.approve(command, reason).await {
             Approval::Yes => (command.to_string(), "approved"),
@@ -204,11 +260,11 @@ async fn run_tool(
                     ("decision", "denied_by_user".into()),
                 ];
                 host.audit("ai_tool_call", ev).await;
-                return "the user declined to run this command".into();
+                return Ok("the user declined to run this command".into());
             }
             // An edit is checked again: the user's hand is no policy bypass.
             Approval::Edited(edit) => match policy.check(&edit, mode) {
-                Verdict::Deny(why) => return deny(host, &edit, &why).await,
+                Verdict::Deny(why) => return Ok(deny(host, &edit, &why).await),
                 _ => (edit, "edited"),
             },
         },
@@ -225,10 +281,14 @@ async fn run_tool(
         ("output_bytes", outcome.output_bytes.into()),
     ];
     host.audit("ai_tool_result", fields).await;
-    describe(&command, &outcome)
+    if outcome.abandoned {
+        return Err("the command would not stop; it is yours now".into());
+    }
+    Ok(describe(&command, &outcome))
 }
 
 async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
+    host.refused(command, why);
     let ev = vec![
         ("command", command.into()),
         ("decision", "denied_by_policy".into()),
@@ -272,8 +332,13 @@ mod tests {
     }
 
     impl Host for FakeHost {
+        fn thinking(&mut self) {}
         fn stream(&mut self, text: &str) {
             self.streamed.push_str(text);
+        }
+        fn refused(&mut self, command: &str, why: &str) {
+            self.streamed
+                .push_str(&format!("[refused {command}: {why}]"));
         }
         async fn approve(&mut self, _command: &str, _reason: &str) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
@@ -284,7 +349,7 @@ mod tests {
                 exit_code: Some(0),
                 output: format!("output of {command}"),
                 output_bytes: 10,
-                interrupted: None,
+                ..Outcome::default()
             }
         }
         async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
@@ -324,7 +389,7 @@ mod tests {
             approvals,
             ..Default::default()
         };
-        let policy = Policy::new(&[]);
+        let policy = Policy::new(&[], &[]);
         let a = answer(&model, &policy, mode, LIMITS, "cwd: /", "q", &mut host).await;
         let requests = seen
             .lock()
@@ -406,6 +471,35 @@ mod tests {
         assert!(e.contains("same command"), "{e}");
         assert_eq!(host.ran.len(), MAX_REPEATS + 1);
         assert_eq!(host.audit.last().unwrap().0, "ai_error");
+    }
+
+    #[tokio::test]
+    async fn read_file_is_a_bounded_read_only_command() {
+        let read = |args: &str| {
+            let call = ToolCall {
+                id: "r".into(),
+                name: "read_file".into(),
+                arguments: args.into(),
+            };
+            command_of(&call).map(|(c, _)| c)
+        };
+        assert_eq!(
+            read(r#"{"path": "/var/log/it's.log", "from_line": 10, "lines": 5000}"#).unwrap(),
+            r"tail -n +10 -- '/var/log/it'\''s.log' | head -n 400"
+        );
+        assert!(read(r#"{"lines": 3}"#).unwrap_err().contains("missing"));
+        // It runs unasked in auto mode, as the read-only command it is.
+        let script = vec![
+            sse(&[chunk(
+                json!({"tool_calls": [{"index": 0, "id": "r1", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\": \"/etc/hosts\"}"}}]}),
+            )]),
+            text("ok"),
+        ];
+        let (a, host, _) = ask(script, AiMode::Auto, vec![]).await;
+        assert_eq!(a.unwrap(), "ok");
+        assert_eq!(host.ran, ["tail -n +1 -- '/etc/hosts' | head -n 100"]);
+        assert_eq!(host.audit[0].1["decision"], "auto");
     }
 
     #[test]

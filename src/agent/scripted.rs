@@ -72,5 +72,7 @@ pub(crate) fn llm(url: &str) -> LlmConfig {
         model: "test-model".into(),
         api_key_env: None,
         timeout_s: 5,
+        temperature: None,
+        max_tokens: None,
     }
 }

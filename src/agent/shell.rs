@@ -184,6 +184,54 @@ pub(crate) fn program_words(words: &[String]) -> &[String] {
     &words[words.len()..]
 }
 
+/// Why `line` cannot be typed at an interactive shell's prompt to run as
+/// written, if it cannot: the agent's commands are typed there, so a
+/// second line, a control character (Tab completes, Ctrl-C cancels), a
+/// history expansion (`!!` would run another command than the one
+/// checked) or an unfinished line (the shell would wait for more) must
+/// never get there.
+pub(crate) fn typing_problem(line: &str) -> Option<&'static str> {
+    if line.trim().is_empty() {
+        return Some("the command is empty");
+    }
+    if line.chars().any(char::is_control) {
+        return Some("the command must be one line, without control characters");
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let mut quote: Option<char> = None;
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') if i + 1 == chars.len() => return Some("the command ends with a backslash"),
+            (_, '\\') => i += 1,
+            (Some('"'), '"') => quote = None,
+            (None, '\'' | '"') => quote = Some(c),
+            (_, '!') if !matches!(chars.get(i + 1), None | Some(' ' | '=' | '(')) => {
+                return Some("`!` would be taken as a history expansion; quote it with ''");
+            }
+            (None, '(') => depth += 1,
+            (None, ')') => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    if quote.is_some() {
+        return Some("the command has an unclosed quote");
+    }
+    if depth != 0 {
+        return Some("the command has unbalanced parentheses");
+    }
+    let end = line.trim_end();
+    if ["|", "&&", "||"].iter().any(|op| end.ends_with(op)) {
+        return Some("the command is unfinished (it ends with an operator)");
+    }
+    None
+}
+
 pub(crate) fn basename(w: &str) -> &str {
     w.rsplit('/').next().unwrap_or(w)
 }
@@ -408,6 +456,34 @@ mod tests {
             .iter()
             .map(|c| program_words(&c.words).first().cloned().unwrap_or_default())
             .collect()
+    }
+
+    #[test]
+    fn what_cannot_be_typed_at_a_prompt() {
+        for (line, why) in [
+            ("ls\nrm x", "one line"),
+            ("ls\tx", "one line"),
+            ("echo \"hi!\"", "history expansion"),
+            ("!!", "history expansion"),
+            ("echo 'unclosed", "unclosed quote"),
+            ("echo $(date", "unbalanced"),
+            ("ls |", "unfinished"),
+            ("ls \\", "backslash"),
+            ("  ", "empty"),
+        ] {
+            let p = typing_problem(line).unwrap_or_else(|| panic!("{line:?} passed"));
+            assert!(p.contains(why), "{line:?}: {p}");
+        }
+        for line in [
+            "ls -la",
+            "echo 'hi!'",
+            "[ ! -f x ] && echo none",
+            "awk '!/x/' f",
+            "echo $(date) \\| x",
+            "a != b",
+        ] {
+            assert_eq!(typing_problem(line), None, "{line:?}");
+        }
     }
 
     #[test]

@@ -58,6 +58,22 @@ impl Event {
     }
 }
 
+/// The identity of a running session, for its audit events.
+pub(crate) struct Ids {
+    pub(crate) session: String,
+    pub(crate) user: String,
+    pub(crate) target: String,
+}
+
+impl Ids {
+    pub(crate) fn event(&self, kind: &'static str) -> Event {
+        let mut ev = Event::new(kind).user(self.user.clone());
+        ev.session = Some(self.session.clone());
+        ev.target = Some(self.target.clone());
+        ev
+    }
+}
+
 /// A session's row in the `sessions` table.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionRow {

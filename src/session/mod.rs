@@ -3,32 +3,30 @@
 //! A session reads the client's requests (pty-req, env, then shell, exec or
 //! subsystem), chooses the target, checks that it can be audited, opens the
 //! upstream side, and then pumps bytes both ways until either side closes
-//! or the bastion shuts down. The two pumps are the one place every byte
-//! passes; the terminal model and the agent's line interception will sit
-//! there. Each write waits for the receiving side's window, so a slow peer
-//! slows its sender instead of filling memory.
+//! or the bastion shuts down ([`bridge`]: the pumps, the terminal model on
+//! their way, and the agent's seat beside them).
+
+mod bridge;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::watch;
-use tokio::time::Instant;
-
 use bytes::Bytes;
 use russh::server::{Handle, Msg};
-use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
+use russh::{Channel, ChannelMsg};
 
-use crate::agent::Question;
-use crate::audit::recording::{Header, Recording, Track};
-use crate::audit::{Event, SessionRow};
+use crate::agent::seat::Shared;
+use crate::audit::recording::{Header, Recording};
+use crate::audit::{Event, Ids, SessionRow};
 use crate::bastion::Bastion;
-use crate::config::{OnFailure, TargetConfig};
+use crate::config::{AiMode, OnFailure, TargetConfig};
 use crate::route::{self, Login, NoTarget};
 use crate::shutdown::Listener;
 use crate::terminal::screen::Screen;
-use crate::terminal::{CommandRecord, Terminal, bootstrap};
+use crate::terminal::{Terminal, bootstrap};
 use crate::upstream::{self, Command, Opened, PtySpec, Request};
+use bridge::Pumps;
 
 /// Input that may arrive before the shell starts, kept for the target.
 const EARLY_INPUT_MAX: usize = 64 * 1024;
@@ -65,22 +63,6 @@ struct Totals {
     /// Why the target failed the session (unreachable, refused, vanished
     /// without an exit status), for an `upstream_error` row.
     lost: Option<String>,
-}
-
-/// The identity of a running session, for its audit events.
-struct Ids {
-    session: String,
-    user: String,
-    target: String,
-}
-
-impl Ids {
-    fn event(&self, kind: &'static str) -> Event {
-        let mut ev = Event::new(kind).user(self.user.clone());
-        ev.session = Some(self.session.clone());
-        ev.target = Some(self.target.clone());
-        ev
-    }
 }
 
 pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Listener) {
@@ -317,21 +299,16 @@ async fn run_session(
             mut writer,
             integrated,
         }) => {
+            let mode = bastion.config.user(&ids.user).map_or(AiMode::Off, |u| u.ai);
             // A shell that takes walissh's bootstrap gets it first, typed
             // into its terminal; the terminal model then hides its traces.
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
                     let nonce = session_id();
-                    let prefixes: Vec<String> = bastion
-                        .config
-                        .ai
-                        .prefixes
-                        .iter()
-                        .map(|p| p.get_ref().clone())
-                        .collect();
-                    let input = bootstrap::input(shell, &nonce, pty.echo(), &prefixes);
+                    let prefixes = &bastion.agent.prefixes;
+                    let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
                     let _ = writer.data(Bytes::from(input)).await;
-                    Some(Terminal::integrated(&nonce))
+                    Some(Terminal::integrated(&nonce, mode != AiMode::Off))
                 }
                 _ => None,
             };
@@ -340,12 +317,15 @@ async fn run_session(
                 _ => None,
             };
             let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);
+            let shared = Shared::new(request.pty.as_ref().map_or(80, |p| p.cols));
             let pumps = Pumps {
                 ctx,
                 ids: &ids,
                 recording: recording.as_ref(),
                 screen: screen.as_ref(),
                 heuristic,
+                mode,
+                shared: &shared,
             };
             pumps
                 .bridge(channel, reader, writer, terminal, early_input, stop)
@@ -473,385 +453,4 @@ async fn audit_command(ctx: &Context, ids: &Ids, command: &Command) {
         }
     };
     ctx.bastion.audit.event(ev).await;
-}
-
-/// How the bridge ended.
-enum End {
-    /// The target's side closed.
-    TargetClosed,
-    /// The client closed its channel, or can no longer be written to.
-    ClientClosed,
-    Shutdown,
-}
-
-/// What both pumps share.
-struct Pumps<'a> {
-    ctx: &'a Context,
-    ids: &'a Ids,
-    recording: Option<&'a Recording>,
-    screen: Option<&'a Screen>,
-    /// A shell without integration: commands are read off the screen.
-    heuristic: bool,
-}
-
-impl Pumps<'_> {
-    /// Pumps both ways until one side closes or shutdown begins, then closes
-    /// the other side cleanly.
-    async fn bridge(
-        &self,
-        channel: Channel<Msg>,
-        mut up_rx: upstream::Reader,
-        mut up_tx: upstream::Writer,
-        mut terminal: Option<Terminal>,
-        early_input: Vec<u8>,
-        stop: &mut Listener,
-    ) -> Totals {
-        let (mut client_rx, client_tx) = channel.split();
-        let mut totals = Totals::default();
-        let mut bytes_in = 0u64;
-        // Input waits while walissh's bootstrap runs in the shell: bash
-        // drops what was typed ahead of a command that reads the terminal.
-        let (ready_tx, ready_rx) = watch::channel(terminal.is_none());
-        let end = {
-            let down = self.to_client(
-                &mut up_rx,
-                &client_tx,
-                &mut terminal,
-                &ready_tx,
-                &mut totals,
-            );
-            let up = self.to_target(
-                &mut client_rx,
-                &mut up_tx,
-                ready_rx,
-                early_input,
-                &mut bytes_in,
-            );
-            tokio::pin!(down, up);
-            tokio::select! {
-                end = &mut down => end,
-                _ = &mut up => End::ClientClosed,
-                _ = stop.requested() => End::Shutdown,
-            }
-        };
-        totals.bytes_in = bytes_in;
-        match end {
-            End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
-                // The target went away without saying how the session ended.
-                let msg = format!("{} closed the session unexpectedly", self.ids.target);
-                notify(&client_tx, &msg).await;
-                totals.lost = Some(msg);
-            }
-            End::TargetClosed => {}
-            End::ClientClosed => {
-                // The client is gone: hang up on the target, and give it a
-                // moment to say how it ended.
-                up_tx.hang_up().await;
-                let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut up_rx, &mut totals)).await;
-            }
-            End::Shutdown => {
-                notify(&client_tx, SHUTTING_DOWN).await;
-                up_tx.hang_up().await;
-            }
-        }
-        up_tx.finish().await;
-        let _ = client_tx.eof().await;
-        let _ = client_tx.close().await;
-        totals
-    }
-
-    /// Target to client: output, stderr, EOF and how the target's side
-    /// ended. Returns `ClientClosed` if the client can no longer be written.
-    /// PTY shell output goes through the terminal model on its way.
-    async fn to_client(
-        &self,
-        up_rx: &mut upstream::Reader,
-        client: &ChannelWriteHalf<Msg>,
-        terminal: &mut Option<Terminal>,
-        ready: &watch::Sender<bool>,
-        totals: &mut Totals,
-    ) -> End {
-        let mut track = self.recording.map(|r| r.output());
-        loop {
-            let deadline = terminal.as_ref().and_then(|t| t.deadline());
-            let event = tokio::select! {
-                e = up_rx.next() => e,
-                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                    // The bootstrap never answered: show what was held back.
-                    if self.release(terminal, ready, client, &mut track, false).await.is_err() {
-                        return End::ClientClosed;
-                    }
-                    continue;
-                }
-            };
-            if matches!(event, None | Some(upstream::Event::Eof))
-                && self
-                    .release(terminal, ready, client, &mut track, true)
-                    .await
-                    .is_err()
-            {
-                return End::ClientClosed;
-            }
-            let Some(event) = event else {
-                break;
-            };
-            let sent = match event {
-                upstream::Event::Data(data) => {
-                    totals.bytes_out += data.len() as u64;
-                    let data = match terminal.as_mut() {
-                        Some(t) => {
-                            let p = t.output(data);
-                            if t.deadline().is_none() && !*ready.borrow() {
-                                let _ = ready.send(true);
-                            }
-                            for record in &p.finished {
-                                self.audit_command(record).await;
-                            }
-                            let shown = self.answer_questions(p.to_client, &p.questions).await;
-                            if p.prompt
-                                && let Some(s) = self.screen
-                            {
-                                s.prompt();
-                            }
-                            shown
-                        }
-                        None => data,
-                    };
-                    self.show(data, client, &mut track).await
-                }
-                upstream::Event::Stderr(data) => {
-                    totals.bytes_out += data.len() as u64;
-                    if let Some(t) = track.as_mut() {
-                        t.write(&data).await;
-                    }
-                    client.extended_data_bytes(1, data).await
-                }
-                upstream::Event::Eof => client.eof().await,
-                upstream::Event::ExitStatus(code) => {
-                    totals.exit_status = Some(code);
-                    client.exit_status(code).await
-                }
-                upstream::Event::ExitSignal {
-                    signal,
-                    core_dumped,
-                    message,
-                } => {
-                    totals.exit_signal = Some(signal_name(&signal));
-                    let _ = self
-                        .ctx
-                        .handle
-                        .exit_signal_request(
-                            client.id(),
-                            signal,
-                            core_dumped,
-                            message,
-                            String::new(),
-                        )
-                        .await;
-                    Ok(())
-                }
-            };
-            if sent.is_err() {
-                return End::ClientClosed;
-            }
-        }
-        End::TargetClosed
-    }
-
-    /// Sends output to the client, by way of the screen model and the
-    /// recording.
-    async fn show(
-        &self,
-        data: Bytes,
-        client: &ChannelWriteHalf<Msg>,
-        track: &mut Option<Track<'_>>,
-    ) -> Result<(), russh::Error> {
-        if data.is_empty() {
-            return Ok(());
-        }
-        if let Some(s) = self.screen {
-            s.feed(data.clone());
-        }
-        if let Some(t) = track.as_mut() {
-            t.write(&data).await;
-        }
-        client.data_bytes(data).await
-    }
-
-    /// Ends the bootstrap's wait (it timed out, or the target's output
-    /// `ended`): what was held back is shown, and input flows again.
-    async fn release(
-        &self,
-        terminal: &mut Option<Terminal>,
-        ready: &watch::Sender<bool>,
-        client: &ChannelWriteHalf<Msg>,
-        track: &mut Option<Track<'_>>,
-        ended: bool,
-    ) -> Result<(), russh::Error> {
-        let Some(t) = terminal.as_mut() else {
-            return Ok(());
-        };
-        let mut held = t.give_up();
-        if ended {
-            held.extend(t.finish());
-        }
-        let _ = ready.send(true);
-        self.show(Bytes::from(held), client, track).await
-    }
-
-    /// Audits each question caught at the prompt and splices the agent's
-    /// answer into the output where the shell cleared the line.
-    async fn answer_questions(&self, out: Bytes, questions: &[(usize, Question)]) -> Bytes {
-        if questions.is_empty() {
-            return out;
-        }
-        let mut spliced = Vec::with_capacity(out.len() + 128);
-        let mut from = 0;
-        for (at, q) in questions {
-            let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
-            self.ctx.bastion.audit.event(ev).await;
-            spliced.extend_from_slice(&out[from..*at]);
-            spliced.extend(crate::agent::answer(q, self.ai_mode()));
-            from = *at;
-        }
-        spliced.extend_from_slice(&out[from..]);
-        Bytes::from(spliced)
-    }
-
-    /// For shells without integration: when Enter is typed on what looks
-    /// like a prompt line, audits the line as a command (no exit status,
-    /// no directory: the screen does not say). A heuristic, documented as
-    /// such: it reads what the screen shows, so input typed with echo off
-    /// is never seen, and it can mistake a program's prompt for the shell's.
-    async fn read_command_off_screen(&self, typed: &[u8]) {
-        let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
-            return;
-        };
-        let Some(snap) = screen.snapshot().await else {
-            return;
-        };
-        if snap.stale {
-            // Bulk output outran the model: start it afresh for next time.
-            screen.prompt();
-            return;
-        }
-        let before = &typed[..cr];
-        if snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
-            return;
-        }
-        let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));
-        if let Some(command) = crate::terminal::screen::prompt_command(&line) {
-            let ev = self
-                .ids
-                .event("command")
-                .field("command", command)
-                .field("exit_code", serde_json::Value::Null)
-                .field("cwd", serde_json::Value::Null)
-                .field("detected", "screen");
-            self.ctx.bastion.audit.event(ev).await;
-        }
-    }
-
-    /// The user's `ai` setting.
-    fn ai_mode(&self) -> crate::config::AiMode {
-        let config = &self.ctx.bastion.config;
-        config
-            .user(&self.ids.user)
-            .map(|u| u.ai)
-            .unwrap_or(crate::config::AiMode::Off)
-    }
-
-    /// A command the user ran at the shell prompt, as the marks told it.
-    async fn audit_command(&self, r: &CommandRecord) {
-        let duration = r.ended.duration_since(r.started).unwrap_or_default();
-        let ev = self
-            .ids
-            .event("command")
-            .field("command", r.command.clone())
-            .field("exit_code", r.exit_code)
-            .field("cwd", r.cwd.clone())
-            .field("duration_ms", duration.as_millis() as u64)
-            .field("output_bytes", r.output.total());
-        self.ctx.bastion.audit.event(ev).await;
-    }
-
-    /// Client to target: input, EOF, window changes and signals, until the
-    /// client closes the channel. If the target stops taking input (a
-    /// command that exited without reading it all), input is dropped but
-    /// the channel is still read, so the target's output and exit status
-    /// still reach the client.
-    async fn to_target(
-        &self,
-        client: &mut ChannelReadHalf,
-        up_tx: &mut upstream::Writer,
-        mut ready: watch::Receiver<bool>,
-        early_input: Vec<u8>,
-        bytes_in: &mut u64,
-    ) {
-        let mut track = self.recording.map(|r| r.input());
-        let _ = ready.wait_for(|r| *r).await;
-        let mut target_reads =
-            early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
-        while let Some(msg) = client.wait().await {
-            match msg {
-                ChannelMsg::Data { data } => {
-                    *bytes_in += data.len() as u64;
-                    if self.heuristic {
-                        self.read_command_off_screen(&data).await;
-                    }
-                    if let Some(t) = track.as_mut() {
-                        t.write(&data).await;
-                    }
-                    if target_reads && up_tx.data(data).await.is_err() {
-                        target_reads = false;
-                    }
-                }
-                ChannelMsg::Eof => up_tx.eof().await,
-                ChannelMsg::WindowChange {
-                    col_width,
-                    row_height,
-                    ..
-                } => {
-                    if let Some(r) = self.recording {
-                        r.resize(col_width, row_height).await;
-                    }
-                    if let Some(s) = self.screen {
-                        s.resize(row_height, col_width).await;
-                    }
-                    up_tx.resize(col_width, row_height).await;
-                }
-                ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
-                ChannelMsg::Close => break,
-                _ => {}
-            }
-        }
-    }
-}
-
-/// A line to the client that must not hold the session up: a client that
-/// stopped reading would otherwise keep it waiting for window space.
-async fn notify(client: &ChannelWriteHalf<Msg>, msg: &str) {
-    let line = user_line(true, &format!("\r\n{msg}"));
-    let _ = tokio::time::timeout(NOTICE_TIMEOUT, client.extended_data_bytes(1, line)).await;
-}
-
-/// Reads what is left of the target's side after a hang-up.
-async fn drain(up_rx: &mut upstream::Reader, totals: &mut Totals) {
-    while let Some(event) = up_rx.next().await {
-        match event {
-            upstream::Event::ExitStatus(code) => totals.exit_status = Some(code),
-            upstream::Event::ExitSignal { signal, .. } => {
-                totals.exit_signal = Some(signal_name(&signal))
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A signal's name as SSH spells it ("TERM"), for the audit.
-fn signal_name(sig: &russh::Sig) -> String {
-    match sig {
-        russh::Sig::Custom(name) => name.clone(),
-        other => format!("{other:?}"),
-    }
 }

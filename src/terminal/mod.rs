@@ -9,8 +9,12 @@
 //! [`CommandRecord`]s: the command line, its directory, exit status, times
 //! and a bounded, ANSI-free head and tail of its output. Shells without
 //! integration (or a bootstrap that never answers) are passed through
-//! untouched. What it leaves to others: the screen model and catching `?`
-//! lines (issue 3, to come), and auditing the records (`session`).
+//! untouched. While the agent works (a question was caught and the
+//! session has an agent), the shell's own drawing (its prompts, the echo
+//! of the lines the agent types) is hidden: only the output of the
+//! commands the agent runs is shown, and the agent draws the rest. What it
+//! leaves to others: the screen model (`screen`), and what becomes of
+//! records and questions (`session`, `agent`).
 
 pub(crate) mod bootstrap;
 pub(crate) mod marks;
@@ -57,6 +61,19 @@ enum Phase {
     Plain,
 }
 
+/// What of the shell's output the user sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// Everything: the agent is not at work.
+    All,
+    /// The agent is at work: only the output of the commands it runs.
+    Commands,
+    /// The agent is done and asked the shell for a fresh prompt: nothing
+    /// until that prompt starts. (A prompt redrawn in place starts with
+    /// the same mark: only one after the end of a command line counts.)
+    UntilPrompt { line_done: bool },
+}
+
 struct Running {
     command: Option<String>,
     cwd: Option<String>,
@@ -69,6 +86,9 @@ pub(crate) struct Terminal {
     phase: Phase,
     cwd: Option<String>,
     running: Option<Running>,
+    /// Whether a question hands the screen to the agent.
+    agent: bool,
+    shown: Shown,
     /// The most recent commands, oldest first.
     pub(crate) history: std::collections::VecDeque<CommandRecord>,
 }
@@ -82,11 +102,16 @@ pub(crate) struct Processed {
     pub(crate) questions: Vec<(usize, Question)>,
     /// A prompt started in this chunk.
     pub(crate) prompt: bool,
+    /// The shell finished a command line in this chunk (run or not: an
+    /// empty line, one it could not parse, one cancelled with Ctrl-C).
+    pub(crate) line_done: bool,
 }
 
 impl Terminal {
-    /// A terminal whose shell runs walissh's bootstrap for `nonce`.
-    pub(crate) fn integrated(nonce: &str) -> Terminal {
+    /// A terminal whose shell runs walissh's bootstrap for `nonce`. With
+    /// `agent`, a question hides the shell's drawing until
+    /// [`Terminal::agent_done`].
+    pub(crate) fn integrated(nonce: &str, agent: bool) -> Terminal {
         Terminal {
             scanner: Scanner::new(nonce),
             phase: Phase::Withholding {
@@ -95,7 +120,35 @@ impl Terminal {
             },
             cwd: None,
             running: None,
+            agent,
+            shown: Shown::All,
             history: Default::default(),
+        }
+    }
+
+    /// The agent is done. With `fresh_prompt` it has asked the shell for a
+    /// new prompt, and nothing is shown until it starts; without, the shell
+    /// is not at a prompt (a command the agent could not stop is the
+    /// user's now) and everything is shown again.
+    pub(crate) fn agent_done(&mut self, fresh_prompt: bool) {
+        self.shown = if fresh_prompt {
+            Shown::UntilPrompt { line_done: false }
+        } else {
+            Shown::All
+        };
+    }
+
+    /// The shell's directory, as it last reported it.
+    pub(crate) fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    /// Whether the shell's output is shown now.
+    fn visible(&self) -> bool {
+        match self.shown {
+            Shown::All => true,
+            Shown::Commands => self.running.is_some(),
+            Shown::UntilPrompt { .. } => false,
         }
     }
 
@@ -136,7 +189,9 @@ impl Terminal {
     pub(crate) fn output(&mut self, data: Bytes) -> Processed {
         let untouched = match self.phase {
             Phase::Plain => true,
-            Phase::Integrated => self.scanner.is_idle() && memchr::memchr(0x1b, &data).is_none(),
+            Phase::Integrated => {
+                self.visible() && self.scanner.is_idle() && memchr::memchr(0x1b, &data).is_none()
+            }
             Phase::Withholding { .. } => false,
         };
         if untouched {
@@ -148,6 +203,7 @@ impl Terminal {
                 finished: Vec::new(),
                 questions: Vec::new(),
                 prompt: false,
+                line_done: false,
             };
         }
         let scanned = self.scanner.scan(&data);
@@ -156,6 +212,7 @@ impl Terminal {
         let mut finished = Vec::new();
         let mut questions = Vec::new();
         let mut prompt = false;
+        let mut line_done = false;
         let mut from = 0;
         for (at, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
@@ -163,9 +220,23 @@ impl Terminal {
             match mark {
                 Mark::Question { text, kept } if matches!(self.phase, Phase::Integrated) => {
                     questions.push((to_client.len(), Question { text, kept }));
+                    if self.agent {
+                        self.shown = Shown::Commands;
+                    }
                     continue;
                 }
-                Mark::PromptStart => prompt = true,
+                Mark::PromptStart => {
+                    prompt = true;
+                    if self.shown == (Shown::UntilPrompt { line_done: true }) {
+                        self.shown = Shown::All;
+                    }
+                }
+                Mark::CommandEnd { .. } => {
+                    line_done = true;
+                    if let Shown::UntilPrompt { line_done } = &mut self.shown {
+                        *line_done = true;
+                    }
+                }
                 _ => {}
             }
             self.mark(mark, &mut to_client, &mut finished);
@@ -176,11 +247,13 @@ impl Terminal {
             finished,
             questions,
             prompt,
+            line_done,
         }
     }
 
     /// Output between marks: held back, or shown and captured.
     fn pass(&mut self, bytes: &[u8], to_client: &mut Vec<u8>) {
+        let visible = self.visible();
         match &mut self.phase {
             Phase::Withholding { held, .. } => {
                 held.extend_from_slice(bytes);
@@ -189,12 +262,13 @@ impl Terminal {
                     self.phase = Phase::Integrated;
                 }
             }
-            _ => {
+            _ if visible => {
                 if let Some(r) = self.running.as_mut() {
                     r.output.push(bytes);
                 }
                 to_client.extend_from_slice(bytes);
             }
+            _ => {}
         }
     }
 
@@ -280,7 +354,7 @@ mod tests {
 
     #[test]
     fn bootstrap_traces_are_cut_and_the_banner_kept() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         let first = t
             .feed(b"Linux 6.1 motd\r\nLast login: today\r\n\x1b[?2004hroot@h:~# \x1b[?2004l\r\r\n");
         assert!(first.to_client.is_empty());
@@ -295,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_two_line_prompt_is_cut_whole() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         let out =
             t.feed(m("banner\r\n[user@h ~]\r\n$ \r\n\x1b]133;W;w={N};lines=1;nl=1\x07").as_bytes());
         assert_eq!(&out.to_client[..], b"banner\r\n");
@@ -303,7 +377,7 @@ mod tests {
 
     #[test]
     fn commands_are_recorded_with_cwd_and_status() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
         let out = t.feed(
             m("\x1b]7;w={N};/tmp\x07$ ls\r\n\x1b]133;C;w={N};cmd=ls -l\x07\x1b[1mfile\x1b[0m\r\n\x1b]133;D;2;w={N}\x07$ ")
@@ -320,7 +394,7 @@ mod tests {
 
     #[test]
     fn a_forged_end_does_not_end_the_command() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;C;w={N};cmd=printf x\x07").as_bytes());
         let out = t.feed(b"\x1b]133;D;0\x07");
         assert!(out.finished.is_empty());
@@ -331,7 +405,7 @@ mod tests {
 
     #[test]
     fn questions_are_reported_where_they_were_asked() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
         let out = t.feed(m("$ \r\x1b[K\r\x1b]133;Q;w={N};kept=0;text=? why\x07$ ").as_bytes());
         assert_eq!(&out.to_client[..], b"$ \r\x1b[K\r$ ");
@@ -344,8 +418,39 @@ mod tests {
     }
 
     #[test]
+    fn while_the_agent_works_only_its_commands_output_is_shown() {
+        let mut t = Terminal::integrated(N, true);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        // The question, then the shell's redraw of its prompt: hidden.
+        let out = t.feed(
+            m("\r\x1b[K\x1b]133;Q;w={N};kept=0;text=? why\x07\r\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07")
+                .as_bytes(),
+        );
+        assert_eq!(&out.to_client[..], b"\r\x1b[K");
+        assert_eq!(out.questions.len(), 1);
+        // The echo of the typed command is hidden, its output shown, the
+        // prompt after it hidden.
+        let out = t.feed(
+            m("df\r\n\x1b]133;C;w={N};cmd=df\x07/dev/sda1 97%\r\n\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07$ ")
+                .as_bytes(),
+        );
+        assert_eq!(&out.to_client[..], b"/dev/sda1 97%\r\n");
+        assert_eq!(out.finished[0].output.text(), "/dev/sda1 97%\n");
+        assert!(out.line_done);
+        // Done: hidden until the fresh prompt starts (not a redraw of the
+        // old one), then all shown.
+        t.agent_done(true);
+        let out = t.feed(m("\r\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        assert!(out.to_client.is_empty());
+        let out = t.feed(m("\r\n\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07$ ").as_bytes());
+        assert_eq!(&out.to_client[..], b"$ ");
+        assert!(out.finished.is_empty() && out.line_done);
+        assert_eq!(&t.feed(b"typed").to_client[..], b"typed");
+    }
+
+    #[test]
     fn giving_up_shows_everything_held_and_still_reads_marks() {
-        let mut t = Terminal::integrated(N);
+        let mut t = Terminal::integrated(N, false);
         t.feed(b"slow rc> ");
         assert_eq!(t.give_up(), b"slow rc> ");
         assert_eq!(&t.feed(b"x").to_client[..], b"x");

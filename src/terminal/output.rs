@@ -13,6 +13,8 @@ const TAIL: usize = 8 * 1024;
 pub(crate) struct Capture {
     head: Vec<u8>,
     head_state: Strip,
+    /// Raw bytes that went into the head (it is kept cleaned).
+    head_raw: u64,
     tail: Vec<u8>,
     total: u64,
 }
@@ -23,6 +25,7 @@ impl Capture {
         let mut rest = bytes;
         while self.head.len() < HEAD && !rest.is_empty() {
             self.head_state.feed(rest[0], &mut self.head);
+            self.head_raw += 1;
             rest = &rest[1..];
         }
         if rest.is_empty() {
@@ -40,7 +43,6 @@ impl Capture {
     }
 
     /// The head, and when there was more, a marker and the cleaned tail.
-    #[allow(dead_code)] // read by the agent's context (issue 4)
     pub(crate) fn text(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
         if !self.tail.is_empty() {
@@ -49,8 +51,9 @@ impl Capture {
             for &b in &self.tail {
                 s.feed(b, &mut clean);
             }
-            if self.total > (self.head.len() + self.tail.len()) as u64 {
-                out.push_str("\n[...]\n");
+            let cut = self.total - self.head_raw - self.tail.len() as u64;
+            if cut > 0 {
+                out.push_str(&format!("\n[... {cut} bytes of output cut ...]\n"));
             }
             out.push_str(&String::from_utf8_lossy(&clean));
         }
@@ -112,9 +115,15 @@ mod tests {
         }
         let text = c.text();
         assert!(text.starts_with("line 0\nline 1\n"));
-        assert!(text.contains("\n[...]\n"));
+        // The head is kept cleaned: more raw bytes went into it (the CRs).
+        assert!(c.head_raw > HEAD as u64);
+        let cut = c.total() - c.head_raw - TAIL as u64;
+        assert!(
+            text.contains(&format!("[... {cut} bytes of output cut ...]\n")),
+            "{text}"
+        );
         assert!(text.ends_with("line 9999\n"));
-        assert!(text.len() < HEAD + TAIL + 16);
+        assert!(text.len() < HEAD + TAIL + 48);
         assert_eq!(
             c.total(),
             (0..10_000)

@@ -165,19 +165,28 @@ impl Capture {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         let (m, cv) = &*me.inner;
-                        m.lock().unwrap().extend_from_slice(&buf[..n]);
+                        // A waiter that timed out panicked holding the
+                        // lock; keep collecting regardless.
+                        m.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .extend_from_slice(&buf[..n]);
                         cv.notify_all();
                     }
                 }
             }
             let (m, cv) = &*me.inner;
-            let _g = m.lock().unwrap();
+            let _g = m.lock().unwrap_or_else(|e| e.into_inner());
             cv.notify_all();
         });
     }
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.inner.0.lock().unwrap()).into_owned()
+    }
+
+    /// The offset just past what came so far, for `wait_for_from`.
+    pub fn end(&self) -> usize {
+        self.inner.0.lock().unwrap().len()
     }
 
     /// Waits until `needle` appears at or after byte `from`; returns the
@@ -205,6 +214,89 @@ impl Capture {
     pub fn wait_for(&self, needle: &str) -> usize {
         self.wait_for_from(needle, 0)
     }
+
+    /// Like `wait_for_from`, with escape sequences (colours, cursor moves,
+    /// OSC titles) ignored: `needle` may be split by them, as text streamed
+    /// and coloured piece by piece is. Returns the raw offset just past it.
+    pub fn wait_plain_from(&self, needle: &str, from: usize) -> usize {
+        let (m, cv) = &*self.inner;
+        let start = Instant::now();
+        let mut g = m.lock().unwrap();
+        loop {
+            if g.len() > from {
+                let (plain, raw_end) = strip_escapes(&g[from..]);
+                if let Some(i) = find(&plain, needle.as_bytes()) {
+                    return from + raw_end[i + needle.len() - 1];
+                }
+            }
+            let left = DEADLINE.checked_sub(start.elapsed()).unwrap_or_else(|| {
+                panic!(
+                    "timed out waiting for {needle:?} (escapes ignored) after byte {from}; \
+                     screen without escapes:\n{}\n--- raw:\n{:?}",
+                    String::from_utf8_lossy(&strip_escapes(&g).0),
+                    String::from_utf8_lossy(&g)
+                )
+            });
+            g = cv.wait_timeout(g, left).unwrap().0;
+        }
+    }
+
+    /// What came from byte `from` on, as text.
+    pub fn since(&self, from: usize) -> String {
+        let g = self.inner.0.lock().unwrap();
+        String::from_utf8_lossy(&g[from.min(g.len())..]).into_owned()
+    }
+
+    /// Everything so far without escape sequences.
+    pub fn plain(&self) -> String {
+        String::from_utf8_lossy(&strip_escapes(&self.inner.0.lock().unwrap()).0).into_owned()
+    }
+}
+
+/// `bytes` without escape sequences, and for each byte kept the offset
+/// just past it in `bytes`.
+pub fn strip_escapes(bytes: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let (mut plain, mut ends) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != 0x1b {
+            plain.push(bytes[i]);
+            i += 1;
+            ends.push(i);
+            continue;
+        }
+        i += 1;
+        match bytes.get(i) {
+            // CSI: parameters up to a final byte.
+            Some(b'[') => {
+                i += 1;
+                while i < bytes.len() && !(0x40..=0x7e).contains(&bytes[i]) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            // OSC, DCS, APC, PM: up to BEL or ST (ESC \).
+            Some(b']' | b'P' | b'_' | b'^') => {
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == 0x07 {
+                        i += 1;
+                        break;
+                    }
+                    if bytes[i] == 0x1b && bytes.get(i + 1) == Some(&b'\\') {
+                        i += 2;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            // Character set designations take one more byte.
+            Some(b'(' | b')' | b'*' | b'+' | b'#' | b'%') => i += 2,
+            Some(_) => i += 1,
+            None => {}
+        }
+    }
+    (plain, ends)
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -309,6 +401,16 @@ pub struct Opts {
     pub login_grace_s: u64,
     /// Runs on the state directory before walissh starts.
     pub prepare: Option<Prepare>,
+    /// `[llm] base_url`; `None` points it at a closed local port, so a
+    /// developer's local model server is never asked.
+    pub llm_url: Option<String>,
+    /// `[llm] timeout_s`.
+    pub llm_timeout_s: u64,
+    /// bob's `ai` mode (`off`, `confirm`, `auto`).
+    pub bob_ai: &'static str,
+    /// Appended to the config as it is (an `[ai]` section, say; never
+    /// `[llm]`, which is always written).
+    pub extra_toml: String,
 }
 
 impl Default for Opts {
@@ -320,12 +422,17 @@ impl Default for Opts {
             record_input: false,
             login_grace_s: 60,
             prepare: None,
+            llm_url: None,
+            llm_timeout_s: 10,
+            bob_ai: "confirm",
+            extra_toml: String::new(),
         }
     }
 }
 
 /// walissh in front of a real sshd, with three users:
-/// alice (password, only web1), bob (key, web1 and local: a menu),
+/// alice (password, only web1, `ai` left to its default), bob (key, web1
+/// and local: a menu; `ai` from [`Opts::bob_ai`]),
 /// carol (password, `ai = "off"`, every target including the unreachable `down`, the
 /// `tarpit` that accepts connections and never answers, and, when the
 /// tests run as root, `jail`: a local shell run as JAIL_USER, and
@@ -359,6 +466,10 @@ impl Bastion {
         let down = free_port();
         // Accepts TCP connections (the kernel does) but never answers.
         let tarpit = TcpListener::bind("127.0.0.1:0").unwrap();
+        let llm_url = opts
+            .llm_url
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{}/v1", free_port()));
         // The bastion's upstream key must be known before sshd starts.
         let write_config = |sshd_port: u16| {
             std::fs::write(
@@ -415,13 +526,24 @@ targets = ["web1"]
 name = "bob"
 authorized_keys = ["{bob_pub}"]
 targets = ["web1", "local"]
+ai = "{bob_ai}"
 
 [[users]]
 name = "carol"
 password_hash = "{carol}"
 targets = ["web*", "local", "down", "jail", "tarpit", "pw*", "zsh"]
 ai = "off"
+
+[llm]
+base_url = "{llm_url}"
+model = "test-model"
+timeout_s = {llm_timeout}
+
+{extra}
 "#,
+                    bob_ai = opts.bob_ai,
+                    llm_timeout = opts.llm_timeout_s,
+                    extra = opts.extra_toml,
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),
                     mf = opts.max_failures,
@@ -774,6 +896,12 @@ impl Terminal {
         self.screen.wait_for(needle)
     }
 
+    /// Waits for `needle` at or after byte `from`, escape sequences
+    /// ignored; returns the offset just past it.
+    pub fn expect_from(&self, needle: &str, from: usize) -> usize {
+        self.screen.wait_plain_from(needle, from)
+    }
+
     /// Waits for the program to exit; returns its exit code.
     pub fn wait(&mut self) -> Option<i32> {
         let mut child = self.child.take().expect("already waited");
@@ -802,5 +930,26 @@ impl Drop for Terminal {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_ignored_when_waiting_for_plain_text() {
+        let (plain, ends) =
+            strip_escapes(b"\x1b[36m\xe2\x94\x82 \x1b[0mThe di\x1b[1msk\x1b]0;title\x07 ok\x1b(B!");
+        assert_eq!(String::from_utf8(plain).unwrap(), "\u{2502} The disk ok!");
+        assert_eq!(*ends.last().unwrap(), 42);
+        let c = Capture::default();
+        c.inner
+            .0
+            .lock()
+            .unwrap()
+            .extend_from_slice(b"ab\x1b[31mc\x1b[0md tail");
+        assert_eq!(c.wait_plain_from("bcd", 0), 13);
+        assert_eq!(c.since(13), " tail");
     }
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::harness::*;
 
 /// The asciicast v2 file of a session: its header and its events.
-fn read_cast(path: &str) -> (Value, Vec<Value>) {
+pub(crate) fn read_cast(path: &str) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
@@ -13,7 +13,7 @@ fn read_cast(path: &str) -> (Value, Vec<Value>) {
     (header, events)
 }
 
-fn output_of(events: &[Value]) -> String {
+pub(crate) fn output_of(events: &[Value]) -> String {
     events
         .iter()
         .filter(|e| e[1] == "o")

@@ -2,7 +2,9 @@
 //! OpenSSH server, with a real SQLite audit file.
 
 mod harness;
+mod model;
 
+mod agent;
 mod cli;
 mod lifecycle;
 mod login;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::harness::*;
 
 /// The prompt's last characters for the account the tests log in as.
-fn prompt_end() -> &'static str {
+pub(crate) fn prompt_end() -> &'static str {
     if is_root() { "# " } else { "$ " }
 }
 
@@ -149,14 +149,18 @@ fn a_shell_without_integration_just_works() {
 
 #[test]
 fn questions_at_the_prompt_are_caught_and_nothing_else_is() {
+    // The harness points [llm] at a closed port: caught questions reach the
+    // agent, which says it cannot reach the model.
     let b = Bastion::start();
     let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    let unreachable = "walissh: cannot reach the model endpoint";
     t.send("? why is the disk full\r");
-    t.expect("the agent is not configured yet");
+    let at = t.expect_from(unreachable, 0);
+    // The agent is done once the prompt is back: type on only then.
+    let at = t.expect_from(prompt_end(), at);
     t.send("ai: restart nginx\r");
-    let first = t.expect("the agent is not configured yet");
-    t.screen
-        .wait_for_from("the agent is not configured yet", first);
+    let at = t.expect_from(unreachable, at);
+    t.expect_from(prompt_end(), at);
     // Not caught: a leading space, a prefix inside the line, a continuation
     // line, and `read` reading a line that starts with the prefix.
     t.send(" ?x=1; echo SPACE-$((1+1))\r");
@@ -172,19 +176,21 @@ fn questions_at_the_prompt_are_caught_and_nothing_else_is() {
     assert_eq!(prompts[0]["text"], "? why is the disk full");
     assert_eq!(prompts[1]["text"], "ai: restart nginx");
     assert_eq!(prompts[0]["target"], "web1");
+    // Each question went to the agent, and failed there, once.
+    let errors = b.wait_count("ai_error", 2);
+    for e in &errors {
+        let m = e["message"].as_str().unwrap_or("");
+        assert!(m.contains("cannot reach the model endpoint"), "{e}");
+    }
     // The caught lines never reached the shell: no command ran for them.
     let cmds = commands(&b, 4);
     assert!(
         cmds.iter()
             .all(|c| !c["command"].as_str().unwrap_or("").starts_with('?'))
     );
-    assert_eq!(
-        b.audit()
-            .iter()
-            .filter(|e| e["kind"] == "ai_prompt")
-            .count(),
-        2
-    );
+    let audit = b.audit();
+    assert_eq!(audit.iter().filter(|e| e["kind"] == "ai_prompt").count(), 2);
+    assert_eq!(audit.iter().filter(|e| e["kind"] == "ai_error").count(), 2);
 }
 
 #[test]

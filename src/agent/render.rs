@@ -1,0 +1,312 @@
+//! How the agent looks in the user's terminal: its text behind a coloured
+//! gutter, word-wrapped to the terminal's width as it streams, and its
+//! status lines (a proposed command, `Run? [y/N/e]`, a refusal, an exit
+//! status, an error).
+//!
+//! The [`Painter`] only produces bytes and keeps track of the column its
+//! last byte left the cursor in; the session decides when they are shown.
+
+/// The gutter in front of every line the agent writes: a cyan bar.
+const GUTTER: &str = "\x1b[36m\u{2502}\x1b[0m ";
+/// The gutter's width on screen.
+const GUTTER_WIDTH: usize = 2;
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RED: &str = "\x1b[31m";
+const RESET: &str = "\x1b[0m";
+
+/// Spinner frames, drawn while the model thinks.
+pub(crate) const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// One spinner frame, drawn over the current line.
+pub(crate) fn spinner_frame(n: usize) -> Vec<u8> {
+    format!(
+        "\r\x1b[K{DIM}{} thinking…{RESET}",
+        SPINNER[n % SPINNER.len()]
+    )
+    .into_bytes()
+}
+
+/// Erases the spinner's line.
+pub(crate) const SPINNER_CLEAR: &[u8] = b"\r\x1b[K";
+
+pub(crate) struct Painter {
+    cols: usize,
+    /// The cursor's column, counted from the start of the line (gutter
+    /// included); 0 at the start of a line.
+    col: usize,
+    /// The word being streamed, as far as it is on the current line.
+    word: String,
+    /// A space is due before the next word, if it goes on this line.
+    space: bool,
+}
+
+impl Painter {
+    pub(crate) fn new(cols: u32) -> Painter {
+        Painter {
+            cols: cols as usize,
+            col: 0,
+            word: String::new(),
+            space: false,
+        }
+    }
+
+    pub(crate) fn resize(&mut self, cols: u32) {
+        self.cols = cols as usize;
+    }
+
+    /// Width available for text on one line.
+    fn width(&self) -> usize {
+        self.cols.saturating_sub(GUTTER_WIDTH).max(10)
+    }
+
+    /// Streamed text from the model, wrapped at word boundaries. Every
+    /// character is shown as soon as it arrives; a word that turns out not
+    /// to fit is moved to the next line whole.
+    pub(crate) fn text(&mut self, text: &str) -> Vec<u8> {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '\n' => {
+                    self.word.clear();
+                    self.newline(&mut out);
+                }
+                c if c.is_whitespace() => {
+                    self.word.clear();
+                    self.space = self.col > GUTTER_WIDTH;
+                }
+                // Control characters from the model never reach the
+                // terminal: they could move the cursor or change modes.
+                c if c.is_control() => {}
+                c => self.letter(c, &mut out),
+            }
+        }
+        out.into_bytes()
+    }
+
+    /// One character of a word.
+    fn letter(&mut self, c: char, out: &mut String) {
+        let end = GUTTER_WIDTH + self.width();
+        if self.word.is_empty() && std::mem::take(&mut self.space) {
+            if self.col + 2 > end {
+                self.newline(out);
+            } else {
+                out.push(' ');
+                self.col += 1;
+            }
+        }
+        if self.col == 0 {
+            out.push_str(GUTTER);
+            self.col = GUTTER_WIDTH;
+        }
+        if self.col >= end {
+            let on_line = self.word.chars().count();
+            if on_line > 0 && on_line < self.width() {
+                // Take the word back and put it on the next line.
+                out.push_str(&format!("\x1b[{on_line}D\x1b[K"));
+                self.newline(out);
+                out.push_str(GUTTER);
+                out.push_str(&self.word);
+                self.col = GUTTER_WIDTH + on_line;
+            } else {
+                self.newline(out);
+                out.push_str(GUTTER);
+                self.col = GUTTER_WIDTH;
+                self.word.clear();
+            }
+        }
+        out.push(c);
+        self.word.push(c);
+        self.col += 1;
+    }
+
+    fn newline(&mut self, out: &mut String) {
+        self.space = false;
+        if self.col == 0 {
+            // An empty line of the answer keeps its gutter.
+            out.push_str(GUTTER.trim_end());
+        }
+        out.push_str("\r\n");
+        self.col = 0;
+    }
+
+    /// Ends the current line, if anything is on it.
+    pub(crate) fn end_line(&mut self) -> Vec<u8> {
+        let mut out = String::new();
+        self.word.clear();
+        self.space = false;
+        if self.col > 0 {
+            out.push_str("\r\n");
+            self.col = 0;
+        }
+        out.into_bytes()
+    }
+
+    /// A whole line of its own, behind the gutter.
+    fn line(&mut self, body: &str) -> Vec<u8> {
+        let mut out = self.end_line();
+        out.extend_from_slice(format!("{GUTTER}{body}\r\n").as_bytes());
+        out
+    }
+
+    /// A command the agent is about to run (and why, if it said).
+    pub(crate) fn command(&mut self, command: &str, reason: &str) -> Vec<u8> {
+        let command = printable(command);
+        let reason = printable(reason);
+        if reason.is_empty() {
+            self.line(&format!("{BOLD}$ {command}{RESET}"))
+        } else {
+            self.line(&format!("{BOLD}$ {command}{RESET}  {DIM}# {reason}{RESET}"))
+        }
+    }
+
+    /// The approval question; the cursor stays after it.
+    pub(crate) fn ask(&mut self) -> Vec<u8> {
+        let mut out = self.end_line();
+        out.extend_from_slice(format!("{GUTTER}Run? [y/N/e] ").as_bytes());
+        self.col = GUTTER_WIDTH + 13;
+        out
+    }
+
+    /// The user's answer to `Run?`, echoed, ending the line.
+    pub(crate) fn answered(&mut self, key: &str) -> Vec<u8> {
+        self.col = 0;
+        format!("{key}\r\n").into_bytes()
+    }
+
+    /// The edit line, redrawn whole after each key. Only its tail is shown
+    /// when it is wider than the terminal.
+    pub(crate) fn edit_line(&mut self, text: &str) -> Vec<u8> {
+        let room = self.width().saturating_sub(7).max(1);
+        let chars: Vec<char> = printable(text).chars().collect();
+        let shown: String = chars[chars.len().saturating_sub(room)..].iter().collect();
+        self.col = GUTTER_WIDTH + 6 + shown.chars().count();
+        format!("\r\x1b[K{GUTTER}edit> {shown}").into_bytes()
+    }
+
+    /// A command the policy refused.
+    pub(crate) fn refused(&mut self, command: &str, why: &str) -> Vec<u8> {
+        let (command, why) = (printable(command), printable(why));
+        self.line(&format!(
+            "{RED}refused{RESET} {BOLD}{command}{RESET}: {why}"
+        ))
+    }
+
+    /// How a command ended, when that is worth a line: not for exit 0.
+    pub(crate) fn outcome(&mut self, exit: Option<i32>, interrupted: Option<&str>) -> Vec<u8> {
+        match (interrupted, exit) {
+            (Some(why), _) => self.line(&format!("{DIM}interrupted: {why}{RESET}")),
+            (None, Some(0)) => Vec::new(),
+            (None, Some(code)) => self.line(&format!("{DIM}exit {code}{RESET}")),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// A failure of the question, as one line.
+    pub(crate) fn error(&mut self, message: &str) -> Vec<u8> {
+        let mut out = self.end_line();
+        let message = printable(message);
+        out.extend_from_slice(format!("{RED}walissh: {message}{RESET}\r\n").as_bytes());
+        out
+    }
+
+    /// The cursor is at the start of a line again (the shell printed a
+    /// command's output, which the session made end with a line break).
+    pub(crate) fn at_line_start(&mut self) {
+        self.col = 0;
+    }
+}
+
+/// Text from the model or a command line, without control characters.
+fn printable(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a terminal `cols` wide shows, row by row, after `bytes`.
+    fn screen(cols: u16, bytes: &[u8]) -> Vec<String> {
+        let nz = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+        let mut p = vt100::Parser::new(nz(12), nz(cols), 0);
+        p.process(bytes);
+        let rows: Vec<String> = p
+            .screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect();
+        let last = rows
+            .iter()
+            .rposition(|r| !r.is_empty())
+            .map_or(0, |i| i + 1);
+        rows[..last].to_vec()
+    }
+
+    #[test]
+    fn streamed_text_wraps_at_words_behind_the_gutter() {
+        let mut p = Painter::new(22);
+        let mut out = p.text("The disk is ful");
+        out.extend(p.text("l because of old logs.\n\nDone"));
+        out.extend(p.end_line());
+        assert_eq!(
+            screen(22, &out),
+            [
+                "\u{2502} The disk is full",
+                "\u{2502} because of old logs.",
+                "\u{2502}",
+                "\u{2502} Done"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_word_streamed_in_pieces_moves_whole_to_the_next_line() {
+        let mut p = Painter::new(16);
+        let mut out = Vec::new();
+        for piece in ["Check the ", "conf", "iguration", " now"] {
+            out.extend(p.text(piece));
+        }
+        out.extend(p.end_line());
+        assert_eq!(
+            screen(16, &out),
+            [
+                "\u{2502} Check the",
+                "\u{2502} configuration",
+                "\u{2502} now"
+            ]
+        );
+    }
+
+    #[test]
+    fn long_words_are_cut_and_control_characters_dropped() {
+        let mut p = Painter::new(12);
+        let mut out = p.text("abcdefghijklmn\x1b[2J!");
+        out.extend(p.end_line());
+        assert_eq!(
+            screen(12, &out),
+            ["\u{2502} abcdefghij", "\u{2502} klmn[2J!"]
+        );
+    }
+
+    #[test]
+    fn status_lines_start_on_their_own_line() {
+        let mut p = Painter::new(80);
+        let mut out = p.text("Let me look");
+        out.extend(p.command("df -h", "disk"));
+        out.extend(p.ask());
+        out.extend(p.answered("y"));
+        out.extend(p.outcome(Some(1), None));
+        out.extend(p.error("the model endpoint answered 500: x"));
+        assert_eq!(
+            screen(80, &out),
+            [
+                "\u{2502} Let me look",
+                "\u{2502} $ df -h  # disk",
+                "\u{2502} Run? [y/N/e] y",
+                "\u{2502} exit 1",
+                "walissh: the model endpoint answered 500: x"
+            ]
+        );
+    }
+}

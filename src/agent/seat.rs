@@ -1,0 +1,529 @@
+//! The agent's seat in one interactive session: the [`Host`] the ReAct loop
+//! runs against, made of the user's own terminal and shell.
+//!
+//! The seat runs beside the session's two pumps, in the same task, and
+//! talks to them over channels ([`wires`]): it draws on the client's screen
+//! through the client pump (so its text and the shell's output never
+//! interleave), types into the shell through the target pump, gets the
+//! user's keys while a question is being answered, and learns from the
+//! terminal model when the shell has finished a command line. While a
+//! question is answered the terminal model hides the shell's own drawing
+//! (`Terminal`), so the agent owns the screen but for its commands' output.
+//! When it is done the seat asks the shell for a fresh prompt, and the user
+//! is back where they were.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::react::{self, Approval, Host, Outcome};
+use super::{Agent, Question, render::Painter};
+use crate::audit::{Audit, Ids};
+use crate::config::AiMode;
+use crate::terminal::CommandRecord;
+use crate::terminal::screen::Screen;
+
+/// How long a command must have been silent, on a line that looks like a
+/// prompt, before walissh takes it to be waiting for input.
+const INPUT_WAIT: Duration = Duration::from_secs(2);
+/// How long each step of interrupting a command may take.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(3);
+/// What interrupting types, in turn: Ctrl-C, `q` (pagers ignore Ctrl-C),
+/// Ctrl-\ (SIGQUIT).
+const INTERRUPT_KEYS: [&[u8]; 3] = [b"\x03", b"q", b"\x1c"];
+/// Keys queued for the seat beyond this are dropped.
+const KEYS_QUEUE: usize = 64;
+
+/// A question caught at the prompt, with what the terminal knew then.
+pub(crate) struct Asked {
+    pub(crate) question: Question,
+    pub(crate) context: String,
+}
+
+/// What the seat asks of the pump that writes to the client.
+pub(crate) enum Draw {
+    /// Bytes for the client's screen.
+    Show(Vec<u8>),
+    /// Animate a spinner until the next `Show`.
+    Spin,
+    /// The question is done: see `Terminal::agent_done`.
+    Done { fresh_prompt: bool },
+}
+
+/// State the pumps and the seat share. They run in one task, so it is
+/// never contended; atomics only because the task moves between threads.
+pub(crate) struct Shared {
+    /// A question is being answered: the user's keys go to the seat.
+    active: AtomicBool,
+    /// When the shell last printed something, in ms since `epoch`.
+    last_output: AtomicU64,
+    epoch: Instant,
+    /// The terminal's width.
+    cols: AtomicU32,
+}
+
+impl Shared {
+    pub(crate) fn new(cols: u32) -> Shared {
+        Shared {
+            active: AtomicBool::new(false),
+            last_output: AtomicU64::new(0),
+            epoch: Instant::now(),
+            cols: AtomicU32::new(cols),
+        }
+    }
+
+    pub(crate) fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_active(&self, on: bool) {
+        self.active.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn output_seen(&self) {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        self.last_output.store(ms, Ordering::Relaxed);
+    }
+
+    fn last_output(&self) -> Instant {
+        self.epoch + Duration::from_millis(self.last_output.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn cols(&self) -> u32 {
+        self.cols.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_cols(&self, cols: u32) {
+        self.cols.store(cols, Ordering::Relaxed);
+    }
+}
+
+/// The client pump's ends of the wiring.
+pub(crate) struct ClientEnds {
+    pub(crate) questions: mpsc::UnboundedSender<Asked>,
+    pub(crate) draw: mpsc::UnboundedReceiver<Draw>,
+    /// Each command line the shell finished, with its record if one ran.
+    pub(crate) lines: mpsc::UnboundedSender<Option<CommandRecord>>,
+}
+
+/// The target pump's ends of the wiring.
+pub(crate) struct TargetEnds {
+    pub(crate) typed: mpsc::UnboundedReceiver<Bytes>,
+    pub(crate) keys: mpsc::Sender<Bytes>,
+    pub(crate) cancel: mpsc::Sender<()>,
+}
+
+/// The seat's ends of the wiring.
+pub(crate) struct SeatEnds {
+    questions: mpsc::UnboundedReceiver<Asked>,
+    draw: mpsc::UnboundedSender<Draw>,
+    lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
+    typed: mpsc::UnboundedSender<Bytes>,
+    keys: mpsc::Receiver<Bytes>,
+    cancel: mpsc::Receiver<()>,
+}
+
+/// The channels between the pumps and the seat.
+pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
+    let (questions_tx, questions_rx) = mpsc::unbounded_channel();
+    let (draw_tx, draw_rx) = mpsc::unbounded_channel();
+    let (lines_tx, lines_rx) = mpsc::unbounded_channel();
+    let (typed_tx, typed_rx) = mpsc::unbounded_channel();
+    let (keys_tx, keys_rx) = mpsc::channel(KEYS_QUEUE);
+    let (cancel_tx, cancel_rx) = mpsc::channel(1);
+    (
+        ClientEnds {
+            questions: questions_tx,
+            draw: draw_rx,
+            lines: lines_tx,
+        },
+        TargetEnds {
+            typed: typed_rx,
+            keys: keys_tx,
+            cancel: cancel_tx,
+        },
+        SeatEnds {
+            questions: questions_rx,
+            draw: draw_tx,
+            lines: lines_rx,
+            typed: typed_tx,
+            keys: keys_rx,
+            cancel: cancel_rx,
+        },
+    )
+}
+
+/// What a seat needs from its session.
+pub(crate) struct Place<'a> {
+    pub(crate) agent: &'a Agent,
+    pub(crate) mode: AiMode,
+    pub(crate) audit: &'a Audit,
+    pub(crate) ids: &'a Ids,
+    pub(crate) screen: Option<&'a Screen>,
+    pub(crate) shared: &'a Shared,
+}
+
+/// Answers the session's questions, one at a time, until the session ends.
+pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
+    let SeatEnds {
+        mut questions,
+        draw,
+        lines,
+        typed,
+        keys,
+        mut cancel,
+    } = ends;
+    let mut seat = Seat {
+        painter: Painter::new(place.shared.cols()),
+        place,
+        draw,
+        lines,
+        typed,
+        keys,
+        running: false,
+        shown: None,
+        abandoned: false,
+    };
+    while let Some(asked) = questions.recv().await {
+        while cancel.try_recv().is_ok() {}
+        seat.answer(asked, &mut cancel).await;
+    }
+}
+
+struct Seat<'a> {
+    place: Place<'a>,
+    painter: Painter,
+    draw: mpsc::UnboundedSender<Draw>,
+    lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
+    typed: mpsc::UnboundedSender<Bytes>,
+    keys: mpsc::Receiver<Bytes>,
+    /// A command the agent typed has not finished yet.
+    running: bool,
+    /// The command last drawn as proposed, so it is not drawn twice.
+    shown: Option<String>,
+    /// A command would not stop and was left to the user: the shell is not
+    /// at its prompt.
+    abandoned: bool,
+}
+
+impl Seat<'_> {
+    async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>) {
+        while self.keys.try_recv().is_ok() {}
+        while self.lines.try_recv().is_ok() {}
+        (self.running, self.shown, self.abandoned) = (false, None, false);
+        self.painter = Painter::new(self.place.shared.cols());
+        let question = strip_prefix(&asked.question.text, &self.place.agent.prefixes);
+        let agent = self.place.agent;
+        let result = match &agent.model {
+            Err(e) => {
+                self.audit("ai_error", vec![("message", e.as_str().into())])
+                    .await;
+                Some(Err(e.clone()))
+            }
+            Ok(model) => {
+                let mode = self.place.mode;
+                let work = react::answer(
+                    model,
+                    &agent.policy,
+                    mode,
+                    agent.limits,
+                    &asked.context,
+                    question,
+                    self,
+                );
+                tokio::select! {
+                    r = work => Some(r),
+                    _ = cancel.recv() => None,
+                }
+            }
+        };
+        match result {
+            Some(Ok(_)) => {
+                let end = self.painter.end_line();
+                self.show(end);
+            }
+            Some(Err(message)) => {
+                let line = self.painter.error(&message);
+                self.show(line);
+            }
+            None => self.stopped().await,
+        }
+        self.release();
+    }
+
+    /// The user pressed Ctrl-C: stop the command running, if any.
+    async fn stopped(&mut self) {
+        let mut out = b"^C\r\n".to_vec();
+        if self.running {
+            self.show(out);
+            out = Vec::new();
+            let back = self.interrupt().await;
+            self.running = false;
+            if back.is_none() {
+                self.abandoned = true;
+            }
+            self.painter.at_line_start();
+        }
+        out.extend(self.painter.error("stopped by the user"));
+        self.show(out);
+        let fields = vec![("message", "stopped by the user".into())];
+        self.audit("ai_error", fields).await;
+    }
+
+    /// Gives the terminal back to the user: at a fresh prompt, or, when a
+    /// command would not stop, in that command.
+    fn release(&mut self) {
+        let fresh_prompt = !self.abandoned;
+        self.place.shared.set_active(false);
+        let _ = self.draw.send(Draw::Done { fresh_prompt });
+        if fresh_prompt {
+            // Ctrl-U first: a key meant to stop a command may have reached
+            // the prompt instead.
+            let _ = self.typed.send(Bytes::from_static(b"\x15\r"));
+        }
+    }
+
+    fn show(&self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            let _ = self.draw.send(Draw::Show(bytes));
+        }
+    }
+
+    /// Types into the shell.
+    fn type_in(&self, bytes: impl Into<Bytes>) {
+        let _ = self.typed.send(bytes.into());
+    }
+
+    /// Interrupts the running command, harder each time it does not stop.
+    /// Returns how the command line ended (`Some(None)`: the shell is back,
+    /// without a record), or `None` if it would not stop.
+    async fn interrupt(&mut self) -> Option<Option<CommandRecord>> {
+        for key in INTERRUPT_KEYS {
+            self.type_in(key);
+            match tokio::time::timeout(INTERRUPT_WAIT, self.lines.recv()).await {
+                Ok(Some(record)) => return Some(record),
+                Ok(None) => return None,
+                Err(_) => continue,
+            }
+        }
+        None
+    }
+
+    /// Whether the screen says the command waits for input: a full-screen
+    /// program, or a line that ends like a question (`Password:`, `[y/N]`,
+    /// a pager's `:`). Returns what the user would see.
+    async fn waiting_for_input(&self) -> Option<String> {
+        let snap = self.place.screen?.snapshot().await?;
+        if snap.alternate {
+            return Some("a full-screen program".into());
+        }
+        let line = snap.cursor_line.trim();
+        let asks = line.ends_with([':', '?', ']', ')', '>'])
+            || line.contains("--More--")
+            || line.contains("(END)");
+        (asks && snap.cursor.1 > 0).then(|| line.chars().take(80).collect())
+    }
+
+    /// Waits for the command line typed to finish, interrupting it when it
+    /// waits for input or runs too long. Keys the user types meanwhile go
+    /// to the command: they may answer it themselves.
+    async fn follow(&mut self) -> (Option<CommandRecord>, Option<String>) {
+        let limit = self.place.agent.command_timeout;
+        let deadline = Instant::now() + limit;
+        let mut took_over = false;
+        // The output the last idle check looked at: the screen does not
+        // change without output, so it is not looked at again until then.
+        let mut checked: Option<Instant> = None;
+        loop {
+            let last = self.place.shared.last_output();
+            let idle_check = !took_over && checked != Some(last);
+            tokio::select! {
+                line = self.lines.recv() => return (line.flatten(), None),
+                Some(k) = self.keys.recv() => {
+                    took_over = true;
+                    self.type_in(k);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    let why = format!("it ran longer than {} s", limit.as_secs());
+                    return self.stop_command(why).await;
+                }
+                _ = tokio::time::sleep_until(last + INPUT_WAIT), if idle_check => {
+                    checked = Some(last);
+                    if let Some(prompt) = self.waiting_for_input().await {
+                        let why = format!("it was waiting for input ({prompt})");
+                        return self.stop_command(why).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn stop_command(&mut self, why: String) -> (Option<CommandRecord>, Option<String>) {
+        match self.interrupt().await {
+            Some(record) => (record, Some(why)),
+            None => {
+                self.abandoned = true;
+                (None, Some(why))
+            }
+        }
+    }
+
+    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+        let mut ev = self.place.ids.event(kind);
+        for (k, v) in fields {
+            ev = ev.field(k, v);
+        }
+        self.place.audit.event(ev).await;
+    }
+
+    /// Reads one line the user edits, starting from `text`. `None` if
+    /// they emptied it.
+    async fn edit(&mut self, text: &str) -> Option<String> {
+        let mut line = text.to_string();
+        let out = self.painter.edit_line(&line);
+        self.show(out);
+        while let Some(keys) = self.keys.recv().await {
+            // Escape sequences (arrows, function keys) are not edits.
+            if keys.first() == Some(&0x1b) {
+                continue;
+            }
+            for c in String::from_utf8_lossy(&keys).chars() {
+                match c {
+                    '\r' | '\n' => {
+                        self.show(b"\r\n".to_vec());
+                        self.painter.at_line_start();
+                        let line = line.trim().to_string();
+                        return (!line.is_empty()).then_some(line);
+                    }
+                    '\x7f' | '\x08' => {
+                        line.pop();
+                    }
+                    '\x15' => line.clear(),
+                    c if c.is_control() => {}
+                    c => line.push(c),
+                }
+            }
+            let out = self.painter.edit_line(&line);
+            self.show(out);
+        }
+        None
+    }
+}
+
+impl Host for Seat<'_> {
+    fn thinking(&mut self) {
+        let end = self.painter.end_line();
+        self.show(end);
+        let _ = self.draw.send(Draw::Spin);
+    }
+
+    fn stream(&mut self, text: &str) {
+        self.painter.resize(self.place.shared.cols());
+        let bytes = self.painter.text(text);
+        self.show(bytes);
+    }
+
+    fn refused(&mut self, command: &str, why: &str) {
+        let line = self.painter.refused(command, why);
+        self.show(line);
+    }
+
+    async fn approve(&mut self, command: &str, reason: &str) -> Approval {
+        // Only a key typed after the question is shown answers it.
+        while self.keys.try_recv().is_ok() {}
+        let mut out = self.painter.command(command, reason);
+        out.extend(self.painter.ask());
+        self.show(out);
+        self.shown = Some(command.to_string());
+        let Some(keys) = self.keys.recv().await else {
+            return Approval::No;
+        };
+        match keys.first() {
+            Some(b'y' | b'Y') => {
+                let out = self.painter.answered("y");
+                self.show(out);
+                Approval::Yes
+            }
+            Some(b'e' | b'E') => {
+                let out = self.painter.answered("e");
+                self.show(out);
+                match self.edit(command).await {
+                    Some(edit) if edit == command => Approval::Yes,
+                    Some(edit) => Approval::Edited(edit),
+                    None => Approval::No,
+                }
+            }
+            _ => {
+                let out = self.painter.answered("n");
+                self.show(out);
+                Approval::No
+            }
+        }
+    }
+
+    async fn run(&mut self, command: &str) -> Outcome {
+        if self.shown.as_deref() != Some(command) {
+            let line = self.painter.command(command, "");
+            self.show(line);
+        }
+        self.shown = None;
+        while self.lines.try_recv().is_ok() {}
+        self.running = true;
+        self.type_in(format!("{command}\r"));
+        let (record, interrupted) = self.follow().await;
+        self.running = false;
+        let mut outcome = Outcome {
+            interrupted,
+            abandoned: self.abandoned,
+            ..Outcome::default()
+        };
+        let mut out = Vec::new();
+        if let Some(r) = record {
+            let text = r.output.text();
+            if !text.is_empty() && !text.ends_with('\n') {
+                out.extend_from_slice(b"\r\n");
+            }
+            outcome.exit_code = r.exit_code;
+            outcome.output_bytes = r.output.total();
+            outcome.output = text;
+        }
+        self.painter.at_line_start();
+        out.extend(
+            self.painter
+                .outcome(outcome.exit_code, outcome.interrupted.as_deref()),
+        );
+        self.show(out);
+        outcome
+    }
+
+    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+        Seat::audit(self, kind, fields).await
+    }
+}
+
+/// The question without the prefix that made it one.
+fn strip_prefix<'q>(text: &'q str, prefixes: &[String]) -> &'q str {
+    prefixes
+        .iter()
+        .filter(|p| text.starts_with(p.as_str()))
+        .max_by_key(|p| p.len())
+        .map_or(text, |p| &text[p.len()..])
+        .trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_prefix_is_taken_off() {
+        let prefixes = vec!["?".to_string(), "??".to_string(), "ai:".to_string()];
+        assert_eq!(strip_prefix("?? why", &prefixes), "why");
+        assert_eq!(strip_prefix("ai: restart", &prefixes), "restart");
+        assert_eq!(strip_prefix("plain", &prefixes), "plain");
+    }
+}

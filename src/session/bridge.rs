@@ -1,0 +1,592 @@
+//! The bridge of one session: the two pumps that carry every byte between
+//! the client and the target, and, in interactive shells with an agent,
+//! the agent's seat beside them.
+//!
+//! Target to client, PTY shell output passes the terminal model (marks
+//! taken out, commands audited, questions caught) and the screen model on
+//! its way; client to target, keystrokes go to the shell, or to the agent
+//! while it answers a question. All three run in one task; they share a
+//! little state ([`Shared`]) and talk over channels (`seat::wires`). Each
+//! write waits for the receiving side's window, so a slow peer slows its
+//! sender instead of filling memory.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use russh::server::Msg;
+use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::{CLOSE_GRACE, Context, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
+use crate::agent::render::{SPINNER_CLEAR, spinner_frame};
+use crate::agent::seat::{self, Asked, ClientEnds, Draw, Place, Shared, TargetEnds};
+use crate::agent::{self, Question};
+use crate::audit::Ids;
+use crate::audit::recording::{Recording, Track};
+use crate::config::AiMode;
+use crate::shutdown::Listener;
+use crate::terminal::screen::Screen;
+use crate::terminal::{CommandRecord, Terminal};
+use crate::upstream;
+
+/// How often the spinner turns.
+const SPIN_EVERY: Duration = Duration::from_millis(100);
+
+/// How the bridge ended.
+enum End {
+    /// The target's side closed.
+    TargetClosed,
+    /// The client closed its channel, or can no longer be written to.
+    ClientClosed,
+    Shutdown,
+}
+
+/// What both pumps share.
+pub(super) struct Pumps<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) ids: &'a Ids,
+    pub(super) recording: Option<&'a Recording>,
+    pub(super) screen: Option<&'a Screen>,
+    /// A shell without integration: commands are read off the screen.
+    pub(super) heuristic: bool,
+    /// The user's `ai` setting.
+    pub(super) mode: AiMode,
+    pub(super) shared: &'a Shared,
+}
+
+impl Pumps<'_> {
+    /// Pumps both ways until one side closes or shutdown begins, then closes
+    /// the other side cleanly.
+    pub(super) async fn bridge(
+        &self,
+        channel: Channel<Msg>,
+        mut up_rx: upstream::Reader,
+        mut up_tx: upstream::Writer,
+        mut terminal: Option<Terminal>,
+        early_input: Vec<u8>,
+        stop: &mut Listener,
+    ) -> Totals {
+        let (mut client_rx, client_tx) = channel.split();
+        let mut totals = Totals::default();
+        let mut bytes_in = 0u64;
+        // Input waits while walissh's bootstrap runs in the shell: bash
+        // drops what was typed ahead of a command that reads the terminal.
+        let (ready_tx, ready_rx) = watch::channel(terminal.is_none());
+        // An integrated shell of a user who may use the agent gets a seat
+        // for it; questions of the others get a notice.
+        let (client_ends, target_ends, seat_ends) = match terminal {
+            Some(_) if self.mode != AiMode::Off => {
+                let (c, t, s) = seat::wires();
+                (Some(c), Some(t), Some(s))
+            }
+            _ => (None, None, None),
+        };
+        let end = {
+            let down = self.to_client(
+                &mut up_rx,
+                &client_tx,
+                &mut terminal,
+                &ready_tx,
+                client_ends,
+                &mut totals,
+            );
+            let up = self.to_target(
+                &mut client_rx,
+                &mut up_tx,
+                ready_rx,
+                target_ends,
+                early_input,
+                &mut bytes_in,
+            );
+            let assist = async {
+                if let Some(ends) = seat_ends {
+                    seat::serve(self.place(), ends).await;
+                }
+                std::future::pending::<()>().await
+            };
+            tokio::pin!(down, up, assist);
+            tokio::select! {
+                end = &mut down => end,
+                _ = &mut up => End::ClientClosed,
+                _ = &mut assist => End::ClientClosed,
+                _ = stop.requested() => End::Shutdown,
+            }
+        };
+        totals.bytes_in = bytes_in;
+        if self.shared.active() {
+            // A question was being answered: it ends with the session.
+            let why = match end {
+                End::Shutdown => "the bastion shut down before the answer",
+                _ => "the session ended before the answer",
+            };
+            let ev = self.ids.event("ai_error").field("message", why);
+            self.ctx.bastion.audit.event(ev).await;
+        }
+        match end {
+            End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
+                // The target went away without saying how the session ended.
+                let msg = format!("{} closed the session unexpectedly", self.ids.target);
+                notify(&client_tx, &msg).await;
+                totals.lost = Some(msg);
+            }
+            End::TargetClosed => {}
+            End::ClientClosed => {
+                // The client is gone: hang up on the target, and give it a
+                // moment to say how it ended.
+                up_tx.hang_up().await;
+                let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut up_rx, &mut totals)).await;
+            }
+            End::Shutdown => {
+                notify(&client_tx, SHUTTING_DOWN).await;
+                up_tx.hang_up().await;
+            }
+        }
+        up_tx.finish().await;
+        let _ = client_tx.eof().await;
+        let _ = client_tx.close().await;
+        totals
+    }
+
+    /// Target to client: output, stderr, EOF and how the target's side
+    /// ended. Returns `ClientClosed` if the client can no longer be written.
+    /// PTY shell output goes through the terminal model on its way.
+    async fn to_client(
+        &self,
+        up_rx: &mut upstream::Reader,
+        client: &ChannelWriteHalf<Msg>,
+        terminal: &mut Option<Terminal>,
+        ready: &watch::Sender<bool>,
+        mut agent: Option<ClientEnds>,
+        totals: &mut Totals,
+    ) -> End {
+        let mut track = self.recording.map(|r| r.output());
+        let mut spinner = Spinner::default();
+        loop {
+            let deadline = terminal.as_ref().and_then(|t| t.deadline());
+            let event = tokio::select! {
+                // The agent's drawing first: what it drew before typing a
+                // command must reach the screen before the command's output.
+                biased;
+                Some(draw) = next(agent.as_mut().map(|a| &mut a.draw)) => {
+                    let shown = match draw {
+                        Draw::Show(bytes) => spinner.stop_before(bytes),
+                        Draw::Spin => {
+                            spinner.start();
+                            Bytes::new()
+                        }
+                        Draw::Done { fresh_prompt } => {
+                            if let Some(t) = terminal.as_mut() {
+                                t.agent_done(fresh_prompt);
+                            }
+                            spinner.stop_before(Vec::new())
+                        }
+                    };
+                    if self.show(shown, client, &mut track).await.is_err() {
+                        return End::ClientClosed;
+                    }
+                    continue;
+                }
+                _ = spinner.tick() => {
+                    if self.show(spinner.frame(), client, &mut track).await.is_err() {
+                        return End::ClientClosed;
+                    }
+                    continue;
+                }
+                e = up_rx.next() => e,
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    // The bootstrap never answered: show what was held back.
+                    if self.release(terminal, ready, client, &mut track, false).await.is_err() {
+                        return End::ClientClosed;
+                    }
+                    continue;
+                }
+            };
+            if matches!(event, None | Some(upstream::Event::Eof))
+                && self
+                    .release(terminal, ready, client, &mut track, true)
+                    .await
+                    .is_err()
+            {
+                return End::ClientClosed;
+            }
+            let Some(event) = event else {
+                break;
+            };
+            let sent = match event {
+                upstream::Event::Data(data) => {
+                    totals.bytes_out += data.len() as u64;
+                    self.shared.output_seen();
+                    let data = match terminal.as_mut() {
+                        Some(t) => {
+                            let p = t.output(data);
+                            if t.deadline().is_none() && !*ready.borrow() {
+                                let _ = ready.send(true);
+                            }
+                            self.lines_done(p.finished, p.line_done, agent.as_ref())
+                                .await;
+                            let shown = self
+                                .answer_questions(p.to_client, p.questions, t, agent.as_ref())
+                                .await;
+                            if p.prompt
+                                && let Some(s) = self.screen
+                            {
+                                s.prompt();
+                            }
+                            shown
+                        }
+                        None => data,
+                    };
+                    self.show(data, client, &mut track).await
+                }
+                upstream::Event::Stderr(data) => {
+                    totals.bytes_out += data.len() as u64;
+                    if let Some(t) = track.as_mut() {
+                        t.write(&data).await;
+                    }
+                    client.extended_data_bytes(1, data).await
+                }
+                upstream::Event::Eof => client.eof().await,
+                upstream::Event::ExitStatus(code) => {
+                    totals.exit_status = Some(code);
+                    client.exit_status(code).await
+                }
+                upstream::Event::ExitSignal {
+                    signal,
+                    core_dumped,
+                    message,
+                } => {
+                    totals.exit_signal = Some(signal_name(&signal));
+                    let _ = self
+                        .ctx
+                        .handle
+                        .exit_signal_request(
+                            client.id(),
+                            signal,
+                            core_dumped,
+                            message,
+                            String::new(),
+                        )
+                        .await;
+                    Ok(())
+                }
+            };
+            if sent.is_err() {
+                return End::ClientClosed;
+            }
+        }
+        End::TargetClosed
+    }
+
+    /// Sends output to the client, by way of the screen model and the
+    /// recording.
+    async fn show(
+        &self,
+        data: Bytes,
+        client: &ChannelWriteHalf<Msg>,
+        track: &mut Option<Track<'_>>,
+    ) -> Result<(), russh::Error> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if let Some(s) = self.screen {
+            s.feed(data.clone());
+        }
+        if let Some(t) = track.as_mut() {
+            t.write(&data).await;
+        }
+        client.data_bytes(data).await
+    }
+
+    /// Ends the bootstrap's wait (it timed out, or the target's output
+    /// `ended`): what was held back is shown, and input flows again.
+    async fn release(
+        &self,
+        terminal: &mut Option<Terminal>,
+        ready: &watch::Sender<bool>,
+        client: &ChannelWriteHalf<Msg>,
+        track: &mut Option<Track<'_>>,
+        ended: bool,
+    ) -> Result<(), russh::Error> {
+        let Some(t) = terminal.as_mut() else {
+            return Ok(());
+        };
+        let mut held = t.give_up();
+        if ended {
+            held.extend(t.finish());
+        }
+        let _ = ready.send(true);
+        self.show(Bytes::from(held), client, track).await
+    }
+
+    /// What the agent's seat needs from the session.
+    fn place(&self) -> Place<'_> {
+        Place {
+            agent: &self.ctx.bastion.agent,
+            mode: self.mode,
+            audit: &self.ctx.bastion.audit,
+            ids: self.ids,
+            screen: self.screen,
+            shared: self.shared,
+        }
+    }
+
+    /// Command lines the shell finished: while the agent answers a
+    /// question they are its commands and go to it (audited as its tool
+    /// results); otherwise the user's own commands are audited.
+    async fn lines_done(
+        &self,
+        records: Vec<CommandRecord>,
+        line_done: bool,
+        agent: Option<&ClientEnds>,
+    ) {
+        if let Some(a) = agent.filter(|_| self.shared.active()) {
+            if records.is_empty() && line_done {
+                let _ = a.lines.send(None);
+            }
+            for r in records {
+                let _ = a.lines.send(Some(r));
+            }
+            return;
+        }
+        for r in &records {
+            self.audit_command(r).await;
+        }
+    }
+
+    /// Audits each question caught at the prompt, splices its echo into the
+    /// output where the shell cleared the line, and hands it to the agent.
+    async fn answer_questions(
+        &self,
+        out: Bytes,
+        questions: Vec<(usize, Question)>,
+        terminal: &Terminal,
+        agent: Option<&ClientEnds>,
+    ) -> Bytes {
+        if questions.is_empty() {
+            return out;
+        }
+        let mut spliced = Vec::with_capacity(out.len() + 128);
+        let mut from = 0;
+        for (at, q) in questions {
+            let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
+            self.ctx.bastion.audit.event(ev).await;
+            spliced.extend_from_slice(&out[from..at]);
+            spliced.extend(agent::echo(&q, self.mode));
+            from = at;
+            if let Some(a) = agent {
+                self.shared.set_active(true);
+                let history = terminal.history.iter();
+                let context = agent::context(&self.ids.target, terminal.cwd(), history);
+                let _ = a.questions.send(Asked {
+                    question: q,
+                    context,
+                });
+            }
+        }
+        spliced.extend_from_slice(&out[from..]);
+        Bytes::from(spliced)
+    }
+
+    /// For shells without integration: when Enter is typed on what looks
+    /// like a prompt line, audits the line as a command (no exit status,
+    /// no directory: the screen does not say). A heuristic, documented as
+    /// such: it reads what the screen shows, so input typed with echo off
+    /// is never seen, and it can mistake a program's prompt for the shell's.
+    async fn read_command_off_screen(&self, typed: &[u8]) {
+        let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
+            return;
+        };
+        let Some(snap) = screen.snapshot().await else {
+            return;
+        };
+        if snap.stale {
+            // Bulk output outran the model: start it afresh for next time.
+            screen.prompt();
+            return;
+        }
+        let before = &typed[..cr];
+        if snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
+            return;
+        }
+        let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));
+        if let Some(command) = crate::terminal::screen::prompt_command(&line) {
+            let ev = self
+                .ids
+                .event("command")
+                .field("command", command)
+                .field("exit_code", serde_json::Value::Null)
+                .field("cwd", serde_json::Value::Null)
+                .field("detected", "screen");
+            self.ctx.bastion.audit.event(ev).await;
+        }
+    }
+
+    /// A command the user ran at the shell prompt, as the marks told it.
+    async fn audit_command(&self, r: &CommandRecord) {
+        let duration = r.ended.duration_since(r.started).unwrap_or_default();
+        let ev = self
+            .ids
+            .event("command")
+            .field("command", r.command.clone())
+            .field("exit_code", r.exit_code)
+            .field("cwd", r.cwd.clone())
+            .field("duration_ms", duration.as_millis() as u64)
+            .field("output_bytes", r.output.total());
+        self.ctx.bastion.audit.event(ev).await;
+    }
+
+    /// Client to target: input, EOF, window changes and signals, until the
+    /// client closes the channel. If the target stops taking input (a
+    /// command that exited without reading it all), input is dropped but
+    /// the channel is still read, so the target's output and exit status
+    /// still reach the client.
+    async fn to_target(
+        &self,
+        client: &mut ChannelReadHalf,
+        up_tx: &mut upstream::Writer,
+        mut ready: watch::Receiver<bool>,
+        mut agent: Option<TargetEnds>,
+        early_input: Vec<u8>,
+        bytes_in: &mut u64,
+    ) {
+        let mut track = self.recording.map(|r| r.input());
+        let _ = ready.wait_for(|r| *r).await;
+        let mut target_reads =
+            early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
+        loop {
+            let msg = tokio::select! {
+                // What the agent types goes before keys typed after it.
+                biased;
+                Some(typed) = next(agent.as_mut().map(|a| &mut a.typed)) => {
+                    if target_reads && up_tx.data(typed).await.is_err() {
+                        target_reads = false;
+                    }
+                    continue;
+                }
+                msg = client.wait() => msg,
+            };
+            let Some(msg) = msg else {
+                break;
+            };
+            match msg {
+                ChannelMsg::Data { data } => {
+                    *bytes_in += data.len() as u64;
+                    if self.heuristic {
+                        self.read_command_off_screen(&data).await;
+                    }
+                    if let Some(t) = track.as_mut() {
+                        t.write(&data).await;
+                    }
+                    if let Some(a) = agent.as_ref().filter(|_| self.shared.active()) {
+                        // Ctrl-C stops the agent wherever it is; other keys
+                        // are its to read (Run? [y/N/e], or the command's).
+                        if data.contains(&0x03) {
+                            let _ = a.cancel.try_send(());
+                        } else {
+                            let _ = a.keys.try_send(data);
+                        }
+                        continue;
+                    }
+                    if target_reads && up_tx.data(data).await.is_err() {
+                        target_reads = false;
+                    }
+                }
+                ChannelMsg::Eof => up_tx.eof().await,
+                ChannelMsg::WindowChange {
+                    col_width,
+                    row_height,
+                    ..
+                } => {
+                    if let Some(r) = self.recording {
+                        r.resize(col_width, row_height).await;
+                    }
+                    if let Some(s) = self.screen {
+                        s.resize(row_height, col_width).await;
+                    }
+                    self.shared.set_cols(col_width);
+                    up_tx.resize(col_width, row_height).await;
+                }
+                ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
+                ChannelMsg::Close => break,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A line to the client that must not hold the session up: a client that
+/// stopped reading would otherwise keep it waiting for window space.
+async fn notify(client: &ChannelWriteHalf<Msg>, msg: &str) {
+    let line = user_line(true, &format!("\r\n{msg}"));
+    let _ = tokio::time::timeout(NOTICE_TIMEOUT, client.extended_data_bytes(1, line)).await;
+}
+
+/// Reads what is left of the target's side after a hang-up.
+async fn drain(up_rx: &mut upstream::Reader, totals: &mut Totals) {
+    while let Some(event) = up_rx.next().await {
+        match event {
+            upstream::Event::ExitStatus(code) => totals.exit_status = Some(code),
+            upstream::Event::ExitSignal { signal, .. } => {
+                totals.exit_signal = Some(signal_name(&signal))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A signal's name as SSH spells it ("TERM"), for the audit.
+fn signal_name(sig: &russh::Sig) -> String {
+    match sig {
+        russh::Sig::Custom(name) => name.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The next message of a channel that may not exist: one that does not
+/// never yields.
+async fn next<T>(rx: Option<&mut mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The spinner drawn while the model thinks.
+#[derive(Default)]
+struct Spinner {
+    /// When the next frame is due, while it turns.
+    due: Option<Instant>,
+    frame: usize,
+}
+
+impl Spinner {
+    fn start(&mut self) {
+        self.due = Some(Instant::now());
+        self.frame = 0;
+    }
+
+    /// Waits for the next frame; never, when the spinner is not turning.
+    async fn tick(&self) {
+        match self.due {
+            Some(due) => tokio::time::sleep_until(due).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn frame(&mut self) -> Bytes {
+        self.due = Some(Instant::now() + SPIN_EVERY);
+        self.frame += 1;
+        Bytes::from(spinner_frame(self.frame - 1))
+    }
+
+    /// Stops the spinner, erasing it before `next` is drawn.
+    fn stop_before(&mut self, next: Vec<u8>) -> Bytes {
+        if self.due.take().is_none() {
+            return Bytes::from(next);
+        }
+        let mut out = SPINNER_CLEAR.to_vec();
+        out.extend(next);
+        Bytes::from(out)
+    }
+}

@@ -1,0 +1,1034 @@
+//! The agent (issue 4): `?` questions answered by a ReAct loop that asks a
+//! scripted OpenAI-compatible model server (real HTTP, real SSE) and runs
+//! commands in the user's own shell, through the real OpenSSH client on a
+//! real PTY, against a real sshd target.
+//!
+//! Every test waits on events (text on the screen, audit rows, requests at
+//! the model server), never on time; the few time bounds asserted are lower
+//! bounds the implementation guarantees (Retry-After, timeouts).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::*;
+use crate::model::*;
+use crate::terminal::prompt_end;
+
+const RUN: &str = "Run? [y/N/e]";
+
+/// walissh with `[llm]` pointing at `model`.
+fn bastion(model: &Model) -> Bastion {
+    bastion_with(model, Opts::default())
+}
+
+fn bastion_with(model: &Model, opts: Opts) -> Bastion {
+    Bastion::start_with(Opts {
+        llm_url: Some(model.url()),
+        ..opts
+    })
+}
+
+/// `login`'s terminal, once its shell has run a command and is back at
+/// its prompt.
+fn ready(login: &std::process::Command) -> Terminal {
+    let t = Terminal::spawn(login, 24, 80);
+    t.send("echo READY-$((1+1))\r");
+    let at = t.expect("READY-2");
+    t.expect_from(prompt_end(), at);
+    t
+}
+
+/// bob on web1 (bash, shell integration on), at the prompt.
+fn bob(b: &Bastion) -> Terminal {
+    ready(&b.ssh_bob("bob:web1"))
+}
+
+/// A model server with `replies`, walissh asking it, and bob at his prompt.
+fn bob_with_model(replies: Vec<Reply>) -> (Model, Bastion, Terminal) {
+    let model = Model::start(replies);
+    let b = bastion(&model);
+    let t = bob(&b);
+    (model, b, t)
+}
+
+/// Types `question` and Enter at the prompt; returns the screen offset
+/// before it.
+fn ask(t: &Terminal, question: &str) -> usize {
+    let at = t.screen.end();
+    t.send(&format!("{question}\r"));
+    at
+}
+
+/// Waits for the agent's `Run? [y/N/e]` (after `from`) and answers it with
+/// `key`; returns the offset past the question.
+fn answer_run(t: &Terminal, from: usize, key: &str) -> usize {
+    let at = t.expect_from(RUN, from);
+    t.send(key);
+    at
+}
+
+/// The agent is done (its last words end at `from`): the prompt comes
+/// back, the next line typed reaches the shell (nothing was left in the
+/// way, no keystroke of the exchange leaked into it), runs, and is audited
+/// as the user's own command.
+fn back_at_prompt(b: &Bastion, t: &Terminal, from: usize) -> usize {
+    let at = t.expect_from(prompt_end(), from);
+    t.send("echo BACK-$((2+3))\r");
+    let at = t.expect_from("BACK-5", at);
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo BACK-$((2+3))");
+    at
+}
+
+/// The agent's audit events (`ai_*`), oldest first.
+fn ai_events(b: &Bastion) -> Vec<Value> {
+    b.audit()
+        .into_iter()
+        .filter(|e| e["kind"].as_str().unwrap_or("").starts_with("ai_"))
+        .collect()
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
+}
+
+/// The events of `kind` among `events`.
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+/// The commands audited as the user's own.
+fn user_commands(b: &Bastion) -> Vec<String> {
+    b.audit()
+        .iter()
+        .filter(|e| e["kind"] == "command")
+        .map(|e| e["command"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Agent-run commands are not the user's: none of `commands` is audited
+/// as a `command` event.
+fn not_user_commands(b: &Bastion, commands: &[&str]) {
+    let user = user_commands(b);
+    for c in commands {
+        assert!(
+            !user.iter().any(|u| u == c),
+            "{c:?} audited as the user's command: {user:?}"
+        );
+    }
+}
+
+fn messages(request: &Value) -> &Vec<Value> {
+    request["messages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no messages: {request:#}"))
+}
+
+/// A request's last assistant message and the messages after it (which
+/// must all be tool results).
+fn last_turn(request: &Value) -> (&Value, Vec<&Value>) {
+    let m = messages(request);
+    let i = m
+        .iter()
+        .rposition(|m| m["role"] == "assistant")
+        .unwrap_or_else(|| panic!("no assistant message: {request:#}"));
+    let after: Vec<&Value> = m[i + 1..].iter().collect();
+    for t in &after {
+        assert_eq!(t["role"], "tool", "after the assistant's turn: {request:#}");
+    }
+    (&m[i], after)
+}
+
+/// The `tool_calls` of an assistant message as (id, command).
+fn tool_calls(assistant: &Value) -> Vec<(String, String)> {
+    assistant["tool_calls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tool_calls: {assistant:#}"))
+        .iter()
+        .map(|c| {
+            assert_eq!(c["function"]["name"], "run_command", "{c:#}");
+            let args: Value = serde_json::from_str(c["function"]["arguments"].as_str().unwrap())
+                .unwrap_or_else(|e| panic!("arguments not JSON ({e}): {c:#}"));
+            (
+                c["id"].as_str().unwrap().to_string(),
+                args["command"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn content(m: &Value) -> &str {
+    m["content"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no content: {m:#}"))
+}
+
+/// A tool result for a command that ran: `$ command`, `exit code N`, then
+/// the output, with no escape sequence in it.
+fn assert_ran(result: &Value, id: &str, command: &str, exit_code: i32, output: &str) {
+    assert_eq!(result["tool_call_id"], id, "{result:#}");
+    let c = content(result);
+    let head = format!("$ {command}\nexit code {exit_code}\n");
+    assert!(c.starts_with(&head), "expected {head:?} first in: {c:?}");
+    assert!(c[head.len()..].contains(output), "{output:?} not in: {c:?}");
+    assert!(!c.contains('\x1b'), "escape sequences in: {c:?}");
+}
+
+/// The audit events of one exchange all belong to bob's session on web1.
+fn all_in_one_session(events: &[Value]) {
+    let session = &events[0]["session"];
+    assert!(!session.is_null(), "{events:#?}");
+    for e in events {
+        assert_eq!(&e["session"], session, "{e}");
+        assert_eq!(e["user"], "bob", "{e}");
+        assert_eq!(e["target"], "web1", "{e}");
+    }
+}
+
+/// The screen shows `RUN` this many times in all.
+fn run_prompts(t: &Terminal) -> usize {
+    t.screen.plain().matches(RUN).count()
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn path(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// The rest of the line after `needle` (at or after `from`), once the line
+/// is complete.
+fn rest_of_line(t: &Terminal, needle: &str, from: usize) -> String {
+    let at = t.expect_from(needle, from);
+    t.screen.wait_for_from("\n", at);
+    let rest = t.screen.since(at);
+    rest.lines().next().unwrap_or("").trim().to_string()
+}
+
+#[test]
+fn one_question_answered_with_one_approved_command() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("call_1", "echo OUT-$((6*7))", "see what it prints")),
+        Reply::Sse(answer("The disk has room to spare.")),
+    ]);
+    let sent = Instant::now();
+    let at = ask(&t, "? why is the disk full");
+    let at = t.expect_from("echo OUT-$((6*7))", at);
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("OUT-42", at);
+    let at = t.expect_from("The disk has room to spare.", at);
+    back_at_prompt(&b, &t, at);
+
+    let reqs = model.wait_requests(2);
+    eprintln!(
+        "latency from Enter on the question to the model's first byte: {:?}",
+        model.requests()[0].at.duration_since(sent)
+    );
+    let first = &reqs[0];
+    assert_eq!(first["model"], "test-model");
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["tools"][0]["function"]["name"], "run_command");
+    assert_eq!(model.requests()[0].path, "/v1/chat/completions");
+    let m = messages(first);
+    assert_eq!(m[0]["role"], "system");
+    assert_eq!(m[1]["role"], "user");
+    let q = content(&m[1]);
+    assert!(q.contains("why is the disk full"), "{q}");
+    assert!(q.lines().any(|l| l.starts_with("cwd: /")), "{q}");
+    let (assistant, results) = last_turn(&reqs[1]);
+    assert_eq!(
+        tool_calls(assistant),
+        [("call_1".to_string(), "echo OUT-$((6*7))".to_string())]
+    );
+    assert_eq!(results.len(), 1);
+    assert_ran(results[0], "call_1", "echo OUT-$((6*7))", 0, "OUT-42");
+
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(
+        kinds(&ev),
+        ["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"]
+    );
+    all_in_one_session(&ev);
+    assert_eq!(ev[0]["text"], "? why is the disk full");
+    assert_eq!(ev[1]["command"], "echo OUT-$((6*7))");
+    assert_eq!(ev[1]["decision"], "approved");
+    assert_eq!(ev[2]["command"], "echo OUT-$((6*7))");
+    assert_eq!(ev[2]["exit_code"], 0);
+    assert!(ev[2]["output_bytes"].as_u64().unwrap() > 0, "{}", ev[2]);
+    assert!(
+        ev[3]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The disk has room to spare."),
+        "{}",
+        ev[3]
+    );
+    // The answer ended the exchange: no third request.
+    assert_eq!(model.count(), 2);
+    not_user_commands(&b, &["echo OUT-$((6*7))"]);
+}
+
+#[test]
+fn a_multi_step_investigation() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", "echo STEP-$((1+1))", "first look")),
+        Reply::Sse(call("c2", "echo STEP-$((2+2))", "second look")),
+        Reply::Sse(answer("Two looks, all clear.")),
+    ]);
+    let at = ask(&t, "? is everything fine");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("STEP-2", at);
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("STEP-4", at);
+    let at = t.expect_from("Two looks, all clear.", at);
+    back_at_prompt(&b, &t, at);
+
+    let reqs = model.wait_requests(3);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_ran(r[0], "c1", "echo STEP-$((1+1))", 0, "STEP-2");
+    // The third request carries the whole investigation, in order.
+    let m = messages(&reqs[2]);
+    let ids: Vec<&str> = m
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c1", "c2"]);
+    let (assistant, r) = last_turn(&reqs[2]);
+    assert_eq!(tool_calls(assistant)[0].0, "c2");
+    assert_ran(r[0], "c2", "echo STEP-$((2+2))", 0, "STEP-4");
+    assert!(content(&m[1]).contains("is everything fine"));
+
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(
+        kinds(&ev),
+        [
+            "ai_prompt",
+            "ai_tool_call",
+            "ai_tool_result",
+            "ai_tool_call",
+            "ai_tool_result",
+            "ai_answer"
+        ]
+    );
+    assert_eq!(ev[1]["command"], "echo STEP-$((1+1))");
+    assert_eq!(ev[3]["command"], "echo STEP-$((2+2))");
+    assert_eq!(ev[4]["exit_code"], 0);
+    assert_eq!(model.count(), 3);
+}
+
+#[test]
+fn commands_run_where_the_user_is() {
+    let here = scratch();
+    let dir = path(here.path(), "work dir");
+    std::fs::create_dir(&dir).unwrap();
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", "pwd; echo \"var=$WALISSH_T\"", "where")),
+        Reply::Sse(answer("You are in the work dir.")),
+    ]);
+    t.send(&format!(
+        "cd '{dir}'; export WALISSH_T=env-$((3*3)); echo CD-$((1+2))\r"
+    ));
+    let at = t.expect("CD-3");
+    t.expect_from(prompt_end(), at);
+    let at = ask(&t, "? where am I");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("var=env-9", at);
+    let at = t.expect_from("You are in the work dir.", at);
+    back_at_prompt(&b, &t, at);
+
+    let reqs = model.wait_requests(2);
+    let q = content(&messages(&reqs[0])[1]);
+    assert!(
+        q.lines().any(|l| l.trim() == format!("cwd: {dir}")),
+        "no `cwd: {dir}` line in: {q}"
+    );
+    let (_, r) = last_turn(&reqs[1]);
+    assert_ran(r[0], "c1", "pwd; echo \"var=$WALISSH_T\"", 0, &dir);
+    assert!(
+        content(r[0]).contains("var=env-9"),
+        "not the user's environment: {}",
+        content(r[0])
+    );
+    // The user's shell is still where they left it.
+    let at = t.screen.end();
+    t.send("echo \"WHERE-$((1+1)):$PWD\"\r");
+    assert_eq!(rest_of_line(&t, "WHERE-2:", at), dir);
+}
+
+#[test]
+fn built_in_deny_rules_refuse_without_asking() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", "mkfs.ext4 /nonexistent-walissh", "format it")),
+        Reply::Sse(answer("I may not format it.")),
+    ]);
+    let at = ask(&t, "? format the spare disk");
+    let at = t.expect_from("refused", at);
+    let at = t.expect_from("I may not format it.", at);
+    back_at_prompt(&b, &t, at);
+    assert_eq!(run_prompts(&t), 0, "a denied command was offered");
+
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_eq!(r[0]["tool_call_id"], "c1");
+    assert!(content(r[0]).contains("refused"), "{}", content(r[0]));
+    assert!(!content(r[0]).contains("exit code"), "{}", content(r[0]));
+
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(kinds(&ev), ["ai_prompt", "ai_tool_call", "ai_answer"]);
+    assert_eq!(ev[1]["command"], "mkfs.ext4 /nonexistent-walissh");
+    assert_eq!(ev[1]["decision"], "denied_by_policy");
+    not_user_commands(&b, &["mkfs.ext4 /nonexistent-walissh"]);
+}
+
+#[test]
+fn configured_deny_rules_reach_every_part_of_a_command() {
+    let d = scratch();
+    let semi = path(d.path(), "after-semicolon");
+    let subst = path(d.path(), "in-substitution");
+    let pipe = path(d.path(), "behind-pipe");
+    let commands = [
+        format!("echo one; touch {semi}"),
+        format!("echo \"$(touch {subst})\""),
+        format!("echo x | touch {pipe}"),
+    ];
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &commands[0], "make a file")),
+        Reply::Sse(call("c2", &commands[1], "make a file")),
+        Reply::Sse(call("c3", &commands[2], "make a file")),
+        Reply::Sse(answer("All three were refused.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            extra_toml: "[ai]\ndeny = [\"touch *\"]\n".into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? make me some files");
+    let at = t.expect_from("refused", at);
+    let at = t.expect_from("refused", at);
+    let at = t.expect_from("refused", at);
+    let at = t.expect_from("All three were refused.", at);
+    back_at_prompt(&b, &t, at);
+    assert_eq!(run_prompts(&t), 0, "a denied command was offered");
+    for f in [&semi, &subst, &pipe] {
+        assert!(
+            !Path::new(f).exists(),
+            "{f} was created: a denied command ran"
+        );
+    }
+
+    let reqs = model.wait_requests(4);
+    for (i, id) in ["c1", "c2", "c3"].iter().enumerate() {
+        let (_, r) = last_turn(&reqs[i + 1]);
+        assert_eq!(r[0]["tool_call_id"], *id);
+        assert!(content(r[0]).contains("refused"), "{}", content(r[0]));
+    }
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    let calls = of_kind(&ev, "ai_tool_call");
+    assert_eq!(calls.len(), 3, "{ev:#?}");
+    for (c, command) in calls.iter().zip(&commands) {
+        assert_eq!(c["command"], command.as_str());
+        assert_eq!(c["decision"], "denied_by_policy");
+    }
+    assert!(of_kind(&ev, "ai_tool_result").is_empty(), "{ev:#?}");
+}
+
+#[test]
+fn confirm_declined_with_n_or_enter() {
+    let d = scratch();
+    let by_n = path(d.path(), "declined-n");
+    let by_enter = path(d.path(), "declined-enter");
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", &format!("touch {by_n}"), "make a file")),
+        Reply::Sse(call("c2", &format!("touch {by_enter}"), "make a file")),
+        Reply::Sse(answer("Nothing was changed.")),
+    ]);
+    let at = ask(&t, "? make me some files");
+    let at = answer_run(&t, at, "n");
+    let at = answer_run(&t, at, "\r");
+    let at = t.expect_from("Nothing was changed.", at);
+    back_at_prompt(&b, &t, at);
+    assert!(!Path::new(&by_n).exists(), "ran although declined with n");
+    assert!(
+        !Path::new(&by_enter).exists(),
+        "ran although declined with Enter"
+    );
+
+    let reqs = model.wait_requests(3);
+    for (i, id) in ["c1", "c2"].iter().enumerate() {
+        let (_, r) = last_turn(&reqs[i + 1]);
+        assert_eq!(r[0]["tool_call_id"], *id);
+        assert!(!content(r[0]).contains("exit code"), "{}", content(r[0]));
+    }
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(
+        kinds(&ev),
+        ["ai_prompt", "ai_tool_call", "ai_tool_call", "ai_answer"]
+    );
+    assert_eq!(ev[1]["decision"], "denied_by_user");
+    assert_eq!(ev[1]["command"], format!("touch {by_n}"));
+    assert_eq!(ev[2]["decision"], "denied_by_user");
+}
+
+#[test]
+fn confirm_edit_runs_the_edited_command() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", "echo ORIGINAL-$((1+1))", "show it")),
+        Reply::Sse(answer("Edited and done.")),
+    ]);
+    let at = ask(&t, "? show me something");
+    let at = answer_run(&t, at, "e");
+    let at = t.expect_from("edit> ", at);
+    let at = t.expect_from("echo ORIGINAL-$((1+1))", at);
+    t.send("\x15");
+    t.send("echo EDITED-$((2+2))");
+    let at = t.expect_from("echo EDITED-$((2+2))", at);
+    t.send("\r");
+    let at = t.expect_from("EDITED-4", at);
+    let at = t.expect_from("Edited and done.", at);
+    back_at_prompt(&b, &t, at);
+    assert!(
+        !t.screen.plain().contains("ORIGINAL-2"),
+        "the original command ran"
+    );
+
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_ran(r[0], "c1", "echo EDITED-$((2+2))", 0, "EDITED-4");
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(
+        kinds(&ev),
+        ["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"]
+    );
+    assert_eq!(ev[1]["decision"], "edited");
+    assert_eq!(ev[1]["command"], "echo EDITED-$((2+2))");
+    assert_eq!(ev[2]["command"], "echo EDITED-$((2+2))");
+    assert_eq!(ev[2]["exit_code"], 0);
+    not_user_commands(&b, &["echo EDITED-$((2+2))"]);
+}
+
+#[test]
+fn an_edit_is_checked_by_the_policy_again() {
+    let d = scratch();
+    let marker = path(d.path(), "edited-in");
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "echo harmless", "show it")),
+        Reply::Sse(answer("The edit was refused.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            extra_toml: "[ai]\ndeny = [\"touch *\"]\n".into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? show me something");
+    let at = answer_run(&t, at, "e");
+    let at = t.expect_from("edit> ", at);
+    t.send("\x15");
+    t.send(&format!("touch {marker}"));
+    let at = t.expect_from(&format!("touch {marker}"), at);
+    t.send("\r");
+    let at = t.expect_from("refused", at);
+    let at = t.expect_from("The edit was refused.", at);
+    back_at_prompt(&b, &t, at);
+    assert!(!Path::new(&marker).exists(), "the denied edit ran");
+
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_eq!(r[0]["tool_call_id"], "c1");
+    assert!(content(r[0]).contains("refused"), "{}", content(r[0]));
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    let calls = of_kind(&ev, "ai_tool_call");
+    assert_eq!(calls.len(), 1, "{ev:#?}");
+    assert_eq!(calls[0]["decision"], "denied_by_policy");
+    assert!(of_kind(&ev, "ai_tool_result").is_empty(), "{ev:#?}");
+}
+
+#[test]
+fn auto_mode_runs_read_only_commands_unasked_and_asks_for_the_rest() {
+    let d = scratch();
+    let target = path(d.path(), "redirected");
+    let write = format!("echo x > {target}");
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "echo AUTO-RAN", "look")),
+        Reply::Sse(call("c2", &write, "write a file")),
+        Reply::Sse(answer("One read, one write.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? look then write");
+    // The first `Run?` is for the second turn's command: the read-only one
+    // had run unasked before the model was asked again.
+    let at = t.expect_from(RUN, at);
+    assert_eq!(
+        model.count(),
+        2,
+        "asked before the second turn: the read-only command was not run unasked"
+    );
+    assert!(t.screen.plain().contains(&write));
+    t.send("y");
+    let at = t.expect_from("One read, one write.", at);
+    back_at_prompt(&b, &t, at);
+    assert_eq!(run_prompts(&t), 1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+
+    let reqs = model.wait_requests(3);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_ran(r[0], "c1", "echo AUTO-RAN", 0, "AUTO-RAN");
+    let (_, r) = last_turn(&reqs[2]);
+    assert_ran(r[0], "c2", &write, 0, "");
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    let calls = of_kind(&ev, "ai_tool_call");
+    assert_eq!(calls.len(), 2, "{ev:#?}");
+    assert_eq!(calls[0]["command"], "echo AUTO-RAN");
+    assert_eq!(calls[0]["decision"], "auto");
+    assert_eq!(calls[1]["command"], write.as_str());
+    assert_eq!(calls[1]["decision"], "approved");
+    assert_eq!(of_kind(&ev, "ai_tool_result").len(), 2);
+}
+
+#[test]
+fn a_command_waiting_for_a_password_is_interrupted() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call(
+            "c1",
+            "read -s -p 'Password: ' pw; echo \"got-$pw\"",
+            "needs input",
+        )),
+        Reply::Sse(answer("It wanted a password.")),
+    ]);
+    let at = ask(&t, "? log in somewhere");
+    answer_run(&t, at, "y");
+    // Nothing is typed: walissh must notice the wait on its own.
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_eq!(r[0]["tool_call_id"], "c1");
+    let c = content(r[0]);
+    assert!(
+        c.starts_with("$ read -s -p 'Password: ' pw; echo \"got-$pw\"\n"),
+        "{c:?}"
+    );
+    assert!(c.contains("interrupted"), "{c:?}");
+    assert!(c.contains("waiting for input"), "{c:?}");
+    let at = t.expect_from("It wanted a password.", at);
+    back_at_prompt(&b, &t, at);
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(of_kind(&ev, "ai_tool_result").len(), 1, "{ev:#?}");
+}
+
+#[test]
+fn a_command_past_its_timeout_is_interrupted() {
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "echo TICK-$((1+1)); sleep 617", "wait")),
+        Reply::Sse(answer("That took too long.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            extra_toml: "[ai]\ncommand_timeout_s = 3\n".into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? wait for it");
+    let at = t.expect_from(RUN, at);
+    let approved = Instant::now();
+    t.send("y");
+    let at = t.expect_from("TICK-2", at);
+    let reqs = model.wait_requests(2);
+    let waited = model.requests()[1].at.duration_since(approved);
+    assert!(
+        waited >= Duration::from_secs(3),
+        "interrupted after {waited:?}, before its 3 s"
+    );
+    let (_, r) = last_turn(&reqs[1]);
+    let c = content(r[0]);
+    assert!(c.starts_with("$ echo TICK-$((1+1)); sleep 617\n"), "{c:?}");
+    assert!(c.contains("interrupted"), "{c:?}");
+    assert!(c.contains("TICK-2"), "{c:?}");
+    let at = t.expect_from("That took too long.", at);
+    back_at_prompt(&b, &t, at);
+}
+
+#[test]
+fn ctrl_c_while_the_model_streams() {
+    let (model, b, t) = bob_with_model(vec![Reply::Stall(vec![text("Let me look around")])]);
+    let at = ask(&t, "? why is it slow");
+    let at = t.expect_from("Let me look around", at);
+    t.send("\x03");
+    let at = t.expect_from("walissh: stopped", at);
+    back_at_prompt(&b, &t, at);
+    let e = b.wait_kind("ai_error");
+    assert!(
+        e["message"].as_str().unwrap_or("").contains("stopped"),
+        "{e}"
+    );
+    assert_eq!(model.count(), 1);
+    assert!(of_kind(&ai_events(&b), "ai_answer").is_empty());
+}
+
+#[test]
+fn ctrl_c_while_a_command_runs() {
+    let (model, b, t) = bob_with_model(vec![Reply::Sse(call(
+        "c1",
+        "echo SLEEPING-$((3*3)); sleep 613",
+        "wait",
+    ))]);
+    let at = ask(&t, "? wait for it");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("SLEEPING-9", at);
+    t.send("\x03");
+    let at = t.expect_from("walissh: stopped", at);
+    let at = back_at_prompt(&b, &t, at);
+    let e = b.wait_kind("ai_error");
+    assert!(
+        e["message"].as_str().unwrap_or("").contains("stopped"),
+        "{e}"
+    );
+    // The command is gone, and the model was not asked again.
+    t.send("pgrep -f 'sleep 613' >/dev/null; echo \"PGREP$((1+1)):$?\"\r");
+    assert_eq!(rest_of_line(&t, "PGREP2:", at), "1", "sleep 613 still runs");
+    assert_eq!(model.count(), 1);
+}
+
+/// Asks one question of a failing model: the screen shows one line
+/// `walissh: ...` that says `error`, the prompt comes back, and the
+/// `ai_error` event says `error` too.
+fn fails_with(b: &Bastion, error: &str) -> (Terminal, Value) {
+    let t = bob(b);
+    let at = ask(&t, "? why is the disk full");
+    let at = t.expect_from(error, at);
+    let screen = t.screen.plain();
+    let line = screen.lines().rfind(|l| l.contains(error)).unwrap();
+    // What the terminal shows of it: the part after the last carriage
+    // return (the spinner's frame before it was overwritten).
+    let line = line.rsplit('\r').next().unwrap();
+    assert!(
+        line.starts_with("walissh: "),
+        "not a walissh: line: {line:?}"
+    );
+    back_at_prompt(b, &t, at);
+    let e = b.wait_kind("ai_error");
+    assert!(e["message"].as_str().unwrap_or("").contains(error), "{e}");
+    (t, e)
+}
+
+#[test]
+fn endpoint_down() {
+    // The harness's default [llm] is a closed local port.
+    let b = Bastion::start();
+    fails_with(&b, "cannot reach the model endpoint");
+    assert_eq!(of_kind(&ai_events(&b), "ai_error").len(), 1);
+}
+
+fn server_error() -> Reply {
+    Reply::Status(
+        500,
+        r#"{"error":{"message":"overloaded","type":"server_error"}}"#.into(),
+        vec![],
+    )
+}
+
+#[test]
+fn a_persistent_server_error_after_retries() {
+    let model = Model::start((0..4).map(|_| server_error()).collect());
+    let b = bastion(&model);
+    fails_with(&b, "the model endpoint answered 500");
+    // One try and three retries, all scripted; nothing after.
+    assert_eq!(model.count(), 4);
+    assert!(model.requests().iter().all(|r| r.scripted));
+}
+
+#[test]
+fn rate_limited_then_answered() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Status(
+            429,
+            r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#.into(),
+            vec![("Retry-After".into(), "1".into())],
+        ),
+        Reply::Sse(answer("Answered after the wait.")),
+    ]);
+    let at = ask(&t, "? why is the disk full");
+    let at = t.expect_from("Answered after the wait.", at);
+    back_at_prompt(&b, &t, at);
+    let r = model.requests();
+    assert_eq!(r.len(), 2);
+    let gap = r[1].at.duration_since(r[0].at);
+    assert!(
+        gap >= Duration::from_millis(950),
+        "retried after {gap:?}, not honouring Retry-After: 1"
+    );
+    b.wait_kind("ai_answer");
+    assert!(of_kind(&ai_events(&b), "ai_error").is_empty());
+}
+
+#[test]
+fn garbage_from_the_endpoint() {
+    let model = Model::start(vec![Reply::Raw("data: not json\n\n".into())]);
+    let b = bastion(&model);
+    fails_with(&b, "not a chat completion");
+}
+
+#[test]
+fn an_endpoint_that_hangs_past_the_timeout() {
+    let model = Model::start(vec![Reply::Hang]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            llm_timeout_s: 1,
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? why is the disk full");
+    let at = t.expect_from("did not answer within 1 s", at);
+    let shown = Instant::now();
+    back_at_prompt(&b, &t, at);
+    let asked = model.requests()[0].at;
+    assert!(
+        shown.duration_since(asked) >= Duration::from_millis(950),
+        "gave up after {:?}, before its 1 s",
+        shown.duration_since(asked)
+    );
+    let e = b.wait_kind("ai_error");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("did not answer within 1 s"),
+        "{e}"
+    );
+}
+
+#[test]
+fn arguments_in_one_chunk() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call_whole("whole_1", "echo WHOLE-$((1+4))")),
+        Reply::Sse(answer("It said five.")),
+    ]);
+    let at = ask(&t, "? count to five");
+    let at = t.expect_from("echo WHOLE-$((1+4))", at);
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("WHOLE-5", at);
+    let at = t.expect_from("It said five.", at);
+    back_at_prompt(&b, &t, at);
+    let reqs = model.wait_requests(2);
+    let (assistant, r) = last_turn(&reqs[1]);
+    assert_eq!(
+        tool_calls(assistant),
+        [("whole_1".to_string(), "echo WHOLE-$((1+4))".to_string())]
+    );
+    assert_ran(r[0], "whole_1", "echo WHOLE-$((1+4))", 0, "WHOLE-5");
+    let e = b.wait_kind("ai_tool_call");
+    assert_eq!(e["decision"], "approved");
+}
+
+#[test]
+fn two_tool_calls_in_one_turn() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(calls(&[
+            ("t1", "echo FIRST-$((1+1))", "one"),
+            ("t2", "echo SECOND-$((2+2))", "two"),
+        ])),
+        Reply::Sse(answer("Both ran, in order.")),
+    ]);
+    let at = ask(&t, "? run two things");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("FIRST-2", at);
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("SECOND-4", at);
+    let at = t.expect_from("Both ran, in order.", at);
+    back_at_prompt(&b, &t, at);
+
+    let reqs = model.wait_requests(2);
+    let (assistant, r) = last_turn(&reqs[1]);
+    assert_eq!(
+        tool_calls(assistant),
+        [
+            ("t1".to_string(), "echo FIRST-$((1+1))".to_string()),
+            ("t2".to_string(), "echo SECOND-$((2+2))".to_string())
+        ]
+    );
+    assert_eq!(r.len(), 2);
+    assert_ran(r[0], "t1", "echo FIRST-$((1+1))", 0, "FIRST-2");
+    assert_ran(r[1], "t2", "echo SECOND-$((2+2))", 0, "SECOND-4");
+    b.wait_kind("ai_answer");
+    let ev = ai_events(&b);
+    assert_eq!(
+        kinds(&ev),
+        [
+            "ai_prompt",
+            "ai_tool_call",
+            "ai_tool_result",
+            "ai_tool_call",
+            "ai_tool_result",
+            "ai_answer"
+        ]
+    );
+    assert_eq!(ev[2]["command"], "echo FIRST-$((1+1))");
+    assert_eq!(ev[4]["command"], "echo SECOND-$((2+2))");
+    assert_eq!(model.count(), 2);
+}
+
+#[test]
+fn the_step_limit_stops_the_loop() {
+    let model = Model::start(
+        (1..=5)
+            .map(|i| Reply::Sse(call(&format!("s{i}"), &format!("echo step-{i}"), "again")))
+            .collect(),
+    );
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            extra_toml: "[ai]\nmax_steps = 3\n".into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? keep going");
+    let e = b.wait_kind("ai_error");
+    let message = e["message"].as_str().unwrap();
+    let at = t.expect_from(&format!("walissh: {message}"), at);
+    back_at_prompt(&b, &t, at);
+    // Three turns of the model, each with its command run; no fourth.
+    assert_eq!(model.count(), 3);
+    let ev = ai_events(&b);
+    assert_eq!(of_kind(&ev, "ai_tool_result").len(), 3, "{ev:#?}");
+    assert!(of_kind(&ev, "ai_answer").is_empty());
+}
+
+#[test]
+fn users_with_the_agent_off_never_reach_the_model() {
+    let model = Model::start(vec![Reply::Sse(answer("Should not be asked."))]);
+    let b = bastion(&model);
+    let t = ready(&b.ssh_pw("carol:web1", CAROL_PW));
+    let at = ask(&t, "? why");
+    let at = t.expect_from("the agent is off for your account", at);
+    back_at_prompt(&b, &t, at);
+    let p = b.wait_kind("ai_prompt");
+    assert_eq!(p["user"], "carol");
+    assert_eq!(p["text"], "? why");
+    assert_eq!(model.count(), 0);
+    assert_eq!(kinds(&ai_events(&b)), ["ai_prompt"]);
+}
+
+#[test]
+fn a_model_repeating_itself_is_stopped() {
+    let mut script: Vec<Reply> = (1..=5)
+        .map(|i| Reply::Sse(call(&format!("r{i}"), "echo same-again", "again")))
+        .collect();
+    script.push(Reply::Sse(answer("Should not get this far.")));
+    let model = Model::start(script);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? keep going");
+    let e = b.wait_kind("ai_error");
+    let message = e["message"].as_str().unwrap();
+    let at = t.expect_from(&format!("walissh: {message}"), at);
+    back_at_prompt(&b, &t, at);
+    // Stopped before the script ran out, well within the step limit.
+    assert!(model.count() < 5, "asked {} times", model.count());
+    let ev = ai_events(&b);
+    assert!(of_kind(&ev, "ai_answer").is_empty(), "{ev:#?}");
+    assert!(of_kind(&ev, "ai_tool_result").len() < 5, "{ev:#?}");
+}
+
+#[test]
+fn long_output_reaches_the_model_bounded_with_the_cut_said() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", "seq 1 100000", "count")),
+        Reply::Sse(answer("That was a lot of numbers.")),
+    ]);
+    let at = ask(&t, "? count for me");
+    let at = answer_run(&t, at, "y");
+    // The user sees it all.
+    let at = t.expect_from("99999\r\n100000\r\n", at);
+    let at = t.expect_from("That was a lot of numbers.", at);
+    back_at_prompt(&b, &t, at);
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    let c = content(r[0]);
+    assert!(
+        c.starts_with("$ seq 1 100000\nexit code 0\n1\n2\n3\n"),
+        "{:?}",
+        &c[..c.len().min(200)]
+    );
+    assert!(
+        c.trim_end().ends_with("\n99999\n100000"),
+        "{:?}",
+        &c[c.len().saturating_sub(200)..]
+    );
+    assert!(c.len() < 32 * 1024, "{} bytes given to the model", c.len());
+    assert!(c.contains("cut"), "the cut is not said");
+    // The audit counts it all.
+    let result = b.wait_kind("ai_tool_result");
+    assert!(
+        result["output_bytes"].as_u64().unwrap() >= 588_895,
+        "{result}"
+    );
+}
+
+#[test]
+fn the_recording_shows_the_exchange() {
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "echo REC-$((3+4))", "record it")),
+        Reply::Sse(answer("Recorded for posterity.")),
+    ]);
+    let b = bastion(&model);
+    let mut t = bob(&b);
+    let at = ask(&t, "? what is recorded");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("Recorded for posterity.", at);
+    back_at_prompt(&b, &t, at);
+    t.send("exit\r");
+    assert_eq!(t.wait(), Some(0));
+    b.wait_kind("session_end");
+    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
+    let (_, events) = crate::lifecycle::read_cast(&path);
+    let out = crate::lifecycle::output_of(&events);
+    let plain = String::from_utf8(strip_escapes(out.as_bytes()).0).unwrap();
+    for seen in [
+        "? what is recorded",
+        "$ echo REC-$((3+4))",
+        RUN,
+        "REC-7",
+        "Recorded for posterity.",
+        "BACK-5",
+    ] {
+        assert!(
+            plain.contains(seen),
+            "{seen:?} not in the recording:\n{plain}"
+        );
+    }
+}
