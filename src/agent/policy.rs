@@ -191,6 +191,22 @@ fn builtin_rule(simple: &Simple) -> Option<String> {
     }
 }
 
+/// Files whose content is a secret: shadow files, SSH and TLS private keys,
+/// credential files, environments of processes.
+fn is_secret(arg: &str) -> bool {
+    let name = basename(arg);
+    let ssh = (arg.contains("/.ssh/") || arg.starts_with(".ssh/")) && !name.ends_with(".pub");
+    SENSITIVE_FILES[..2].contains(&arg)
+        || ssh
+        || name.starts_with("id_") && !name.ends_with(".pub")
+        || name.ends_with(".key")
+        || name.ends_with(".pem")
+        || matches!(
+            name,
+            ".env" | ".netrc" | ".pgpass" | ".my.cnf" | "credentials" | "environ" | "shadow"
+        )
+}
+
 fn is_system_path(arg: &str) -> bool {
     let trimmed = arg.trim_end_matches('/');
     let trimmed = trimmed.strip_suffix("/*").unwrap_or(trimmed);
@@ -232,14 +248,40 @@ fn read_only(simple: &Simple) -> bool {
                 .any(|o| a == o || a.starts_with(&format!("{o}=")))
         })
     };
+    if args.iter().any(|a| is_secret(a)) {
+        // Reading it is harmless to the host, not to the secret: what a
+        // command prints goes to the model's provider. Ask.
+        return false;
+    }
+    // A short option in a cluster (`-tK`) or alone.
+    let short = |c: char| {
+        args.iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c))
+    };
     match program {
         "ls" | "cat" | "head" | "tail" | "grep" | "egrep" | "fgrep" | "zgrep" | "wc" | "df"
-        | "du" | "free" | "uptime" | "uname" | "hostname" | "id" | "whoami" | "groups" | "ps"
-        | "pgrep" | "pstree" | "stat" | "file" | "date" | "pwd" | "echo" | "printf" | "which"
-        | "type" | "printenv" | "lsblk" | "lscpu" | "lsmem" | "nproc" | "ss" | "netstat" | "w"
-        | "who" | "last" | "getent" | "cut" | "host" | "dig" | "nslookup" | "vmstat" | "iostat"
-        | "mpstat" | "lsof" | "md5sum" | "sha256sum" | "readlink" | "realpath" | "basename"
-        | "dirname" | "test" | "true" | "false" => true,
+        | "du" | "free" | "uptime" | "uname" | "id" | "whoami" | "groups" | "ps" | "pgrep"
+        | "pstree" | "stat" | "file" | "pwd" | "echo" | "which" | "type" | "lsblk" | "lscpu"
+        | "lsmem" | "nproc" | "netstat" | "w" | "who" | "last" | "getent" | "cut" | "host"
+        | "dig" | "nslookup" | "vmstat" | "iostat" | "mpstat" | "lsof" | "md5sum" | "sha256sum"
+        | "readlink" | "realpath" | "basename" | "dirname" | "true" | "false" => true,
+        // `-v` assigns, and bash evaluates array subscripts in the name:
+        // `printf -v 'a[$(cmd)]'` runs cmd.
+        "printf" | "test" => !args.iter().any(|a| a == "-v"),
+        // With an operand, or -F/-b, hostname sets the host's name.
+        "hostname" => args.iter().all(|a| {
+            a.starts_with('-') && !matches!(a.as_str(), "-F" | "--file" | "-b" | "--boot")
+        }),
+        // `date -s` and `date MMDDhhmm` set the clock; `+FORMAT` only prints.
+        "date" => {
+            !has(&["-s", "--set"])
+                && !short('s')
+                && args
+                    .iter()
+                    .all(|a| a.starts_with('-') || a.starts_with('+'))
+        }
+        // `ss -K` kills the sockets it lists.
+        "ss" => !has(&["--kill"]) && !short('K'),
         "sort" => !has(&["-o", "--output"]),
         "uniq" => args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
         "dmesg" => !has(&[
@@ -382,6 +424,11 @@ mod tests {
             "ip addr show",
             "find /var/log -name '*.gz'",
             "tail -n 100 /var/log/syslog 2>/dev/null",
+            "date +%s",
+            "hostname -f",
+            "ss -tlnp",
+            "printf '%s\\n' x",
+            "cat ~/.ssh/id_ed25519.pub",
         ] {
             assert_eq!(verdict(cmd, AiMode::Auto), Verdict::Run, "{cmd}");
         }
@@ -394,7 +441,17 @@ mod tests {
             "sort -o out in",
             "curl http://x",
             "ip route add 10.0.0.0/8 dev eth0",
-            "cat <<EOF",
+            "printf -v 'a[$(id)]' x",
+            "test -v 'a[$(id)]'",
+            "hostname evil",
+            "date -s 2020-01-01",
+            "date 01010000",
+            "ss -tK dst 10.0.0.1",
+            "cat /etc/shadow",
+            "head ~/.ssh/id_ed25519",
+            "cat /srv/app/.env",
+            "cat /proc/1/environ",
+            "printenv",
         ] {
             assert_eq!(verdict(cmd, AiMode::Auto), Verdict::Ask, "{cmd}");
         }

@@ -21,6 +21,8 @@ const OUTPUT_HEAD: usize = 3000;
 const OUTPUT_TAIL: usize = 3000;
 /// How often the same command may be asked for in one question.
 const MAX_REPEATS: usize = 2;
+/// Tool calls run per model turn; the model is told about the others.
+const MAX_CALLS_PER_TURN: usize = 5;
 
 const INSTRUCTION: &str = "You are walissh's assistant, inside an SSH bastion. You help an \
 operations engineer with the host their terminal is connected to. Investigate by running shell \
@@ -193,18 +195,16 @@ pub(crate) async fn answer(
                 .await;
             return Ok(turn.text);
         }
-        for call in &turn.tool_calls {
-            let result = match run_tool(call, policy, mode, &mut asked, host).await {
-                Ok(result) => result,
-                Err(why) => return fail(host, &why).await,
+        for (n, call) in turn.tool_calls.iter().enumerate() {
+            let result = if n < MAX_CALLS_PER_TURN {
+                match run_tool(call, policy, mode, &mut asked, host).await {
+                    Ok(result) => result,
+                    Err(why) => return fail(host, &why).await,
+                }
+            } else {
+                format!("error: not run; at most {MAX_CALLS_PER_TURN} tool calls per turn")
             };
             messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}));
-        }
-        if asked
-            .iter()
-            .any(|c| asked.iter().filter(|d| *d == c).count() > MAX_REPEATS)
-        {
-            return fail(host, "the agent kept asking for the same command; stopped").await;
         }
     }
     fail(
@@ -249,6 +249,9 @@ async fn run_tool(
     };
     let (command, reason) = (command.as_str(), reason.as_str());
     asked.push(command.to_string());
+    if asked.iter().filter(|c| *c == command).count() > MAX_REPEATS {
+        return Err("the agent kept asking for the same command; stopped".into());
+    }
     let (command, decision) = match policy.check(command, mode) {
         Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
         Verdict::Run => (command.to_string(), "auto"),
@@ -469,7 +472,7 @@ mod tests {
         let (a, host, _) = ask(script, AiMode::Auto, vec![]).await;
         let e = a.unwrap_err();
         assert!(e.contains("same command"), "{e}");
-        assert_eq!(host.ran.len(), MAX_REPEATS + 1);
+        assert_eq!(host.ran.len(), MAX_REPEATS);
         assert_eq!(host.audit.last().unwrap().0, "ai_error");
     }
 
@@ -500,6 +503,21 @@ mod tests {
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["tail -n +1 -- '/etc/hosts' | head -n 100"]);
         assert_eq!(host.audit[0].1["decision"], "auto");
+    }
+
+    #[tokio::test]
+    async fn at_most_five_calls_run_per_turn() {
+        let calls: Vec<Value> = (0..7)
+            .map(|i| json!({"index": i, "id": format!("c{i}"), "type": "function",
+                "function": {"name": "run_command", "arguments": format!("{{\"command\": \"echo {i}\"}}")}}))
+            .collect();
+        let script = vec![sse(&[chunk(json!({"tool_calls": calls}))]), text("ok")];
+        let (a, host, requests) = ask(script, AiMode::Auto, vec![]).await;
+        assert_eq!(a.unwrap(), "ok");
+        assert_eq!(host.ran.len(), MAX_CALLS_PER_TURN);
+        let msgs = requests[1]["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3 + 7);
+        assert!(last_message(&requests[1]).starts_with("error: not run"));
     }
 
     #[test]

@@ -30,11 +30,17 @@ use crate::terminal::screen::Screen;
 /// How long a command must have been silent, on a line that looks like a
 /// prompt, before walissh takes it to be waiting for input.
 const INPUT_WAIT: Duration = Duration::from_secs(2);
+/// How often a silent command's screen is looked at again.
+const LOOK_AGAIN: Duration = Duration::from_millis(500);
 /// How long each step of interrupting a command may take.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(3);
 /// What interrupting types, in turn: Ctrl-C, `q` (pagers ignore Ctrl-C),
 /// Ctrl-\ (SIGQUIT).
 const INTERRUPT_KEYS: [&[u8]; 3] = [b"\x03", b"q", b"\x1c"];
+/// Typed before each line: Ctrl-E, Ctrl-U empty whatever the prompt holds
+/// (a key meant for a command that reached the prompt instead, a `q` of an
+/// interruption), so the line that runs is the one that was checked.
+const CLEAR_LINE: &str = "\x05\x15";
 /// Keys queued for the seat beyond this are dropped.
 const KEYS_QUEUE: usize = 64;
 
@@ -59,7 +65,7 @@ pub(crate) enum Draw {
 pub(crate) struct Shared {
     /// A question is being answered: the user's keys go to the seat.
     active: AtomicBool,
-    /// When the shell last printed something, in ms since `epoch`.
+    /// When the shell last printed something, in µs since `epoch`.
     last_output: AtomicU64,
     epoch: Instant,
     /// The terminal's width.
@@ -85,12 +91,12 @@ impl Shared {
     }
 
     pub(crate) fn output_seen(&self) {
-        let ms = self.epoch.elapsed().as_millis() as u64;
-        self.last_output.store(ms, Ordering::Relaxed);
+        let us = self.epoch.elapsed().as_micros() as u64;
+        self.last_output.store(us, Ordering::Relaxed);
     }
 
     fn last_output(&self) -> Instant {
-        self.epoch + Duration::from_millis(self.last_output.load(Ordering::Relaxed))
+        self.epoch + Duration::from_micros(self.last_output.load(Ordering::Relaxed))
     }
 
     pub(crate) fn cols(&self) -> u32 {
@@ -190,6 +196,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
     };
     while let Some(asked) = questions.recv().await {
         while cancel.try_recv().is_ok() {}
+        seat.place.shared.set_active(true);
         seat.answer(asked, &mut cancel).await;
     }
 }
@@ -213,7 +220,7 @@ struct Seat<'a> {
 impl Seat<'_> {
     async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>) {
         while self.keys.try_recv().is_ok() {}
-        while self.lines.try_recv().is_ok() {}
+        self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
         self.painter = Painter::new(self.place.shared.cols());
         let question = strip_prefix(&asked.question.text, &self.place.agent.prefixes);
@@ -222,7 +229,7 @@ impl Seat<'_> {
             Err(e) => {
                 self.audit("ai_error", vec![("message", e.as_str().into())])
                     .await;
-                Some(Err(e.clone()))
+                Ok(Err(e.clone()))
             }
             Ok(model) => {
                 let mode = self.place.mode;
@@ -235,29 +242,50 @@ impl Seat<'_> {
                     question,
                     self,
                 );
+                // The wall-clock limit covers everything: model turns,
+                // approvals, commands.
+                let wall = agent.limits.wall;
                 tokio::select! {
-                    r = work => Some(r),
-                    _ = cancel.recv() => None,
+                    r = work => Ok(r),
+                    _ = cancel.recv() => Err(("^C\r\n", "stopped by the user".to_string())),
+                    _ = tokio::time::sleep(wall) => Err(("", format!(
+                        "the question took longer than its time limit ({} s)", wall.as_secs()
+                    ))),
                 }
             }
         };
         match result {
-            Some(Ok(_)) => {
+            Ok(Ok(_)) => {
                 let end = self.painter.end_line();
                 self.show(end);
             }
-            Some(Err(message)) => {
+            Ok(Err(message)) => {
                 let line = self.painter.error(&message);
                 self.show(line);
             }
-            None => self.stopped().await,
+            Err((mark, why)) => self.stopped(mark, &why).await,
         }
-        self.release();
+        self.release().await;
     }
 
-    /// The user pressed Ctrl-C: stop the command running, if any.
-    async fn stopped(&mut self) {
-        let mut out = b"^C\r\n".to_vec();
+    /// Command lines that finished outside a command of the agent's were
+    /// typed by the user (ahead, while a command ran): audited as theirs.
+    async fn settle_lines(&mut self) {
+        while let Ok(line) = self.lines.try_recv() {
+            if let Some(r) = line {
+                self.place.audit.event(r.event(self.place.ids)).await;
+            }
+        }
+    }
+
+    /// The question was cut short (Ctrl-C, the time limit): stop the
+    /// command running, if any.
+    async fn stopped(&mut self, mark: &str, why: &str) {
+        let mut out = self.painter.end_line();
+        if !self.running {
+            // A running command's terminal echoes the ^C itself.
+            out.extend_from_slice(mark.as_bytes());
+        }
         if self.running {
             self.show(out);
             out = Vec::new();
@@ -268,22 +296,20 @@ impl Seat<'_> {
             }
             self.painter.at_line_start();
         }
-        out.extend(self.painter.error("stopped by the user"));
+        out.extend(self.painter.error(why));
         self.show(out);
-        let fields = vec![("message", "stopped by the user".into())];
-        self.audit("ai_error", fields).await;
+        self.audit("ai_error", vec![("message", why.into())]).await;
     }
 
     /// Gives the terminal back to the user: at a fresh prompt, or, when a
     /// command would not stop, in that command.
-    fn release(&mut self) {
+    async fn release(&mut self) {
+        self.settle_lines().await;
         let fresh_prompt = !self.abandoned;
         self.place.shared.set_active(false);
         let _ = self.draw.send(Draw::Done { fresh_prompt });
         if fresh_prompt {
-            // Ctrl-U first: a key meant to stop a command may have reached
-            // the prompt instead.
-            let _ = self.typed.send(Bytes::from_static(b"\x15\r"));
+            self.type_in(format!("{CLEAR_LINE}\r"));
         }
     }
 
@@ -318,6 +344,10 @@ impl Seat<'_> {
     /// a pager's `:`). Returns what the user would see.
     async fn waiting_for_input(&self) -> Option<String> {
         let snap = self.place.screen?.snapshot().await?;
+        if snap.stale {
+            // Output outran the model: it cannot say.
+            return None;
+        }
         if snap.alternate {
             return Some("a full-screen program".into());
         }
@@ -331,18 +361,29 @@ impl Seat<'_> {
     /// Waits for the command line typed to finish, interrupting it when it
     /// waits for input or runs too long. Keys the user types meanwhile go
     /// to the command: they may answer it themselves.
-    async fn follow(&mut self) -> (Option<CommandRecord>, Option<String>) {
+    async fn follow(&mut self, command: &str) -> (Option<CommandRecord>, Option<String>) {
         let limit = self.place.agent.command_timeout;
-        let deadline = Instant::now() + limit;
+        let typed = Instant::now();
+        let deadline = typed + limit;
         let mut took_over = false;
-        // The output the last idle check looked at: the screen does not
-        // change without output, so it is not looked at again until then.
-        let mut checked: Option<Instant> = None;
+        // When to look whether the command waits for input: once the
+        // shell has printed something since the command was typed (what
+        // was on the screen before, the agent's own lines, asks nothing)
+        // and then stayed silent for INPUT_WAIT. The screen does not change
+        // without output, so the same output is looked at once.
+        let mut look_at = typed + INPUT_WAIT;
+        let mut looked: Option<Instant> = None;
         loop {
-            let last = self.place.shared.last_output();
-            let idle_check = !took_over && checked != Some(last);
             tokio::select! {
-                line = self.lines.recv() => return (line.flatten(), None),
+                line = self.lines.recv() => match line {
+                    // The session is ending.
+                    None => return (None, None),
+                    Some(Some(r)) if ours(&r, command) => return (Some(r), None),
+                    // A line the user typed ahead ran: theirs, audited so.
+                    Some(Some(r)) => self.place.audit.event(r.event(self.place.ids)).await,
+                    // An empty line the user typed ahead.
+                    Some(None) => {}
+                },
                 Some(k) = self.keys.recv() => {
                     took_over = true;
                     self.type_in(k);
@@ -351,12 +392,20 @@ impl Seat<'_> {
                     let why = format!("it ran longer than {} s", limit.as_secs());
                     return self.stop_command(why).await;
                 }
-                _ = tokio::time::sleep_until(last + INPUT_WAIT), if idle_check => {
-                    checked = Some(last);
-                    if let Some(prompt) = self.waiting_for_input().await {
-                        let why = format!("it was waiting for input ({prompt})");
-                        return self.stop_command(why).await;
+                _ = tokio::time::sleep_until(look_at), if !took_over => {
+                    let last = self.place.shared.last_output();
+                    let now = Instant::now();
+                    let quiet = now >= last + INPUT_WAIT;
+                    if last > typed && quiet && looked != Some(last) {
+                        looked = Some(last);
+                        if let Some(prompt) = self.waiting_for_input().await {
+                            let why = format!("it was waiting for input ({prompt})");
+                            return self.stop_command(why).await;
+                        }
                     }
+                    // Output that comes later wakes nothing: look again
+                    // when it may have gone quiet.
+                    look_at = (last.max(typed) + INPUT_WAIT).max(now + LOOK_AGAIN);
                 }
             }
         }
@@ -471,10 +520,10 @@ impl Host for Seat<'_> {
             self.show(line);
         }
         self.shown = None;
-        while self.lines.try_recv().is_ok() {}
+        self.settle_lines().await;
         self.running = true;
-        self.type_in(format!("{command}\r"));
-        let (record, interrupted) = self.follow().await;
+        self.type_in(format!("{CLEAR_LINE}{command}\r"));
+        let (record, interrupted) = self.follow(command).await;
         self.running = false;
         let mut outcome = Outcome {
             interrupted,
@@ -503,6 +552,13 @@ impl Host for Seat<'_> {
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         Seat::audit(self, kind, fields).await
     }
+}
+
+/// Whether a finished command line is the one the agent typed. The shell
+/// reports it as typed, unless its history left it out (then it cannot be
+/// told apart, and is taken to be the agent's).
+fn ours(r: &CommandRecord, command: &str) -> bool {
+    r.command.as_deref().is_none_or(|c| c.trim() == command)
 }
 
 /// The question without the prefix that made it one.

@@ -374,6 +374,14 @@ impl Pumps<'_> {
             spliced.extend_from_slice(&out[from..at]);
             spliced.extend(agent::echo(&q, self.mode));
             from = at;
+            if agent.is_some() && self.shared.active() {
+                // Typed ahead while the agent was at work: one at a time.
+                let why = "another question was being answered; this one was not asked";
+                spliced.extend(format!("walissh: {why}\r\n").as_bytes());
+                let ev = self.ids.event("ai_error").field("message", why);
+                self.ctx.bastion.audit.event(ev).await;
+                continue;
+            }
             if let Some(a) = agent {
                 self.shared.set_active(true);
                 let history = terminal.history.iter();
@@ -424,16 +432,7 @@ impl Pumps<'_> {
 
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
-        let duration = r.ended.duration_since(r.started).unwrap_or_default();
-        let ev = self
-            .ids
-            .event("command")
-            .field("command", r.command.clone())
-            .field("exit_code", r.exit_code)
-            .field("cwd", r.cwd.clone())
-            .field("duration_ms", duration.as_millis() as u64)
-            .field("output_bytes", r.output.total());
-        self.ctx.bastion.audit.event(ev).await;
+        self.ctx.bastion.audit.event(r.event(self.ids)).await;
     }
 
     /// Client to target: input, EOF, window changes and signals, until the

@@ -52,6 +52,19 @@ pub(crate) struct CommandRecord {
     pub(crate) output: Capture,
 }
 
+impl CommandRecord {
+    /// The record's `command` audit event.
+    pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
+        let duration = self.ended.duration_since(self.started).unwrap_or_default();
+        ids.event("command")
+            .field("command", self.command.clone())
+            .field("exit_code", self.exit_code)
+            .field("cwd", self.cwd.clone())
+            .field("duration_ms", duration.as_millis() as u64)
+            .field("output_bytes", self.output.total())
+    }
+}
+
 enum Phase {
     /// The bootstrap is running; its output is held back.
     Withholding { held: Vec<u8>, until: Instant },
@@ -68,9 +81,10 @@ enum Shown {
     All,
     /// The agent is at work: only the output of the commands it runs.
     Commands,
-    /// The agent is done and asked the shell for a fresh prompt: nothing
-    /// until that prompt starts. (A prompt redrawn in place starts with
-    /// the same mark: only one after the end of a command line counts.)
+    /// The agent is done and asked the shell for a fresh prompt: only what
+    /// commands print (one the user typed ahead may run first) until that
+    /// prompt starts. (A prompt redrawn in place starts with the same mark:
+    /// only one after the end of a command line counts.)
     UntilPrompt { line_done: bool },
 }
 
@@ -143,12 +157,12 @@ impl Terminal {
         self.cwd.as_deref()
     }
 
-    /// Whether the shell's output is shown now.
+    /// Whether the shell's output is shown now: while the agent works or
+    /// winds down, only what commands print.
     fn visible(&self) -> bool {
         match self.shown {
             Shown::All => true,
-            Shown::Commands => self.running.is_some(),
-            Shown::UntilPrompt { .. } => false,
+            Shown::Commands | Shown::UntilPrompt { .. } => self.running.is_some(),
         }
     }
 

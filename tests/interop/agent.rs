@@ -273,6 +273,37 @@ fn one_question_answered_with_one_approved_command() {
 }
 
 #[test]
+fn a_question_in_zsh() {
+    let Some(_) = zsh_user() else {
+        eprintln!("skipped: needs root and zsh (CI installs zsh and runs as root)");
+        return;
+    };
+    let model = Model::start(vec![
+        Reply::Sse(call("z1", "pwd", "where")),
+        Reply::Sse(answer("You are in /tmp.")),
+    ]);
+    let b = bastion(&model);
+    // dave (bob's key) reaches only the zsh target.
+    let t = Terminal::spawn(&b.ssh_bob("dave:zsh"), 24, 80);
+    t.send("cd /tmp; echo IN-$((1+1))\r");
+    t.expect("IN-2");
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "cd /tmp; echo IN-$((1+1))");
+    let at = ask(&t, "? where am I");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("You are in /tmp.", at);
+    t.send("echo BACK-$((2+3))\r");
+    t.expect_from("BACK-5", at);
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo BACK-$((2+3))");
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    assert_ran(r[0], "z1", "pwd", 0, "/tmp");
+    // zsh keeps the question on screen: it is not drawn a second time.
+    let screen = t.screen.text();
+    assert_eq!(screen.matches("? where am I").count(), 1, "{screen}");
+    not_user_commands(&b, &["pwd"]);
+}
+
+#[test]
 fn a_multi_step_investigation() {
     let (model, b, t) = bob_with_model(vec![
         Reply::Sse(call("c1", "echo STEP-$((1+1))", "first look")),
@@ -1031,4 +1062,86 @@ fn the_recording_shows_the_exchange() {
             "{seen:?} not in the recording:\n{plain}"
         );
     }
+}
+
+/// The agent's command `dd` reads one byte of what the user types while it
+/// runs (once it says READING: the terminal is then in line mode); the
+/// rest of the line is typeahead the shell runs afterwards.
+const READS_ONE_BYTE: &str =
+    "echo READING; dd bs=1 count=1 of=/dev/null 2>/dev/null; echo AGENT-DONE";
+
+#[test]
+fn a_line_typed_ahead_during_a_command_is_the_users_and_audited() {
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", READS_ONE_BYTE, "read a byte")),
+        Reply::Sse(answer("Done reading.")),
+    ]);
+    let at = ask(&t, "? read something");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("READING\r\n", at);
+    t.send("xecho TYPED-$((3*3))\r");
+    let at = t.expect_from("AGENT-DONE", at);
+    // The user's line runs as soon as the agent's command is done, while
+    // the model answers: either may show first.
+    let typed = t.expect_from("TYPED-9", at);
+    let answered = t.expect_from("Done reading.", at);
+    back_at_prompt(&b, &t, typed.max(answered));
+    // The user's line is audited as theirs; the agent's is a tool result.
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo TYPED-$((3*3))");
+    let result = b.wait_kind("ai_tool_result");
+    assert_eq!(result["command"], READS_ONE_BYTE);
+    assert_eq!(result["exit_code"], 0);
+    not_user_commands(&b, &[READS_ONE_BYTE]);
+    assert_eq!(model.count(), 2);
+}
+
+#[test]
+fn a_question_typed_ahead_while_the_agent_works_is_not_asked() {
+    // The model never finishes its second turn: the first question is
+    // still being answered when the second reaches the prompt.
+    let (model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("c1", READS_ONE_BYTE, "read a byte")),
+        Reply::Stall(vec![text("Thinking it over")]),
+    ]);
+    let at = ask(&t, "? first");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("READING\r\n", at);
+    t.send("x? second\r");
+    let at = t.expect_from("another question was being answered", at);
+    model.wait_requests(2);
+    t.send("\x03");
+    let at = t.expect_from("walissh: stopped", at);
+    back_at_prompt(&b, &t, at);
+    let prompts = b.wait_count("ai_prompt", 2);
+    assert_eq!(prompts[1]["text"], "? second");
+    let errors = b.wait_count("ai_error", 2);
+    assert!(errors[0]["message"].as_str().unwrap().contains("not asked"));
+    assert!(errors[1]["message"].as_str().unwrap().contains("stopped"));
+    assert_eq!(model.count(), 2, "the second question reached the model");
+}
+
+#[test]
+fn a_question_left_at_run_ends_at_the_time_limit() {
+    let model = Model::start(vec![Reply::Sse(call("c1", "echo NEVER-$((1+1))", "wait"))]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            extra_toml: "[ai]\nmax_time_s = 2\n".into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let asked = Instant::now();
+    let at = ask(&t, "? wait for me");
+    let at = t.expect_from(RUN, at);
+    let at = t.expect_from(
+        "walissh: the question took longer than its time limit (2 s)",
+        at,
+    );
+    assert!(asked.elapsed() >= Duration::from_secs(2));
+    back_at_prompt(&b, &t, at);
+    let e = b.wait_kind("ai_error");
+    assert!(e["message"].as_str().unwrap().contains("time limit"), "{e}");
+    assert!(!t.screen.text().contains("NEVER-2"));
+    assert!(of_kind(&ai_events(&b), "ai_tool_result").is_empty());
 }

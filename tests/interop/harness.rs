@@ -534,6 +534,11 @@ password_hash = "{carol}"
 targets = ["web*", "local", "down", "jail", "tarpit", "pw*", "zsh"]
 ai = "off"
 
+[[users]]
+name = "dave"
+authorized_keys = ["{bob_pub}"]
+targets = ["zsh"]
+
 [llm]
 base_url = "{llm_url}"
 model = "test-model"
