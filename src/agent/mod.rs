@@ -72,21 +72,25 @@ pub(crate) struct Question {
     /// Whether the line is still on the user's screen (zsh keeps it; bash
     /// wipes it before walissh hears of it).
     pub(crate) kept: bool,
+    /// The last line of the prompt it was typed at, as drawn.
+    pub(crate) prompt: Vec<u8>,
 }
 
-/// What is drawn where the shell cleared the question's line: the question
-/// again if the shell wiped it, and the cursor put on the next line. Users
-/// whose `ai` is `off` also get the notice that nothing was run.
+/// What is drawn where the shell cleared the question's line: the prompt
+/// and the question again if the shell wiped them, and the cursor put on
+/// the next line. Users whose `ai` is `off` also get the notice that
+/// nothing was run.
 pub(crate) fn echo(q: &Question, mode: AiMode) -> Vec<u8> {
-    let mut out = String::new();
+    let mut out = Vec::new();
     if !q.kept {
-        out.push_str(&q.text.replace(|c: char| c.is_control(), ""));
+        out.extend_from_slice(&q.prompt);
+        out.extend(q.text.replace(|c: char| c.is_control(), "").into_bytes());
     }
-    out.push_str("\r\n");
+    out.extend_from_slice(b"\r\n");
     if mode == AiMode::Off {
-        out.push_str("walissh: the agent is off for your account; nothing was run.\r\n");
+        out.extend_from_slice(b"walissh: the agent is off for your account; nothing was run.\r\n");
     }
-    out.into_bytes()
+    out
 }
 
 /// What the model is told of the session, ahead of the question.
@@ -122,9 +126,10 @@ mod tests {
         let q = Question {
             text: "? why".into(),
             kept: false,
+            prompt: b"\x1b[1m$\x1b[0m ".to_vec(),
         };
         let a = String::from_utf8(echo(&q, AiMode::Off)).unwrap();
-        assert!(a.starts_with("? why\r\n"));
+        assert!(a.starts_with("\x1b[1m$\x1b[0m ? why\r\n"));
         assert!(a.contains("off for your account"));
         let kept = Question { kept: true, ..q };
         assert_eq!(echo(&kept, AiMode::Confirm), b"\r\n");

@@ -443,7 +443,10 @@ impl Seat<'_> {
             for c in String::from_utf8_lossy(&keys).chars() {
                 match c {
                     '\r' | '\n' => {
-                        self.show(b"\r\n".to_vec());
+                        // The line as submitted, keys of the same chunk included.
+                        let mut out = self.painter.edit_line(&line);
+                        out.extend_from_slice(b"\r\n");
+                        self.show(out);
                         self.painter.at_line_start();
                         let line = line.trim().to_string();
                         return (!line.is_empty()).then_some(line);

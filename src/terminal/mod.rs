@@ -37,6 +37,8 @@ pub(crate) use output::Capture;
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Output withheld during the bootstrap beyond this is shown as it is.
 const WITHHOLD_MAX: usize = 256 * 1024;
+/// Bytes of a prompt kept to redraw it.
+const PROMPT_MAX: usize = 1024;
 /// Finished commands kept for the agent's context.
 const KEEP_COMMANDS: usize = 50;
 
@@ -100,6 +102,10 @@ pub(crate) struct Terminal {
     phase: Phase,
     cwd: Option<String>,
     running: Option<Running>,
+    /// The prompt being drawn (between the A and B marks), and the last
+    /// line of the last one drawn: a question's echo redraws it.
+    prompt: Option<Vec<u8>>,
+    last_prompt: Vec<u8>,
     /// Whether a question hands the screen to the agent.
     agent: bool,
     shown: Shown,
@@ -134,6 +140,8 @@ impl Terminal {
             },
             cwd: None,
             running: None,
+            prompt: None,
+            last_prompt: Vec::new(),
             agent,
             shown: Shown::All,
             history: Default::default(),
@@ -212,6 +220,7 @@ impl Terminal {
             if let (Phase::Integrated, Some(r)) = (&self.phase, self.running.as_mut()) {
                 r.output.push(&data);
             }
+            self.keep_prompt(&data);
             return Processed {
                 to_client: data,
                 finished: Vec::new(),
@@ -233,7 +242,8 @@ impl Terminal {
             from = at;
             match mark {
                 Mark::Question { text, kept } if matches!(self.phase, Phase::Integrated) => {
-                    questions.push((to_client.len(), Question { text, kept }));
+                    let prompt = self.last_prompt.clone();
+                    questions.push((to_client.len(), Question { text, kept, prompt }));
                     if self.agent {
                         self.shown = Shown::Commands;
                     }
@@ -241,6 +251,7 @@ impl Terminal {
                 }
                 Mark::PromptStart => {
                     prompt = true;
+                    self.prompt = Some(Vec::new());
                     if self.shown == (Shown::UntilPrompt { line_done: true }) {
                         self.shown = Shown::All;
                     }
@@ -265,8 +276,17 @@ impl Terminal {
         }
     }
 
+    /// Bytes of a prompt being drawn are kept, up to a bound.
+    fn keep_prompt(&mut self, bytes: &[u8]) {
+        if let Some(p) = self.prompt.as_mut() {
+            let room = PROMPT_MAX.saturating_sub(p.len());
+            p.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+
     /// Output between marks: held back, or shown and captured.
     fn pass(&mut self, bytes: &[u8], to_client: &mut Vec<u8>) {
+        self.keep_prompt(bytes);
         let visible = self.visible();
         match &mut self.phase {
             Phase::Withholding { held, .. } => {
@@ -331,7 +351,13 @@ impl Terminal {
                     finished.push(record);
                 }
             }
-            Mark::PromptStart | Mark::InputStart | Mark::Question { .. } => {}
+            Mark::InputStart => {
+                if let Some(p) = self.prompt.take() {
+                    let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
+                    self.last_prompt = p[start..].to_vec();
+                }
+            }
+            Mark::PromptStart | Mark::Question { .. } => {}
         }
     }
 }
@@ -426,6 +452,7 @@ mod tests {
         let q = Question {
             text: "? why".into(),
             kept: false,
+            prompt: Vec::new(),
         };
         assert_eq!(out.questions, vec![(7, q)]);
         assert!(out.finished.is_empty());
@@ -460,6 +487,19 @@ mod tests {
         assert_eq!(&out.to_client[..], b"$ ");
         assert!(out.finished.is_empty() && out.line_done);
         assert_eq!(&t.feed(b"typed").to_client[..], b"typed");
+    }
+
+    #[test]
+    fn a_question_keeps_the_last_line_of_its_prompt() {
+        let mut t = Terminal::integrated(N, true);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.feed(m("\x1b]133;A;w={N}\x07[me@h ~]\r\n\x1b[1m$").as_bytes());
+        t.feed(b" ");
+        let out = t.feed(
+            m("\x1b[0m\x1b]133;B;w={N}\x07\r\x1b[K\x1b]133;Q;w={N};kept=0;text=? why\x07")
+                .as_bytes(),
+        );
+        assert_eq!(out.questions[0].1.prompt, b"\x1b[1m$ \x1b[0m");
     }
 
     #[test]

@@ -783,6 +783,31 @@ fn server_error() -> Reply {
     )
 }
 
+/// A refusal the endpoint gives at once (not retried).
+fn refusal(status: u16, message: &str) -> Reply {
+    let body = format!(r#"{{"error":{{"message":"{message}","type":"invalid_request_error"}}}}"#);
+    Reply::Status(status, body, vec![])
+}
+
+#[test]
+fn a_wrong_api_key() {
+    let model = Model::start(vec![refusal(401, "Incorrect API key provided")]);
+    let b = bastion(&model);
+    fails_with(
+        &b,
+        "the model endpoint refused the API key (Incorrect API key provided)",
+    );
+    assert_eq!(model.count(), 1, "a refused key was retried");
+}
+
+#[test]
+fn an_unknown_model() {
+    let model = Model::start(vec![refusal(404, "model not found")]);
+    let b = bastion(&model);
+    fails_with(&b, "does not know model test-model (model not found)");
+    assert_eq!(model.count(), 1);
+}
+
 #[test]
 fn a_persistent_server_error_after_retries() {
     let model = Model::start((0..4).map(|_| server_error()).collect());
