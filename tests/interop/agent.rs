@@ -18,6 +18,16 @@ use crate::terminal::prompt_end;
 
 const RUN: &str = "Run? [y/N/e]";
 
+/// The audit of a question answered after two commands ran.
+const TWO_COMMANDS_RUN: [&str; 6] = [
+    "ai_prompt",
+    "ai_tool_call",
+    "ai_tool_result",
+    "ai_tool_call",
+    "ai_tool_result",
+    "ai_answer",
+];
+
 /// walissh with `[llm]` pointing at `model`.
 fn bastion(model: &Model) -> Bastion {
     bastion_with(model, Opts::default())
@@ -43,6 +53,20 @@ fn ready(login: &std::process::Command) -> Terminal {
 /// bob on web1 (bash, shell integration on), at the prompt.
 fn bob(b: &Bastion) -> Terminal {
     ready(&b.ssh_bob("bob:web1"))
+}
+
+/// walissh asking `model`, with `ai` (TOML for `[ai]`), and bob at his
+/// prompt.
+fn bob_with_ai(model: &Model, ai: &str) -> (Bastion, Terminal) {
+    let b = bastion_with(
+        model,
+        Opts {
+            extra_toml: ai.into(),
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    (b, t)
 }
 
 /// A model server with `replies`, walissh asking it, and bob at his prompt.
@@ -87,6 +111,15 @@ fn ai_events(b: &Bastion) -> Vec<Value> {
         .into_iter()
         .filter(|e| e["kind"].as_str().unwrap_or("").starts_with("ai_"))
         .collect()
+}
+
+/// Once the question is answered, its `ai_*` events, which must be of
+/// `expected` kinds, in order.
+fn answered(b: &Bastion, expected: &[&str]) -> Vec<Value> {
+    b.wait_kind("ai_answer");
+    let ev = ai_events(b);
+    assert_eq!(kinds(&ev), expected, "{ev:#?}");
+    ev
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
@@ -246,11 +279,9 @@ fn one_question_answered_with_one_approved_command() {
     assert_eq!(results.len(), 1);
     assert_ran(results[0], "call_1", "echo OUT-$((6*7))", 0, "OUT-42");
 
-    b.wait_kind("ai_answer");
-    let ev = ai_events(&b);
-    assert_eq!(
-        kinds(&ev),
-        ["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"]
+    let ev = answered(
+        &b,
+        &["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"],
     );
     all_in_one_session(&ev);
     assert_eq!(ev[0]["text"], "? why is the disk full");
@@ -334,19 +365,7 @@ fn a_multi_step_investigation() {
     assert_ran(r[0], "c2", "echo STEP-$((2+2))", 0, "STEP-4");
     assert!(content(&m[1]).contains("is everything fine"));
 
-    b.wait_kind("ai_answer");
-    let ev = ai_events(&b);
-    assert_eq!(
-        kinds(&ev),
-        [
-            "ai_prompt",
-            "ai_tool_call",
-            "ai_tool_result",
-            "ai_tool_call",
-            "ai_tool_result",
-            "ai_answer"
-        ]
-    );
+    let ev = answered(&b, &TWO_COMMANDS_RUN);
     assert_eq!(ev[1]["command"], "echo STEP-$((1+1))");
     assert_eq!(ev[3]["command"], "echo STEP-$((2+2))");
     assert_eq!(ev[4]["exit_code"], 0);
@@ -435,14 +454,7 @@ fn configured_deny_rules_reach_every_part_of_a_command() {
         Reply::Sse(call("c3", &commands[2], "make a file")),
         Reply::Sse(answer("All three were refused.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: "[ai]\ndeny = [\"touch *\"]\n".into(),
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
+    let (b, t) = bob_with_ai(&model, "[ai]\ndeny = [\"touch *\"]\n");
     let at = ask(&t, "? make me some files");
     let at = t.expect_from("refused", at);
     let at = t.expect_from("refused", at);
@@ -501,11 +513,9 @@ fn confirm_declined_with_n_or_enter() {
         assert_eq!(r[0]["tool_call_id"], *id);
         assert!(!content(r[0]).contains("exit code"), "{}", content(r[0]));
     }
-    b.wait_kind("ai_answer");
-    let ev = ai_events(&b);
-    assert_eq!(
-        kinds(&ev),
-        ["ai_prompt", "ai_tool_call", "ai_tool_call", "ai_answer"]
+    let ev = answered(
+        &b,
+        &["ai_prompt", "ai_tool_call", "ai_tool_call", "ai_answer"],
     );
     assert_eq!(ev[1]["decision"], "denied_by_user");
     assert_eq!(ev[1]["command"], format!("touch {by_n}"));
@@ -537,11 +547,9 @@ fn confirm_edit_runs_the_edited_command() {
     let reqs = model.wait_requests(2);
     let (_, r) = last_turn(&reqs[1]);
     assert_ran(r[0], "c1", "echo EDITED-$((2+2))", 0, "EDITED-4");
-    b.wait_kind("ai_answer");
-    let ev = ai_events(&b);
-    assert_eq!(
-        kinds(&ev),
-        ["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"]
+    let ev = answered(
+        &b,
+        &["ai_prompt", "ai_tool_call", "ai_tool_result", "ai_answer"],
     );
     assert_eq!(ev[1]["decision"], "edited");
     assert_eq!(ev[1]["command"], "echo EDITED-$((2+2))");
@@ -558,14 +566,7 @@ fn an_edit_is_checked_by_the_policy_again() {
         Reply::Sse(call("c1", "echo harmless", "show it")),
         Reply::Sse(answer("The edit was refused.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: "[ai]\ndeny = [\"touch *\"]\n".into(),
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
+    let (b, t) = bob_with_ai(&model, "[ai]\ndeny = [\"touch *\"]\n");
     let at = ask(&t, "? show me something");
     let at = answer_run(&t, at, "e");
     let at = t.expect_from("edit> ", at);
@@ -676,14 +677,7 @@ fn a_command_past_its_timeout_is_interrupted() {
         Reply::Sse(call("c1", "echo TICK-$((1+1)); sleep 617", "wait")),
         Reply::Sse(answer("That took too long.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: "[ai]\ncommand_timeout_s = 3\n".into(),
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
+    let (b, t) = bob_with_ai(&model, "[ai]\ncommand_timeout_s = 3\n");
     let at = ask(&t, "? wait for it");
     let at = t.expect_from(RUN, at);
     let approved = Instant::now();
@@ -932,19 +926,7 @@ fn two_tool_calls_in_one_turn() {
     assert_eq!(r.len(), 2);
     assert_ran(r[0], "t1", "echo FIRST-$((1+1))", 0, "FIRST-2");
     assert_ran(r[1], "t2", "echo SECOND-$((2+2))", 0, "SECOND-4");
-    b.wait_kind("ai_answer");
-    let ev = ai_events(&b);
-    assert_eq!(
-        kinds(&ev),
-        [
-            "ai_prompt",
-            "ai_tool_call",
-            "ai_tool_result",
-            "ai_tool_call",
-            "ai_tool_result",
-            "ai_answer"
-        ]
-    );
+    let ev = answered(&b, &TWO_COMMANDS_RUN);
     assert_eq!(ev[2]["command"], "echo FIRST-$((1+1))");
     assert_eq!(ev[4]["command"], "echo SECOND-$((2+2))");
     assert_eq!(model.count(), 2);
@@ -1148,14 +1130,7 @@ fn a_question_typed_ahead_while_the_agent_works_is_not_asked() {
 #[test]
 fn a_question_left_at_run_ends_at_the_time_limit() {
     let model = Model::start(vec![Reply::Sse(call("c1", "echo NEVER-$((1+1))", "wait"))]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: "[ai]\nmax_time_s = 2\n".into(),
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
+    let (b, t) = bob_with_ai(&model, "[ai]\nmax_time_s = 2\n");
     let asked = Instant::now();
     let at = ask(&t, "? wait for me");
     let at = t.expect_from(RUN, at);
