@@ -13,6 +13,7 @@ mod agent;
 mod audit;
 mod bastion;
 mod config;
+mod context;
 mod keys;
 mod password;
 mod route;
