@@ -57,6 +57,8 @@ pub(crate) struct Config {
     pub(crate) audit: AuditConfig,
     #[serde(default)]
     pub(crate) terminal: TerminalConfig,
+    #[serde(default)]
+    pub(crate) context: ContextConfig,
     /// Where this config came from, for messages. Not a TOML key.
     #[serde(skip)]
     pub(crate) source: String,
@@ -194,6 +196,9 @@ pub(crate) struct LlmConfig {
     pub(crate) temperature: Option<f32>,
     /// Longest answer per turn, in tokens; the endpoint's default when unset.
     pub(crate) max_tokens: Option<u32>,
+    /// The model's context window, in tokens: each request stays within it.
+    #[serde(default = "default_context_tokens")]
+    pub(crate) context_tokens: usize,
 }
 
 impl Default for LlmConfig {
@@ -205,8 +210,13 @@ impl Default for LlmConfig {
             timeout_s: default_timeout(),
             temperature: None,
             max_tokens: None,
+            context_tokens: default_context_tokens(),
         }
     }
+}
+
+fn default_context_tokens() -> usize {
+    8192
 }
 
 fn default_base_url() -> String {
@@ -236,6 +246,10 @@ pub(crate) struct AiConfig {
     pub(crate) command_timeout_s: u64,
     #[serde(default)]
     pub(crate) deny: Vec<Spanned<String>>,
+    /// Extra secret patterns (regexes), redacted before anything reaches
+    /// the model.
+    #[serde(default)]
+    pub(crate) redact: Vec<Spanned<String>>,
 }
 
 impl Default for AiConfig {
@@ -246,6 +260,7 @@ impl Default for AiConfig {
             max_time_s: default_max_time(),
             command_timeout_s: default_command_timeout(),
             deny: Vec::new(),
+            redact: Vec::new(),
         }
     }
 }
@@ -310,6 +325,44 @@ impl Default for TerminalConfig {
 
 fn default_true() -> bool {
     true
+}
+
+/// What the model sees each turn, and what a session remembers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct ContextConfig {
+    // PENDING(reduce): reducer
+    /// Restore a user's conversation with a target when they come back.
+    pub(crate) restore: bool,
+    /// Stored tool results are cut to this many characters.
+    pub(crate) tool_chars: usize,
+    /// Stored assistant text is cut to this many characters.
+    pub(crate) assistant_chars: usize,
+    /// Questions (user turns) a session remembers.
+    pub(crate) user_turns: usize,
+    /// Messages a session remembers.
+    pub(crate) messages: usize,
+    /// Recent commands shown to the model.
+    pub(crate) recent_commands: usize,
+    /// Error lines (key events) shown to the model.
+    pub(crate) key_events: usize,
+    /// Tool results kept in the per-question cache.
+    pub(crate) tool_cache: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            restore: false,
+            tool_chars: 1000,
+            assistant_chars: 2000,
+            user_turns: 4,
+            messages: 20,
+            recent_commands: 10,
+            key_events: 20,
+            tool_cache: 8,
+        }
+    }
 }
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
@@ -450,6 +503,7 @@ impl Config {
             glob::Pattern::new(rule.get_ref())
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
         }
+        // PENDING(redact): check_pattern
         Ok(())
     }
 

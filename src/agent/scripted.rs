@@ -74,5 +74,6 @@ pub(crate) fn llm(url: &str) -> LlmConfig {
         timeout_s: 5,
         temperature: None,
         max_tokens: None,
+        context_tokens: 8192,
     }
 }

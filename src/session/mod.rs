@@ -298,6 +298,7 @@ async fn run_session(
             reader,
             mut writer,
             integrated,
+            ..
         }) => {
             let mode = bastion.config.user(&ids.user).map_or(AiMode::Off, |u| u.ai);
             // A shell that takes walissh's bootstrap gets it first, typed

@@ -62,6 +62,10 @@ impl LocalAccount {
         Ok(LocalAccount { account, switch_to })
     }
 
+    pub(crate) fn name(&self) -> &str {
+        &self.account.name
+    }
+
     pub(crate) fn shell(&self) -> &Path {
         &self.account.shell
     }

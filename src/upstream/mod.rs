@@ -103,6 +103,87 @@ pub(crate) struct Opened {
     /// The shell that will run walissh's bootstrap, when there is one: its
     /// terminal was opened with echo off.
     pub(crate) integrated: Option<Shell>,
+    /// What the target said about itself, for interactive shells.
+    pub(crate) info: Option<TargetInfo>,
+}
+
+/// What the target says about itself: asked once, quietly, before an
+/// interactive shell starts (on an exec channel of its own for ssh
+/// targets; read off this machine for local ones, which run here).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TargetInfo {
+    pub(crate) shell: Option<String>,
+    pub(crate) os: Option<String>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) host: Option<String>,
+    pub(crate) user: Option<String>,
+}
+
+/// The probe, run by the target user's login shell: one `key=value` line
+/// per fact, each on its own so a shell that fails one still gives the
+/// others (fish, for one, has no `$(...)` before 3.4).
+pub(crate) const PROBE: &str = concat!(
+    r#"printf 'shell=%s\n' "$SHELL"; "#,
+    r#"printf 'kernel=%s\n' "$(uname -srm 2>/dev/null)"; "#,
+    r#"printf 'host=%s\n' "$(uname -n 2>/dev/null)"; "#,
+    r#"printf 'user=%s\n' "$(id -un 2>/dev/null)"; "#,
+    r#"printf 'os=%s\n' "$(. /etc/os-release 2>/dev/null; printf %s "$PRETTY_NAME")""#,
+);
+
+impl TargetInfo {
+    /// Reads the probe's output; unknown lines and empty values are left out.
+    pub(crate) fn parse(text: &str) -> TargetInfo {
+        let mut info = TargetInfo::default();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let value: String = value.trim().chars().filter(|c| !c.is_control()).take(200).collect();
+            if value.is_empty() {
+                continue;
+            }
+            let slot = match key {
+                "shell" => &mut info.shell,
+                "os" => &mut info.os,
+                "kernel" => &mut info.kernel,
+                "host" => &mut info.host,
+                "user" => &mut info.user,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        info
+    }
+
+    /// A local target's facts: this machine's, and the account's. Reads
+    /// /etc/os-release: call it on a blocking thread.
+    fn local(account: &LocalAccount) -> TargetInfo {
+        let os = std::fs::read_to_string("/etc/os-release").ok().and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+        });
+        // SAFETY: uname fills the struct it is given; all zeroes is a valid start.
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        let field = |f: &[libc::c_char]| {
+            let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        let (kernel, host) = if unsafe { libc::uname(&mut u) } == 0 {
+            let kernel = format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine));
+            (Some(kernel), Some(field(&u.nodename)))
+        } else {
+            (None, None)
+        };
+        TargetInfo {
+            shell: Some(account.shell().display().to_string()),
+            os,
+            kernel,
+            host,
+            user: Some(account.name().to_string()),
+        }
+    }
 }
 
 /// Bastion-wide settings for reaching targets.
@@ -134,23 +215,32 @@ pub(crate) async fn open(
 ) -> Result<Opened, String> {
     match target.kind {
         TargetKind::Ssh => {
-            let (r, w, integrated) = ssh::open(target, ctx, req).await?;
+            let (r, w, info) = ssh::open(target, ctx, req).await?;
+            let integrated = info
+                .as_ref()
+                .and_then(|i| i.shell.as_deref())
+                .and_then(Shell::from_path);
             Ok(Opened {
                 reader: Reader::Ssh(r),
                 writer: Writer::Ssh(w),
                 integrated,
+                info,
             })
         }
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
             let own = ctx.own_account.clone();
             // The user and group databases may be remote (NSS): not on the runtime.
-            let who =
-                tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
-                    .await
-                    .map_err(|e| format!("account lookup failed: {e}"))??;
-            let integrated = req
-                .wants_integration()
+            let wants = req.wants_integration();
+            // The user and group databases may be remote (NSS): not on the runtime.
+            let (who, info) = tokio::task::spawn_blocking(move || {
+                let who = LocalAccount::resolve(run_as.as_deref(), &own)?;
+                let info = wants.then(|| TargetInfo::local(&who));
+                Ok::<_, String>((who, info))
+            })
+            .await
+            .map_err(|e| format!("account lookup failed: {e}"))??;
+            let integrated = wants
                 .then(|| Shell::from_path(&who.shell().to_string_lossy()))
                 .flatten();
             let (r, w) = local::open(&who, req, integrated.is_some(), &ctx.spawn_lock)?;
@@ -158,6 +248,7 @@ pub(crate) async fn open(
                 reader: Reader::Local(r),
                 writer: Writer::Local(w),
                 integrated,
+                info,
             })
         }
     }

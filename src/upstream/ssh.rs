@@ -14,7 +14,7 @@ use bytes::Bytes;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 
-use super::{Command, Context, Event, Request};
+use super::{Command, Context, Event, PROBE, Request, TargetInfo};
 use crate::config::{HostKeyPolicy, TargetConfig};
 use crate::terminal::Shell;
 
@@ -161,7 +161,7 @@ pub(crate) async fn open(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer, Option<Shell>), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>), String> {
     match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
         Ok(r) => r,
         Err(_) => Err(format!("{} did not answer in time", target.name())),
@@ -172,7 +172,7 @@ async fn open_inner(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer, Option<Shell>), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>), String> {
     let name = target.name();
     let host = target
         .host
@@ -215,10 +215,11 @@ async fn open_inner(
         .as_ref()
         .map_or(req.user.as_str(), |u| u.get_ref().as_str());
     authenticate(&mut conn, target, ctx, login).await?;
-    let integrated = match req.wants_integration() {
-        true => probe_shell(&conn).await,
+    let info = match req.wants_integration() {
+        true => probe(&conn).await,
         false => None,
     };
+    let integrated = info.as_ref().and_then(|i| i.shell.as_deref()).is_some_and(|s| Shell::from_path(s).is_some());
     let ch = conn
         .channel_open_session()
         .await
@@ -228,18 +229,19 @@ async fn open_inner(
         ch: read,
         pending: VecDeque::new(),
     };
-    start_command(&write, &mut reader, req, integrated.is_some())
+    start_command(&write, &mut reader, req, integrated)
         .await
         .map_err(|e| format!("{name}: {e}"))?;
-    Ok((reader, Writer { ch: write, conn }, integrated))
+    Ok((reader, Writer { ch: write, conn }, info))
 }
 
-/// Asks the target for the user's login shell, on a channel of its own
-/// (an exec of `printf`, so nothing shows in the user's session).
-async fn probe_shell(conn: &client::Handle<HostKeyCheck>) -> Option<Shell> {
+/// Asks the target about itself (its login shell, OS, kernel, host name,
+/// user), on a channel of its own (an exec of `printf`s, so nothing shows
+/// in the user's session).
+async fn probe(conn: &client::Handle<HostKeyCheck>) -> Option<TargetInfo> {
     let probe = async {
         let mut ch = conn.channel_open_session().await.ok()?;
-        ch.exec(true, "printf %s \"$SHELL\"").await.ok()?;
+        ch.exec(true, PROBE).await.ok()?;
         let mut out = Vec::new();
         while let Some(msg) = ch.wait().await {
             match msg {
@@ -248,7 +250,7 @@ async fn probe_shell(conn: &client::Handle<HostKeyCheck>) -> Option<Shell> {
                 _ => {}
             }
         }
-        Shell::from_path(&String::from_utf8_lossy(&out))
+        Some(TargetInfo::parse(&String::from_utf8_lossy(&out)))
     };
     tokio::time::timeout(PROBE_TIMEOUT, probe)
         .await
