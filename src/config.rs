@@ -331,7 +331,8 @@ fn default_true() -> bool {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct ContextConfig {
-    // PENDING(reduce): reducer
+    /// How history is cut to the token budget.
+    pub(crate) reducer: crate::context::reduce::Strategy,
     /// Restore a user's conversation with a target when they come back.
     pub(crate) restore: bool,
     /// Stored tool results are cut to this many characters.
@@ -353,6 +354,7 @@ pub(crate) struct ContextConfig {
 impl Default for ContextConfig {
     fn default() -> Self {
         ContextConfig {
+            reducer: Default::default(),
             restore: false,
             tool_chars: 1000,
             assistant_chars: 2000,
@@ -503,7 +505,10 @@ impl Config {
             glob::Pattern::new(rule.get_ref())
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
         }
-        // PENDING(redact): check_pattern
+        for p in &self.ai.redact {
+            crate::context::redact::check_pattern(p.get_ref())
+                .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;
+        }
         Ok(())
     }
 

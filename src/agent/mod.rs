@@ -17,14 +17,14 @@ pub(crate) mod shell;
 
 use std::time::Duration;
 
-use crate::config::{AiMode, Config};
-use crate::terminal::CommandRecord;
+use serde_json::Value;
+
+use crate::config::{AiMode, Config, ContextConfig};
+use crate::context::redact::Redactor;
+use crate::context::reduce::tokens;
 use model::Model;
 use policy::Policy;
 use react::Limits;
-
-/// Recent commands the model is told of.
-const CONTEXT_COMMANDS: usize = 10;
 
 /// What every session's agent shares, made once at start.
 pub(crate) struct Agent {
@@ -35,6 +35,12 @@ pub(crate) struct Agent {
     pub(crate) limits: Limits,
     pub(crate) command_timeout: Duration,
     pub(crate) prefixes: Vec<String>,
+    /// Scrubs secrets from everything bound for the model.
+    pub(crate) redactor: Redactor,
+    pub(crate) context: ContextConfig,
+    /// The model's context window, and what of it an answer may take.
+    pub(crate) context_tokens: usize,
+    pub(crate) answer_tokens: usize,
 }
 
 impl Agent {
@@ -50,6 +56,28 @@ impl Agent {
         if let Err(e) = &model {
             tracing::warn!(error = %e, "the agent's model client is not available");
         }
+        let extra: Vec<String> = config
+            .ai
+            .redact
+            .iter()
+            .map(|p| p.get_ref().clone())
+            .collect();
+        // The bastion's own credentials never reach the model, whatever
+        // prints them.
+        let mut held: Vec<String> = config
+            .targets
+            .iter()
+            .filter_map(|t| t.password_env.as_ref())
+            .filter_map(|var| std::env::var(var.get_ref()).ok())
+            .collect();
+        if let Some(var) = &config.llm.api_key_env {
+            held.extend(std::env::var(var).ok());
+        }
+        let redactor = Redactor::new(&extra, &held).unwrap_or_else(|e| {
+            // The config checked the patterns: this cannot happen.
+            tracing::error!(error = %e, "bad [ai] redact pattern; redacting without it");
+            Redactor::new(&[], &held).expect("no extra patterns")
+        });
         Agent {
             model,
             policy: Policy::new(&deny, &prefixes),
@@ -59,7 +87,21 @@ impl Agent {
             },
             command_timeout: Duration::from_secs(config.ai.command_timeout_s.max(1)),
             prefixes,
+            redactor,
+            context: config.context.clone(),
+            context_tokens: config.llm.context_tokens,
+            answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
         }
+    }
+
+    /// Tokens a request's messages may take: the context window less room
+    /// for the answer and for the tool declarations.
+    pub(crate) fn request_budget(&self, tools: &[Value]) -> usize {
+        let declared = tokens(&Value::Array(tools.to_vec()).to_string());
+        let answer = self.answer_tokens.min(self.context_tokens / 4);
+        self.context_tokens
+            .saturating_sub(answer + declared)
+            .max(1024)
     }
 }
 
@@ -89,30 +131,6 @@ pub(crate) fn echo(q: &Question, mode: AiMode) -> Vec<u8> {
     out.extend_from_slice(b"\r\n");
     if mode == AiMode::Off {
         out.extend_from_slice(b"walissh: the agent is off for your account; nothing was run.\r\n");
-    }
-    out
-}
-
-/// What the model is told of the session, ahead of the question.
-pub(crate) fn context<'a>(
-    target: &str,
-    cwd: Option<&str>,
-    history: impl DoubleEndedIterator<Item = &'a CommandRecord>,
-) -> String {
-    let mut out = format!("Host: {target} (a target of the bastion)\n");
-    if let Some(cwd) = cwd {
-        out.push_str(&format!("cwd: {cwd}\n"));
-    }
-    let recent: Vec<&CommandRecord> = history.rev().take(CONTEXT_COMMANDS).collect();
-    if !recent.is_empty() {
-        out.push_str("Recent commands at the prompt (oldest first):\n");
-        for r in recent.iter().rev() {
-            let command = r.command.as_deref().unwrap_or("(not recorded)");
-            match r.exit_code {
-                Some(code) => out.push_str(&format!("  $ {command}   (exit {code})\n")),
-                None => out.push_str(&format!("  $ {command}\n")),
-            }
-        }
     }
     out
 }

@@ -20,10 +20,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::react::{self, Approval, Host, Outcome};
+use super::react::{self, Approval, Ask, Host, Outcome};
 use super::{Agent, Question, render::Painter};
 use crate::audit::{Audit, Ids};
 use crate::config::AiMode;
+use crate::context::providers::Brief;
+use crate::context::store::Memory;
 use crate::terminal::CommandRecord;
 use crate::terminal::screen::Screen;
 
@@ -47,7 +49,7 @@ const KEYS_QUEUE: usize = 64;
 /// A question caught at the prompt, with what the terminal knew then.
 pub(crate) struct Asked {
     pub(crate) question: Question,
-    pub(crate) context: String,
+    pub(crate) brief: Brief,
 }
 
 /// What the seat asks of the pump that writes to the client.
@@ -194,10 +196,26 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         shown: None,
         abandoned: false,
     };
+    let mut memory = Memory::new(&seat.place.agent.context);
+    let (audit, ids) = (seat.place.audit, seat.place.ids);
+    // With `[context] restore`, the user's last conversation with this
+    // target comes back (stored sanitised and scrubbed).
+    let restore = seat.place.agent.context.restore;
+    if restore
+        && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await
+        && let Ok(saved) = serde_json::from_str(&saved)
+    {
+        memory.store.restore(&saved);
+    }
     while let Some(asked) = questions.recv().await {
         while cancel.try_recv().is_ok() {}
         seat.place.shared.set_active(true);
-        seat.answer(asked, &mut cancel).await;
+        seat.answer(asked, &mut cancel, &mut memory).await;
+        memory.end();
+        if restore {
+            let saved = memory.store.to_json().to_string();
+            audit.save_conversation(&ids.user, &ids.target, saved).await;
+        }
     }
 }
 
@@ -218,7 +236,7 @@ struct Seat<'a> {
 }
 
 impl Seat<'_> {
-    async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>) {
+    async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>, memory: &mut Memory) {
         while self.keys.try_recv().is_ok() {}
         self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
@@ -232,16 +250,13 @@ impl Seat<'_> {
                 Ok(Err(e.clone()))
             }
             Ok(model) => {
-                let mode = self.place.mode;
-                let work = react::answer(
+                let ask = Ask {
                     model,
-                    &agent.policy,
-                    mode,
-                    agent.limits,
-                    &asked.context,
-                    question,
-                    self,
-                );
+                    agent,
+                    mode: self.place.mode,
+                    brief: &asked.brief,
+                };
+                let work = react::answer(ask, question, memory, self);
                 // The wall-clock limit covers everything: model turns,
                 // approvals, commands.
                 let wall = agent.limits.wall;
@@ -264,6 +279,17 @@ impl Seat<'_> {
                 self.show(line);
             }
             Err((mark, why)) => self.stopped(mark, &why).await,
+        }
+        if !memory.redactions.is_empty() {
+            let counts = memory.redactions.clone();
+            let fields = vec![
+                ("total", counts.total().into()),
+                (
+                    "counts",
+                    serde_json::to_value(&counts.0).unwrap_or_default(),
+                ),
+            ];
+            self.audit("ai_redacted", fields).await;
         }
         self.release().await;
     }

@@ -33,6 +33,13 @@ CREATE TABLE IF NOT EXISTS events (
     fields  TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_session ON events(session);
+CREATE TABLE IF NOT EXISTS conversations (
+    user     TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    updated  TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    PRIMARY KEY (user, target)
+);
 ";
 
 /// Opens the database for writing, creating it and its schema if needed.
@@ -86,6 +93,8 @@ pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, 
                         Record::SessionEnd { id, .. } => {
                             tracing::error!(session = %id, "unwritten session end")
                         }
+                        // Not audit: a lost conversation is only not restored.
+                        Record::Conversation { .. } => {}
                         Record::Flush(_) => {}
                     }
                 }
@@ -132,6 +141,16 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
                 tx.prepare_cached("UPDATE sessions SET ended = ?2 WHERE id = ?1")?
                     .execute(params![id, rfc3339(*ended)])?;
             }
+            Record::Conversation {
+                user,
+                target,
+                messages,
+            } => {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO conversations (user, target, updated, messages) VALUES (?1, ?2, ?3, ?4)",
+                )?
+                .execute(params![user, target, rfc3339(std::time::SystemTime::now()), messages])?;
+            }
             Record::Flush(_) => {}
         }
     }
@@ -165,6 +184,17 @@ fn open_reader(path: &Path) -> Result<Connection, String> {
     }
     Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The conversation kept for `user` on `target`. Blocking.
+pub(crate) fn conversation(path: &Path, user: &str, target: &str) -> Option<String> {
+    let conn = open_reader(path).ok()?;
+    conn.query_row(
+        "SELECT messages FROM conversations WHERE user = ?1 AND target = ?2",
+        params![user, target],
+        |row| row.get(0),
+    )
+    .ok()
 }
 
 /// Every session, oldest first, one JSON object per line.

@@ -93,6 +93,13 @@ pub(crate) enum Record {
         id: String,
         ended: SystemTime,
     },
+    /// A user's conversation with a target, sanitised, to restore when
+    /// they come back (`[context] restore`).
+    Conversation {
+        user: String,
+        target: String,
+        messages: String,
+    },
     /// Answered once everything queued before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -133,6 +140,7 @@ impl Health {
 pub(crate) struct Audit {
     tx: mpsc::Sender<Record>,
     pub(crate) health: Arc<Health>,
+    path: Arc<std::path::PathBuf>,
 }
 
 impl Audit {
@@ -149,7 +157,8 @@ impl Audit {
             .name("audit-writer".into())
             .spawn(move || db::writer_loop(conn, rx, &h))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
-        Ok((Audit { tx, health }, thread))
+        let path = Arc::new(path.to_path_buf());
+        Ok((Audit { tx, health, path }, thread))
     }
 
     async fn send(&self, record: Record) {
@@ -172,6 +181,26 @@ impl Audit {
             ended: SystemTime::now(),
         })
         .await
+    }
+
+    /// Keeps a user's conversation with a target for their next session.
+    pub(crate) async fn save_conversation(&self, user: &str, target: &str, messages: String) {
+        self.send(Record::Conversation {
+            user: user.to_string(),
+            target: target.to_string(),
+            messages,
+        })
+        .await
+    }
+
+    /// The conversation kept for a user and target, if any (read on a
+    /// blocking thread).
+    pub(crate) async fn load_conversation(&self, user: &str, target: &str) -> Option<String> {
+        let (path, user, target) = (self.path.clone(), user.to_string(), target.to_string());
+        tokio::task::spawn_blocking(move || db::conversation(&path, &user, &target))
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Waits until everything queued so far is written.

@@ -12,8 +12,10 @@
 //! facts come from (the terminal model, the target probe).
 
 pub(crate) mod errors;
+pub(crate) mod providers;
 pub(crate) mod redact;
 pub(crate) mod reduce;
+pub(crate) mod store;
 
 use serde_json::{Value, json};
 
@@ -25,9 +27,15 @@ pub(crate) enum Message {
     System(String),
     User(String),
     /// What the model said, and the tool calls it made with it.
-    Assistant { text: String, calls: Vec<ToolCall> },
+    Assistant {
+        text: String,
+        calls: Vec<ToolCall>,
+    },
     /// The result of one tool call.
-    Tool { call_id: String, content: String },
+    Tool {
+        call_id: String,
+        content: String,
+    },
 }
 
 impl Message {

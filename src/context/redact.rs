@@ -1,1 +1,1016 @@
-//! placeholder
+//! Redaction: scrubbing secrets from everything bound for the model.
+//!
+//! This file owns one judgement: which parts of a text are secrets, and what
+//! the model sees instead. Each secret becomes a typed placeholder,
+//! `[REDACTED:<kind>]`, and the text around it is kept (the key name of an
+//! assignment, the scheme of an `Authorization` header, the user and host of
+//! a URL), so the model still understands what it reads. Patterns are
+//! compiled once, in `Redactor::new`; a text with nothing that could be a
+//! secret costs one scan and comes back unchanged, byte for byte.
+//!
+//! What it leaves to others: where it is called and what is done with the
+//! counts. The caller redacts each message (the question, screen text,
+//! command output, tool results) just before it leaves the bastion, and
+//! audits the counts; the config checks `[ai] redact` with `check_pattern`;
+//! the session hands over the credentials the bastion holds.
+//!
+//! Rules run in order, most specific first: private-key blocks, the
+//! bastion's own credentials, `[ai] redact` patterns, tokens with a known
+//! prefix, JWTs, passwords in URLs, headers, then generic assignments. A
+//! later rule never touches a placeholder an earlier one left, so
+//! `password=[REDACTED:aws-key]` stays as it is and a second pass changes
+//! nothing. The patterns are heuristics that lean towards redacting: a
+//! false positive costs the model one value, a false negative leaks it.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use regex::{Captures, Regex, RegexSet};
+
+/// How many secrets of each kind one pass replaced, e.g. `[("aws-key", 2)]`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Counts(pub(crate) BTreeMap<&'static str, usize>);
+
+impl Counts {
+    /// Secrets replaced, all kinds together.
+    pub(crate) fn total(&self) -> usize {
+        self.0.values().sum()
+    }
+
+    /// Adds the counts of another pass (the caller redacts message by
+    /// message and audits once per request).
+    pub(crate) fn add(&mut self, other: &Counts) {
+        for (kind, n) in &other.0 {
+            *self.0.entry(*kind).or_default() += n;
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+/// Decides whether one match really is a secret, for patterns that cannot
+/// say it alone (a variable's name, a value that is a template).
+type Check = fn(&Captures) -> bool;
+
+/// One kind of secret as a pattern: the kind it reports, and optionally a
+/// check on the match.
+///
+/// What is replaced: the capture group named `s` (or `s1`, `s2`, … when
+/// the pattern has alternatives) that took part in the match, or the whole
+/// match when the pattern has no such group. Everything else the pattern
+/// matched (a key name, a scheme, a delimiter) is kept.
+struct Pattern {
+    kind: &'static str,
+    regex: &'static str,
+    check: Option<Check>,
+}
+
+const fn pattern(kind: &'static str, regex: &'static str, check: Option<Check>) -> Pattern {
+    Pattern { kind, regex, check }
+}
+
+/// Private keys come first: a key block holds base64 that later patterns
+/// would cut into pieces, and it must go whole. A `BEGIN` without its `END`
+/// (output cut short) is redacted to the end of the text.
+const KEYS: &[Pattern] = &[
+    pattern(
+        "private-key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+        None,
+    ),
+    // A service account's JSON, should its key not be a whole block.
+    pattern(
+        "private-key",
+        r#""private_key"\s*:\s*"(?P<s>(?:[^"\\]|\\.)+)""#,
+        None,
+    ),
+    // A kubeconfig's client key, base64 of a PEM block.
+    pattern(
+        "private-key",
+        r#"(?i)client-key-data["']?[ \t]*:[ \t]*["']?(?P<s>[A-Za-z0-9+/=]{16,})"#,
+        None,
+    ),
+];
+
+/// A key that names a secret, as the group `key`: for the assignment
+/// patterns below.
+macro_rules! secret_key {
+    () => {
+        r#"(?P<key>(?:[A-Za-z0-9_.-]*[_.-])?(?:password|passwd|passphrase|(?-i:pwd)|secret|api[_-]?key|apikey|token|secret[_-]?access[_-]?key)|[A-Za-z0-9_.-]*[a-z0-9](?-i:Password|Passwd|Passphrase|Secret|ApiKey|Apikey|Token|AccessKey))"#
+    };
+}
+
+/// The start of a value: double-quoted (also as `\"…\"` in JSON inside
+/// JSON) or single-quoted, as the groups `s1` and `s2`; the pattern goes on
+/// with its unquoted form and closes the group.
+macro_rules! quoted_value {
+    () => {
+        r#"(?:\\?"(?P<s1>(?:[^"\\\r\n]|\\[^"])+)\\?"|'(?P<s2>[^'\r\n]+)'"#
+    };
+}
+
+/// Secrets recognised by their shape, then by where they stand; in order.
+const SHAPES: &[Pattern] = &[
+    // Access key ids: AKIA long-term, ASIA temporary.
+    pattern(
+        "aws-key",
+        r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)",
+        None,
+    ),
+    // A secret access key is 40 base64 characters with no prefix of its
+    // own, so only where it is named: credentials files, env, STS JSON.
+    pattern(
+        "aws-secret",
+        r#"(?i)(?:aws_?secret[a-z_]*|secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        None,
+    ),
+    pattern("gcp-key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", None),
+    // Storage and Service Bus connection strings, and SAS signatures.
+    pattern(
+        "azure-key",
+        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey|sig)=(?P<s>[A-Za-z0-9%+/=]{20,})",
+        None,
+    ),
+    pattern(
+        "github-token",
+        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+        None,
+    ),
+    pattern(
+        "gitlab-token",
+        r"(?-u:\b)gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_-]{20,}",
+        None,
+    ),
+    pattern(
+        "slack-token",
+        r"(?-u:\b)(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,})",
+        None,
+    ),
+    // A webhook URL is a credential in itself; the host stays readable.
+    pattern(
+        "slack-token",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{8,})",
+        None,
+    ),
+    // OpenAI (sk-, sk-proj-, sk-svcacct-), Anthropic (sk-ant-api03-). The
+    // check asks for a random-looking body, so a host called
+    // `sk-prod-cluster-nodes-pool` is left alone.
+    pattern(
+        "openai-key",
+        r"(?-u:\b)sk-(?:proj-|svcacct-|admin-|ant-(?:[a-z]+[0-9]*-)?)?(?P<body>[A-Za-z0-9_-]{20,})",
+        Some(random_body),
+    ),
+    // Header and payload are base64url JSON, so the token starts `eyJ`.
+    pattern(
+        "jwt",
+        r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*){1,3}",
+        None,
+    ),
+    // scheme://user:password@host; the password may hold an `@`, the host
+    // may not hold a `/`.
+    pattern(
+        "url-password",
+        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>[^\s/?#"'<>]+)@"#,
+        None,
+    ),
+    pattern(
+        "auth-header",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key|aws4-hmac-sha256)[ \t]+)?(?P<s>[^\s"',;]+)"#,
+        Some(credential_header),
+    ),
+    // X-API-Key, X-Auth-Token, X-Vault-Token, PRIVATE-TOKEN (GitLab),
+    // api-key (Azure OpenAI) and the like.
+    pattern(
+        "auth-header",
+        r#"(?i)(?-u:\b)(?:x-[a-z0-9-]*(?:key|token|secret|password|signature)|api-key|private-token|ocp-apim-subscription-key)["']?[ \t]*:[ \t]*["']?(?P<s>[^\s"',;]+)"#,
+        None,
+    ),
+    // Session cookies are bearer credentials too.
+    pattern(
+        "auth-header",
+        r#"(?i)(?-u:\b)(?:set-)?cookie["']?[ \t]*:[ \t]*(?P<s>[^\r\n"']+)"#,
+        None,
+    ),
+    // `env`/`printenv` output and .env files: the value is the rest of the
+    // line, spaces and all. The name must hold a secret word already, so
+    // that ordinary `NAME=value` lines cost nothing but the scan; the check
+    // then takes the name apart.
+    pattern(
+        "env-secret",
+        r"(?m)^(?P<name>[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|PASSPHRASE|TOKEN|KEY|PASS|PWD)[A-Z0-9_]*)=(?P<s>[^\r\n]+)",
+        Some(env_secret),
+    ),
+    // Assignments in a command line: `export X=…`, `X=… cmd`, `-e X=…`,
+    // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`.
+    pattern(
+        "env-secret",
+        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'`;&|)]+))"#,
+        Some(env_secret),
+    ),
+    // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
+    pattern(
+        "env-secret",
+        r#"(?m)name:[ \t]*["']?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd)[A-Za-z0-9_]*)["']?[ \t]*\r?\n[ \t]*value:[ \t]*(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'][^\r\n]*))"#,
+        Some(env_secret),
+    ),
+    // key=value, --key=value, "key"="value", a query string's &token=…:
+    // the value ends at a space. The key must end with the secret word
+    // (`max_tokens: 100` is not a token), as a word of its own
+    // (`db_password`, `clientSecret`, but not `htpasswd: cannot open file`),
+    // and must not follow a `/` (`cat: /etc/passwd: Permission denied`);
+    // lowercase `pwd` only, as `PWD=` is the working directory.
+    pattern(
+        "password",
+        concat!(
+            r#"(?i)(?:^|[^A-Za-z0-9_./-])"#,
+            secret_key!(),
+            r#"(?:\\?["'])?\]?="#,
+            quoted_value!(),
+            r#"|(?P<s3>[^\s"'`&;,<>{\[][^\s"'`&;,<>]*))"#
+        ),
+        Some(assigned_value),
+    ),
+    // key: value, key = value, "key": "value", $cfg['key'] => 'value',
+    // escaped JSON inside JSON. Config files (YAML, INI, .properties) put
+    // spaces in unquoted values, so the value is the rest of the line, but
+    // for a trailing comment; `Token::Separator` and prose such as "the
+    // secret: shadow files, keys and tokens" are left (see the check).
+    pattern(
+        "password",
+        concat!(
+            r#"(?im)(?:^|[^A-Za-z0-9_./-])"#,
+            secret_key!(),
+            r#"(?:\\?["'])?\]?(?:[ \t]*(?:=>|:=|:)|[ \t]+=|=[ \t])[ \t]*"#,
+            quoted_value!(),
+            r#"|(?P<s3>[^\s"'`&<{\[:][^\r\n]*?)[ \t]*,?(?:[ \t]+#[^\r\n]*)?\r?$)"#
+        ),
+        Some(config_value),
+    ),
+    // --password value, -token value.
+    pattern(
+        "password",
+        r#"(?i)(?:^|\s)--?[A-Za-z-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'-][^\s"']*))"#,
+        Some(assigned_value),
+    ),
+    // curl -u user:password, mysql -ppassword, sshpass -p password.
+    pattern(
+        "password",
+        r#"(?-u:\b)curl[^\r\n]*?[ \t](?:-u|--user|--proxy-user)[ \t]*["']?[^\s:"']+:(?P<s>[^\s"']+)"#,
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)[^\r\n]*?[ \t]-p(?P<s>[^\s"']+)"#,
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?-u:\b)sshpass[ \t]+-p[ \t]*(?P<s>[^\s"']+)"#,
+        None,
+    ),
+];
+
+/// Literal credentials shorter than this are not looked for: they would
+/// match ordinary words and numbers everywhere.
+const MIN_SECRET_CHARS: usize = 4;
+
+/// The prefix of every placeholder; a later rule never touches one.
+const MARK: &str = "[REDACTED:";
+
+/// One compiled rule.
+struct Rule {
+    kind: &'static str,
+    regex: Regex,
+    /// The indices of the groups named `s`, `s1`, `s2`…; empty: the whole
+    /// match is the secret.
+    secret_groups: Vec<usize>,
+    check: Option<Check>,
+}
+
+impl Rule {
+    fn new(kind: &'static str, regex: Regex, check: Option<Check>) -> Rule {
+        let secret_groups = regex
+            .capture_names()
+            .enumerate()
+            .filter(|(_, name)| name.is_some_and(is_secret_group))
+            .map(|(i, _)| i)
+            .collect();
+        Rule {
+            kind,
+            regex,
+            secret_groups,
+            check,
+        }
+    }
+
+    /// The span to replace in one match, if it is one to replace.
+    fn secret(&self, caps: &Captures) -> Option<Range<usize>> {
+        if self.check.is_some_and(|check| !check(caps)) {
+            return None;
+        }
+        let span = if self.secret_groups.is_empty() {
+            caps.get(0)?.range()
+        } else {
+            self.secret_groups
+                .iter()
+                .find_map(|&i| caps.get(i))?
+                .range()
+        };
+        (!span.is_empty()).then_some(span)
+    }
+
+    /// `text` with this rule's secrets replaced, or None if it has none.
+    fn apply(&self, text: &str, counts: &mut Counts) -> Option<String> {
+        let mut out = String::new();
+        let mut done = 0;
+        let mut replaced = 0;
+        // Found on the first match only: most texts have no placeholder.
+        let mut marks: Option<Vec<Range<usize>>> = None;
+        // Matches come in order, so the placeholders before one are behind
+        // us for good: one cursor keeps a text full of secrets linear.
+        let mut next_mark = 0;
+        for caps in self.regex.captures_iter(text) {
+            let Some(span) = self.secret(&caps) else {
+                continue;
+            };
+            let marks = marks.get_or_insert_with(|| placeholders(text));
+            while marks.get(next_mark).is_some_and(|m| m.end <= span.start) {
+                next_mark += 1;
+            }
+            if marks.get(next_mark).is_some_and(|m| m.start < span.end) {
+                continue;
+            }
+            out.push_str(&text[done..span.start]);
+            out.push_str(MARK);
+            out.push_str(self.kind);
+            out.push(']');
+            done = span.end;
+            replaced += 1;
+        }
+        if replaced == 0 {
+            return None;
+        }
+        out.push_str(&text[done..]);
+        *counts.0.entry(self.kind).or_default() += replaced;
+        Some(out)
+    }
+}
+
+/// Scrubs secrets from text bound for the model.
+pub(crate) struct Redactor {
+    rules: Vec<Rule>,
+    /// Every rule's pattern at once: one scan says which rules can match,
+    /// so ordinary output costs one pass however many rules there are.
+    any: RegexSet,
+}
+
+impl Redactor {
+    /// `extra`: the `[ai] redact` regexes (the config checked them; an Err
+    /// names one that does not compile); `secrets`: literal credentials the
+    /// bastion holds (target passwords, its API key); empty or very short
+    /// (< 4 chars) ones are ignored.
+    pub(crate) fn new(extra: &[String], secrets: &[String]) -> Result<Redactor, String> {
+        let mut rules: Vec<Rule> = KEYS.iter().map(builtin).collect();
+        if let Some(regex) = literals(secrets) {
+            rules.push(Rule::new("bastion-credential", regex, None));
+        }
+        // The operator's patterns come before the guesses: they know their
+        // secrets better than any heuristic.
+        for p in extra {
+            let regex =
+                compile(p).map_err(|e| format!("[ai] redact pattern {p:?} is invalid: {e}"))?;
+            rules.push(Rule::new("custom", regex, None));
+        }
+        rules.extend(SHAPES.iter().map(builtin));
+        let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
+            .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
+        Ok(Redactor { rules, any })
+    }
+
+    /// `text` with every secret replaced by a typed placeholder
+    /// `[REDACTED:<kind>]`, and how many of each kind were replaced.
+    pub(crate) fn redact(&self, text: &str) -> (String, Counts) {
+        let mut counts = Counts::default();
+        let hits = self.any.matches(text);
+        let mut text = Cow::Borrowed(text);
+        // `iter` goes in rule order, so the most specific rule goes first.
+        for i in hits.iter() {
+            if let Some(done) = self.rules[i].apply(&text, &mut counts) {
+                text = Cow::Owned(done);
+            }
+        }
+        (text.into_owned(), counts)
+    }
+}
+
+/// Checks one `[ai] redact` pattern, for the config's validation: Err is
+/// the regex error in one line.
+pub(crate) fn check_pattern(p: &str) -> Result<(), String> {
+    compile(p).map(|_| ())
+}
+
+fn compile(p: &str) -> Result<Regex, String> {
+    let regex = Regex::new(p).map_err(|e| one_line(&e.to_string()))?;
+    // `x*` would "match" between every two characters; it is a mistake,
+    // and it would redact nothing.
+    if regex.is_match("") {
+        return Err("it matches the empty string".to_string());
+    }
+    Ok(regex)
+}
+
+/// A regex error says where it failed over several lines, with a caret;
+/// the config reports one line, so keep the last one, which says what.
+fn one_line(error: &str) -> String {
+    let last = error
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or(error);
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
+}
+
+fn builtin(p: &Pattern) -> Rule {
+    let regex = Regex::new(p.regex).expect("built-in redaction pattern compiles");
+    Rule::new(p.kind, regex, p.check)
+}
+
+/// One pattern for all the bastion's credentials, longest first so that a
+/// password that contains another is replaced whole.
+fn literals(secrets: &[String]) -> Option<Regex> {
+    let mut secrets: Vec<&str> = secrets
+        .iter()
+        .map(String::as_str)
+        .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
+        .collect();
+    if secrets.is_empty() {
+        return None;
+    }
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    let alternation: Vec<String> = secrets.into_iter().map(regex::escape).collect();
+    Some(Regex::new(&alternation.join("|")).expect("escaped literals compile"))
+}
+
+fn is_secret_group(name: &str) -> bool {
+    name.strip_prefix('s')
+        .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Where the placeholders already in `text` are.
+fn placeholders(text: &str) -> Vec<Range<usize>> {
+    text.match_indices(MARK)
+        .filter_map(|(start, _)| {
+            let end = text[start..].find(']')? + start + 1;
+            Some(start..end)
+        })
+        .collect()
+}
+
+/// The secret of a match: the first `s…` group that took part.
+fn value<'t>(caps: &Captures<'t>) -> &'t str {
+    ["s", "s1", "s2", "s3"]
+        .iter()
+        .find_map(|n| caps.name(n))
+        .map_or("", |m| m.as_str())
+}
+
+/// Whether a value is a real one rather than a reference to one: `$VAR`,
+/// `${VAR}`, `$(cmd)`, `{{ template }}`, `null`, `****`, `...`. Such values tell
+/// the model where the secret comes from, which is worth keeping.
+fn is_literal(v: &str) -> bool {
+    let v = v.trim();
+    // Elided in documentation: `****`, `...`, `xxxx`.
+    if v.bytes().all(|b| matches!(b, b'*' | b'.' | b'x' | b'X')) {
+        return false;
+    }
+    if ["${", "$(", "{{", "%("].iter().any(|p| v.starts_with(p)) {
+        return false;
+    }
+    // `$DB_PASSWORD` is a variable; `$ecret1` in a config file is a password.
+    let variable = v.strip_prefix('$').is_some_and(|name| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    });
+    if variable {
+        return false;
+    }
+    !["null", "none", "nil", "true", "false", "undefined"]
+        .iter()
+        .any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// For assignments: a literal value, and an unquoted one that is neither
+/// code nor prose: five words and more are a sentence, not a passphrase.
+fn assigned_value(caps: &Captures) -> bool {
+    let v = value(caps);
+    let unquoted = caps.name("s3").is_some();
+    let prose = v.split_whitespace().nth(4).is_some();
+    is_literal(v) && !(unquoted && (looks_like_code(v) || prose))
+}
+
+/// For `key: value` lines: as `assigned_value`, but nsswitch.conf's
+/// `passwd:   files systemd` names a database, not a password.
+fn config_value(caps: &Captures) -> bool {
+    let nsswitch =
+        caps.name("key").is_some_and(|k| k.as_str() == "passwd") && caps.name("s3").is_some();
+    assigned_value(caps) && !nsswitch
+}
+
+/// Source code read through the agent has assignments too, whose values
+/// are expressions and types: `token = get_token(user)`,
+/// `password = os.environ["X"]`, `token: Option<Vec<u8>>`,
+/// `TOKEN: u8 = 61;`, `id: Token::Ident`, markdown's backticks.
+fn looks_like_code(v: &str) -> bool {
+    v.contains(['(', ')', '[', '{', '`'])
+        || ["::", "->", " = "].iter().any(|s| v.contains(s))
+        || (v.contains('<') && v.contains('>'))
+        || v.ends_with(';')
+}
+
+/// For environment variables: the name says secret, the value is literal,
+/// and a lowercase name is a shell variable only after `export` and the
+/// like (otherwise `db_password=x` is left to the `password` rule).
+fn env_secret(caps: &Captures) -> bool {
+    let name = caps.name("name").map_or("", |m| m.as_str());
+    let exported = caps.name("export").is_some();
+    (exported || !name.bytes().any(|b| b.is_ascii_lowercase()))
+        && secret_name(name)
+        && is_literal(value(caps))
+}
+
+/// Whether a variable's name says it holds a secret. Matched on the parts
+/// between underscores, so `DB_PASSWORD`, `GITHUB_TOKEN`, `API_KEY`,
+/// `APIKEY`, `SMTP_PASS` are secrets but `KEYBOARD`, `TOKENIZERS_PARALLELISM`,
+/// `PWD` and `GIT_ASKPASS` are not; nor is a name for where a secret is
+/// (`_FILE`, `_PATH`, `_DIR`) or one that is public.
+fn secret_name(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    let last = name.rsplit('_').next().unwrap_or("");
+    if matches!(last, "FILE" | "PATH" | "DIR") || name.contains("PUBLIC") || name.contains("PUBKEY")
+    {
+        return false;
+    }
+    name.split('_').any(|part| {
+        ["SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"]
+            .iter()
+            .any(|w| part.contains(w))
+            || part.ends_with("TOKEN")
+            || part.ends_with("TOKENS")
+            || part.ends_with("KEY")
+            || part == "KEYS"
+            || part == "PASS"
+            || (part == "PWD" && name != "PWD")
+    })
+}
+
+/// An `Authorization` value with a scheme is a credential; without one, only
+/// if it looks like one, so that `Authorization: required` stays readable.
+fn credential_header(caps: &Captures) -> bool {
+    let v = value(caps);
+    caps.name("scheme").is_some() || (v.len() >= 8 && v.bytes().any(|b| b.is_ascii_digit()))
+}
+
+/// Generated keys mix upper case, lower case and digits; names do not.
+fn random_body(caps: &Captures) -> bool {
+    let body = caps.name("body").map_or("", |m| m.as_str()).as_bytes();
+    body.iter().any(u8::is_ascii_uppercase)
+        && body.iter().any(u8::is_ascii_lowercase)
+        && body.iter().any(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random-looking string of `n` characters, built at run time so that
+    /// no token-shaped literal sits in the source for scanners to flag.
+    fn fake(n: usize) -> String {
+        const ALPHABET: &[u8] = b"aB3dE5gH7jK9mN2pQ4sT6vW8yZ0cF1";
+        (0..n)
+            .map(|i| ALPHABET[(i * 7 + n) % ALPHABET.len()] as char)
+            .collect()
+    }
+
+    fn redactor() -> Redactor {
+        Redactor::new(&[], &[]).unwrap()
+    }
+
+    /// Redacts `text`, checks every `secret` is gone and the placeholder of
+    /// `kind` is there `n` times, and returns the result.
+    #[track_caller]
+    fn check(text: &str, secrets: &[&str], kind: &str, n: usize) -> String {
+        let (out, counts) = redactor().redact(text);
+        for s in secrets {
+            assert!(!out.contains(s), "{s:?} survived in:\n{out}");
+        }
+        let placeholder = format!("[REDACTED:{kind}]");
+        assert_eq!(out.matches(&placeholder).count(), n, "in:\n{out}");
+        assert_eq!(counts.0.get(kind), Some(&n), "{counts:?} for:\n{out}");
+        out
+    }
+
+    #[test]
+    fn private_key_blocks_go_whole() {
+        let body = fake(64);
+        for header in [
+            "RSA PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+            "DSA PRIVATE KEY",
+            "ENCRYPTED PRIVATE KEY",
+            "PRIVATE KEY",
+            "PGP PRIVATE KEY BLOCK",
+        ] {
+            let text = format!(
+                "$ cat ~/.ssh/id\n-----BEGIN {header}-----\n{body}\n{body}\n-----END {header}-----\n$ ls\n"
+            );
+            let out = check(&text, &[&body, "BEGIN"], "private-key", 1);
+            assert_eq!(out, "$ cat ~/.ssh/id\n[REDACTED:private-key]\n$ ls\n");
+        }
+    }
+
+    #[test]
+    fn a_private_key_cut_short_is_redacted_to_the_end() {
+        let body = fake(64);
+        let text = format!("head -c 100 key.pem\n-----BEGIN RSA PRIVATE KEY-----\n{body}");
+        let out = check(&text, &[&body], "private-key", 1);
+        assert_eq!(out, "head -c 100 key.pem\n[REDACTED:private-key]");
+    }
+
+    #[test]
+    fn service_account_json_and_kubeconfig_keys() {
+        let body = fake(48);
+        let json = format!(
+            r#"{{"type": "service_account", "private_key_id": "abc", "private_key": "-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n", "client_email": "x@p.iam.gserviceaccount.com"}}"#
+        );
+        let out = check(&json, &[&body], "private-key", 1);
+        assert!(out.contains(r#""private_key": "[REDACTED:private-key]\n""#));
+        assert!(out.contains("client_email"));
+
+        let kubeconfig = format!(
+            "users:\n- name: admin\n  user:\n    client-certificate-data: LS0tCERT\n    client-key-data: {body}\n"
+        );
+        let out = check(&kubeconfig, &[&body], "private-key", 1);
+        assert!(out.contains("client-key-data: [REDACTED:private-key]\n"));
+    }
+
+    #[test]
+    fn aws_keys_and_secrets() {
+        // AWS's own documentation examples.
+        let text = "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1\n";
+        let (out, counts) = redactor().redact(text);
+        assert_eq!(
+            out,
+            "[default]\naws_access_key_id = [REDACTED:aws-key]\naws_secret_access_key = [REDACTED:aws-secret]\nregion = eu-west-1\n"
+        );
+        assert_eq!(
+            counts.0,
+            BTreeMap::from([("aws-key", 1), ("aws-secret", 1)])
+        );
+
+        let sts = r#"{"Credentials": {"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}"#;
+        let (out, counts) = redactor().redact(sts);
+        assert!(!out.contains("EXAMPLE"), "{out}");
+        assert_eq!(counts.total(), 2);
+    }
+
+    #[test]
+    fn gcp_api_keys() {
+        let key = format!("AIza{}", fake(35));
+        let text =
+            format!("curl 'https://maps.googleapis.com/maps/api/geocode/json?address=x&key={key}'");
+        let out = check(&text, &[&key], "gcp-key", 1);
+        assert!(out.contains("&key=[REDACTED:gcp-key]'"));
+    }
+
+    #[test]
+    fn azure_connection_strings_and_sas() {
+        let key = format!("{}==", fake(86));
+        let text = format!(
+            "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={key};EndpointSuffix=core.windows.net"
+        );
+        let out = check(&text, &[&key], "azure-key", 1);
+        assert!(out.contains("AccountName=acme;AccountKey=[REDACTED:azure-key];EndpointSuffix"));
+
+        let sig = format!("{}%3D", fake(40));
+        let url = format!(
+            "https://acme.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&sp=r&se=2030-01-01&sig={sig}"
+        );
+        check(&url, &[&sig], "azure-key", 1);
+    }
+
+    #[test]
+    fn github_tokens() {
+        let classic = format!("ghp_{}", fake(36));
+        let fine = format!("github_pat_{}_{}", fake(22), fake(59));
+        let text = format!(
+            "$ git remote -v\norigin\thttps://{classic}@github.com/acme/app.git (fetch)\nGH_ENTERPRISE={fine}\n"
+        );
+        let out = check(&text, &[&classic, &fine], "github-token", 2);
+        assert!(out.contains("https://[REDACTED:github-token]@github.com/acme/app.git"));
+    }
+
+    #[test]
+    fn gitlab_tokens() {
+        let token = format!("glpat-{}", fake(20));
+        let text =
+            format!("origin  https://oauth2:{token}@gitlab.example.com/ops/infra.git (push)");
+        let (out, counts) = redactor().redact(&text);
+        assert!(!out.contains(&token));
+        assert!(out.contains("https://oauth2:[REDACTED:gitlab-token]@gitlab.example.com"));
+        // The URL rule does not redact the placeholder again.
+        assert_eq!(counts.0, BTreeMap::from([("gitlab-token", 1)]));
+    }
+
+    #[test]
+    fn slack_tokens_and_webhooks() {
+        let bot = format!("xoxb-{}-{}-{}", "1234567890", "9876543210", fake(24));
+        let hook = format!("T0{}/B0{}/{}", fake(8), fake(8), fake(24));
+        let text = format!(
+            "SLACK_BOT={bot}\ncurl -X POST -d '{{\"text\":\"deploy ok\"}}' https://hooks.slack.com/services/{hook}\n"
+        );
+        let out = check(&text, &[&bot, &hook], "slack-token", 2);
+        assert!(out.contains("https://hooks.slack.com/services/[REDACTED:slack-token]\n"));
+    }
+
+    #[test]
+    fn openai_and_anthropic_keys() {
+        let legacy = format!("sk-{}", fake(48));
+        let project = format!("sk-proj-{}_{}", fake(40), fake(40));
+        let anthropic = format!("sk-ant-api03-{}-{}AA", fake(40), fake(40));
+        let text = format!(
+            "OPENAI={legacy}\nclient = OpenAI(api_key=\"{project}\")\n  \"x-api\": \"{anthropic}\"\n"
+        );
+        check(&text, &[&legacy, &project, &anthropic], "openai-key", 3);
+        // Names with an sk- prefix are not keys.
+        let host = "ssh sk-prod-cluster-nodes-pool-east.internal";
+        assert_eq!(redactor().redact(host).0, host);
+    }
+
+    #[test]
+    fn jwts() {
+        let jwt = format!(
+            "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJ{}.{}",
+            fake(60),
+            fake(43)
+        );
+        let text = format!("kubectl --token={jwt} get pods\n{{\"id_token\":\"{jwt}\"}}");
+        let (out, counts) = redactor().redact(&text);
+        assert!(!out.contains(&jwt));
+        assert_eq!(out.matches("[REDACTED:jwt]").count(), 2, "{out}");
+        assert_eq!(counts.0, BTreeMap::from([("jwt", 2)]));
+    }
+
+    #[test]
+    fn url_passwords_keep_scheme_user_and_host() {
+        let text = "DATABASE_URL=postgres://app:s3cr3t-P@ss@db.internal:5432/app\nredis-cli -u redis://:hunter22@cache:6379/0\nupstream: \"http://127.0.0.1:8080/api\"\n";
+        let out = check(text, &["s3cr3t", "hunter22"], "url-password", 2);
+        assert!(out.contains("postgres://app:[REDACTED:url-password]@db.internal:5432/app"));
+        assert!(out.contains("redis://:[REDACTED:url-password]@cache:6379/0"));
+        assert!(out.contains("http://127.0.0.1:8080/api"));
+    }
+
+    #[test]
+    fn authorization_and_api_key_headers() {
+        let bearer = fake(32);
+        let text = format!(
+            "curl -H 'Authorization: Bearer {bearer}' -H \"X-API-Key: k3y-{bearer}\" https://api.example.com\n> Authorization: Basic dXNlcjpwYXNzd29yZA==\n> Proxy-Authorization: Basic YWRtaW46MTIzNA==\n{{\"headers\": {{\"PRIVATE-TOKEN\": \"t0k3n{bearer}\"}}}}\n"
+        );
+        let out = check(
+            &text,
+            &[&bearer, "dXNlcjpwYXNzd29yZA", "YWRtaW46MTIzNA"],
+            "auth-header",
+            5,
+        );
+        assert!(out.contains("'Authorization: Bearer [REDACTED:auth-header]'"));
+        assert!(out.contains("> Authorization: Basic [REDACTED:auth-header]\n"));
+        assert!(out.contains("\"X-API-Key: [REDACTED:auth-header]\""));
+        // Without a scheme, only a credential-looking value is one.
+        let prose = "Authorization: required for /admin";
+        assert_eq!(redactor().redact(prose).0, prose);
+    }
+
+    #[test]
+    fn cookies() {
+        let text = "< Set-Cookie: session=8f2a9c1e77d04b; Path=/; HttpOnly\n";
+        let out = check(text, &["8f2a9c1e77d04b"], "auth-header", 1);
+        assert_eq!(out, "< Set-Cookie: [REDACTED:auth-header]\n");
+    }
+
+    #[test]
+    fn environment_secrets() {
+        let env = "SHELL=/bin/bash\nPWD=/srv/app\nDB_PASSWORD=hunter2 with spaces\nKEYBOARD=us\nTOKENIZERS_PARALLELISM=false\nSTRIPE_SECRET_KEY=rk_live_abc123\nSMTP_PASS=mailpass1\nAPIKEY=k-123456\nTLS_KEY_FILE=/etc/ssl/key.pem\nHOME=/root\n";
+        let out = check(
+            env,
+            &[
+                "hunter2",
+                "spaces",
+                "rk_live_abc123",
+                "mailpass1",
+                "k-123456",
+            ],
+            "env-secret",
+            4,
+        );
+        for kept in [
+            "PWD=/srv/app",
+            "KEYBOARD=us",
+            "TOKENIZERS_PARALLELISM=false",
+            "TLS_KEY_FILE=/etc/ssl/key.pem",
+            "DB_PASSWORD=[REDACTED:env-secret]\n",
+        ] {
+            assert!(out.contains(kept), "{kept} in:\n{out}");
+        }
+
+        let shell = "$ export VAULT_TOKEN=s.8fj2k1 && docker run -e DB_PASS='pa ss' -e LOG=debug app\n$ declare -x api_secret=\"q9w8e7\"\n$ export DB_PASSWORD=$DB_PASSWORD_FROM_VAULT\n";
+        let out = check(shell, &["s.8fj2k1", "pa ss", "q9w8e7"], "env-secret", 3);
+        let manifest = "        env:\n        - name: DB_PASSWORD\n          value: k8s-pw-1\n        - name: LOG_LEVEL\n          value: debug\n";
+        let out2 = check(manifest, &["k8s-pw-1"], "env-secret", 1);
+        assert!(out2.contains("value: [REDACTED:env-secret]\n") && out2.contains("value: debug"));
+        assert!(out.contains("export VAULT_TOKEN=[REDACTED:env-secret] &&"));
+        assert!(out.contains("DB_PASS='[REDACTED:env-secret]'"));
+        assert!(out.contains("LOG=debug"));
+        // A reference to a variable is not a secret, and is worth seeing.
+        assert!(out.contains("export DB_PASSWORD=$DB_PASSWORD_FROM_VAULT"));
+    }
+
+    #[test]
+    fn password_assignments_keep_the_key() {
+        let text = r#"[client]
+password = Tr0ub4dor!3
+db:
+  password: "correct horse"
+  max_tokens: 100
+{"username": "app", "client_secret": "c5-9x", "apiKey": "abc987", "token_count": 3}
+$ mysql -h db -u root -pR00tPw! -e 'show databases'
+$ psql --password=pgpw1 --host db
+$ vault login -method=userpass username=ops password=vaultpw9
+$ tool --token t0k-123 --verbose
+$ curl -u admin:curlpw7 https://ci/api
+$ sshpass -p sshpw55 ssh root@host
+config['password'] => 'phpPw1'
+{\"password\": \"escaped9\"}
+"#;
+        let secrets = [
+            "Tr0ub4dor",
+            "correct horse",
+            "c5-9x",
+            "abc987",
+            "R00tPw!",
+            "pgpw1",
+            "vaultpw9",
+            "t0k-123",
+            "curlpw7",
+            "sshpw55",
+            "phpPw1",
+            "escaped9",
+        ];
+        let out = check(text, &secrets, "password", secrets.len());
+        for kept in [
+            "password = [REDACTED:password]\n",
+            "password: \"[REDACTED:password]\"",
+            "max_tokens: 100",
+            "\"client_secret\": \"[REDACTED:password]\"",
+            "\"token_count\": 3",
+            "-p[REDACTED:password] -e",
+            "--password=[REDACTED:password] --host",
+            "--token [REDACTED:password] --verbose",
+            "-u admin:[REDACTED:password] https",
+            "{\\\"password\\\": \\\"[REDACTED:password]\\\"}",
+        ] {
+            assert!(out.contains(kept), "{kept} in:\n{out}");
+        }
+    }
+
+    #[test]
+    fn references_and_code_are_not_passwords() {
+        let text = "password: ${DB_PASSWORD}\ntoken: {{ vault_token }}\nsecret = null\n    token = get_token(user)\n    password = os.environ[\"DB_PASSWORD\"]\nKeyError: 'password'\ncat: /etc/passwd: Permission denied\n[sudo] password for alice:\nPassword: \nhtpasswd: cannot modify file /etc/nginx/.htpasswd\n    emit(original_token=alias_token)\n    token: Option<Vec<u8>>,\npub const AUTH_TOKEN: u8 = 61;\nNor is reading a secret: `/etc/shadow`, private keys, or anything like it.\n";
+        assert_eq!(redactor().redact(text).0, text);
+    }
+
+    #[test]
+    fn bastion_credentials_anywhere() {
+        let r = Redactor::new(
+            &[],
+            &["Wal1ssh-target-pw".into(), "abc".into(), String::new()],
+        )
+        .unwrap();
+        let text = "echo Wal1ssh-target-pw | sudo -S id\nabc is too short to look for";
+        let (out, counts) = r.redact(text);
+        assert_eq!(
+            out,
+            "echo [REDACTED:bastion-credential] | sudo -S id\nabc is too short to look for"
+        );
+        assert_eq!(counts.0, BTreeMap::from([("bastion-credential", 1)]));
+        // It comes before the generic rules, which leave its placeholder.
+        let (out, counts) = r.redact("password=Wal1ssh-target-pw");
+        assert_eq!(out, "password=[REDACTED:bastion-credential]");
+        assert_eq!(counts.total(), 1);
+    }
+
+    #[test]
+    fn custom_patterns_replace_the_whole_match() {
+        let r = Redactor::new(&[r"ACME-[0-9]{6}".into()], &[]).unwrap();
+        let (out, counts) = r.redact("ticket ACME-123456 and ACME-654321, not ACME-12");
+        assert_eq!(
+            out,
+            "ticket [REDACTED:custom] and [REDACTED:custom], not ACME-12"
+        );
+        assert_eq!(counts.0, BTreeMap::from([("custom", 2)]));
+    }
+
+    #[test]
+    fn bad_custom_patterns_are_named() {
+        let err = Redactor::new(&["ok".into(), "(unclosed".into()], &[])
+            .err()
+            .unwrap();
+        assert!(err.contains("(unclosed"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        let err = check_pattern("a[").unwrap_err();
+        assert!(!err.contains('\n') && !err.is_empty(), "{err}");
+        assert!(check_pattern("x*").is_err());
+        assert!(check_pattern(r"corp-[a-z]{8}").is_ok());
+    }
+
+    #[test]
+    fn placeholders_are_never_redacted_again() {
+        let text = "password=[REDACTED:aws-key] Authorization: Bearer [REDACTED:jwt] DB_TOKEN=[REDACTED:custom]";
+        let (out, counts) = redactor().redact(text);
+        assert_eq!(out, text);
+        assert!(counts.is_empty());
+    }
+
+    #[test]
+    fn redacting_twice_changes_nothing() {
+        let text = format!(
+            "export GITHUB_TOKEN=ghp_{}\npassword: \"x y z\"\nhttps://u:p4ss@h/\nAuthorization: Bearer {}\n-----BEGIN EC PRIVATE KEY-----\nabc\n-----END EC PRIVATE KEY-----\nDB_PASSWORD=hunter2\nAKIAIOSFODNN7EXAMPLE",
+            fake(36),
+            fake(30)
+        );
+        let r = redactor();
+        let (once, counts) = r.redact(&text);
+        assert!(counts.total() >= 7, "{counts:?}\n{once}");
+        let (twice, again) = r.redact(&once);
+        assert_eq!(twice, once);
+        assert!(again.is_empty(), "{again:?}");
+    }
+
+    #[test]
+    fn ordinary_output_is_unchanged() {
+        let text = r#"USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND
+root           1  0.0  0.1 167744 11520 ?        Ss   Jan01   0:12 /sbin/init splash
+www-data    8123  0.2  1.4 412300 58112 ?        S    10:02   0:03 nginx: worker process
+postgres    9001  0.0  0.9 215000 36000 ?        Ss   10:00   0:00 postgres: checkpointer
+alice      12001  1.5  3.2 980000 130000 pts/0   Sl+  10:05   0:40 python3 app.py --workers=4 --port 8000
+passwd:         files systemd
+Filesystem      Size  Used Avail Use% Mounted on
+/dev/sda1        50G   31G   17G  65% /
+tmpfs           3.9G     0  3.9G   0% /dev/shm
+2024/05/01 10:02:11 [error] 8123#8123: *41 connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7, server: example.com, request: "GET /api/v1/users HTTP/1.1", upstream: "http://127.0.0.1:8000/api/v1/users", host: "example.com"
+2024/05/01 10:02:12 [crit] 8123#8123: *42 SSL_do_handshake() failed (SSL: error:0A00006C:SSL routines::bad key share) while SSL handshaking, client: 10.0.0.9, server: 0.0.0.0:443
+Traceback (most recent call last):
+  File "/srv/app/app.py", line 42, in <module>
+    main(config["db"])
+  File "/srv/app/db.py", line 17, in connect
+    raise KeyError(name)
+KeyError: 'password'
+The password prompt appeared twice; the token expired at 10:00. Key points: retry, then rotate the secret.
+sshd[991]: Failed password for invalid user admin from 203.0.113.5 port 52144 ssh2
+sshd[992]: Accepted publickey for alice from 198.51.100.4 port 50022 ssh2: ED25519 SHA256:Ab3dEf
+"#;
+        let (out, counts) = redactor().redact(text);
+        assert_eq!(out, text);
+        assert!(counts.is_empty(), "{counts:?}");
+    }
+
+    #[test]
+    fn counts_add_up() {
+        let mut a = Counts(BTreeMap::from([("jwt", 1), ("password", 2)]));
+        a.add(&Counts(BTreeMap::from([("jwt", 2), ("aws-key", 1)])));
+        assert_eq!(
+            a.0,
+            BTreeMap::from([("aws-key", 1), ("jwt", 3), ("password", 2)])
+        );
+        assert_eq!(a.total(), 6);
+        assert!(!a.is_empty() && Counts::default().is_empty());
+    }
+
+    #[test]
+    fn megabytes_of_output_are_cheap() {
+        let line = "2024/05/01 10:02:11 [error] 8123#8123: *41 connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7\n";
+        let text = line.repeat(4 << 20 >> 7);
+        let r = redactor();
+        let start = std::time::Instant::now();
+        let (out, counts) = r.redact(&text);
+        let took = start.elapsed();
+        assert_eq!(out.len(), text.len());
+        assert!(counts.is_empty());
+        eprintln!("redacted {} bytes in {took:?}", text.len());
+    }
+}

@@ -25,10 +25,11 @@ use crate::agent::{self, Question};
 use crate::audit::Ids;
 use crate::audit::recording::{Recording, Track};
 use crate::config::AiMode;
+use crate::context::providers::Brief;
 use crate::shutdown::Listener;
 use crate::terminal::screen::Screen;
 use crate::terminal::{CommandRecord, Terminal};
-use crate::upstream;
+use crate::upstream::{self, TargetInfo};
 
 /// How often the spinner turns.
 const SPIN_EVERY: Duration = Duration::from_millis(100);
@@ -53,6 +54,8 @@ pub(super) struct Pumps<'a> {
     /// The user's `ai` setting.
     pub(super) mode: AiMode,
     pub(super) shared: &'a Shared,
+    /// What the target said about itself.
+    pub(super) info: Option<&'a TargetInfo>,
 }
 
 impl Pumps<'_> {
@@ -384,12 +387,16 @@ impl Pumps<'_> {
             }
             if let Some(a) = agent {
                 self.shared.set_active(true);
-                let history = terminal.history.iter();
-                let context = agent::context(&self.ids.target, terminal.cwd(), history);
-                let _ = a.questions.send(Asked {
-                    question: q,
-                    context,
-                });
+                let c = &self.ctx.bastion.agent.context;
+                let brief = Brief::new(
+                    &self.ids.target,
+                    self.info.cloned(),
+                    terminal.cwd(),
+                    terminal.history.iter(),
+                    c.recent_commands,
+                    c.key_events,
+                );
+                let _ = a.questions.send(Asked { question: q, brief });
             }
         }
         spliced.extend_from_slice(&out[from..]);

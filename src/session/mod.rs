@@ -298,7 +298,7 @@ async fn run_session(
             reader,
             mut writer,
             integrated,
-            ..
+            info,
         }) => {
             let mode = bastion.config.user(&ids.user).map_or(AiMode::Off, |u| u.ai);
             // A shell that takes walissh's bootstrap gets it first, typed
@@ -327,6 +327,7 @@ async fn run_session(
                 heuristic,
                 mode,
                 shared: &shared,
+                info: info.as_ref(),
             };
             pumps
                 .bridge(channel, reader, writer, terminal, early_input, stop)

@@ -138,7 +138,12 @@ impl TargetInfo {
             let Some((key, value)) = line.split_once('=') else {
                 continue;
             };
-            let value: String = value.trim().chars().filter(|c| !c.is_control()).take(200).collect();
+            let value: String = value
+                .trim()
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(200)
+                .collect();
             if value.is_empty() {
                 continue;
             }
@@ -158,20 +163,31 @@ impl TargetInfo {
     /// A local target's facts: this machine's, and the account's. Reads
     /// /etc/os-release: call it on a blocking thread.
     fn local(account: &LocalAccount) -> TargetInfo {
-        let os = std::fs::read_to_string("/etc/os-release").ok().and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("PRETTY_NAME=")
-                    .map(|v| v.trim_matches('"').to_string())
-            })
-        });
+        let os = std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    l.strip_prefix("PRETTY_NAME=")
+                        .map(|v| v.trim_matches('"').to_string())
+                })
+            });
         // SAFETY: uname fills the struct it is given; all zeroes is a valid start.
         let mut u: libc::utsname = unsafe { std::mem::zeroed() };
         let field = |f: &[libc::c_char]| {
-            let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+            let bytes: Vec<u8> = f
+                .iter()
+                .take_while(|c| **c != 0)
+                .map(|c| *c as u8)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         };
         let (kernel, host) = if unsafe { libc::uname(&mut u) } == 0 {
-            let kernel = format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine));
+            let kernel = format!(
+                "{} {} {}",
+                field(&u.sysname),
+                field(&u.release),
+                field(&u.machine)
+            );
             (Some(kernel), Some(field(&u.nodename)))
         } else {
             (None, None)

@@ -219,7 +219,10 @@ async fn open_inner(
         true => probe(&conn).await,
         false => None,
     };
-    let integrated = info.as_ref().and_then(|i| i.shell.as_deref()).is_some_and(|s| Shell::from_path(s).is_some());
+    let integrated = info
+        .as_ref()
+        .and_then(|i| i.shell.as_deref())
+        .is_some_and(|s| Shell::from_path(s).is_some());
     let ch = conn
         .channel_open_session()
         .await

@@ -33,7 +33,7 @@ fn bastion(model: &Model) -> Bastion {
     bastion_with(model, Opts::default())
 }
 
-fn bastion_with(model: &Model, opts: Opts) -> Bastion {
+pub fn bastion_with(model: &Model, opts: Opts) -> Bastion {
     Bastion::start_with(Opts {
         llm_url: Some(model.url()),
         ..opts
@@ -51,13 +51,13 @@ fn ready(login: &std::process::Command) -> Terminal {
 }
 
 /// bob on web1 (bash, shell integration on), at the prompt.
-fn bob(b: &Bastion) -> Terminal {
+pub fn bob(b: &Bastion) -> Terminal {
     ready(&b.ssh_bob("bob:web1"))
 }
 
 /// walissh asking `model`, with `ai` (TOML for `[ai]`), and bob at his
 /// prompt.
-fn bob_with_ai(model: &Model, ai: &str) -> (Bastion, Terminal) {
+pub fn bob_with_ai(model: &Model, ai: &str) -> (Bastion, Terminal) {
     let b = bastion_with(
         model,
         Opts {
@@ -70,7 +70,7 @@ fn bob_with_ai(model: &Model, ai: &str) -> (Bastion, Terminal) {
 }
 
 /// A model server with `replies`, walissh asking it, and bob at his prompt.
-fn bob_with_model(replies: Vec<Reply>) -> (Model, Bastion, Terminal) {
+pub fn bob_with_model(replies: Vec<Reply>) -> (Model, Bastion, Terminal) {
     let model = Model::start(replies);
     let b = bastion(&model);
     let t = bob(&b);
@@ -79,7 +79,7 @@ fn bob_with_model(replies: Vec<Reply>) -> (Model, Bastion, Terminal) {
 
 /// Types `question` and Enter at the prompt; returns the screen offset
 /// before it.
-fn ask(t: &Terminal, question: &str) -> usize {
+pub fn ask(t: &Terminal, question: &str) -> usize {
     let at = t.screen.end();
     t.send(&format!("{question}\r"));
     at
@@ -87,7 +87,7 @@ fn ask(t: &Terminal, question: &str) -> usize {
 
 /// Waits for the agent's `Run? [y/N/e]` (after `from`) and answers it with
 /// `key`; returns the offset past the question.
-fn answer_run(t: &Terminal, from: usize, key: &str) -> usize {
+pub fn answer_run(t: &Terminal, from: usize, key: &str) -> usize {
     let at = t.expect_from(RUN, from);
     t.send(key);
     at
@@ -97,7 +97,7 @@ fn answer_run(t: &Terminal, from: usize, key: &str) -> usize {
 /// back, the next line typed reaches the shell (nothing was left in the
 /// way, no keystroke of the exchange leaked into it), runs, and is audited
 /// as the user's own command.
-fn back_at_prompt(b: &Bastion, t: &Terminal, from: usize) -> usize {
+pub fn back_at_prompt(b: &Bastion, t: &Terminal, from: usize) -> usize {
     let at = t.expect_from(prompt_end(), from);
     t.send("echo BACK-$((2+3))\r");
     let at = t.expect_from("BACK-5", at);
@@ -152,7 +152,7 @@ fn not_user_commands(b: &Bastion, commands: &[&str]) {
     }
 }
 
-fn messages(request: &Value) -> &Vec<Value> {
+pub fn messages(request: &Value) -> &Vec<Value> {
     request["messages"]
         .as_array()
         .unwrap_or_else(|| panic!("no messages: {request:#}"))
@@ -191,7 +191,7 @@ fn tool_calls(assistant: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-fn content(m: &Value) -> &str {
+pub fn content(m: &Value) -> &str {
     m["content"]
         .as_str()
         .unwrap_or_else(|| panic!("no content: {m:#}"))
@@ -1018,12 +1018,14 @@ fn long_output_reaches_the_model_bounded_with_the_cut_said() {
     let (_, r) = last_turn(&reqs[1]);
     let c = content(r[0]);
     assert!(
-        c.starts_with("$ seq 1 100000\nexit code 0\n1\n2\n3\n"),
+        c.starts_with(
+            "$ seq 1 100000\nexit code 0\n<output source=\"target\" trusted=\"no\">\n1\n2\n3\n"
+        ),
         "{:?}",
         &c[..c.len().min(200)]
     );
     assert!(
-        c.trim_end().ends_with("\n99999\n100000"),
+        c.ends_with("\n99999\n100000\n</output>"),
         "{:?}",
         &c[c.len().saturating_sub(200)..]
     );

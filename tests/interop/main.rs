@@ -6,6 +6,7 @@ mod model;
 
 mod agent;
 mod cli;
+mod context;
 mod lifecycle;
 mod login;
 mod proxy;

@@ -1,0 +1,360 @@
+//! What a session remembers of its conversation with the model, and the
+//! working memory of the question being answered.
+//!
+//! The [`Store`] keeps past questions sanitised as they are appended: the
+//! user message holds the bare question (this turn's context prefix is
+//! stripped, so prefixes never pile up), tool results and assistant text
+//! are cut, and only the newest user turns and messages are kept, whole
+//! groups at a time so no tool result outlives its call. [`Memory`] adds
+//! the question being answered and builds each request: the instruction,
+//! then the history and the question (with this turn's prefix) cut to the
+//! token budget by a reducer. What it leaves to others: what the prefix
+//! says (`providers`), which groups survive the budget (`reduce`), and
+//! scrubbing secrets, done before text enters the memory (`agent::react`).
+
+use serde_json::Value;
+
+use super::Message;
+use super::providers::{QUESTION_MARK, ToolCache};
+use super::redact::Counts;
+use super::reduce::{self, Strategy, fit, flatten, groups};
+use crate::agent::model::ToolCall;
+use crate::config::ContextConfig;
+
+/// How much of a conversation a session keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) tool_chars: usize,
+    pub(crate) assistant_chars: usize,
+    pub(crate) user_turns: usize,
+    pub(crate) messages: usize,
+}
+
+impl Limits {
+    pub(crate) fn from_config(c: &ContextConfig) -> Limits {
+        Limits {
+            tool_chars: c.tool_chars,
+            assistant_chars: c.assistant_chars,
+            user_turns: c.user_turns,
+            messages: c.messages,
+        }
+    }
+}
+
+/// Past questions of a session, sanitised.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    limits: Limits,
+    messages: Vec<Message>,
+}
+
+impl Store {
+    pub(crate) fn new(limits: Limits) -> Store {
+        Store {
+            limits,
+            messages: Vec::new(),
+        }
+    }
+
+    pub(crate) fn history(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Appends one question's messages, sanitised, then forgets the
+    /// oldest groups beyond the limits.
+    pub(crate) fn append(&mut self, turn: Vec<Message>) {
+        let limits = self.limits;
+        self.messages
+            .extend(turn.into_iter().map(|m| sanitise(m, &limits)));
+        self.keep_within_limits();
+    }
+
+    /// Forgets the oldest groups beyond the limits.
+    fn keep_within_limits(&mut self) {
+        let limits = self.limits;
+        let mut kept = groups(std::mem::take(&mut self.messages));
+        let users = |g: &[reduce::Group]| {
+            g.iter()
+                .flat_map(|g| &g.messages)
+                .filter(|m| matches!(m, Message::User(_)))
+                .count()
+        };
+        let count = |g: &[reduce::Group]| g.iter().map(|g| g.messages.len()).sum::<usize>();
+        while !kept.is_empty()
+            && (users(&kept) > limits.user_turns || count(&kept) > limits.messages)
+        {
+            kept.remove(0);
+        }
+        // History starts with a question: a leading answer without one
+        // would be read as the reply to something the model never sees.
+        while kept
+            .first()
+            .is_some_and(|g| !matches!(g.messages.first(), Some(Message::User(_))))
+        {
+            kept.remove(0);
+        }
+        self.messages = flatten(kept);
+    }
+
+    /// The stored conversation as JSON, to restore it in a later session.
+    pub(crate) fn to_json(&self) -> Value {
+        Value::Array(self.messages.iter().map(Message::to_json).collect())
+    }
+
+    /// A conversation saved by [`Store::to_json`]; what cannot be read is
+    /// left out, and the limits apply again.
+    pub(crate) fn restore(&mut self, saved: &Value) {
+        let messages: Vec<Message> = saved
+            .as_array()
+            .map(|a| a.iter().filter_map(Message::from_json).collect())
+            .unwrap_or_default();
+        // Stored sanitised already: only the limits apply again.
+        self.messages = messages;
+        self.keep_within_limits();
+    }
+}
+
+/// A message as the store keeps it.
+fn sanitise(m: Message, limits: &Limits) -> Message {
+    match m {
+        Message::User(text) => Message::User(bare_question(&text).to_string()),
+        Message::Tool { call_id, content } => Message::Tool {
+            call_id,
+            content: cut_chars(&content, limits.tool_chars),
+        },
+        Message::Assistant { text, calls } => Message::Assistant {
+            text: cut_chars(&text, limits.assistant_chars),
+            calls,
+        },
+        other => other,
+    }
+}
+
+/// The question without the turn's context prefix.
+pub(crate) fn bare_question(text: &str) -> &str {
+    text.rsplit_once(QUESTION_MARK).map_or(text, |(_, q)| q)
+}
+
+/// At most `max` characters, with the cut said.
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!(
+            "{}\n[... cut: {} more bytes ...]",
+            &text[..at],
+            text.len() - at
+        ),
+    }
+}
+
+impl Message {
+    /// A message from the chat-completions wire format.
+    fn from_json(v: &Value) -> Option<Message> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Some(match v.get("role")?.as_str()? {
+            "user" => Message::User(text("content")),
+            "tool" => Message::Tool {
+                call_id: text("tool_call_id"),
+                content: text("content"),
+            },
+            "assistant" => {
+                let calls = v
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map(|calls| {
+                        calls
+                            .iter()
+                            .map(|c| ToolCall {
+                                id: c["id"].as_str().unwrap_or("").to_string(),
+                                name: c["function"]["name"].as_str().unwrap_or("").to_string(),
+                                arguments: c["function"]["arguments"]
+                                    .as_str()
+                                    .unwrap_or("")
+                                    .to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Message::Assistant {
+                    text: text("content"),
+                    calls,
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A session's memory: the store, and the question being answered.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    pub(crate) store: Store,
+    /// Summaries of this question's tool results.
+    pub(crate) tools: ToolCache,
+    /// This question's messages, its bare question first.
+    current: Vec<Message>,
+    /// Secrets scrubbed from what this question sent.
+    pub(crate) redactions: Counts,
+}
+
+impl Memory {
+    pub(crate) fn new(c: &ContextConfig) -> Memory {
+        Memory {
+            store: Store::new(Limits::from_config(c)),
+            tools: ToolCache::new(c.tool_cache),
+            current: Vec::new(),
+            redactions: Counts::default(),
+        }
+    }
+
+    /// A question starts (already scrubbed).
+    pub(crate) fn begin(&mut self, question: &str) {
+        self.current = vec![Message::User(question.to_string())];
+        self.tools.clear();
+        self.redactions = Counts::default();
+    }
+
+    /// A message of the question being answered.
+    pub(crate) fn push(&mut self, m: Message) {
+        self.current.push(m);
+    }
+
+    /// The question ended (answered, failed or stopped): it joins the
+    /// history, and its tool cache is cleared.
+    pub(crate) fn end(&mut self) {
+        let turn = std::mem::take(&mut self.current);
+        if !turn.is_empty() {
+            self.store.append(turn);
+        }
+        self.tools.clear();
+    }
+
+    /// One request: the instruction, then the history and this question
+    /// (its user message carrying `prompt`, this turn's prefix and the
+    /// question) cut to `budget` tokens by `strategy`.
+    pub(crate) fn request(
+        &self,
+        system: &str,
+        prompt: String,
+        strategy: Strategy,
+        budget: usize,
+    ) -> Vec<Message> {
+        let system = Message::System(system.to_string());
+        let budget = budget.saturating_sub(reduce::message_tokens(&system));
+        let mut all = self.store.history().to_vec();
+        let mut current = self.current.clone();
+        if let Some(first) = current.first_mut() {
+            *first = Message::User(prompt);
+        }
+        all.extend(current);
+        let mut kept = reduce::reduce(strategy, groups(all), budget);
+        fit(&mut kept, budget);
+        let mut out = vec![system];
+        out.extend(flatten(kept));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            tool_chars: 10,
+            assistant_chars: 20,
+            user_turns: 2,
+            messages: 20,
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "run_command".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    fn question(n: usize) -> Vec<Message> {
+        vec![
+            Message::User(format!("<session-context>\nctx{QUESTION_MARK}question {n}")),
+            Message::Assistant {
+                text: String::new(),
+                calls: vec![call(&format!("c{n}"))],
+            },
+            Message::Tool {
+                call_id: format!("c{n}"),
+                content: "x".repeat(50),
+            },
+            Message::Assistant {
+                text: format!("answer {n} ").repeat(5),
+                calls: vec![],
+            },
+        ]
+    }
+
+    #[test]
+    fn appended_questions_are_sanitised_and_bounded() {
+        let mut s = Store::new(limits());
+        for n in 0..3 {
+            s.append(question(n));
+        }
+        let h = s.history();
+        // The last two user turns, whole.
+        assert_eq!(h.len(), 8);
+        assert_eq!(h[0], Message::User("question 1".into()));
+        assert_eq!(h[4], Message::User("question 2".into()));
+        let Message::Tool { content, .. } = &h[2] else {
+            panic!("{h:?}")
+        };
+        assert!(content.starts_with("xxxxxxxxxx\n[... cut: 40 more bytes"));
+        let Message::Assistant { text, .. } = &h[3] else {
+            panic!("{h:?}")
+        };
+        assert!(text.starts_with("answer 1 answer 1 an\n[... cut"));
+    }
+
+    #[test]
+    fn the_message_cap_keeps_groups_whole() {
+        let mut s = Store::new(Limits {
+            messages: 5,
+            ..limits()
+        });
+        s.append(question(0));
+        s.append(question(1));
+        // 8 messages > 5: the oldest question goes whole; a question never
+        // starts with a tool result.
+        assert_eq!(s.history().len(), 4);
+        assert_eq!(s.history()[0], Message::User("question 1".into()));
+    }
+
+    #[test]
+    fn a_stored_conversation_comes_back() {
+        let mut s = Store::new(limits());
+        s.append(question(0));
+        let mut t = Store::new(limits());
+        t.restore(&s.to_json());
+        assert_eq!(t.history(), s.history());
+    }
+
+    #[test]
+    fn each_request_has_the_prefix_once_and_the_history_bare() {
+        let mut m = Memory::new(&ContextConfig::default());
+        m.begin("first");
+        m.push(Message::Assistant {
+            text: "one".into(),
+            calls: vec![],
+        });
+        m.end();
+        m.begin("second");
+        let prompt = format!("<session-context>\nctx{QUESTION_MARK}second");
+        let r = m.request("sys", prompt.clone(), Strategy::Hybrid, 10_000);
+        assert_eq!(r[0], Message::System("sys".into()));
+        assert_eq!(r[1], Message::User("first".into()));
+        assert_eq!(r.last().unwrap(), &Message::User(prompt));
+        let json =
+            serde_json::to_string(&r.iter().map(Message::to_json).collect::<Vec<_>>()).unwrap();
+        assert_eq!(json.matches("<session-context>").count(), 1);
+    }
+}
