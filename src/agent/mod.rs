@@ -35,8 +35,9 @@ pub(crate) struct Agent {
     pub(crate) limits: Limits,
     pub(crate) command_timeout: Duration,
     pub(crate) prefixes: Vec<String>,
-    /// Scrubs secrets from everything bound for the model.
-    pub(crate) redactor: Redactor,
+    /// Scrubs secrets from everything bound for the model (shared with
+    /// the blocking threads that scrub command output).
+    pub(crate) redactor: std::sync::Arc<Redactor>,
     pub(crate) context: ContextConfig,
     /// The model's context window, and what of it an answer may take.
     pub(crate) context_tokens: usize,
@@ -87,7 +88,7 @@ impl Agent {
             },
             command_timeout: Duration::from_secs(config.ai.command_timeout_s.max(1)),
             prefixes,
-            redactor,
+            redactor: std::sync::Arc::new(redactor),
             context: config.context.clone(),
             context_tokens: config.llm.context_tokens,
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),

@@ -17,7 +17,7 @@ use super::model::{Model, ToolCall};
 use super::policy::Verdict;
 use crate::config::AiMode;
 use crate::context::Message;
-use crate::context::providers::{self, Brief, ToolCache, View, quote_output};
+use crate::context::providers::{self, Brief, View, quote_output};
 use crate::context::store::Memory;
 
 /// Output given back to the model: head and tail, with the cut said. Five
@@ -130,6 +130,12 @@ const READ_MAX_LINES: u64 = 400;
 /// The command line a tool call stands for, or what to tell the model
 /// about a call that cannot be run.
 fn command_of(call: &ToolCall) -> Result<(String, String), String> {
+    if call.arguments.len() > MAX_ARGUMENTS {
+        return Err(format!(
+            "error: the arguments are {} bytes; at most {MAX_ARGUMENTS}: send one short command",
+            call.arguments.len()
+        ));
+    }
     let args: Value = serde_json::from_str(&call.arguments).map_err(|e| {
         format!("error: the arguments are not valid JSON ({e}); send a JSON object")
     })?;
@@ -189,13 +195,14 @@ pub(crate) async fn answer(
     } = ask;
     let limits = agent.limits;
     let started = Instant::now();
+    memory.start();
     let question = scrub(agent, memory, question);
-    memory.begin(&question);
+    memory.question(&question);
     let tools = tools();
     let budget = agent.request_budget(&tools);
     let providers = providers::all();
     let mut asked: Vec<String> = Vec::new();
-    for step in 0..limits.max_steps {
+    for _ in 0..limits.max_steps {
         let left = limits
             .wall
             .checked_sub(started.elapsed())
@@ -203,16 +210,10 @@ pub(crate) async fn answer(
         let Some(left) = left else {
             return fail(host, "the question took longer than its time limit").await;
         };
-        let view = View {
-            brief,
-            task: &question,
-            tools: &memory.tools,
-        };
-        // The same context comes back each turn: its secrets count once.
-        let (prompt, found) = agent.redactor.redact(&providers::prompt(&providers, &view));
-        if step == 0 {
-            memory.redactions.add(&found);
-        }
+        // Built from what was scrubbed as it came in; a third of the
+        // budget at most, the rest for the conversation.
+        let view = View::new(brief, &question, &memory.tools);
+        let prompt = providers::prompt(&providers, view, budget / 3);
         let request = memory.request(INSTRUCTION, prompt, agent.context.reducer, budget);
         let messages: Vec<Value> = request.iter().map(Message::to_json).collect();
         host.thinking();
@@ -224,24 +225,34 @@ pub(crate) async fn answer(
                 Ok(Err(e)) => return fail(host, &e).await,
                 Err(_) => return fail(host, "the question took longer than its time limit").await,
             };
+        // At most MAX_CALLS_PER_TURN calls are kept, each with bounded
+        // arguments: what the model asked for is history too.
+        let dropped = turn.tool_calls.len().saturating_sub(MAX_CALLS_PER_TURN);
+        let calls: Vec<ToolCall> = turn
+            .tool_calls
+            .into_iter()
+            .take(MAX_CALLS_PER_TURN)
+            .collect();
         memory.push(Message::Assistant {
             text: turn.text.clone(),
-            calls: turn.tool_calls.clone(),
+            calls: calls.iter().map(bounded).collect(),
         });
-        if turn.tool_calls.is_empty() {
+        if calls.is_empty() {
             host.audit("ai_answer", vec![("text", turn.text.clone().into())])
                 .await;
             return Ok(turn.text);
         }
-        for (n, call) in turn.tool_calls.iter().enumerate() {
-            let result = if n < MAX_CALLS_PER_TURN {
-                match run_tool(call, agent, mode, &mut asked, &mut memory.tools, host).await {
-                    Ok(result) => result,
-                    Err(why) => return fail(host, &why).await,
-                }
-            } else {
-                format!("error: not run; at most {MAX_CALLS_PER_TURN} tool calls per turn")
+        for (n, call) in calls.iter().enumerate() {
+            let mut result = match run_tool(call, agent, mode, &mut asked, memory, host).await {
+                Ok(result) => result,
+                Err(why) => return fail(host, &why).await,
             };
+            if dropped > 0 && n + 1 == calls.len() {
+                result.push_str(&format!(
+                    "\n(your {dropped} further calls were dropped: at most {MAX_CALLS_PER_TURN} per turn)"
+                ));
+            }
+            // The command line came from the model or the user's edit.
             let content = scrub(agent, memory, &result);
             memory.push(Message::Tool {
                 call_id: call.id.clone(),
@@ -254,6 +265,18 @@ pub(crate) async fn answer(
         &format!("no answer within {} steps", limits.max_steps),
     )
     .await
+}
+
+/// Arguments longer than this are not run, nor kept.
+const MAX_ARGUMENTS: usize = 4000;
+
+/// A call as history keeps it: over-long arguments replaced by their size.
+fn bounded(call: &ToolCall) -> ToolCall {
+    let mut c = call.clone();
+    if c.arguments.len() > MAX_ARGUMENTS {
+        c.arguments = json!({"cut": format!("{} bytes", call.arguments.len())}).to_string();
+    }
+    c
 }
 
 /// `text` scrubbed of secrets, the count kept for the audit.
@@ -276,7 +299,7 @@ async fn run_tool(
     agent: &Agent,
     mode: AiMode,
     asked: &mut Vec<String>,
-    cache: &mut ToolCache,
+    memory: &mut Memory,
     host: &mut impl Host,
 ) -> Result<String, String> {
     let policy = &agent.policy;
@@ -314,7 +337,9 @@ async fn run_tool(
         ("decision", decision.into()),
     ];
     host.audit("ai_tool_call", ev).await;
-    let outcome = host.run(&command).await;
+    let mut outcome = host.run(&command).await;
+    // Scrubbed whole, before anything is cut from it.
+    outcome.output = scrub(agent, memory, &outcome.output);
     let fields = vec![
         ("command", command.clone().into()),
         ("exit_code", outcome.exit_code.into()),
@@ -324,7 +349,9 @@ async fn run_tool(
     if outcome.abandoned {
         return Err("the command would not stop; it is yours now".into());
     }
-    cache.add(&command, &status(&outcome), &outcome.output);
+    memory
+        .tools
+        .add(&command, &status(&outcome), &outcome.output);
     Ok(describe(&command, &outcome))
 }
 
@@ -570,9 +597,17 @@ mod tests {
         let (a, host, requests) = ask(script, AiMode::Auto, vec![]).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran.len(), MAX_CALLS_PER_TURN);
+        // The extra calls are dropped from the history, and the model told.
         let msgs = requests[1]["messages"].as_array().unwrap();
-        assert_eq!(msgs.len(), 3 + 7);
-        assert!(last_message(&requests[1]).starts_with("error: not run"));
+        assert_eq!(msgs.len(), 3 + MAX_CALLS_PER_TURN);
+        assert_eq!(
+            msgs[2]["tool_calls"].as_array().unwrap().len(),
+            MAX_CALLS_PER_TURN
+        );
+        assert!(
+            last_message(&requests[1])
+                .ends_with("(your 2 further calls were dropped: at most 5 per turn)")
+        );
     }
 
     #[test]

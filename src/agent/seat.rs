@@ -24,7 +24,7 @@ use super::react::{self, Approval, Ask, Host, Outcome};
 use super::{Agent, Question, render::Painter};
 use crate::audit::{Audit, Ids};
 use crate::config::AiMode;
-use crate::context::providers::Brief;
+use crate::context::providers::{Brief, Snapshot};
 use crate::context::store::Memory;
 use crate::terminal::CommandRecord;
 use crate::terminal::screen::Screen;
@@ -49,7 +49,7 @@ const KEYS_QUEUE: usize = 64;
 /// A question caught at the prompt, with what the terminal knew then.
 pub(crate) struct Asked {
     pub(crate) question: Question,
-    pub(crate) brief: Brief,
+    pub(crate) snapshot: Snapshot,
 }
 
 /// What the seat asks of the pump that writes to the client.
@@ -205,7 +205,8 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await
         && let Ok(saved) = serde_json::from_str(&saved)
     {
-        memory.store.restore(&saved);
+        let redactor = &seat.place.agent.redactor;
+        memory.store.restore(&saved, |t| redactor.redact(t).0);
     }
     while let Some(asked) = questions.recv().await {
         while cancel.try_recv().is_ok() {}
@@ -243,6 +244,7 @@ impl Seat<'_> {
         self.painter = Painter::new(self.place.shared.cols());
         let question = strip_prefix(&asked.question.text, &self.place.agent.prefixes);
         let agent = self.place.agent;
+        let brief = self.brief(asked.snapshot).await;
         let result = match &agent.model {
             Err(e) => {
                 self.audit("ai_error", vec![("message", e.as_str().into())])
@@ -254,7 +256,7 @@ impl Seat<'_> {
                     model,
                     agent,
                     mode: self.place.mode,
-                    brief: &asked.brief,
+                    brief: &brief,
                 };
                 let work = react::answer(ask, question, memory, self);
                 // The wall-clock limit covers everything: model turns,
@@ -302,6 +304,21 @@ impl Seat<'_> {
                 self.place.audit.event(r.event(self.place.ids)).await;
             }
         }
+    }
+
+    /// What the providers will say of the session: scrubbed and cut on a
+    /// blocking thread (regexes over up to the whole history's output).
+    async fn brief(&self, snapshot: Snapshot) -> Brief {
+        let agent = self.place.agent;
+        let redactor = agent.redactor.clone();
+        let (recent, events) = (agent.context.recent_commands, agent.context.key_events);
+        let target = snapshot.target.clone();
+        tokio::task::spawn_blocking(move || Brief::new(snapshot, &redactor, recent, events))
+            .await
+            .unwrap_or_else(|_| Brief {
+                target,
+                ..Brief::default()
+            })
     }
 
     /// The question was cut short (Ctrl-C, the time limit): stop the

@@ -15,60 +15,104 @@
 use std::collections::VecDeque;
 
 use super::errors::error_lines;
+use super::redact::Redactor;
+use super::reduce::tokens;
 use crate::terminal::CommandRecord;
 use crate::upstream::TargetInfo;
 
 /// Output of one recent command shown to the model, at most.
 const RECENT_OUTPUT: usize = 400;
+/// A command line shown to the model, at most.
+const COMMAND_MAX: usize = 200;
+/// The task as its section shows it, at most (the question follows whole).
+const TASK_MAX: usize = 300;
 /// A tool result's summary in the cache, at most.
 const CACHED_RESULT: usize = 300;
 
-/// What the terminal knew when the question was asked.
+/// What the terminal knew when the question was asked, as the session's
+/// pump hands it over: raw, to be scrubbed and cut off the runtime.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) target: String,
+    pub(crate) info: Option<TargetInfo>,
+    pub(crate) cwd: Option<String>,
+    /// Commands at the prompt (the agent's included), oldest first.
+    pub(crate) history: Vec<CommandRecord>,
+}
+
+/// One recent command, scrubbed and cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Recent {
+    pub(crate) command: String,
+    pub(crate) exit_code: Option<i32>,
+    /// The end of what it printed.
+    pub(crate) output: String,
+}
+
+/// What the providers know of the session beyond the question: scrubbed
+/// of secrets before anything is cut (a cut can take a key's BEGIN line
+/// and leave its body), and bounded.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Brief {
     pub(crate) target: String,
     pub(crate) info: Option<TargetInfo>,
     pub(crate) cwd: Option<String>,
-    /// The most recent commands at the prompt (the agent's included),
-    /// oldest first.
-    pub(crate) recent: Vec<CommandRecord>,
-    /// Error lines those and older commands printed, with the command
-    /// that printed them, oldest first.
-    pub(crate) key_events: Vec<(String, String)>,
+    /// The most recent commands, oldest first.
+    pub(crate) recent: Vec<Recent>,
+    /// Error lines of recent commands, grouped by the command that printed
+    /// them, oldest first.
+    pub(crate) key_events: Vec<(String, Vec<String>)>,
 }
 
 impl Brief {
-    /// The brief of a terminal whose `history` is oldest first.
-    pub(crate) fn new<'a>(
-        target: &str,
-        info: Option<TargetInfo>,
-        cwd: Option<&str>,
-        history: impl DoubleEndedIterator<Item = &'a CommandRecord> + Clone,
+    /// Scrubs and cuts a snapshot: `recent` commands with their output's
+    /// end, and up to `key_events` error lines. Runs regexes over up to
+    /// the whole history's captures: call it on a blocking thread.
+    pub(crate) fn new(
+        snap: Snapshot,
+        redactor: &Redactor,
         recent: usize,
         key_events: usize,
     ) -> Brief {
-        let mut recent_records: Vec<CommandRecord> =
-            history.clone().rev().take(recent).cloned().collect();
-        recent_records.reverse();
-        let mut events = Vec::new();
-        for r in history.rev() {
-            if events.len() >= key_events {
+        let scrub = |t: &str| redactor.redact(t).0;
+        let mut recents = Vec::new();
+        let mut events: Vec<(String, Vec<String>)> = Vec::new();
+        let mut lines = 0;
+        for (age, r) in snap.history.iter().rev().enumerate() {
+            if age >= recent && lines >= key_events {
                 break;
             }
-            let command = r.command.clone().unwrap_or_else(|| "(not recorded)".into());
-            let text = r.output.text();
-            for line in error_lines(&text, key_events).into_iter().rev() {
-                if events.len() < key_events {
-                    events.push((command.clone(), line.to_string()));
+            let command = cut(
+                &scrub(r.command.as_deref().unwrap_or("(not recorded)")),
+                COMMAND_MAX,
+            );
+            let output = scrub(&r.output.text());
+            if lines < key_events {
+                let mut found: Vec<String> = error_lines(&output, key_events - lines)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                if !found.is_empty() {
+                    lines += found.len();
+                    found.shrink_to_fit();
+                    events.push((command.clone(), found));
                 }
             }
+            if age < recent {
+                recents.push(Recent {
+                    command,
+                    exit_code: r.exit_code,
+                    output: tail(&output, RECENT_OUTPUT),
+                });
+            }
         }
+        recents.reverse();
         events.reverse();
         Brief {
-            target: target.to_string(),
-            info,
-            cwd: cwd.map(str::to_string),
-            recent: recent_records,
+            target: snap.target,
+            info: snap.info,
+            cwd: snap.cwd,
+            recent: recents,
             key_events: events,
         }
     }
@@ -110,11 +154,43 @@ impl ToolCache {
     }
 }
 
-/// What providers read.
+/// What providers read. The prompt builder narrows the lists when the
+/// whole is over its share of the budget.
+#[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
     pub(crate) brief: &'a Brief,
     pub(crate) task: &'a str,
-    pub(crate) tools: &'a ToolCache,
+    pub(crate) recent: &'a [Recent],
+    pub(crate) key_events: &'a [(String, Vec<String>)],
+    pub(crate) tools: &'a [String],
+}
+
+impl<'a> View<'a> {
+    pub(crate) fn new(brief: &'a Brief, task: &'a str, tools: &'a ToolCache) -> View<'a> {
+        View {
+            brief,
+            task,
+            recent: &brief.recent,
+            key_events: &brief.key_events,
+            tools: tools.entries.as_slices().0,
+        }
+    }
+
+    /// The view with one item fewer, oldest first: recent commands, then
+    /// key events, then tool results. `None` when nothing is left to drop.
+    fn narrower(self) -> Option<View<'a>> {
+        let mut v = self;
+        if !v.recent.is_empty() {
+            v.recent = &v.recent[1..];
+        } else if !v.key_events.is_empty() {
+            v.key_events = &v.key_events[1..];
+        } else if !v.tools.is_empty() {
+            v.tools = &v.tools[1..];
+        } else {
+            return None;
+        }
+        Some(v)
+    }
 }
 
 /// One side of the session, described for the model.
@@ -162,20 +238,18 @@ impl Provider for RecentCommands {
     }
 
     fn render(&self, view: &View) -> Option<String> {
-        let recent = &view.brief.recent;
-        if recent.is_empty() {
+        if view.recent.is_empty() {
             return None;
         }
         let mut out = String::new();
-        for r in recent {
-            let command = r.command.as_deref().unwrap_or("(not recorded)");
+        for r in view.recent {
+            let command = &r.command;
             match r.exit_code {
                 Some(code) => out.push_str(&format!("$ {command}   [exit {code}]\n")),
                 None => out.push_str(&format!("$ {command}\n")),
             }
-            let text = r.output.text();
-            if !text.trim().is_empty() {
-                out.push_str(&quote_output(&tail(&text, RECENT_OUTPUT)));
+            if !r.output.trim().is_empty() {
+                out.push_str(&quote_output(&r.output));
                 out.push('\n');
             }
         }
@@ -192,15 +266,17 @@ impl Provider for KeyEvents {
     }
 
     fn render(&self, view: &View) -> Option<String> {
-        let events = &view.brief.key_events;
-        if events.is_empty() {
+        if view.key_events.is_empty() {
             return None;
         }
-        let lines: Vec<String> = events
-            .iter()
-            .map(|(command, line)| format!("`{command}` printed: {}", quote_inline(line)))
-            .collect();
-        Some(lines.join("\n"))
+        let mut out = String::new();
+        for (command, lines) in view.key_events {
+            out.push_str(&format!("`{command}` printed:\n"));
+            for line in lines {
+                out.push_str(&format!("  {}\n", quote_inline(line)));
+            }
+        }
+        Some(out.trim_end().to_string())
     }
 }
 
@@ -213,7 +289,7 @@ impl Provider for CurrentTask {
     }
 
     fn render(&self, view: &View) -> Option<String> {
-        Some(view.task.to_string())
+        Some(cut(view.task, TASK_MAX))
     }
 }
 
@@ -226,11 +302,10 @@ impl Provider for ToolResults {
     }
 
     fn render(&self, view: &View) -> Option<String> {
-        let entries = &view.tools.entries;
-        if entries.is_empty() {
+        if view.tools.is_empty() {
             return None;
         }
-        let lines: Vec<String> = entries.iter().map(|e| quote_inline(e)).collect();
+        let lines: Vec<String> = view.tools.iter().map(|e| quote_inline(e)).collect();
         Some(lines.join("\n"))
     }
 }
@@ -252,16 +327,35 @@ pub(crate) const QUESTION_MARK: &str = "\n</session-context>\n\nQuestion: ";
 
 /// The prompt builder: the providers' sections, then the question. The
 /// prefix is for this turn only; the session stores the bare question.
-pub(crate) fn prompt(providers: &[Box<dyn Provider>], view: &View) -> String {
-    let mut out = String::from("<session-context>\n");
+/// The sections together stay within `max_tokens`: the oldest items go
+/// first, and what is still over is cut.
+pub(crate) fn prompt(providers: &[Box<dyn Provider>], view: View, max_tokens: usize) -> String {
+    let mut view = view;
+    let mut sections = render(providers, &view);
+    while tokens(&sections) > max_tokens {
+        match view.narrower() {
+            Some(v) => {
+                view = v;
+                sections = render(providers, &view);
+            }
+            None => {
+                // 2.5 bytes a token is the estimate's own rate.
+                sections = cut(&sections, max_tokens.saturating_mul(2));
+                break;
+            }
+        }
+    }
+    format!("<session-context>\n{sections}{QUESTION_MARK}{}", view.task)
+}
+
+fn render(providers: &[Box<dyn Provider>], view: &View) -> String {
+    let mut out = String::new();
     for p in providers {
         if let Some(section) = p.render(view) {
             out.push_str(&format!("## {}\n{}\n", p.title(), section.trim_end()));
         }
     }
     out.pop();
-    out.push_str(QUESTION_MARK);
-    out.push_str(view.task);
     out
 }
 
@@ -332,7 +426,13 @@ mod tests {
             user: Some("deploy".into()),
             shell: Some("/bin/bash".into()),
         };
-        Brief::new("web1", Some(info), Some("/srv"), history.iter(), 2, 10)
+        let snap = Snapshot {
+            target: "web1".into(),
+            info: Some(info),
+            cwd: Some("/srv".into()),
+            history: history.to_vec(),
+        };
+        Brief::new(snap, &Redactor::new(&[], &[]).unwrap(), 2, 10)
     }
 
     #[test]
@@ -340,12 +440,8 @@ mod tests {
         let brief = brief();
         let mut tools = ToolCache::new(2);
         tools.add("make -n", "exit 0", "cc -c x.c\n");
-        let view = View {
-            brief: &brief,
-            task: "why does make fail?",
-            tools: &tools,
-        };
-        let p = prompt(&all(), &view);
+        let view = View::new(&brief, "why does make fail?", &tools);
+        let p = prompt(&all(), view, 10_000);
         assert!(p.starts_with("<session-context>\n## Environment\ntarget: web1\nos: Debian"));
         assert!(p.contains(
             "kernel: Linux 6.1.0 x86_64\nhost: web1\nuser: deploy\nshell: /bin/bash\ncwd: /srv\n"
@@ -358,8 +454,39 @@ mod tests {
             p.contains("$ make   [exit 2]\n<output source=\"target\" trusted=\"no\">\ncc -c x.c")
         );
         // Error lines with their command.
-        assert!(p.contains("`make` printed: «x.c:1: error: expected ';'»"));
+        assert!(p.contains(
+            "`make` printed:\n  «x.c:1: error: expected ';'»\n  «make: *** [x.o] Error 1»"
+        ));
         assert!(p.contains("«$ make -n (exit 0): cc -c x.c»"));
+    }
+
+    #[test]
+    fn the_prefix_keeps_to_its_share_oldest_items_first() {
+        let brief = brief();
+        let tools = ToolCache::new(2);
+        let view = View::new(&brief, "why?", &tools);
+        let whole = prompt(&all(), view, 10_000);
+        let small = prompt(&all(), view, 150);
+        assert!(small.len() < whole.len());
+        assert!(tokens(small.split(QUESTION_MARK).next().unwrap()) <= 150 + 10);
+        assert!(small.ends_with("Question: why?"));
+        // The oldest recent command went first.
+        assert!(whole.contains("$ make   [exit 2]"));
+        assert!(!small.contains("$ make   [exit 2]"), "{small}");
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_before_output_is_cut() {
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\n".to_string()
+            + &"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3\n".repeat(40)
+            + "-----END OPENSSH PRIVATE KEY-----\n";
+        let snap = Snapshot {
+            target: "web1".into(),
+            history: vec![record("cat id", 0, &key)],
+            ..Snapshot::default()
+        };
+        let b = Brief::new(snap, &Redactor::new(&[], &[]).unwrap(), 5, 5);
+        assert_eq!(b.recent[0].output, "[REDACTED:private-key]\n");
     }
 
     #[test]

@@ -81,6 +81,13 @@ const KEYS: &[Pattern] = &[
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
         None,
     ),
+    // The end of a key whose start was cut off (an output's tail): the
+    // base64 lines before the END line go with it.
+    pattern(
+        "private-key",
+        r"(?m)(?:^[A-Za-z0-9+/=]{16,}\r?\n)*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        None,
+    ),
     // A service account's JSON, should its key not be a whole block.
     pattern(
         "private-key",
@@ -641,6 +648,19 @@ mod tests {
         let text = format!("head -c 100 key.pem\n-----BEGIN RSA PRIVATE KEY-----\n{body}");
         let out = check(&text, &[&body], "private-key", 1);
         assert_eq!(out, "head -c 100 key.pem\n[REDACTED:private-key]");
+    }
+
+    #[test]
+    fn the_end_of_a_key_whose_start_was_cut_goes_too() {
+        let body = fake(64);
+        let text = format!(
+            "[... 900 bytes cut ...]\n{body}\n{body}\n-----END OPENSSH PRIVATE KEY-----\n$ ls\n"
+        );
+        let out = check(&text, &[&body], "private-key", 1);
+        assert_eq!(
+            out,
+            "[... 900 bytes cut ...]\n[REDACTED:private-key]\n$ ls\n"
+        );
     }
 
     #[test]

@@ -25,18 +25,19 @@ use super::errors::is_error_line;
 /// that chat templates wrap around it.
 const MESSAGE_OVERHEAD: usize = 4;
 
-/// The approximate number of tokens of a text: one per 3 bytes of UTF-8,
-/// rounded up.
+/// The approximate number of tokens of a text: one per 2.5 bytes of
+/// UTF-8, rounded up.
 ///
-/// Real tokenizers average about 4 bytes per token on English prose and
-/// about 3 on code, shell output and paths; CJK text is about 3 bytes per
-/// character and close to one token per character. Counting 3 bytes per
-/// token therefore overcounts prose a little and undercounts very little
-/// elsewhere, which is the safe side for a budget: a request that is a bit
-/// smaller than it could be, rather than one the server refuses. It needs no
-/// vocabulary, so it is the same for every model.
+/// Real tokenizers average about 4 bytes per token on English prose, about
+/// 3 on code, shell output and paths, and 2 to 2.5 on hex and base64
+/// (hashes, ids, keys); CJK text is about 3 bytes per character and close
+/// to one token per character. Counting 2.5 bytes per token overcounts
+/// prose and output, and undercounts only the densest hex a little, which
+/// is the safe side for a budget: a request a bit smaller than it could
+/// be, rather than one the server refuses or silently truncates. It needs
+/// no vocabulary, so it is the same for every model.
 pub(crate) fn tokens(text: &str) -> usize {
-    text.len().div_ceil(3)
+    (text.len() * 2).div_ceil(5)
 }
 
 /// The approximate tokens of one message: its text, its tool calls (name,
@@ -311,8 +312,9 @@ pub(crate) fn fit(groups: &mut [Group], budget: usize) {
             Message::Assistant { text, .. } => text,
             _ => unreachable!("only tool results and assistant texts are cut"),
         };
-        // 3 bytes fewer are one token fewer (see `tokens`).
-        if let Some(cut) = cut_middle(text, (total - budget) * 3) {
+        // 2.5 bytes fewer are one token fewer (see `tokens`); a little
+        // more covers the rounding.
+        if let Some(cut) = cut_middle(text, ((total - budget) * 5).div_ceil(2) + 3) {
             *text = cut;
         }
     }
@@ -413,11 +415,12 @@ mod tests {
     fn tokens_round_up_and_never_undercount_much() {
         assert_eq!(tokens(""), 0);
         assert_eq!(tokens("a"), 1);
-        assert_eq!(tokens("abc"), 1);
-        assert_eq!(tokens("abcd"), 2);
-        // One CJK character is 3 bytes, about one token.
-        assert_eq!(tokens("語語語"), 3);
-        assert_eq!(message_tokens(&user("abc")), 1 + MESSAGE_OVERHEAD);
+        assert_eq!(tokens("ab"), 1);
+        assert_eq!(tokens("abc"), 2);
+        assert_eq!(tokens("abcde"), 2);
+        // One CJK character is 3 bytes, about one token: never fewer.
+        assert!(tokens("語語語") >= 3);
+        assert_eq!(message_tokens(&user("abc")), 2 + MESSAGE_OVERHEAD);
         let a = asks("", &["c1"]);
         assert_eq!(
             message_tokens(&a),
@@ -647,7 +650,7 @@ mod tests {
 
     #[test]
     fn fit_cuts_assistant_text_after_tool_results_and_never_the_question() {
-        let question = "q".repeat(600);
+        let question = "q".repeat(450);
         let mut gs = vec![
             group(vec![user(&question)]),
             group(vec![

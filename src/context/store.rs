@@ -69,31 +69,37 @@ impl Store {
         self.keep_within_limits();
     }
 
-    /// Forgets the oldest groups beyond the limits.
+    /// Forgets the oldest questions beyond the limits, each with all its
+    /// groups. The newest question alone over the message cap loses its
+    /// middle groups instead: its question and its last group (the
+    /// answer) stay.
     fn keep_within_limits(&mut self) {
         let limits = self.limits;
-        let mut kept = groups(std::mem::take(&mut self.messages));
-        let users = |g: &[reduce::Group]| {
-            g.iter()
-                .flat_map(|g| &g.messages)
-                .filter(|m| matches!(m, Message::User(_)))
-                .count()
+        let mut questions: Vec<Vec<reduce::Group>> = Vec::new();
+        for g in groups(std::mem::take(&mut self.messages)) {
+            let asks = matches!(g.messages.first(), Some(Message::User(_)));
+            match questions.last_mut() {
+                Some(q) if !asks => q.push(g),
+                // History starts with a question: an answer before any
+                // would be read as the reply to something never seen.
+                None if !asks => {}
+                _ => questions.push(vec![g]),
+            }
+        }
+        let count = |qs: &[Vec<reduce::Group>]| -> usize {
+            qs.iter().flatten().map(|g| g.messages.len()).sum()
         };
-        let count = |g: &[reduce::Group]| g.iter().map(|g| g.messages.len()).sum::<usize>();
-        while !kept.is_empty()
-            && (users(&kept) > limits.user_turns || count(&kept) > limits.messages)
+        while questions.len() > limits.user_turns
+            || (questions.len() > 1 && count(&questions) > limits.messages)
         {
-            kept.remove(0);
+            questions.remove(0);
         }
-        // History starts with a question: a leading answer without one
-        // would be read as the reply to something the model never sees.
-        while kept
-            .first()
-            .is_some_and(|g| !matches!(g.messages.first(), Some(Message::User(_))))
-        {
-            kept.remove(0);
+        if let Some(q) = questions.last_mut() {
+            while q.len() > 2 && count(std::slice::from_ref(q)) > limits.messages {
+                q.remove(1);
+            }
         }
-        self.messages = flatten(kept);
+        self.messages = flatten(questions.into_iter().flatten().collect());
     }
 
     /// The stored conversation as JSON, to restore it in a later session.
@@ -101,15 +107,34 @@ impl Store {
         Value::Array(self.messages.iter().map(Message::to_json).collect())
     }
 
-    /// A conversation saved by [`Store::to_json`]; what cannot be read is
-    /// left out, and the limits apply again.
-    pub(crate) fn restore(&mut self, saved: &Value) {
-        let messages: Vec<Message> = saved
+    /// A conversation saved by [`Store::to_json`]. It is not trusted: it
+    /// may be older than today's redaction rules, or edited by hand, so it
+    /// is scrubbed and sanitised again; what cannot be read, and calls or
+    /// results without an id, are left out; the limits apply again.
+    pub(crate) fn restore(&mut self, saved: &Value, scrub: impl Fn(&str) -> String) {
+        let limits = self.limits;
+        self.messages = saved
             .as_array()
-            .map(|a| a.iter().filter_map(Message::from_json).collect())
-            .unwrap_or_default();
-        // Stored sanitised already: only the limits apply again.
-        self.messages = messages;
+            .map(|a| a.iter().filter_map(Message::from_json).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| {
+                let m = match m {
+                    Message::User(t) => Message::User(scrub(&t)),
+                    Message::Tool { call_id, .. } if call_id.is_empty() => return None,
+                    Message::Tool { call_id, content } => Message::Tool {
+                        call_id,
+                        content: scrub(&content),
+                    },
+                    Message::Assistant { text, calls } => Message::Assistant {
+                        text: scrub(&text),
+                        calls: calls.into_iter().filter(|c| !c.id.is_empty()).collect(),
+                    },
+                    Message::System(_) => return None,
+                };
+                Some(sanitise(m, &limits))
+            })
+            .collect();
         self.keep_within_limits();
     }
 }
@@ -124,7 +149,16 @@ fn sanitise(m: Message, limits: &Limits) -> Message {
         },
         Message::Assistant { text, calls } => Message::Assistant {
             text: cut_chars(&text, limits.assistant_chars),
-            calls,
+            calls: calls
+                .into_iter()
+                .map(|mut c| {
+                    if c.arguments.chars().count() > limits.tool_chars {
+                        let size = format!("{} bytes", c.arguments.len());
+                        c.arguments = serde_json::json!({ "cut": size }).to_string();
+                    }
+                    c
+                })
+                .collect(),
         },
         other => other,
     }
@@ -135,8 +169,18 @@ pub(crate) fn bare_question(text: &str) -> &str {
     text.rsplit_once(QUESTION_MARK).map_or(text, |(_, q)| q)
 }
 
-/// At most `max` characters, with the cut said.
+/// The cut marker's start.
+const CUT: &str = "\n[... cut: ";
+
+/// At most `max` characters, with the cut said. A text cut before (a
+/// restored one) is not cut again.
 fn cut_chars(text: &str, max: usize) -> String {
+    if let Some(at) = text.find(CUT)
+        && text[..at].chars().count() <= max
+        && !text[at + 1..].contains('\n')
+    {
+        return text.to_string();
+    }
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((at, _)) => format!(
@@ -207,11 +251,16 @@ impl Memory {
         }
     }
 
-    /// A question starts (already scrubbed).
-    pub(crate) fn begin(&mut self, question: &str) {
-        self.current = vec![Message::User(question.to_string())];
+    /// A question starts: its tool cache and counts start afresh.
+    pub(crate) fn start(&mut self) {
         self.tools.clear();
         self.redactions = Counts::default();
+        self.current.clear();
+    }
+
+    /// The question being answered (scrubbed), its first message.
+    pub(crate) fn question(&mut self, question: &str) {
+        self.current = vec![Message::User(question.to_string())];
     }
 
     /// A message of the question being answered.
@@ -248,6 +297,11 @@ impl Memory {
         }
         all.extend(current);
         let mut kept = reduce::reduce(strategy, groups(all), budget);
+        // Some chat templates insist a conversation opens with the user: a
+        // kept answer whose question was cut goes too.
+        while kept.len() > 1 && !matches!(kept[0].messages.first(), Some(Message::User(_))) {
+            kept.remove(0);
+        }
         fit(&mut kept, budget);
         let mut out = vec![system];
         out.extend(flatten(kept));
@@ -330,24 +384,68 @@ mod tests {
     }
 
     #[test]
+    fn a_long_last_question_keeps_its_question_and_answer() {
+        let mut s = Store::new(Limits {
+            messages: 5,
+            ..limits()
+        });
+        let mut turn = vec![Message::User("big question".into())];
+        for n in 0..5 {
+            turn.push(Message::Assistant {
+                text: String::new(),
+                calls: vec![call(&format!("c{n}"))],
+            });
+            turn.push(Message::Tool {
+                call_id: format!("c{n}"),
+                content: "out".into(),
+            });
+        }
+        turn.push(Message::Assistant {
+            text: "the answer".into(),
+            calls: vec![],
+        });
+        s.append(turn);
+        let h = s.history();
+        assert_eq!(h.first(), Some(&Message::User("big question".into())));
+        assert!(matches!(h.last(), Some(Message::Assistant { text, .. }) if text == "the answer"));
+        assert!(h.len() <= 5, "{h:?}");
+    }
+
+    #[test]
     fn a_stored_conversation_comes_back() {
         let mut s = Store::new(limits());
         s.append(question(0));
         let mut t = Store::new(limits());
-        t.restore(&s.to_json());
+        t.restore(&s.to_json(), |t| t.to_string());
         assert_eq!(t.history(), s.history());
+        // Scrubbed again, and results without ids left out.
+        let mut saved = s.to_json();
+        saved[0]["content"] = "my hunter2".into();
+        saved[2]["tool_call_id"] = "".into();
+        t.restore(&saved, |t| t.replace("hunter2", "[REDACTED:password]"));
+        assert_eq!(
+            t.history()[0],
+            Message::User("my [REDACTED:password]".into())
+        );
+        assert!(
+            t.history()
+                .iter()
+                .all(|m| !matches!(m, Message::Tool { .. }))
+        );
     }
 
     #[test]
     fn each_request_has_the_prefix_once_and_the_history_bare() {
         let mut m = Memory::new(&ContextConfig::default());
-        m.begin("first");
+        m.start();
+        m.question("first");
         m.push(Message::Assistant {
             text: "one".into(),
             calls: vec![],
         });
         m.end();
-        m.begin("second");
+        m.start();
+        m.question("second");
         let prompt = format!("<session-context>\nctx{QUESTION_MARK}second");
         let r = m.request("sys", prompt.clone(), Strategy::Hybrid, 10_000);
         assert_eq!(r[0], Message::System("sys".into()));

@@ -25,7 +25,7 @@ use crate::agent::{self, Question};
 use crate::audit::Ids;
 use crate::audit::recording::{Recording, Track};
 use crate::config::AiMode;
-use crate::context::providers::Brief;
+use crate::context::providers::Snapshot;
 use crate::shutdown::Listener;
 use crate::terminal::screen::Screen;
 use crate::terminal::{CommandRecord, Terminal};
@@ -387,16 +387,17 @@ impl Pumps<'_> {
             }
             if let Some(a) = agent {
                 self.shared.set_active(true);
-                let c = &self.ctx.bastion.agent.context;
-                let brief = Brief::new(
-                    &self.ids.target,
-                    self.info.cloned(),
-                    terminal.cwd(),
-                    terminal.history.iter(),
-                    c.recent_commands,
-                    c.key_events,
-                );
-                let _ = a.questions.send(Asked { question: q, brief });
+                // Raw: the seat scrubs and cuts it off the runtime.
+                let snapshot = Snapshot {
+                    target: self.ids.target.clone(),
+                    info: self.info.cloned(),
+                    cwd: terminal.cwd().map(str::to_string),
+                    history: terminal.history.iter().cloned().collect(),
+                };
+                let _ = a.questions.send(Asked {
+                    question: q,
+                    snapshot,
+                });
             }
         }
         spliced.extend_from_slice(&out[from..]);

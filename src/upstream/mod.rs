@@ -120,14 +120,15 @@ pub(crate) struct TargetInfo {
 }
 
 /// The probe, run by the target user's login shell: one `key=value` line
-/// per fact, each on its own so a shell that fails one still gives the
-/// others (fish, for one, has no `$(...)` before 3.4).
+/// per fact. No command substitution, no redirection: fish before 3.4 and
+/// tcsh refuse the whole line over either. A command that fails prints
+/// nothing on stdout, and `|| echo` still ends its line.
 pub(crate) const PROBE: &str = concat!(
     r#"printf 'shell=%s\n' "$SHELL"; "#,
-    r#"printf 'kernel=%s\n' "$(uname -srm 2>/dev/null)"; "#,
-    r#"printf 'host=%s\n' "$(uname -n 2>/dev/null)"; "#,
-    r#"printf 'user=%s\n' "$(id -un 2>/dev/null)"; "#,
-    r#"printf 'os=%s\n' "$(. /etc/os-release 2>/dev/null; printf %s "$PRETTY_NAME")""#,
+    "printf 'kernel='; uname -srm || echo; ",
+    "printf 'host='; uname -n || echo; ",
+    "printf 'user='; id -un || echo; ",
+    "printf 'os='; sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '\"' || echo",
 );
 
 impl TargetInfo {
@@ -325,5 +326,22 @@ impl Writer {
             Writer::Ssh(w) => w.finish().await,
             Writer::Local(w) => drop(w),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probes_lines_are_read_and_empty_ones_left_out() {
+        let info = TargetInfo::parse(
+            "shell=/bin/bash\nkernel=Linux 6.1.0 x86_64\nhost=\nuser=deploy\nnoise\nos=Debian GNU/Linux 12 (bookworm)",
+        );
+        assert_eq!(info.shell.as_deref(), Some("/bin/bash"));
+        assert_eq!(info.kernel.as_deref(), Some("Linux 6.1.0 x86_64"));
+        assert_eq!(info.host, None);
+        assert_eq!(info.user.as_deref(), Some("deploy"));
+        assert_eq!(info.os.as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
     }
 }

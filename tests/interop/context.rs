@@ -228,6 +228,33 @@ fn secrets_never_reach_the_model() {
 }
 
 #[test]
+fn long_commands_and_many_errors_keep_the_prefix_within_its_share() {
+    let model = Model::start(vec![Reply::Sse(answer("Lots of errors."))]);
+    let b = bastion_with(&model, Opts::default());
+    let t = bob(&b);
+    // Twelve long command lines, each printing 30 error lines.
+    for n in 0..12 {
+        let filler = "x".repeat(1500);
+        t.send(&format!(
+            "echo {filler} >/dev/null; for i in $(seq 30); do echo \"error: disk $i failed\"; done; echo DONE-{n}-$((1+1))\r"
+        ));
+        t.expect(&format!("DONE-{n}-2"));
+    }
+    b.wait_count("command", 12);
+    let at = ask(&t, "? what is failing");
+    let at = t.expect_from("Lots of errors.", at);
+    back_at_prompt(&b, &t, at);
+    let r = &model.wait_requests(1)[0];
+    let size = r.to_string().len();
+    assert!(size <= REQUEST_BOUND, "the request is {size} bytes");
+    assert_prefixed_once(r, "what is failing");
+    let c = content(messages(r).iter().rfind(|m| m["role"] == "user").unwrap());
+    // The context kept the newest of it.
+    assert!(c.contains("error: disk 30 failed"), "{c}");
+    assert!(c.contains("[exit 0]"), "{c}");
+}
+
+#[test]
 fn the_environment_is_the_targets() {
     let model = Model::start(vec![Reply::Sse(answer("Noted."))]);
     let b = bastion_with(&model, Opts::default());
