@@ -50,6 +50,10 @@ pub(crate) struct Config {
     #[serde(default)]
     pub(crate) users: Vec<UserConfig>,
     #[serde(default)]
+    pub(crate) agents: Vec<AgentConfig>,
+    #[serde(default)]
+    pub(crate) workflows: Vec<WorkflowConfig>,
+    #[serde(default)]
     pub(crate) llm: LlmConfig,
     #[serde(default)]
     pub(crate) ai: AiConfig,
@@ -250,6 +254,11 @@ pub(crate) struct AiConfig {
     /// the model.
     #[serde(default)]
     pub(crate) redact: Vec<Spanned<String>>,
+    /// What a plain `?` line runs: an agent or a workflow. Default: the
+    /// built-in agent, `walissh`.
+    pub(crate) entry: Option<Spanned<String>>,
+    /// A directory of skills (folders holding a SKILL.md).
+    pub(crate) skills_dir: Option<Spanned<PathBuf>>,
 }
 
 impl Default for AiConfig {
@@ -261,6 +270,8 @@ impl Default for AiConfig {
             command_timeout_s: default_command_timeout(),
             deny: Vec::new(),
             redact: Vec::new(),
+            entry: None,
+            skills_dir: None,
         }
     }
 }
@@ -326,6 +337,51 @@ impl Default for TerminalConfig {
 fn default_true() -> bool {
     true
 }
+
+/// One agent: an instruction (with `{key}` placeholders filled from the
+/// session's state), the tools it may use, where its answer is stored.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) description: String,
+    pub(crate) instruction: Spanned<String>,
+    /// The session state key its final answer is stored under.
+    pub(crate) output_key: Option<Spanned<String>>,
+    /// The tools it may use; default: all.
+    pub(crate) tools: Option<Vec<Spanned<String>>>,
+    /// Another model than `[llm] model`, on the same endpoint.
+    pub(crate) model: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum WorkflowKind {
+    Sequential,
+    Parallel,
+    Loop,
+}
+
+/// Agents and workflows composed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkflowConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) description: String,
+    pub(crate) kind: WorkflowKind,
+    pub(crate) members: Vec<Spanned<String>>,
+    /// Loops: at most this many rounds (a member may end it sooner).
+    pub(crate) max_iterations: Option<Spanned<u32>>,
+}
+
+/// The name of the built-in agent, the default entry.
+pub(crate) const BUILTIN_AGENT: &str = "walissh";
+/// The tools an agent may be given.
+pub(crate) const TOOLS: &[&str] = &["run_command", "read_file", "load_skill"];
+/// State keys every question has.
+pub(crate) const STATE_KEYS: &[&str] = &["question", "target", "user", "cwd", "host", "os"];
 
 /// What the model sees each turn, and what a session remembers.
 #[derive(Debug, Clone, Deserialize)]
@@ -492,6 +548,7 @@ impl Config {
         }
         self.validate_targets(loc)?;
         self.validate_users(loc)?;
+        self.validate_team(loc)?;
         for p in &self.ai.prefixes {
             if p.get_ref().is_empty() || p.get_ref().chars().any(char::is_control) {
                 let msg = format!(
@@ -716,6 +773,123 @@ impl TargetConfig {
 }
 
 /// Checks that a target's or user's name is well-formed and not taken.
+impl Config {
+    /// Agents and workflows: names unique and well formed, tools known,
+    /// placeholders known, members defined, loops bounded, no cycles, the
+    /// entry defined, the skills readable.
+    fn validate_team(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mut names: HashSet<&str> = HashSet::from([BUILTIN_AGENT]);
+        let mut keys: HashSet<&str> = STATE_KEYS.iter().copied().collect();
+        for a in &self.agents {
+            new_name(loc, &mut names, &a.name, "agents.name", "agent or workflow")?;
+            if let Some(k) = &a.output_key {
+                keys.insert(k.get_ref());
+            }
+            for t in a.tools.iter().flatten() {
+                if !TOOLS.contains(&t.get_ref().as_str()) {
+                    let msg = format!("unknown tool `{}` (tools: {})", t.get_ref(), TOOLS.join(", "));
+                    return Err(loc.error(t.span(), Some("agents.tools"), &msg));
+                }
+            }
+        }
+        for w in &self.workflows {
+            new_name(loc, &mut names, &w.name, "workflows.name", "agent or workflow")?;
+        }
+        for a in &self.agents {
+            let text = a.instruction.get_ref();
+            if let Some(key) = placeholders(text).find(|k| !keys.contains(k)) {
+                let msg = format!(
+                    "agent `{}`: unknown placeholder {{{key}}} (known: {})",
+                    a.name.get_ref(),
+                    sorted(&keys)
+                );
+                return Err(loc.error(a.instruction.span(), Some("agents.instruction"), &msg));
+            }
+        }
+        for w in &self.workflows {
+            let name = w.name.get_ref();
+            if w.members.is_empty() {
+                let msg = format!("workflow `{name}` has no members");
+                return Err(loc.error(w.name.span(), Some("workflows.members"), &msg));
+            }
+            for m in &w.members {
+                if !names.contains(m.get_ref().as_str()) {
+                    let msg = format!("workflow `{name}`: no agent or workflow named `{}`", m.get_ref());
+                    return Err(loc.error(m.span(), Some("workflows.members"), &msg));
+                }
+            }
+            match (w.kind, &w.max_iterations) {
+                (WorkflowKind::Loop, Some(n)) if *n.get_ref() == 0 => {
+                    let msg = format!("workflow `{name}`: max_iterations must be at least 1");
+                    return Err(loc.error(n.span(), Some("workflows.max_iterations"), &msg));
+                }
+                (WorkflowKind::Loop, None) => {
+                    let msg = format!("loop `{name}` needs max_iterations");
+                    return Err(loc.error(w.name.span(), Some("workflows.max_iterations"), &msg));
+                }
+                (WorkflowKind::Sequential | WorkflowKind::Parallel, Some(n)) => {
+                    let msg = format!("workflow `{name}`: max_iterations is for loops only");
+                    return Err(loc.error(n.span(), Some("workflows.max_iterations"), &msg));
+                }
+                _ => {}
+            }
+        }
+        if let Some(w) = self.workflow_cycle() {
+            let msg = format!("workflow `{}` contains itself", w.name.get_ref());
+            return Err(loc.error(w.name.span(), Some("workflows.members"), &msg));
+        }
+        if let Some(e) = &self.ai.entry
+            && !names.contains(e.get_ref().as_str())
+        {
+            let msg = format!("no agent or workflow named `{}`", e.get_ref());
+            return Err(loc.error(e.span(), Some("ai.entry"), &msg));
+        }
+        // PENDING(skills): load check
+        Ok(())
+    }
+
+    /// A workflow that reaches itself through its members, if any.
+    fn workflow_cycle(&self) -> Option<&WorkflowConfig> {
+        let find = |n: &str| self.workflows.iter().find(|w| w.name.get_ref() == n);
+        // Depth-first from each workflow; a path longer than there are
+        // workflows has gone round.
+        fn reaches<'a>(
+            from: &'a WorkflowConfig,
+            target: &str,
+            find: &dyn Fn(&str) -> Option<&'a WorkflowConfig>,
+            depth: usize,
+        ) -> bool {
+            depth > 0
+                && from.members.iter().any(|m| {
+                    m.get_ref() == target
+                        || find(m.get_ref()).is_some_and(|w| reaches(w, target, find, depth - 1))
+                })
+        }
+        let depth = self.workflows.len();
+        self.workflows
+            .iter()
+            .find(|w| reaches(w, w.name.get_ref(), &find, depth))
+    }
+}
+
+/// The `{key}` placeholders of an instruction: a key is a lowercase
+/// identifier; other braces (JSON, shell) are text.
+pub(crate) fn placeholders(text: &str) -> impl Iterator<Item = &str> {
+    text.split('{').skip(1).filter_map(|rest| {
+        let key = rest.split_once('}')?.0;
+        let ok = !key.is_empty()
+            && key.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        ok.then_some(key)
+    })
+}
+
+fn sorted(keys: &HashSet<&str>) -> String {
+    let mut v: Vec<&str> = keys.iter().copied().collect();
+    v.sort();
+    v.join(", ")
+}
+
 fn new_name<'a>(
     loc: &Locator,
     taken: &mut HashSet<&'a str>,
@@ -822,6 +996,55 @@ mod tests {
         assert_eq!(c.listen_addrs(), vec!["127.0.0.1:2222".parse().unwrap()]);
         assert_eq!(c.targets[0].kind, TargetKind::Local);
         assert_eq!(c.user("demo").unwrap().ai, AiMode::Confirm);
+    }
+
+    /// The error `text` gets from check-config.
+    fn team_error(text: &str) -> String {
+        Config::parse(text, "t.toml", false).unwrap_err().0
+    }
+
+    const TEAM: &str = "[[agents]]\nname = \"collect\"\ninstruction = \"Collect facts about {question}.\"\noutput_key = \"facts\"\n\n\
+        [[agents]]\nname = \"diagnose\"\ninstruction = \"Diagnose from {facts}.\"\n\n\
+        [[workflows]]\nname = \"triage\"\nkind = \"sequential\"\nmembers = [\"collect\", \"diagnose\"]\n";
+
+    #[test]
+    fn a_team_assembles() {
+        let c = Config::parse(&format!("{TEAM}\n[ai]\nentry = \"triage\"\n"), "t.toml", false).unwrap();
+        assert_eq!(c.agents.len(), 2);
+        assert_eq!(c.workflows[0].kind, WorkflowKind::Sequential);
+    }
+
+    #[test]
+    fn team_errors_name_file_line_and_name() {
+        let e = team_error(&TEAM.replace("\"diagnose\"]", "\"diagnosis\"]"));
+        assert!(e.starts_with("t.toml:13: key `workflows.members`:"), "{e}");
+        assert!(e.contains("no agent or workflow named `diagnosis`"), "{e}");
+        let e = team_error(&TEAM.replace("{facts}", "{fatcs}"));
+        assert!(e.starts_with("t.toml:8: key `agents.instruction`:"), "{e}");
+        assert!(e.contains("agent `diagnose`: unknown placeholder {fatcs}"), "{e}");
+        let cycle = format!(
+            "{TEAM}\n[[workflows]]\nname = \"a\"\nkind = \"loop\"\nmax_iterations = 2\nmembers = [\"b\"]\n\n\
+             [[workflows]]\nname = \"b\"\nkind = \"parallel\"\nmembers = [\"collect\", \"a\"]\n"
+        );
+        let e = team_error(&cycle);
+        assert!(e.contains("workflow `a` contains itself"), "{e}");
+        assert!(e.starts_with("t.toml:16:"), "{e}");
+        let e = team_error(&format!("{TEAM}\n[ai]\nentry = \"nope\"\n"));
+        assert!(e.contains("key `ai.entry`: no agent or workflow named `nope`"), "{e}");
+        let e = team_error(&TEAM.replace("name = \"diagnose\"", "name = \"collect\""));
+        assert!(e.contains("`collect` is defined twice"), "{e}");
+        let e = team_error(&TEAM.replace("kind = \"sequential\"", "kind = \"loop\""));
+        assert!(e.contains("loop `triage` needs max_iterations"), "{e}");
+        let e = team_error(&TEAM.replace("output_key", "tools = [\"rm\"]\noutput_key"));
+        assert!(e.contains("unknown tool `rm`"), "{e}");
+        let e = team_error(&TEAM.replace("name = \"collect\"", "name = \"walissh\""));
+        assert!(e.contains("`walissh` is defined twice"), "{e}");
+    }
+
+    #[test]
+    fn placeholders_are_lowercase_identifiers_in_braces() {
+        let found: Vec<&str> = placeholders("a {x} {y_2} {\"json\": 1} ${HOME} {Z} {} {q").collect();
+        assert_eq!(found, ["x", "y_2"]);
     }
 
     #[test]

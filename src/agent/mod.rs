@@ -14,6 +14,7 @@ pub(crate) mod render;
 pub(crate) mod scripted;
 pub(crate) mod seat;
 pub(crate) mod shell;
+pub(crate) mod skills;
 
 use std::time::Duration;
 
