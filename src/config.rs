@@ -186,7 +186,7 @@ pub(crate) struct UserConfig {
     keys: Vec<russh::keys::PublicKey>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LlmConfig {
     #[serde(default = "default_base_url")]
@@ -787,13 +787,23 @@ impl Config {
             }
             for t in a.tools.iter().flatten() {
                 if !TOOLS.contains(&t.get_ref().as_str()) {
-                    let msg = format!("unknown tool `{}` (tools: {})", t.get_ref(), TOOLS.join(", "));
+                    let msg = format!(
+                        "unknown tool `{}` (tools: {})",
+                        t.get_ref(),
+                        TOOLS.join(", ")
+                    );
                     return Err(loc.error(t.span(), Some("agents.tools"), &msg));
                 }
             }
         }
         for w in &self.workflows {
-            new_name(loc, &mut names, &w.name, "workflows.name", "agent or workflow")?;
+            new_name(
+                loc,
+                &mut names,
+                &w.name,
+                "workflows.name",
+                "agent or workflow",
+            )?;
         }
         for a in &self.agents {
             let text = a.instruction.get_ref();
@@ -814,7 +824,22 @@ impl Config {
             }
             for m in &w.members {
                 if !names.contains(m.get_ref().as_str()) {
-                    let msg = format!("workflow `{name}`: no agent or workflow named `{}`", m.get_ref());
+                    let msg = format!(
+                        "workflow `{name}`: no agent or workflow named `{}`",
+                        m.get_ref()
+                    );
+                    return Err(loc.error(m.span(), Some("workflows.members"), &msg));
+                }
+                // Parallel members run with hosts of their own: agents.
+                let is_workflow = self
+                    .workflows
+                    .iter()
+                    .any(|o| o.name.get_ref() == m.get_ref());
+                if w.kind == WorkflowKind::Parallel && is_workflow {
+                    let msg = format!(
+                        "parallel workflow `{name}`: `{}` is a workflow; members run in parallel must be agents",
+                        m.get_ref()
+                    );
                     return Err(loc.error(m.span(), Some("workflows.members"), &msg));
                 }
             }
@@ -844,7 +869,10 @@ impl Config {
             let msg = format!("no agent or workflow named `{}`", e.get_ref());
             return Err(loc.error(e.span(), Some("ai.entry"), &msg));
         }
-        // PENDING(skills): load check
+        if let Some(dir) = &self.ai.skills_dir {
+            crate::agent::skills::Skills::load(dir.get_ref())
+                .map_err(|e| loc.error(dir.span(), Some("ai.skills_dir"), &e))?;
+        }
         Ok(())
     }
 
@@ -879,7 +907,9 @@ pub(crate) fn placeholders(text: &str) -> impl Iterator<Item = &str> {
         let key = rest.split_once('}')?.0;
         let ok = !key.is_empty()
             && key.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-            && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         ok.then_some(key)
     })
 }
@@ -1009,7 +1039,12 @@ mod tests {
 
     #[test]
     fn a_team_assembles() {
-        let c = Config::parse(&format!("{TEAM}\n[ai]\nentry = \"triage\"\n"), "t.toml", false).unwrap();
+        let c = Config::parse(
+            &format!("{TEAM}\n[ai]\nentry = \"triage\"\n"),
+            "t.toml",
+            false,
+        )
+        .unwrap();
         assert_eq!(c.agents.len(), 2);
         assert_eq!(c.workflows[0].kind, WorkflowKind::Sequential);
     }
@@ -1021,16 +1056,22 @@ mod tests {
         assert!(e.contains("no agent or workflow named `diagnosis`"), "{e}");
         let e = team_error(&TEAM.replace("{facts}", "{fatcs}"));
         assert!(e.starts_with("t.toml:8: key `agents.instruction`:"), "{e}");
-        assert!(e.contains("agent `diagnose`: unknown placeholder {fatcs}"), "{e}");
+        assert!(
+            e.contains("agent `diagnose`: unknown placeholder {fatcs}"),
+            "{e}"
+        );
         let cycle = format!(
             "{TEAM}\n[[workflows]]\nname = \"a\"\nkind = \"loop\"\nmax_iterations = 2\nmembers = [\"b\"]\n\n\
-             [[workflows]]\nname = \"b\"\nkind = \"parallel\"\nmembers = [\"collect\", \"a\"]\n"
+             [[workflows]]\nname = \"b\"\nkind = \"sequential\"\nmembers = [\"collect\", \"a\"]\n"
         );
         let e = team_error(&cycle);
         assert!(e.contains("workflow `a` contains itself"), "{e}");
         assert!(e.starts_with("t.toml:16:"), "{e}");
         let e = team_error(&format!("{TEAM}\n[ai]\nentry = \"nope\"\n"));
-        assert!(e.contains("key `ai.entry`: no agent or workflow named `nope`"), "{e}");
+        assert!(
+            e.contains("key `ai.entry`: no agent or workflow named `nope`"),
+            "{e}"
+        );
         let e = team_error(&TEAM.replace("name = \"diagnose\"", "name = \"collect\""));
         assert!(e.contains("`collect` is defined twice"), "{e}");
         let e = team_error(&TEAM.replace("kind = \"sequential\"", "kind = \"loop\""));
@@ -1043,7 +1084,8 @@ mod tests {
 
     #[test]
     fn placeholders_are_lowercase_identifiers_in_braces() {
-        let found: Vec<&str> = placeholders("a {x} {y_2} {\"json\": 1} ${HOME} {Z} {} {q").collect();
+        let found: Vec<&str> =
+            placeholders("a {x} {y_2} {\"json\": 1} ${HOME} {Z} {} {q").collect();
         assert_eq!(found, ["x", "y_2"]);
     }
 

@@ -7,6 +7,7 @@
 //! taken apart by [`shell`]), drawing in the user's terminal ([`render`]).
 
 pub(crate) mod model;
+pub(crate) mod parallel;
 pub(crate) mod policy;
 pub(crate) mod react;
 pub(crate) mod render;
@@ -15,6 +16,7 @@ pub(crate) mod scripted;
 pub(crate) mod seat;
 pub(crate) mod shell;
 pub(crate) mod skills;
+pub(crate) mod team;
 
 use std::time::Duration;
 
@@ -43,6 +45,9 @@ pub(crate) struct Agent {
     /// The model's context window, and what of it an answer may take.
     pub(crate) context_tokens: usize,
     pub(crate) answer_tokens: usize,
+    /// The agents and workflows, and the skills they may load.
+    pub(crate) team: team::Team,
+    pub(crate) skills: skills::Skills,
 }
 
 impl Agent {
@@ -93,6 +98,13 @@ impl Agent {
             context: config.context.clone(),
             context_tokens: config.llm.context_tokens,
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
+            team: team::Team::new(config),
+            skills: config
+                .ai
+                .skills_dir
+                .as_ref()
+                .and_then(|d| skills::Skills::load(d.get_ref()).ok())
+                .unwrap_or_default(),
         }
     }
 

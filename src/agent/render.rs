@@ -149,6 +149,12 @@ impl Painter {
         out
     }
 
+    /// Which agent of a workflow speaks now.
+    pub(crate) fn heading(&mut self, agent: &str) -> Vec<u8> {
+        let agent = printable(agent);
+        self.line(&format!("{BOLD}▸ {agent}{RESET}"))
+    }
+
     /// A command the agent is about to run (and why, if it said).
     pub(crate) fn command(&mut self, command: &str, reason: &str) -> Vec<u8> {
         let command = printable(command);
@@ -215,6 +221,12 @@ impl Painter {
     pub(crate) fn at_line_start(&mut self) {
         self.col = 0;
     }
+}
+
+/// One whole line of a parallel member, its name in front.
+pub(crate) fn labelled(label: &str, line: &str) -> Vec<u8> {
+    let (label, line) = (printable(label), printable(line));
+    format!("{GUTTER}\x1b[36m[{label}]{RESET} {line}\r\n").into_bytes()
 }
 
 /// Text from the model or a command line, without control characters.

@@ -20,10 +20,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use super::parallel::{Console, Member, Target};
 use super::react::{self, Approval, Ask, Host, Outcome};
+use super::team::{Item, WorkflowSpec};
 use super::{Agent, Question, render::Painter};
 use crate::audit::{Audit, Ids};
 use crate::config::AiMode;
+use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
 use crate::context::store::Memory;
 use crate::terminal::CommandRecord;
@@ -173,6 +179,8 @@ pub(crate) struct Place<'a> {
     pub(crate) ids: &'a Ids,
     pub(crate) screen: Option<&'a Screen>,
     pub(crate) shared: &'a Shared,
+    pub(crate) runner: &'a crate::upstream::Runner,
+    pub(crate) upstream: &'a crate::upstream::Context,
 }
 
 /// Answers the session's questions, one at a time, until the session ends.
@@ -244,7 +252,35 @@ impl Seat<'_> {
         self.painter = Painter::new(self.place.shared.cols());
         let question = strip_prefix(&asked.question.text, &self.place.agent.prefixes);
         let agent = self.place.agent;
+        let team = &agent.team;
+        // `?@` lists the agents and workflows; `?@name question` runs one.
+        let (name, question) = match question.strip_prefix('@') {
+            Some(rest) => {
+                let (name, q) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                (name.to_string(), q.trim())
+            }
+            None => (team.entry.clone(), question),
+        };
+        if name.is_empty() || team.get(&name).is_none() || question.is_empty() {
+            let mut out = Vec::new();
+            if !name.is_empty() && team.get(&name).is_none() {
+                out.extend(
+                    self.painter
+                        .error(&format!("no agent or workflow named `{name}`")),
+                );
+            }
+            for line in team.listing() {
+                out.extend(self.painter.text(&line));
+                out.extend(self.painter.end_line());
+            }
+            self.show(out);
+            self.release().await;
+            return;
+        }
         let brief = self.brief(asked.snapshot).await;
+        memory.start();
+        memory.loop_ended = false;
+        set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
             Err(e) => {
                 self.audit("ai_error", vec![("message", e.as_str().into())])
@@ -252,13 +288,12 @@ impl Seat<'_> {
                 Ok(Err(e.clone()))
             }
             Ok(model) => {
-                let ask = Ask {
+                let run = Run {
                     model,
-                    agent,
-                    mode: self.place.mode,
                     brief: &brief,
+                    question,
                 };
-                let work = react::answer(ask, question, memory, self);
+                let work = self.run_item(&run, &name, memory, 0, false);
                 // The wall-clock limit covers everything: model turns,
                 // approvals, commands.
                 let wall = agent.limits.wall;
@@ -294,6 +329,145 @@ impl Seat<'_> {
             self.audit("ai_redacted", fields).await;
         }
         self.release().await;
+    }
+
+    /// Runs an agent or a workflow on the question; `depth` > 0 inside a
+    /// workflow, where each agent is announced.
+    fn run_item<'s>(
+        &'s mut self,
+        run: &'s Run<'s>,
+        name: &'s str,
+        memory: &'s mut Memory,
+        depth: usize,
+        in_loop: bool,
+    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 's>> {
+        Box::pin(async move {
+            let agent = self.place.agent;
+            let Some(item) = agent.team.get(name) else {
+                return Err(format!("no agent or workflow named `{name}`"));
+            };
+            match item {
+                Item::Agent(spec) => {
+                    if depth > 0 {
+                        let line = self.painter.heading(name);
+                        self.show(line);
+                    }
+                    let ask = Ask {
+                        model: run.model,
+                        agent,
+                        mode: self.place.mode,
+                        brief: run.brief,
+                        spec,
+                        in_loop,
+                    };
+                    let answer = react::answer(ask, run.question, memory, self).await?;
+                    let end = self.painter.end_line();
+                    self.show(end);
+                    if let Some(key) = &spec.output_key {
+                        memory.state.insert(key.clone(), answer.clone());
+                    }
+                    Ok(answer)
+                }
+                Item::Workflow(w) => {
+                    let mut last = String::new();
+                    match w.kind {
+                        WorkflowKind::Sequential => {
+                            for m in &w.members {
+                                last = self.run_item(run, m, memory, depth + 1, in_loop).await?;
+                            }
+                        }
+                        WorkflowKind::Loop => {
+                            memory.loop_ended = false;
+                            'rounds: for _ in 0..w.max_iterations {
+                                for m in &w.members {
+                                    last = self.run_item(run, m, memory, depth + 1, true).await?;
+                                    if memory.loop_ended {
+                                        break 'rounds;
+                                    }
+                                }
+                            }
+                            memory.loop_ended = false;
+                        }
+                        WorkflowKind::Parallel => {
+                            last = self.run_parallel(run, w, memory).await?;
+                        }
+                    }
+                    Ok(last)
+                }
+            }
+        })
+    }
+
+    /// Runs a parallel workflow's agents at once, each with a host of its
+    /// own (`parallel`): their commands on channels of their own, their
+    /// lines labelled. What they store joins the session's state; the
+    /// answer is theirs, each under its name.
+    async fn run_parallel(
+        &mut self,
+        run: &Run<'_>,
+        w: &WorkflowSpec,
+        memory: &mut Memory,
+    ) -> Result<String, String> {
+        let mut out = self.painter.end_line();
+        let members = w.members.join(", ");
+        out.extend(
+            self.painter
+                .heading(&format!("{} (in parallel: {members})", w.name)),
+        );
+        self.show(out);
+        let agent = self.place.agent;
+        let mode = self.place.mode;
+        let target = Target {
+            runner: self.place.runner,
+            upstream: self.place.upstream,
+            audit: self.place.audit,
+            ids: self.place.ids,
+            timeout: agent.command_timeout,
+        };
+        let console = Console {
+            draw: self.draw.clone(),
+            keys: tokio::sync::Mutex::new(&mut self.keys),
+        };
+        let results = {
+            let specs = w.members.iter().filter_map(|m| match agent.team.get(m) {
+                Some(Item::Agent(spec)) => Some(spec),
+                _ => None,
+            });
+            let runs = specs.map(|spec| {
+                let mut own = memory.fork();
+                let console = &console;
+                async move {
+                    let mut host = Member::new(&spec.name, console, target);
+                    let ask = Ask {
+                        model: run.model,
+                        agent,
+                        mode,
+                        brief: run.brief,
+                        spec,
+                        in_loop: false,
+                    };
+                    let answer = react::answer(ask, run.question, &mut own, &mut host).await;
+                    host.flush();
+                    (spec, answer, own)
+                }
+            });
+            futures_util::future::join_all(runs).await
+        };
+        let mut answers = Vec::new();
+        for (spec, answer, own) in results {
+            memory.redactions.add(&own.redactions);
+            match answer {
+                Ok(text) => {
+                    if let Some(key) = &spec.output_key {
+                        memory.state.insert(key.clone(), text.clone());
+                    }
+                    answers.push(format!("{}: {text}", spec.name));
+                }
+                Err(e) => answers.push(format!("{}: failed: {e}", spec.name)),
+            }
+        }
+        self.painter.at_line_start();
+        Ok(answers.join("\n\n"))
     }
 
     /// Command lines that finished outside a command of the agent's were
@@ -597,6 +771,29 @@ impl Host for Seat<'_> {
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         Seat::audit(self, kind, fields).await
+    }
+}
+
+/// What every agent of one question shares.
+struct Run<'a> {
+    model: &'a super::model::Model,
+    brief: &'a Brief,
+    question: &'a str,
+}
+
+/// The facts every question sets in the session's state.
+fn set_facts(state: &mut std::collections::HashMap<String, String>, brief: &Brief, question: &str) {
+    let info = brief.info.clone().unwrap_or_default();
+    let facts = [
+        ("question", Some(question.to_string())),
+        ("target", Some(brief.target.clone())),
+        ("user", info.user),
+        ("cwd", brief.cwd.clone()),
+        ("host", info.host),
+        ("os", info.os),
+    ];
+    for (key, value) in facts {
+        state.insert(key.to_string(), value.unwrap_or_default());
     }
 }
 

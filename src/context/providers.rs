@@ -152,6 +152,10 @@ impl ToolCache {
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
     }
+
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
 }
 
 /// What providers read. The prompt builder narrows the lists when the

@@ -239,6 +239,11 @@ pub(crate) struct Memory {
     current: Vec<Message>,
     /// Secrets scrubbed from what this question sent.
     pub(crate) redactions: Counts,
+    /// The session's state: facts every question sets, and what agents
+    /// stored under their `output_key`, for instructions' placeholders.
+    pub(crate) state: std::collections::HashMap<String, String>,
+    /// An agent in a loop asked to end it.
+    pub(crate) loop_ended: bool,
 }
 
 impl Memory {
@@ -248,6 +253,21 @@ impl Memory {
             tools: ToolCache::new(c.tool_cache),
             current: Vec::new(),
             redactions: Counts::default(),
+            state: Default::default(),
+            loop_ended: false,
+        }
+    }
+
+    /// A memory for a parallel member: the same state and limits, a
+    /// conversation of its own.
+    pub(crate) fn fork(&self) -> Memory {
+        Memory {
+            store: Store::new(self.store.limits),
+            tools: ToolCache::new(self.tools.cap()),
+            current: Vec::new(),
+            redactions: Counts::default(),
+            state: self.state.clone(),
+            loop_ended: false,
         }
     }
 

@@ -56,6 +56,8 @@ pub(super) struct Pumps<'a> {
     pub(super) shared: &'a Shared,
     /// What the target said about itself.
     pub(super) info: Option<&'a TargetInfo>,
+    /// Runs commands on the target beside the shell.
+    pub(super) runner: &'a upstream::Runner,
 }
 
 impl Pumps<'_> {
@@ -331,6 +333,8 @@ impl Pumps<'_> {
             ids: self.ids,
             screen: self.screen,
             shared: self.shared,
+            runner: self.runner,
+            upstream: &self.ctx.bastion.upstream,
         }
     }
 

@@ -299,6 +299,7 @@ async fn run_session(
             mut writer,
             integrated,
             info,
+            runner,
         }) => {
             let mode = bastion.config.user(&ids.user).map_or(AiMode::Off, |u| u.ai);
             // A shell that takes walissh's bootstrap gets it first, typed
@@ -328,6 +329,7 @@ async fn run_session(
                 mode,
                 shared: &shared,
                 info: info.as_ref(),
+                runner: &runner,
             };
             pumps
                 .bridge(channel, reader, writer, terminal, early_input, stop)

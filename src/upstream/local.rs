@@ -39,6 +39,7 @@ const CHUNK: usize = 32 * 1024;
 const HANGUP_GRACE: Duration = Duration::from_secs(5);
 
 /// The account a local process runs as, and what becoming it takes.
+#[derive(Clone)]
 pub(crate) struct LocalAccount {
     account: Account,
     /// Supplementary groups, looked up before fork (NSS is not safe to call

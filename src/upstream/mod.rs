@@ -105,6 +105,57 @@ pub(crate) struct Opened {
     pub(crate) integrated: Option<Shell>,
     /// What the target said about itself, for interactive shells.
     pub(crate) info: Option<TargetInfo>,
+    /// Runs more commands on the same target, beside the session.
+    pub(crate) runner: Runner,
+}
+
+/// Runs commands on a session's target beside its shell (the agent's
+/// parallel members): exec channels on the same ssh connection, or
+/// processes as the local target's account.
+#[derive(Clone)]
+pub(crate) enum Runner {
+    Ssh(ssh::Runner),
+    Local(Arc<LocalAccount>),
+}
+
+/// A command started by a [`Runner`]: its output and how it ended. For a
+/// local process the input side is kept, or the process would be hung up.
+pub(crate) struct Execution {
+    pub(crate) reader: Reader,
+    _input: Option<Writer>,
+}
+
+impl Runner {
+    /// Starts `command` with no input. The error is a sentence.
+    pub(crate) async fn exec(
+        &self,
+        ctx: &Context,
+        command: &str,
+        user: &str,
+    ) -> Result<Execution, String> {
+        match self {
+            Runner::Ssh(r) => Ok(Execution {
+                reader: Reader::Ssh(r.exec(command, user).await?),
+                _input: None,
+            }),
+            Runner::Local(who) => {
+                let req = Request {
+                    command: Command::Exec(command.as_bytes().to_vec()),
+                    pty: None,
+                    env: Vec::new(),
+                    user: user.to_string(),
+                    integrate: false,
+                };
+                let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
+                let mut input = Writer::Local(w);
+                input.eof().await;
+                Ok(Execution {
+                    reader: Reader::Local(r),
+                    _input: Some(input),
+                })
+            }
+        }
+    }
 }
 
 /// What the target says about itself: asked once, quietly, before an
@@ -232,7 +283,7 @@ pub(crate) async fn open(
 ) -> Result<Opened, String> {
     match target.kind {
         TargetKind::Ssh => {
-            let (r, w, info) = ssh::open(target, ctx, req).await?;
+            let (r, w, info, runner) = ssh::open(target, ctx, req).await?;
             let integrated = info
                 .as_ref()
                 .and_then(|i| i.shell.as_deref())
@@ -242,6 +293,7 @@ pub(crate) async fn open(
                 writer: Writer::Ssh(w),
                 integrated,
                 info,
+                runner: Runner::Ssh(runner),
             })
         }
         TargetKind::Local => {
@@ -266,6 +318,7 @@ pub(crate) async fn open(
                 writer: Writer::Local(w),
                 integrated,
                 info,
+                runner: Runner::Local(Arc::new(who)),
             })
         }
     }

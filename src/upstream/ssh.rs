@@ -154,14 +154,47 @@ pub(crate) struct Reader {
 
 pub(crate) struct Writer {
     ch: ChannelWriteHalf<client::Msg>,
-    conn: client::Handle<HostKeyCheck>,
+    conn: Arc<client::Handle<HostKeyCheck>>,
+}
+
+/// Opens more channels on a session's connection: commands the agent runs
+/// beside the user's shell.
+#[derive(Clone)]
+pub(crate) struct Runner {
+    conn: Arc<client::Handle<HostKeyCheck>>,
+}
+
+impl Runner {
+    /// Starts `command` on a channel of its own, with no input.
+    pub(crate) async fn exec(&self, command: &str, user: &str) -> Result<Reader, String> {
+        let ch = self
+            .conn
+            .channel_open_session()
+            .await
+            .map_err(|e| format!("no channel for the command: {e}"))?;
+        let (read, write) = ch.split();
+        let mut reader = Reader {
+            ch: read,
+            pending: VecDeque::new(),
+        };
+        let req = Request {
+            command: Command::Exec(command.as_bytes().to_vec()),
+            pty: None,
+            env: Vec::new(),
+            user: user.to_string(),
+            integrate: false,
+        };
+        start_command(&write, &mut reader, &req, false).await?;
+        let _ = write.eof().await;
+        Ok(reader)
+    }
 }
 
 pub(crate) async fn open(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer, Option<TargetInfo>), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
         Ok(r) => r,
         Err(_) => Err(format!("{} did not answer in time", target.name())),
@@ -172,7 +205,7 @@ async fn open_inner(
     target: &TargetConfig,
     ctx: &Context,
     req: &Request,
-) -> Result<(Reader, Writer, Option<TargetInfo>), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     let name = target.name();
     let host = target
         .host
@@ -235,7 +268,9 @@ async fn open_inner(
     start_command(&write, &mut reader, req, integrated)
         .await
         .map_err(|e| format!("{name}: {e}"))?;
-    Ok((reader, Writer { ch: write, conn }, info))
+    let conn = Arc::new(conn);
+    let runner = Runner { conn: conn.clone() };
+    Ok((reader, Writer { ch: write, conn }, info, runner))
 }
 
 /// Asks the target about itself (its login shell, OS, kernel, host name,

@@ -1,0 +1,186 @@
+//! Parallel members: agents of a parallel workflow, running at once.
+//!
+//! They cannot share the user's one interactive shell, so each runs with a
+//! [`Member`] host of its own: its commands run on channels of their own on
+//! the session's target (`upstream::Runner`: exec channels on the same ssh
+//! connection, processes as the local account), under the same approval
+//! policy and audit as the shell's. What they say and what their commands
+//! print is drawn a whole line at a time, each line labelled with the
+//! member's name, so blocks never interleave mid-line. One approval is
+//! asked at a time: the keyboard is shared. What it leaves to others: the
+//! loop each member runs (`react`), the session's screen (`seat`).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc};
+
+use super::react::{Approval, Host, Outcome};
+use super::render::labelled;
+use super::seat::Draw;
+use crate::audit::{Audit, Ids};
+use crate::terminal::Capture;
+use crate::upstream::{self, Runner};
+
+/// What the members share: the screen and the keyboard.
+pub(crate) struct Console<'a> {
+    pub(crate) draw: mpsc::UnboundedSender<Draw>,
+    pub(crate) keys: Mutex<&'a mut mpsc::Receiver<Bytes>>,
+}
+
+/// Where members' commands run, and how they are audited.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub(crate) runner: &'a Runner,
+    pub(crate) upstream: &'a upstream::Context,
+    pub(crate) audit: &'a Audit,
+    pub(crate) ids: &'a Ids,
+    pub(crate) timeout: Duration,
+}
+
+/// One member's host.
+pub(crate) struct Member<'a> {
+    pub(crate) label: &'a str,
+    pub(crate) console: &'a Console<'a>,
+    pub(crate) target: Target<'a>,
+    /// Streamed text not yet a whole line.
+    line: String,
+}
+
+impl<'a> Member<'a> {
+    pub(crate) fn new(label: &'a str, console: &'a Console<'a>, target: Target<'a>) -> Member<'a> {
+        Member {
+            label,
+            console,
+            target,
+            line: String::new(),
+        }
+    }
+
+    fn say(&self, line: &str) {
+        let _ = self
+            .console
+            .draw
+            .send(Draw::Show(labelled(self.label, line)));
+    }
+
+    /// Draws what is left of the streamed text.
+    pub(crate) fn flush(&mut self) {
+        if !self.line.trim().is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.say(&line);
+        }
+        self.line.clear();
+    }
+
+    /// Runs a command on its own channel: its output is drawn line by line
+    /// as it comes, and kept, bounded, for the model.
+    async fn exec(&self, command: &str) -> Outcome {
+        let t = self.target;
+        let started = t.runner.exec(t.upstream, command, &t.ids.user).await;
+        let mut exec = match started {
+            Ok(e) => e,
+            Err(e) => {
+                return Outcome {
+                    interrupted: Some(format!("it could not start: {e}")),
+                    ..Outcome::default()
+                };
+            }
+        };
+        let mut capture = Capture::default();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut exit_code = None;
+        let read = async {
+            while let Some(event) = exec.reader.next().await {
+                match event {
+                    upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
+                        capture.push(&d);
+                        pending.extend_from_slice(&d);
+                        while let Some(i) = memchr::memchr(b'\n', &pending) {
+                            let line: Vec<u8> = pending.drain(..=i).collect();
+                            self.say(String::from_utf8_lossy(&line).trim_end());
+                        }
+                    }
+                    upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
+                    upstream::Event::ExitSignal { .. } => exit_code = Some(128),
+                    upstream::Event::Eof => {}
+                }
+            }
+        };
+        let timed_out = tokio::time::timeout(t.timeout, read).await.is_err();
+        if !pending.is_empty() {
+            self.say(String::from_utf8_lossy(&pending).trim_end());
+        }
+        Outcome {
+            exit_code,
+            output: capture.text(),
+            output_bytes: capture.total(),
+            interrupted: timed_out.then(|| format!("it ran longer than {} s", t.timeout.as_secs())),
+            abandoned: false,
+        }
+    }
+}
+
+impl Host for Member<'_> {
+    fn thinking(&mut self) {}
+
+    fn stream(&mut self, text: &str) {
+        self.line.push_str(text);
+        while let Some(i) = self.line.find('\n') {
+            let line: String = self.line.drain(..=i).collect();
+            self.say(line.trim_end());
+        }
+    }
+
+    fn refused(&mut self, command: &str, why: &str) {
+        self.flush();
+        self.say(&format!("refused {command}: {why}"));
+    }
+
+    async fn approve(&mut self, command: &str, reason: &str) -> Approval {
+        self.flush();
+        // One question at a time on the one keyboard; keys typed before it
+        // was shown do not answer it.
+        let mut keys = self.console.keys.lock().await;
+        while keys.try_recv().is_ok() {}
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!("  # {reason}")
+        };
+        self.say(&format!("$ {command}{why}"));
+        let mut prompt = labelled(self.label, "Run? [y/N] ");
+        // The prompt waits on its line: no line break after it.
+        prompt.truncate(prompt.len() - 2);
+        let _ = self.console.draw.send(Draw::Show(prompt));
+        let answer = keys.recv().await;
+        let yes = matches!(answer.as_deref().and_then(|k| k.first()), Some(b'y' | b'Y'));
+        let _ = self.console.draw.send(Draw::Show(if yes {
+            b"y\r\n".to_vec()
+        } else {
+            b"n\r\n".to_vec()
+        }));
+        if yes { Approval::Yes } else { Approval::No }
+    }
+
+    async fn run(&mut self, command: &str) -> Outcome {
+        self.flush();
+        self.say(&format!("$ {command}"));
+        let outcome = self.exec(command).await;
+        match (&outcome.interrupted, outcome.exit_code) {
+            (Some(why), _) => self.say(&format!("interrupted: {why}")),
+            (None, Some(code)) if code != 0 => self.say(&format!("exit {code}")),
+            _ => {}
+        }
+        outcome
+    }
+
+    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+        let mut ev = self.target.ids.event(kind).field("agent", self.label);
+        for (k, v) in fields {
+            ev = ev.field(k, v);
+        }
+        self.target.audit.event(ev).await;
+    }
+}
