@@ -42,7 +42,7 @@ pub(crate) struct WorkflowSpec {
 }
 
 pub(crate) enum Item {
-    Agent(AgentSpec),
+    Agent(Box<AgentSpec>),
     Workflow(WorkflowSpec),
 }
 
@@ -80,14 +80,14 @@ impl Team {
         let mut order = vec![BUILTIN_AGENT.to_string()];
         items.insert(
             BUILTIN_AGENT.to_string(),
-            Item::Agent(AgentSpec {
+            Item::Agent(Box::new(AgentSpec {
                 name: BUILTIN_AGENT.into(),
                 description: "the built-in agent: investigates with shell commands".into(),
                 instruction: BUILTIN_ROLE.into(),
                 output_key: None,
                 tools: TOOLS.to_vec(),
                 model: None,
-            }),
+            })),
         );
         for a in &config.agents {
             let tools = match &a.tools {
@@ -109,14 +109,14 @@ impl Team {
             order.push(name.clone());
             items.insert(
                 name.clone(),
-                Item::Agent(AgentSpec {
+                Item::Agent(Box::new(AgentSpec {
                     name,
                     description: a.description.clone(),
                     instruction: a.instruction.get_ref().clone(),
                     output_key: a.output_key.as_ref().map(|k| k.get_ref().clone()),
                     tools,
                     model,
-                }),
+                })),
             );
         }
         for w in &config.workflows {
