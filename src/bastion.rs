@@ -26,20 +26,73 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(5);
 /// Everything connections and sessions share. No global state: one of these
 /// is made by `serve` and handed around in an `Arc`.
 pub(crate) struct Bastion {
-    pub(crate) config: Config,
+    /// The config and what is assembled from it, replaced whole at each
+    /// reload: logins and questions take the current one.
+    live: std::sync::RwLock<Arc<Live>>,
     pub(crate) audit: Audit,
     pub(crate) recorder: Recorder,
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
     pub(crate) upstream: crate::upstream::Context,
+}
+
+/// One config, and the agents, workflows and skills assembled from it.
+pub(crate) struct Live {
+    pub(crate) config: Config,
     pub(crate) agent: crate::agent::Agent,
+}
+
+impl Bastion {
+    /// The current config: a session holds on to the one it started with,
+    /// for its target and settings; each question takes the newest.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Re-reads the config file (SIGHUP). Users, targets, agents,
+    /// workflows and skills change for new logins and new questions; live
+    /// sessions go on. An invalid file is refused and the old config kept.
+    /// What only a restart changes (listen addresses, state, keys) is said.
+    async fn reload(&self) {
+        let current = self.live();
+        if current.config.embedded {
+            tracing::info!("nothing to reload: walissh runs on its embedded default");
+            return;
+        }
+        let path = std::path::PathBuf::from(&current.config.source);
+        let state_dir = current.config.state_dir().to_path_buf();
+        // Reading files (the config, the skills) is blocking work.
+        let loaded = tokio::task::spawn_blocking(move || {
+            let mut config = Config::load(Some(&path)).map_err(|e| e.0)?;
+            config.server.state_dir = std::path::absolute(config.state_dir())
+                .map_err(|e| format!("{}: {e}", config.state_dir().display()))?;
+            let agent = crate::agent::Agent::new(&config);
+            Ok::<_, String>(Live { config, agent })
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r);
+        match loaded {
+            Ok(live) => {
+                let old = &current.config;
+                if live.config.listen_addrs() != old.listen_addrs()
+                    || live.config.state_dir() != state_dir
+                {
+                    tracing::warn!("listen addresses and state_dir change only at a restart");
+                }
+                *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(live);
+                tracing::info!("config reloaded");
+            }
+            Err(e) => tracing::error!(error = %e, "reload failed; the old config stays"),
+        }
+    }
 }
 
 /// Runs the bastion until SIGTERM or SIGINT.
 pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     // Before anything can be announced: a SIGTERM right after "listening"
     // must shut down cleanly, not kill the process.
-    let signals = Signals::new()?;
+    let mut signals = Signals::new()?;
     crate::keys::create_private_dir(config.state_dir())?;
     // Paths stored in the audit (recordings) must not depend on the
     // directory walissh was started from.
@@ -88,8 +141,10 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
             own_account,
             spawn_lock: std::sync::Mutex::new(()),
         },
-        agent: crate::agent::Agent::new(&config),
-        config,
+        live: std::sync::RwLock::new(Arc::new(Live {
+            agent: crate::agent::Agent::new(&config),
+            config,
+        })),
         audit,
         recorder,
     });
@@ -107,7 +162,11 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
-    signals.wait().await;
+    while signals.wait().await == Signal::Reload {
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
+        bastion.reload().await;
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    }
     tracing::info!("shutting down: telling connected users");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     sessions.begin();
@@ -137,10 +196,18 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
     Ok(())
 }
 
-/// SIGTERM and SIGINT, caught from the moment this exists.
+/// SIGTERM and SIGINT (stop), SIGHUP (reload), caught from the moment
+/// this exists.
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Signal {
+    Stop,
+    Reload,
 }
 
 impl Signals {
@@ -150,13 +217,15 @@ impl Signals {
         Ok(Signals {
             term: signal(SignalKind::terminate()).map_err(err)?,
             int: signal(SignalKind::interrupt()).map_err(err)?,
+            hup: signal(SignalKind::hangup()).map_err(err)?,
         })
     }
 
-    async fn wait(mut self) {
+    async fn wait(&mut self) -> Signal {
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
+            _ = self.term.recv() => Signal::Stop,
+            _ = self.int.recv() => Signal::Stop,
+            _ = self.hup.recv() => Signal::Reload,
         }
     }
 }

@@ -93,8 +93,8 @@ pub(crate) async fn accept_loop(
             sessions: sessions.clone(),
         };
         let config = config.clone();
-        let login_by =
-            tokio::time::Instant::now() + Duration::from_secs(bastion.config.server.login_grace_s);
+        let login_by = tokio::time::Instant::now()
+            + Duration::from_secs(bastion.live().config.server.login_grace_s);
         tokio::spawn(async move {
             let setup = tokio::time::timeout_at(
                 login_by,
@@ -208,7 +208,11 @@ impl Connection {
     }
 
     fn known_key(&self, user: &str, key: &PublicKey) -> bool {
-        self.bastion.config.user(user).is_some_and(|u| u.knows(key))
+        self.bastion
+            .live()
+            .config
+            .user(user)
+            .is_some_and(|u| u.knows(key))
     }
 
     async fn refuse_forward(&self, what: &str, detail: String) {
@@ -240,6 +244,7 @@ impl russh::server::Handler for Connection {
             return Ok(self.reject(&login, "password", "locked_out", None).await);
         };
         let hash = bastion
+            .live()
             .config
             .user(&login.user)
             .and_then(|u| u.password_hash.as_ref())
@@ -302,6 +307,7 @@ impl russh::server::Handler for Connection {
         };
         reply.accept().await;
         let ctx = crate::session::Context {
+            live: self.bastion.live(),
             bastion: self.bastion.clone(),
             login,
             peer: self.peer,

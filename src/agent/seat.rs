@@ -26,7 +26,7 @@ use std::pin::Pin;
 use super::parallel::{Console, Member, Target};
 use super::react::{self, Approval, Ask, Host, Outcome};
 use super::team::{Item, WorkflowSpec};
-use super::{Agent, Question, render::Painter};
+use super::{Question, render::Painter};
 use crate::audit::{Audit, Ids};
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
@@ -173,7 +173,10 @@ pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
 
 /// What a seat needs from its session.
 pub(crate) struct Place<'a> {
-    pub(crate) agent: &'a Agent,
+    pub(crate) bastion: &'a crate::bastion::Bastion,
+    /// The config and agents: each question takes the newest (a reload
+    /// changes what `?` runs in live sessions too).
+    pub(crate) live: std::sync::Arc<crate::bastion::Live>,
     pub(crate) mode: AiMode,
     pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
@@ -204,19 +207,20 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         shown: None,
         abandoned: false,
     };
-    let mut memory = Memory::new(&seat.place.agent.context);
+    let mut memory = Memory::new(&seat.place.live.agent.context);
     let (audit, ids) = (seat.place.audit, seat.place.ids);
     // With `[context] restore`, the user's last conversation with this
     // target comes back (stored sanitised and scrubbed).
-    let restore = seat.place.agent.context.restore;
+    let restore = seat.place.live.agent.context.restore;
     if restore
         && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await
         && let Ok(saved) = serde_json::from_str(&saved)
     {
-        let redactor = &seat.place.agent.redactor;
+        let redactor = &seat.place.live.agent.redactor;
         memory.store.restore(&saved, |t| redactor.redact(t).0);
     }
     while let Some(asked) = questions.recv().await {
+        seat.place.live = seat.place.bastion.live();
         while cancel.try_recv().is_ok() {}
         seat.place.shared.set_active(true);
         seat.answer(asked, &mut cancel, &mut memory).await;
@@ -250,8 +254,9 @@ impl Seat<'_> {
         self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
         self.painter = Painter::new(self.place.shared.cols());
-        let question = strip_prefix(&asked.question.text, &self.place.agent.prefixes);
-        let agent = self.place.agent;
+        let live = self.place.live.clone();
+        let agent = &live.agent;
+        let question = strip_prefix(&asked.question.text, &agent.prefixes);
         let team = &agent.team;
         // `?@` lists the agents and workflows; `?@name question` runs one.
         let (name, question) = match question.strip_prefix('@') {
@@ -342,7 +347,8 @@ impl Seat<'_> {
         in_loop: bool,
     ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 's>> {
         Box::pin(async move {
-            let agent = self.place.agent;
+            let live = self.place.live.clone();
+            let agent = &live.agent;
             let Some(item) = agent.team.get(name) else {
                 return Err(format!("no agent or workflow named `{name}`"));
             };
@@ -415,7 +421,8 @@ impl Seat<'_> {
                 .heading(&format!("{} (in parallel: {members})", w.name)),
         );
         self.show(out);
-        let agent = self.place.agent;
+        let live = self.place.live.clone();
+        let agent = &live.agent;
         let mode = self.place.mode;
         let target = Target {
             runner: self.place.runner,
@@ -483,7 +490,7 @@ impl Seat<'_> {
     /// What the providers will say of the session: scrubbed and cut on a
     /// blocking thread (regexes over up to the whole history's output).
     async fn brief(&self, snapshot: Snapshot) -> Brief {
-        let agent = self.place.agent;
+        let agent = &self.place.live.agent;
         let redactor = agent.redactor.clone();
         let (recent, events) = (agent.context.recent_commands, agent.context.key_events);
         let target = snapshot.target.clone();
@@ -579,7 +586,7 @@ impl Seat<'_> {
     /// waits for input or runs too long. Keys the user types meanwhile go
     /// to the command: they may answer it themselves.
     async fn follow(&mut self, command: &str) -> (Option<CommandRecord>, Option<String>) {
-        let limit = self.place.agent.command_timeout;
+        let limit = self.place.live.agent.command_timeout;
         let typed = Instant::now();
         let deadline = typed + limit;
         let mut took_over = false;

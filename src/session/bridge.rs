@@ -327,7 +327,8 @@ impl Pumps<'_> {
     /// What the agent's seat needs from the session.
     fn place(&self) -> Place<'_> {
         Place {
-            agent: &self.ctx.bastion.agent,
+            bastion: &self.ctx.bastion,
+            live: self.ctx.live.clone(),
             mode: self.mode,
             audit: &self.ctx.bastion.audit,
             ids: self.ids,

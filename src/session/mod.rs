@@ -19,7 +19,7 @@ use russh::{Channel, ChannelMsg};
 use crate::agent::seat::Shared;
 use crate::audit::recording::{Header, Recording};
 use crate::audit::{Event, Ids, SessionRow};
-use crate::bastion::Bastion;
+use crate::bastion::{Bastion, Live};
 use crate::config::{AiMode, OnFailure, TargetConfig};
 use crate::route::{self, Login, NoTarget};
 use crate::shutdown::Listener;
@@ -40,6 +40,9 @@ const SHUTTING_DOWN: &str = "the bastion is shutting down; this session ends now
 /// What a session knows about where it runs.
 pub(crate) struct Context {
     pub(crate) bastion: Arc<Bastion>,
+    /// The config as it was when the session started: its target and
+    /// settings hold for the session, whatever a reload changes.
+    pub(crate) live: Arc<Live>,
     pub(crate) login: Login,
     pub(crate) peer: SocketAddr,
     pub(crate) handle: Handle,
@@ -180,7 +183,7 @@ async fn choose_target(
     channel: &mut Channel<Msg>,
     setup: &mut Setup,
 ) -> Result<TargetConfig, NoTarget> {
-    let config = &ctx.bastion.config;
+    let config = &ctx.live.config;
     // The handler only accepts logins of configured users.
     let user = config.user(&ctx.login.user).ok_or_else(|| NoTarget {
         message: "unknown user".into(),
@@ -287,7 +290,7 @@ async fn run_session(
         pty: pty_spec,
         env,
         user: ids.user.clone(),
-        integrate: bastion.config.terminal.shell_integration,
+        integrate: ctx.live.config.terminal.shell_integration,
     };
     let opened = tokio::select! {
         o = upstream::open(&target, &bastion.upstream, &request) => o,
@@ -301,20 +304,24 @@ async fn run_session(
             info,
             runner,
         }) => {
-            let mode = bastion.config.user(&ids.user).map_or(AiMode::Off, |u| u.ai);
+            let mode = ctx
+                .live
+                .config
+                .user(&ids.user)
+                .map_or(AiMode::Off, |u| u.ai);
             // A shell that takes walissh's bootstrap gets it first, typed
             // into its terminal; the terminal model then hides its traces.
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
                     let nonce = session_id();
-                    let prefixes = &bastion.agent.prefixes;
+                    let prefixes = &ctx.live.agent.prefixes;
                     let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
                     let _ = writer.data(Bytes::from(input)).await;
                     Some(Terminal::integrated(&nonce, mode != AiMode::Off))
                 }
                 _ => None,
             };
-            let screen = match (&request.pty, bastion.config.terminal.screen_model) {
+            let screen = match (&request.pty, ctx.live.config.terminal.screen_model) {
                 (Some(p), true) => Some(Screen::start(p.rows, p.cols)),
                 _ => None,
             };
