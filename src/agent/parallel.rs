@@ -27,6 +27,45 @@ use crate::upstream::{self, Runner};
 pub(crate) struct Console<'a> {
     pub(crate) draw: mpsc::UnboundedSender<Draw>,
     pub(crate) keys: Mutex<&'a mut mpsc::Receiver<Bytes>>,
+    /// A `Run?` prompt waiting on its line: another member's line is drawn
+    /// above it, and the prompt again below.
+    pub(crate) waiting: std::sync::Mutex<Option<Vec<u8>>>,
+}
+
+impl<'a> Console<'a> {
+    pub(crate) fn new(
+        draw: mpsc::UnboundedSender<Draw>,
+        keys: &'a mut mpsc::Receiver<Bytes>,
+    ) -> Console<'a> {
+        Console {
+            draw,
+            keys: Mutex::new(keys),
+            waiting: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Draws one whole line, above a waiting prompt if there is one.
+    fn line(&self, bytes: Vec<u8>) {
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let out = match waiting.as_ref() {
+            Some(prompt) => {
+                let mut out = b"\r\x1b[K".to_vec();
+                out.extend(bytes);
+                out.extend_from_slice(prompt);
+                out
+            }
+            None => bytes,
+        };
+        let _ = self.draw.send(Draw::Show(out));
+    }
+
+    /// Shows a prompt that waits on its line (`None`: it was answered).
+    fn wait_on(&self, prompt: Option<Vec<u8>>) {
+        if let Some(p) = &prompt {
+            let _ = self.draw.send(Draw::Show(p.clone()));
+        }
+        *self.waiting.lock().unwrap_or_else(|e| e.into_inner()) = prompt;
+    }
 }
 
 /// Where members' commands run, and how they are audited.
@@ -59,10 +98,7 @@ impl<'a> Member<'a> {
     }
 
     fn say(&self, line: &str) {
-        let _ = self
-            .console
-            .draw
-            .send(Draw::Show(labelled(self.label, line)));
+        self.console.line(labelled(self.label, line));
     }
 
     /// Draws what is left of the streamed text.
@@ -153,8 +189,9 @@ impl Host for Member<'_> {
         let mut prompt = labelled(self.label, "Run? [y/N] ");
         // The prompt waits on its line: no line break after it.
         prompt.truncate(prompt.len() - 2);
-        let _ = self.console.draw.send(Draw::Show(prompt));
+        self.console.wait_on(Some(prompt));
         let answer = keys.recv().await;
+        self.console.wait_on(None);
         let yes = matches!(answer.as_deref().and_then(|k| k.first()), Some(b'y' | b'Y'));
         let _ = self.console.draw.send(Draw::Show(if yes {
             b"y\r\n".to_vec()

@@ -431,10 +431,7 @@ impl Seat<'_> {
             ids: self.place.ids,
             timeout: agent.command_timeout,
         };
-        let console = Console {
-            draw: self.draw.clone(),
-            keys: tokio::sync::Mutex::new(&mut self.keys),
-        };
+        let console = Console::new(self.draw.clone(), &mut self.keys);
         let results = {
             let specs = w.members.iter().filter_map(|m| match agent.team.get(m) {
                 Some(Item::Agent(spec)) => Some(spec),

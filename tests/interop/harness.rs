@@ -241,6 +241,36 @@ impl Capture {
         }
     }
 
+    /// Waits until one of `needles` appears at or after byte `from` and
+    /// the line it is on is complete; returns that whole line.
+    pub fn wait_line_from(&self, needles: &[&str], from: usize) -> String {
+        let (m, cv) = &*self.inner;
+        let start = Instant::now();
+        let mut g = m.lock().unwrap();
+        loop {
+            if g.len() > from {
+                let hay = &g[from..];
+                let hit = needles.iter().filter_map(|n| find(hay, n.as_bytes())).min();
+                if let Some(i) = hit
+                    && let Some(nl) = hay[i..].iter().position(|&b| b == b'\n')
+                {
+                    let begin = hay[..i]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |p| p + 1);
+                    return String::from_utf8_lossy(&hay[begin..i + nl]).into_owned();
+                }
+            }
+            let left = DEADLINE.checked_sub(start.elapsed()).unwrap_or_else(|| {
+                panic!(
+                    "timed out waiting for a line with one of {needles:?}; got:\n{}",
+                    String::from_utf8_lossy(&g)
+                )
+            });
+            g = cv.wait_timeout(g, left).unwrap().0;
+        }
+    }
+
     /// What came from byte `from` on, as text.
     pub fn since(&self, from: usize) -> String {
         let g = self.inner.0.lock().unwrap();
@@ -646,6 +676,22 @@ timeout_s = {llm_timeout}
         let mut child = self.child.take().unwrap();
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         child.wait().unwrap()
+    }
+
+    /// walissh's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("walissh is not running").id()
+    }
+
+    /// Sends SIGHUP (re-read the config) and waits for walissh to log
+    /// how it went: returns the log line saying `config reloaded` or
+    /// `reload failed`.
+    pub fn reload(&self) -> String {
+        let from = self.log.end();
+        let rc = unsafe { libc::kill(self.pid() as i32, libc::SIGHUP) };
+        assert_eq!(rc, 0, "kill -HUP: {}", std::io::Error::last_os_error());
+        self.log
+            .wait_line_from(&["config reloaded", "reload failed"], from)
     }
 
     /// The next systemd notification walissh sent.

@@ -11,5 +11,6 @@ mod lifecycle;
 mod login;
 mod proxy;
 mod targets;
+mod team;
 mod terminal;
 mod upstream;
