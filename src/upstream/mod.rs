@@ -66,6 +66,18 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// A command with no PTY, no environment and no integration: what the
+    /// agent's parallel members run.
+    pub(crate) fn exec(command: &str, user: &str) -> Request {
+        Request {
+            command: Command::Exec(command.as_bytes().to_vec()),
+            pty: None,
+            env: Vec::new(),
+            user: user.to_string(),
+            integrate: false,
+        }
+    }
+
     /// Whether this is a PTY shell that should get shell integration.
     fn wants_integration(&self) -> bool {
         self.integrate && self.pty.is_some() && matches!(self.command, Command::Shell)
@@ -139,13 +151,7 @@ impl Runner {
                 _input: None,
             }),
             Runner::Local(who) => {
-                let req = Request {
-                    command: Command::Exec(command.as_bytes().to_vec()),
-                    pty: None,
-                    env: Vec::new(),
-                    user: user.to_string(),
-                    integrate: false,
-                };
+                let req = Request::exec(command, user);
                 let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
                 let mut input = Writer::Local(w);
                 input.eof().await;

@@ -177,14 +177,7 @@ impl Runner {
             ch: read,
             pending: VecDeque::new(),
         };
-        let req = Request {
-            command: Command::Exec(command.as_bytes().to_vec()),
-            pty: None,
-            env: Vec::new(),
-            user: user.to_string(),
-            integrate: false,
-        };
-        start_command(&write, &mut reader, &req, false).await?;
+        start_command(&write, &mut reader, &Request::exec(command, user), false).await?;
         let _ = write.eof().await;
         Ok(reader)
     }

@@ -5,18 +5,7 @@ use std::process::{Command, Stdio};
 
 use crate::harness::*;
 
-fn check(config: &str) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.toml");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(walissh_bin())
-        .args(["check-config", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let err = stderr(&out).replace(&path.display().to_string(), "FILE");
-    (out.status.code(), err)
-}
+use check_config as check;
 
 #[test]
 fn check_config_names_file_line_and_key() {

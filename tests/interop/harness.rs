@@ -984,6 +984,21 @@ impl Drop for Terminal {
     }
 }
 
+/// check-config on `config` (written to a file): exit code and stderr,
+/// the file's path replaced by FILE.
+pub fn check_config(config: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walissh.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = Command::new(walissh_bin())
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = stderr(&out).replace(&path.display().to_string(), "FILE");
+    (out.status.code(), err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

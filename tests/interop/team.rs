@@ -7,28 +7,16 @@
 //! As everywhere in this suite, waits are for events (text on the screen,
 //! requests at the model server, audit rows, log lines), never for time.
 
-use std::process::Command;
-
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::agent::{answer_run, ask, back_at_prompt, bastion_with, bob, content, messages};
+use crate::agent::{answer_run, ask, back_at_prompt, bob, content, messages};
 use crate::harness::*;
 use crate::model::*;
 
 /// walissh asking `model`, with `toml` appended to its config, and bob at
 /// his prompt on web1 (confirm mode).
-fn team(model: &Model, toml: &str) -> (Bastion, Terminal) {
-    let b = bastion_with(
-        model,
-        Opts {
-            extra_toml: toml.into(),
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
-    (b, t)
-}
+use crate::agent::bob_with_ai as team;
 
 /// A turn with one call of the tool `name` with `args`, whole, then
 /// `finish_reason: tool_calls`.
@@ -749,20 +737,7 @@ fn a_skill_is_loaded_and_followed() {
 
 // ---- check-config ----
 
-/// check-config on `config`: exit code and stderr, the file's path
-/// replaced by FILE.
-fn check(config: &str) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("team.toml");
-    std::fs::write(&path, config).unwrap();
-    let out = Command::new(walissh_bin())
-        .args(["check-config", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let err = stderr(&out).replace(&path.display().to_string(), "FILE");
-    (out.status.code(), err)
-}
+use crate::harness::check_config as check;
 
 /// Lines 1-14.
 const TEAM: &str = "[[agents]]\n\
