@@ -158,7 +158,8 @@ pub(crate) struct TargetConfig {
     pub(crate) run_as: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// From the strictest to the most permissive (the order `min` uses).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum AiMode {
     Off,
@@ -876,27 +877,45 @@ impl Config {
         Ok(())
     }
 
-    /// A workflow that reaches itself through its members, if any.
+    /// A workflow that reaches itself through its members, if any: a
+    /// depth-first walk that marks what it has finished, so each workflow
+    /// is walked once.
     fn workflow_cycle(&self) -> Option<&WorkflowConfig> {
-        let find = |n: &str| self.workflows.iter().find(|w| w.name.get_ref() == n);
-        // Depth-first from each workflow; a path longer than there are
-        // workflows has gone round.
-        fn reaches<'a>(
-            from: &'a WorkflowConfig,
-            target: &str,
-            find: &dyn Fn(&str) -> Option<&'a WorkflowConfig>,
-            depth: usize,
-        ) -> bool {
-            depth > 0
-                && from.members.iter().any(|m| {
-                    m.get_ref() == target
-                        || find(m.get_ref()).is_some_and(|w| reaches(w, target, find, depth - 1))
-                })
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Walking,
+            Done,
         }
-        let depth = self.workflows.len();
-        self.workflows
-            .iter()
-            .find(|w| reaches(w, w.name.get_ref(), &find, depth))
+        fn walk<'a>(
+            i: usize,
+            ws: &'a [WorkflowConfig],
+            marks: &mut [Mark],
+        ) -> Option<&'a WorkflowConfig> {
+            marks[i] = Mark::Walking;
+            for m in &ws[i].members {
+                let Some(j) = ws.iter().position(|w| w.name.get_ref() == m.get_ref()) else {
+                    continue;
+                };
+                match marks[j] {
+                    Mark::Walking => return Some(&ws[j]),
+                    Mark::New => {
+                        if let Some(w) = walk(j, ws, marks) {
+                            return Some(w);
+                        }
+                    }
+                    Mark::Done => {}
+                }
+            }
+            marks[i] = Mark::Done;
+            None
+        }
+        let mut marks = vec![Mark::New; self.workflows.len()];
+        (0..self.workflows.len()).find_map(|i| {
+            (marks[i] == Mark::New)
+                .then(|| walk(i, &self.workflows, &mut marks))
+                .flatten()
+        })
     }
 }
 
@@ -1080,6 +1099,26 @@ mod tests {
         assert!(e.contains("unknown tool `rm`"), "{e}");
         let e = team_error(&TEAM.replace("name = \"collect\"", "name = \"walissh\""));
         assert!(e.contains("`walissh` is defined twice"), "{e}");
+    }
+
+    #[test]
+    fn a_wide_acyclic_team_is_checked_once_per_workflow() {
+        // Each of 40 workflows lists every later one: a walk without marks
+        // would take 2^40 steps.
+        let mut text = String::from("[[agents]]\nname = \"x\"\ninstruction = \"x\"\n");
+        for i in 0..40 {
+            let later: Vec<String> = (i + 1..40)
+                .map(|j| format!("\"w{j}\""))
+                .chain(["\"x\"".into()])
+                .collect();
+            text.push_str(&format!(
+                "[[workflows]]\nname = \"w{i}\"\nkind = \"sequential\"\nmembers = [{}]\n",
+                later.join(", ")
+            ));
+        }
+        assert!(Config::parse(&text, "t.toml", false).is_ok());
+        let cyclic = text.replace("members = [\"x\"]", "members = [\"w0\"]");
+        assert!(team_error(&cyclic).contains("contains itself"));
     }
 
     #[test]

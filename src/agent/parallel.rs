@@ -23,6 +23,12 @@ use crate::audit::{Audit, Ids};
 use crate::terminal::Capture;
 use crate::upstream::{self, Runner};
 
+/// Lines of one command's output drawn, at most; the model still gets its
+/// bounded head and tail.
+const SHOWN_LINES: usize = 200;
+/// A line without a break is drawn in pieces of this many bytes.
+const LINE_MAX: usize = 4096;
+
 /// What the members share: the screen and the keyboard.
 pub(crate) struct Console<'a> {
     pub(crate) draw: mpsc::UnboundedSender<Draw>,
@@ -114,7 +120,10 @@ impl<'a> Member<'a> {
     /// as it comes, and kept, bounded, for the model.
     async fn exec(&self, command: &str) -> Outcome {
         let t = self.target;
-        let started = t.runner.exec(t.upstream, command, &t.ids.user).await;
+        let started =
+            tokio::time::timeout(t.timeout, t.runner.exec(t.upstream, command, &t.ids.user))
+                .await
+                .unwrap_or_else(|_| Err("the target did not start it in time".into()));
         let mut exec = match started {
             Ok(e) => e,
             Err(e) => {
@@ -126,15 +135,29 @@ impl<'a> Member<'a> {
         };
         let mut capture = Capture::default();
         let mut pending: Vec<u8> = Vec::new();
+        let mut shown = 0;
         let mut exit_code = None;
         let read = async {
             while let Some(event) = exec.reader.next().await {
                 match event {
                     upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
                         capture.push(&d);
+                        if shown > SHOWN_LINES {
+                            continue;
+                        }
                         pending.extend_from_slice(&d);
-                        while let Some(i) = memchr::memchr(b'\n', &pending) {
+                        // Whole lines, and long ones in pieces: output
+                        // without line breaks must not pile up.
+                        while let Some(i) = memchr::memchr(b'\n', &pending)
+                            .or((pending.len() >= LINE_MAX).then_some(LINE_MAX - 1))
+                        {
                             let line: Vec<u8> = pending.drain(..=i).collect();
+                            shown += 1;
+                            if shown > SHOWN_LINES {
+                                self.say("[... more output, not shown ...]");
+                                pending.clear();
+                                break;
+                            }
                             self.say(String::from_utf8_lossy(&line).trim_end());
                         }
                     }
@@ -186,7 +209,15 @@ impl Host for Member<'_> {
             format!("  # {reason}")
         };
         self.say(&format!("$ {command}{why}"));
-        let mut prompt = labelled(self.label, "Run? [y/N] ");
+        // The command is named in the prompt: other members' lines may
+        // come between it and its `$` line.
+        let short: String = command.chars().take(60).collect();
+        let more = if short.len() < command.len() {
+            "…"
+        } else {
+            ""
+        };
+        let mut prompt = labelled(self.label, &format!("Run `{short}{more}`? [y/N] "));
         // The prompt waits on its line: no line break after it.
         prompt.truncate(prompt.len() - 2);
         self.console.wait_on(Some(prompt));

@@ -206,6 +206,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         running: false,
         shown: None,
         abandoned: false,
+        speaking: None,
     };
     let mut memory = Memory::new(&seat.place.live.agent.context);
     let (audit, ids) = (seat.place.audit, seat.place.ids);
@@ -219,8 +220,19 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         let redactor = &seat.place.live.agent.redactor;
         memory.store.restore(&saved, |t| redactor.redact(t).0);
     }
+    let (started_with, mode_at_login) = (seat.place.live.clone(), seat.place.mode);
     while let Some(asked) = questions.recv().await {
-        seat.place.live = seat.place.bastion.live();
+        // Each question takes the newest config, but for a reload that
+        // changed the prefixes: this session's shell catches the old ones.
+        let newest = seat.place.bastion.live();
+        if newest.agent.prefixes == started_with.agent.prefixes {
+            seat.place.live = newest;
+        }
+        // The stricter of the mode at login and today's: a reload never
+        // widens a live session's rights, and a user gone from the config
+        // has none.
+        let today = seat.place.live.config.user(&ids.user).map(|u| u.ai);
+        seat.place.mode = today.unwrap_or(AiMode::Off).min(mode_at_login);
         while cancel.try_recv().is_ok() {}
         seat.place.shared.set_active(true);
         seat.answer(asked, &mut cancel, &mut memory).await;
@@ -246,6 +258,9 @@ struct Seat<'a> {
     /// A command would not stop and was left to the user: the shell is not
     /// at its prompt.
     abandoned: bool,
+    /// The configured agent answering, if not the built-in one: its name
+    /// goes on its audit rows.
+    speaking: Option<String>,
 }
 
 impl Seat<'_> {
@@ -253,9 +268,18 @@ impl Seat<'_> {
         while self.keys.try_recv().is_ok() {}
         self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
+        self.speaking = None;
         self.painter = Painter::new(self.place.shared.cols());
         let live = self.place.live.clone();
         let agent = &live.agent;
+        if self.place.mode == AiMode::Off {
+            let why = "the agent is off for your account; nothing was run.";
+            let line = self.painter.error(why);
+            self.show(line);
+            self.audit("ai_error", vec![("message", why.into())]).await;
+            self.release().await;
+            return;
+        }
         let question = strip_prefix(&asked.question.text, &agent.prefixes);
         let team = &agent.team;
         // `?@` lists the agents and workflows; `?@name question` runs one.
@@ -358,6 +382,8 @@ impl Seat<'_> {
                         let line = self.painter.heading(name);
                         self.show(line);
                     }
+                    self.speaking =
+                        (name != crate::config::BUILTIN_AGENT).then(|| name.to_string());
                     let ask = Ask {
                         model: run.model,
                         agent,
@@ -383,7 +409,9 @@ impl Seat<'_> {
                             }
                         }
                         WorkflowKind::Loop => {
-                            memory.loop_ended = false;
+                            // An enclosing loop's end request waits for
+                            // this one to finish: it is kept, not reset.
+                            let outer = std::mem::take(&mut memory.loop_ended);
                             'rounds: for _ in 0..w.max_iterations {
                                 for m in &w.members {
                                     last = self.run_item(run, m, memory, depth + 1, true).await?;
@@ -392,7 +420,7 @@ impl Seat<'_> {
                                     }
                                 }
                             }
-                            memory.loop_ended = false;
+                            memory.loop_ended = outer;
                         }
                         WorkflowKind::Parallel => {
                             last = self.run_parallel(run, w, memory).await?;
@@ -644,6 +672,9 @@ impl Seat<'_> {
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         let mut ev = self.place.ids.event(kind);
+        if let Some(agent) = &self.speaking {
+            ev = ev.field("agent", agent.as_str());
+        }
         for (k, v) in fields {
             ev = ev.field(k, v);
         }

@@ -167,14 +167,20 @@ impl Team {
     }
 }
 
-/// An instruction with its placeholders filled from `state`; a key with no
-/// value yet (an agent that has not run) is said to be empty.
+/// An instruction with its placeholders filled from `state`, each value in
+/// «» quotes: it comes from the target or from another model's answer, and
+/// the rules say quoted text is data, never instructions (an answer a
+/// host's output talked into must not become the next agent's orders). A
+/// key with no value yet (an agent that has not run) is said to be empty.
 pub(crate) fn fill(instruction: &str, state: &HashMap<String, String>) -> String {
     let mut out = instruction.to_string();
     let keys: Vec<&str> = placeholders(instruction).collect();
     for key in keys {
-        let value = state.get(key).map_or("(empty)", String::as_str);
-        out = out.replace(&format!("{{{key}}}"), value);
+        let value = match state.get(key).filter(|v| !v.is_empty()) {
+            Some(v) => format!("«{}»", v.replace(['«', '»'], "\"")),
+            None => "(empty)".to_string(),
+        };
+        out = out.replace(&format!("{{{key}}}"), &value);
     }
     out
 }
@@ -223,7 +229,7 @@ mod tests {
         let state = HashMap::from([("facts".to_string(), "disk 97%".to_string())]);
         assert_eq!(
             fill("Given {facts} and {other}, answer {\"x\": 1}", &state),
-            "Given disk 97% and (empty), answer {\"x\": 1}"
+            "Given «disk 97%» and (empty), answer {\"x\": 1}"
         );
     }
 }

@@ -134,7 +134,15 @@ pub(crate) enum Runner {
 /// local process the input side is kept, or the process would be hung up.
 pub(crate) struct Execution {
     pub(crate) reader: Reader,
-    _input: Option<Writer>,
+    _input: Input,
+}
+
+/// What keeps a started command's other end: dropping it stops the
+/// command (an ssh channel is closed after a TERM; a local process is hung
+/// up).
+enum Input {
+    Ssh(#[allow(dead_code)] ssh::ExecChannel),
+    Local(#[allow(dead_code)] Writer),
 }
 
 impl Runner {
@@ -146,10 +154,13 @@ impl Runner {
         user: &str,
     ) -> Result<Execution, String> {
         match self {
-            Runner::Ssh(r) => Ok(Execution {
-                reader: Reader::Ssh(r.exec(command, user).await?),
-                _input: None,
-            }),
+            Runner::Ssh(r) => {
+                let (reader, channel) = r.exec(command, user).await?;
+                Ok(Execution {
+                    reader: Reader::Ssh(reader),
+                    _input: Input::Ssh(channel),
+                })
+            }
             Runner::Local(who) => {
                 let req = Request::exec(command, user);
                 let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
@@ -157,7 +168,7 @@ impl Runner {
                 input.eof().await;
                 Ok(Execution {
                     reader: Reader::Local(r),
-                    _input: Some(input),
+                    _input: Input::Local(input),
                 })
             }
         }

@@ -164,9 +164,32 @@ pub(crate) struct Runner {
     conn: Arc<client::Handle<HostKeyCheck>>,
 }
 
+/// A command's channel: closed (after a TERM to the command) when this is
+/// dropped, so a command given up on (a timeout, Ctrl-C) does not run on.
+pub(crate) struct ExecChannel {
+    ch: Option<ChannelWriteHalf<client::Msg>>,
+}
+
+impl Drop for ExecChannel {
+    fn drop(&mut self) {
+        if let Some(ch) = self.ch.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                let _ = ch.signal(Sig::TERM).await;
+                let _ = ch.close().await;
+            });
+        }
+    }
+}
+
 impl Runner {
     /// Starts `command` on a channel of its own, with no input.
-    pub(crate) async fn exec(&self, command: &str, user: &str) -> Result<Reader, String> {
+    pub(crate) async fn exec(
+        &self,
+        command: &str,
+        user: &str,
+    ) -> Result<(Reader, ExecChannel), String> {
         let ch = self
             .conn
             .channel_open_session()
@@ -179,7 +202,7 @@ impl Runner {
         };
         start_command(&write, &mut reader, &Request::exec(command, user), false).await?;
         let _ = write.eof().await;
-        Ok(reader)
+        Ok((reader, ExecChannel { ch: Some(write) }))
     }
 }
 

@@ -149,7 +149,7 @@ fn a_sequential_workflow_passes_the_first_answer_to_the_second_agent() {
     // tools, no end_loop outside a loop.
     let s = system(&reqs[0]);
     assert!(
-        s.starts_with("Collect facts about why is the disk full on web1.\n\n"),
+        s.starts_with("Collect facts about «why is the disk full» on «web1».\n\n"),
         "{s}"
     );
     assert_eq!(tool_names(&reqs[0]), ["run_command"]);
@@ -163,7 +163,7 @@ fn a_sequential_workflow_passes_the_first_answer_to_the_second_agent() {
     // The second agent's placeholder holds the first agent's answer.
     let s = system(&reqs[2]);
     assert!(
-        s.starts_with("Advise from these facts: Disk at 97 percent, FACT-42 seen.\n\n"),
+        s.starts_with("Advise from these facts: «Disk at 97 percent, FACT-42 seen.»\n\n"),
         "{s}"
     );
     assert_eq!(tool_names(&reqs[2]), ["read_file"]);
@@ -232,10 +232,11 @@ members = ["both", "summary"]
 /// and ended, in ns, with two seconds between.
 const OVERLAP: &str = "echo START-$$-$(date +%s%N); sleep 2; echo END-$$-$(date +%s%N)";
 
-/// The labels of the members' `Run? [y/N]` prompts on the screen so far,
-/// in order.
+/// The labels of the members' `Run ...? [y/N]` prompts on the screen so
+/// far, in order (a prompt redrawn below another member's line counts
+/// again).
 fn prompt_labels(t: &Terminal) -> Vec<String> {
-    let re = Regex::new(r"\[([a-z]+)\] Run\? \[y/N\]").unwrap();
+    let re = Regex::new(r"\[([a-z]+)\] Run `[^`]*`\? \[y/N\]").unwrap();
     re.captures_iter(&t.screen.plain())
         .map(|c| c[1].to_string())
         .collect()
@@ -268,10 +269,12 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
     let start = ask(&t, "?@survey look around");
     let at = t.expect_from("▸ both (in parallel: a, b)", start);
     // One question at a time: the first member's, then the second's.
-    let p1 = t.expect_from("] Run? [y/N]", at);
+    let p1 = t.expect_from("`? [y/N]", at);
     t.send("y");
-    let p2 = t.expect_from("] Run? [y/N]", p1);
-    let labels = prompt_labels(&t);
+    let p2 = t.expect_from("`? [y/N]", p1);
+    let mut labels = prompt_labels(&t);
+    // A waiting prompt is drawn again below another member's line.
+    labels.dedup();
     assert_eq!(labels.len(), 2, "{labels:?}");
     let (first, second) = (&labels[0], &labels[1]);
     assert_ne!(first, second);
@@ -361,8 +364,8 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
     assert_eq!(
         firsts,
         [
-            "You are looker A for look around.",
-            "You are looker B for look around."
+            "You are looker A for «look around».",
+            "You are looker B for «look around»."
         ]
     );
     for r in &reqs[..4] {
@@ -371,7 +374,7 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
     // What the members stored reached the next member of the sequence.
     let s = system(&reqs[4]);
     assert!(
-        s.starts_with("Summarise: A=Looked: fine. B=Looked: fine.\n\n"),
+        s.starts_with("Summarise: A=«Looked: fine.» B=«Looked: fine.»\n\n"),
         "{s}"
     );
 
@@ -461,23 +464,23 @@ fn a_loop_ended_early_by_its_member() {
         );
     }
     assert!(
-        system(&reqs[0]).starts_with("Probe round for is it fixed; last verdict: (empty).\n\n"),
+        system(&reqs[0]).starts_with("Probe round for «is it fixed»; last verdict: (empty).\n\n"),
         "{}",
         system(&reqs[0])
     );
     assert!(
-        system(&reqs[1]).starts_with("Judge this probe: PROBE-1.\n\n"),
+        system(&reqs[1]).starts_with("Judge this probe: «PROBE-1».\n\n"),
         "{}",
         system(&reqs[1])
     );
     assert!(
         system(&reqs[2])
-            .starts_with("Probe round for is it fixed; last verdict: VERDICT-1 not yet.\n\n"),
+            .starts_with("Probe round for «is it fixed»; last verdict: «VERDICT-1 not yet».\n\n"),
         "{}",
         system(&reqs[2])
     );
     assert!(
-        system(&reqs[3]).starts_with("Judge this probe: PROBE-2.\n\n"),
+        system(&reqs[3]).starts_with("Judge this probe: «PROBE-2».\n\n"),
         "{}",
         system(&reqs[3])
     );
@@ -538,8 +541,8 @@ max_iterations = 3
         previous,
         [
             "Probe again. Previous: (empty).",
-            "Probe again. Previous: PROBE-1.",
-            "Probe again. Previous: PROBE-2.",
+            "Probe again. Previous: «PROBE-1».",
+            "Probe again. Previous: «PROBE-2».",
         ]
     );
     for r in &reqs {
@@ -620,7 +623,7 @@ fn names_are_listed_and_run_and_an_unknown_name_is_said() {
     back_at_prompt(&b, &t, at);
     let reqs = model.wait_requests(1);
     assert!(
-        system(&reqs[0]).starts_with("You look at disks: why is it full\n\n"),
+        system(&reqs[0]).starts_with("You look at disks: «why is it full»\n\n"),
         "{}",
         system(&reqs[0])
     );
@@ -639,7 +642,7 @@ fn names_are_listed_and_run_and_an_unknown_name_is_said() {
     assert_eq!(headings(&plain_since(&t, start)), ["disk", "net"]);
     let reqs = model.wait_requests(3);
     assert!(
-        system(&reqs[1]).starts_with("You look at disks: and the network\n\n"),
+        system(&reqs[1]).starts_with("You look at disks: «and the network»\n\n"),
         "{}",
         system(&reqs[1])
     );
@@ -877,7 +880,7 @@ fn sighup_adds_an_agent_for_a_live_session_and_new_logins() {
     back_at_prompt(&b, &t, at);
     let reqs = model.wait_requests(1);
     assert!(
-        system(&reqs[0]).starts_with("You are the on-call SRE for web1.\n\n"),
+        system(&reqs[0]).starts_with("You are the on-call SRE for «web1».\n\n"),
         "{}",
         system(&reqs[0])
     );
@@ -891,7 +894,7 @@ fn sighup_adds_an_agent_for_a_live_session_and_new_logins() {
     back_at_prompt(&b, &t2, at);
     let reqs = model.wait_requests(2);
     assert!(
-        system(&reqs[1]).starts_with("You are the on-call SRE for web1.\n\n"),
+        system(&reqs[1]).starts_with("You are the on-call SRE for «web1».\n\n"),
         "{}",
         system(&reqs[1])
     );
@@ -954,7 +957,7 @@ fn a_broken_config_on_sighup_is_rejected_and_the_old_one_kept() {
     back_at_prompt_unaudited(&t, at);
     let reqs = model.wait_requests(1);
     assert!(
-        system(&reqs[0]).starts_with("You are the on-call SRE for web1.\n\n"),
+        system(&reqs[0]).starts_with("You are the on-call SRE for «web1».\n\n"),
         "{}",
         system(&reqs[0])
     );
@@ -966,7 +969,7 @@ fn a_broken_config_on_sighup_is_rejected_and_the_old_one_kept() {
     back_at_prompt_unaudited(&t2, at);
     let reqs = model.wait_requests(2);
     assert!(
-        system(&reqs[1]).starts_with("You are the on-call SRE for web1.\n\n"),
+        system(&reqs[1]).starts_with("You are the on-call SRE for «web1».\n\n"),
         "{}",
         system(&reqs[1])
     );
@@ -1000,4 +1003,39 @@ fn a_broken_config_on_sighup_is_rejected_and_the_old_one_kept() {
         .map(|e| e["text"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(answers, ["OLD-CONFIG-1", "OLD-CONFIG-2", "NEW-CONFIG-3"]);
+}
+
+#[test]
+fn a_reload_never_widens_a_live_sessions_rights() {
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "uptime", "load")),
+        Reply::Sse(answer("Load is low.")),
+    ]);
+    let (b, t) = team(&model, "");
+    // bob turned off while his session is open: his next question is refused.
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let off = text.replacen(
+        "targets = [\"web1\", \"local\"]\nai = \"confirm\"",
+        "targets = [\"web1\", \"local\"]\nai = \"off\"",
+        1,
+    );
+    assert_ne!(off, text, "bob's block was not found");
+    std::fs::write(&b.config, off).unwrap();
+    let line = b.reload();
+    assert!(line.contains("config reloaded"), "{line}");
+    let at = ask(&t, "? are you there");
+    let at = t.expect_from("the agent is off for your account", at);
+    back_at_prompt(&b, &t, at);
+    assert_eq!(model.count(), 0, "a request reached the model");
+    // Turned to auto: the session keeps the confirm it logged in with, so
+    // even a read-only command asks.
+    let auto = text.replacen("ai = \"confirm\"", "ai = \"auto\"", 1);
+    std::fs::write(&b.config, auto).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+    let at = ask(&t, "? how loaded is it");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("Load is low.", at);
+    back_at_prompt(&b, &t, at);
+    let call = b.wait_kind("ai_tool_call");
+    assert_eq!(call["decision"], "approved");
 }
