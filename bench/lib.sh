@@ -1,26 +1,56 @@
 # Shared set-up for the benchmarks: release walissh in front of a
 # throwaway sshd on loopback, everything stopped on exit. Source it; it
-# sets $work, $bin, $me, $sshd_port, ssh_opts, and start_walissh.
+# sets $work, $bin, $me (the account logged in to), $sshd_port, ssh_opts (an `ssh -F` config of its
+# own, so `ssh -J` hops use it too), and the functions start_sshd,
+# start_jump_sshd, start_walissh and rss.
 # Needs sshd and ssh (Debian: openssh-server, openssh-client).
 
 cargo build --release --quiet
 bin=$PWD/target/release/walissh
 work=$(mktemp -d)
+chmod 755 "$work"   # $me reads authorized_keys and the files made here
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-me=$(id -un)
+# The account the benchmarks log in to: as root, a plain one of their own,
+# made on first use with Debian's default dotfiles (root's own rc files can
+# cost more than the transport: one that starts pyenv adds ~0.1 s to every
+# login and runs a hook at every prompt); otherwise your own.
+if [ "$(id -u)" = 0 ]; then
+    me=walissh-bench
+    # '*': no password, yet not locked (sshd refuses locked accounts' keys).
+    id "$me" > /dev/null 2>&1 || useradd --create-home --shell /bin/bash --password '*' "$me"
+else
+    me=$(id -un)
+fi
 ssh-keygen -q -t ed25519 -N '' -f "$work/host" -C host
 ssh-keygen -q -t ed25519 -N '' -f "$work/user" -C user
 ssh-keygen -q -t ed25519 -N '' -f "$work/upstream" -C walissh
 mkdir -p /run/sshd
-sshd_port=$(free_port)
 cat "$work/user.pub" "$work/upstream.pub" > "$work/authorized_keys"
 
-cat > "$work/sshd_config" <<CFG
-Port $sshd_port
+# The client's settings, in a file rather than -o options: `ssh -J` starts
+# its hop with the same -F file, and -o options would not reach it.
+cat > "$work/ssh_config" <<CFG
+Host *
+    StrictHostKeyChecking no
+    UserKnownHostsFile /dev/null
+    LogLevel ERROR
+    BatchMode yes
+    IdentitiesOnly yes
+    IdentityFile $work/user
+CFG
+ssh_opts=(-F "$work/ssh_config")
+
+# start_sshd NAME: a throwaway sshd on loopback (same host key and
+# authorized_keys as the others); sets $started_port.
+start_sshd() {
+    local name=$1
+    started_port=$(free_port)
+    cat > "$work/sshd_$name.config" <<CFG
+Port $started_port
 ListenAddress 127.0.0.1
 HostKey $work/host
 PidFile none
@@ -30,13 +60,33 @@ UsePAM no
 PasswordAuthentication no
 PermitRootLogin prohibit-password
 MaxStartups 200
+MaxSessions 100
 CFG
-/usr/sbin/sshd -D -e -f "$work/sshd_config" 2> "$work/sshd.log" &
-pids+=($!)
-until grep -q "Server listening" "$work/sshd.log" 2>/dev/null; do sleep 0.1; done
+    /usr/sbin/sshd -D -e -f "$work/sshd_$name.config" 2> "$work/sshd_$name.log" &
+    pids+=($!)
+    until grep -q "Server listening" "$work/sshd_$name.log" 2>/dev/null; do sleep 0.1; done
+}
 
-# start_walissh NAME [EXTRA_TOML]: starts a walissh in front of the sshd,
-# sets $walissh_port and $walissh_pid. Every instance shares the upstream key.
+# The target every benchmark reaches.
+start_sshd target
+sshd_port=$started_port
+
+# start_jump_sshd: a second sshd on loopback, for OpenSSH as a jump host
+# (`ssh -J "$me@127.0.0.1:$jump_port" ...`); sets $jump_port.
+start_jump_sshd() {
+    start_sshd jump
+    jump_port=$started_port
+}
+
+# A `kind = "local"` target (a login shell on this machine, as $me) to add
+# to start_walissh's EXTRA_TOML.
+local_target_toml=$'[[targets]]\nname = "l"\nkind = "local"'
+[ "$me" = "$(id -un)" ] || local_target_toml+=$'\nrun_as = "'"$me"'"'
+
+# start_walissh NAME [EXTRA_TOML]: starts a walissh in front of the sshd
+# (target `t`; user `bench` reaches every target), sets $walissh_port and
+# $walissh_pid. EXTRA_TOML is appended (more [[targets]], [terminal],
+# [llm], ...). Every instance shares the upstream key.
 start_walissh() {
     local name=$1 extra=${2:-}
     mkdir -p "$work/$name"
@@ -54,7 +104,7 @@ user = "$me"
 [[users]]
 name = "bench"
 authorized_keys = ["$(cat "$work/user.pub")"]
-targets = ["t"]
+targets = ["*"]
 $extra
 TOML
     RUST_LOG=info "$bin" serve --config "$work/$name/walissh.toml" 2> "$work/$name/walissh.log" &
@@ -64,6 +114,4 @@ TOML
     walissh_port=$(sed -n 's/.*listening addr=127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name/walissh.log" | head -1)
 }
 
-ssh_opts=(-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
-    -o LogLevel=ERROR -o BatchMode=yes -o IdentitiesOnly=yes -i "$work/user")
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
