@@ -114,4 +114,16 @@ TOML
     walissh_port=$(sed -n 's/.*listening addr=127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name/walissh.log" | head -1)
 }
 
+# on_tty CMD...: runs CMD with its stdin on a PTY of its own, 80x24, that
+# nobody types on (`ssh -tt` with a pipe or a FIFO as stdin asks for a 0x0
+# terminal).
+on_tty() {
+    python3 -c 'import fcntl, os, pty, struct, sys, termios
+m, s = pty.openpty()
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+os.set_inheritable(m, True)  # held open by CMD: the terminal never hangs up
+os.dup2(s, 0)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
