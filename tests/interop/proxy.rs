@@ -12,11 +12,14 @@ fn interactive_round_trip_and_resize() {
     t.expect("RT-42");
     t.send("stty size\r");
     t.expect("24 80");
-    // A shell that prints the terminal size whenever it changes.
-    t.send("trap 'stty size' WINCH; echo READY-$((1+1)); while :; do sleep 1 & wait $!; done\r");
+    // A shell that prints the terminal size whenever it changes, then a
+    // marker: once the marker shows, `stty` has exited, and Ctrl-C reaches
+    // the shell itself (sent while `stty` ran, it would only end `stty`).
+    t.send("trap 'stty size; echo WINCHED-$((1+1))' WINCH; echo READY-$((1+1)); while :; do sleep 1 & wait $!; done\r");
     t.expect("READY-2");
     t.resize(40, 100);
-    t.expect("40 100");
+    let at = t.expect("40 100");
+    t.screen.wait_for_from("WINCHED-2", at);
     t.send("\x03");
     // Ctrl-C flushes what is typed ahead (as on any terminal): wait until
     // the shell reports the interrupted loop before typing on.
