@@ -228,9 +228,16 @@ kind = "sequential"
 members = ["both", "summary"]
 "#;
 
-/// What both parallel members run: its own process id, and when it began
-/// and ended, in ns, with two seconds between.
-const OVERLAP: &str = "echo START-$$-$(date +%s%N); sleep 2; echo END-$$-$(date +%s%N)";
+/// What both parallel members run: its own process id and when it began,
+/// a mark of its own in `dir`, then a wait until both marks are there
+/// before it says when it ended. Neither can end before the other has
+/// begun: the overlap holds by construction, however slow the machine.
+fn overlap(dir: &std::path::Path) -> String {
+    let d = dir.display();
+    format!(
+        "echo START-$$-$(date +%s%N); touch {d}/m.$$; until [ $(ls {d} | wc -l) -ge 2 ]; do sleep 0.1; done; echo END-$$-$(date +%s%N)"
+    )
+}
 
 /// The labels of the members' `Run ...? [y/N]` prompts on the screen so
 /// far, in order (a prompt redrawn below another member's line counts
@@ -246,9 +253,11 @@ fn prompt_labels(t: &Terminal) -> Vec<String> {
 fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
     // Each member gets a call and then an answer; the replies are the same
     // for both, as the server answers in arrival order.
+    let marks = tempfile::tempdir().unwrap();
+    let overlap = overlap(marks.path());
     let model = Model::start(vec![
-        Reply::Sse(call("p1", OVERLAP, "time it")),
-        Reply::Sse(call("p1", OVERLAP, "time it")),
+        Reply::Sse(call("p1", &overlap, "time it")),
+        Reply::Sse(call("p1", &overlap, "time it")),
         Reply::Sse(answer("Looked: fine.")),
         Reply::Sse(answer("Looked: fine.")),
         Reply::Sse(answer("Summary: both fine.")),
@@ -387,7 +396,7 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
             .iter()
             .filter(|e| e["kind"] == kind)
             .map(|e| {
-                assert_eq!(e["command"], OVERLAP, "{e}");
+                assert_eq!(e["command"], overlap.as_str(), "{e}");
                 e["agent"]
                     .as_str()
                     .unwrap_or_else(|| panic!("no agent: {e}"))
@@ -403,7 +412,7 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
         assert_eq!(e["exit_code"], 0, "{e}");
     }
     assert!(
-        !user_commands(&b).iter().any(|c| c == OVERLAP),
+        !user_commands(&b).iter().any(|c| *c == overlap),
         "{:?}",
         user_commands(&b)
     );
