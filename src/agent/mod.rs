@@ -111,7 +111,7 @@ impl Agent {
     /// Tokens a request's messages may take: the context window less room
     /// for the answer and for the tool declarations.
     pub(crate) fn request_budget(&self, tools: &[Value]) -> usize {
-        let declared = tokens(&Value::Array(tools.to_vec()).to_string());
+        let declared: usize = tools.iter().map(|t| tokens(&t.to_string())).sum();
         let answer = self.answer_tokens.min(self.context_tokens / 4);
         self.context_tokens
             .saturating_sub(answer + declared)

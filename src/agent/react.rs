@@ -306,7 +306,9 @@ pub(crate) async fn answer(
                     "\n(your {dropped} further calls were dropped: at most {MAX_CALLS_PER_TURN} per turn)"
                 ));
             }
-            // The command line came from the model or the user's edit.
+            // Every result, refusals included, may quote the command line
+            // (the model's or the user's edit); the output in it was
+            // scrubbed whole already, which a second pass leaves as it is.
             let content = scrub(agent, memory, &result);
             memory.push(Message::Tool {
                 call_id: call.id.clone(),

@@ -308,7 +308,6 @@ impl Seat<'_> {
         }
         let brief = self.brief(asked.snapshot).await;
         memory.start();
-        memory.loop_ended = false;
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
             Err(e) => {

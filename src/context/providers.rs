@@ -88,13 +88,12 @@ impl Brief {
             );
             let output = scrub(&r.output.text());
             if lines < key_events {
-                let mut found: Vec<String> = error_lines(&output, key_events - lines)
+                let found: Vec<String> = error_lines(&output, key_events - lines)
                     .into_iter()
                     .map(str::to_string)
                     .collect();
                 if !found.is_empty() {
                     lines += found.len();
-                    found.shrink_to_fit();
                     events.push((command.clone(), found));
                 }
             }

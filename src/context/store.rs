@@ -273,6 +273,7 @@ impl Memory {
 
     /// A question starts: its tool cache and counts start afresh.
     pub(crate) fn start(&mut self) {
+        self.loop_ended = false;
         self.tools.clear();
         self.redactions = Counts::default();
         self.current.clear();

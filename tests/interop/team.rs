@@ -412,7 +412,7 @@ fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
         assert_eq!(e["exit_code"], 0, "{e}");
     }
     assert!(
-        !user_commands(&b).iter().any(|c| *c == overlap),
+        !user_commands(&b).contains(&overlap),
         "{:?}",
         user_commands(&b)
     );
