@@ -17,6 +17,7 @@ use crate::audit::recording::Recorder;
 use crate::config::{Config, TargetKind};
 use crate::shutdown::Shutdown;
 use crate::throttle::Throttle;
+use crate::workers::Spread;
 
 /// How long sessions get to wind down at shutdown.
 const SESSION_GRACE: Duration = Duration::from_secs(10);
@@ -89,7 +90,7 @@ impl Bastion {
 }
 
 /// Runs the bastion until SIGTERM or SIGINT.
-pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
+pub(crate) async fn serve(mut config: Config, workers: Spread) -> Result<(), String> {
     // Before anything can be announced: a SIGTERM right after "listening"
     // must shut down cleanly, not kill the process.
     let mut signals = Signals::new()?;
@@ -158,6 +159,7 @@ pub(crate) async fn serve(mut config: Config) -> Result<(), String> {
             russh_config.clone(),
             sessions.watcher(),
             connections.watcher(),
+            workers.clone(),
         ));
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);

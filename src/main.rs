@@ -23,6 +23,7 @@ mod shutdown;
 mod terminal;
 mod throttle;
 mod upstream;
+mod workers;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -115,11 +116,15 @@ fn run(cmd: Cmd) -> Result<(), String> {
         Cmd::Serve { config } => {
             let config = load(config)?;
             config.check_files().map_err(|e| e.to_string())?;
-            let runtime = tokio::runtime::Builder::new_multi_thread()
+            // The main runtime listens, catches signals and reloads; the
+            // connections run on the workers (see `workers`).
+            let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            let result = runtime.block_on(bastion::serve(config));
+            let workers = workers::Workers::start()?;
+            let result = runtime.block_on(bastion::serve(config, workers.spread()));
+            workers.stop();
             // Do not wait on blocking tasks stuck on a dead peer or disk.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             result

@@ -5,6 +5,9 @@
 //! forwarding, agent and X11 forwarding, keyboard-interactive), and hands
 //! each session channel to a `session` task. Everything a channel carries
 //! after that reaches the session through the channel itself.
+//!
+//! Connections are accepted on the main runtime and each is then run on one
+//! of the `workers`, with everything it starts.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,8 +22,9 @@ use tokio::net::TcpListener;
 use crate::audit::Event;
 use crate::bastion::Bastion;
 use crate::route::Login;
-use crate::shutdown::Watcher;
+use crate::shutdown::{Listener, Watcher};
 use crate::throttle::{Attempt, Pending};
+use crate::workers::Spread;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -57,6 +61,7 @@ pub(crate) async fn accept_loop(
     config: Arc<russh::server::Config>,
     mut sessions: Watcher,
     connections: Watcher,
+    workers: Spread,
 ) {
     loop {
         let (socket, peer) = tokio::select! {
@@ -71,7 +76,7 @@ pub(crate) async fn accept_loop(
             },
             _ = sessions.requested() => return,
         };
-        let Some(mut stop) = connections.listener() else {
+        let Some(stop) = connections.listener() else {
             return;
         };
         // run_stream does not apply the config's `nodelay`: without it
@@ -92,60 +97,92 @@ pub(crate) async fn accept_loop(
             pending: Some(pending),
             sessions: sessions.clone(),
         };
-        let config = config.clone();
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
-        tokio::spawn(async move {
-            let setup = tokio::time::timeout_at(
-                login_by,
-                russh::server::run_stream(config, socket, handler),
-            );
-            let running = match setup.await {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "connection setup failed");
-                    return;
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "cannot hand the connection over");
+                continue;
+            }
+        };
+        workers.spawn(serve_connection(
+            socket,
+            handler,
+            config.clone(),
+            login_by,
+            authenticated,
+            stop,
+        ));
+    }
+}
+
+/// One client connection, on the worker it was placed on: the SSH
+/// handshake within the login grace, then russh's session until it ends or
+/// shutdown asks it to.
+async fn serve_connection(
+    socket: std::net::TcpStream,
+    handler: Connection,
+    config: Arc<russh::server::Config>,
+    login_by: tokio::time::Instant,
+    authenticated: Arc<AtomicBool>,
+    mut stop: Listener,
+) {
+    let peer = handler.peer;
+    // Accepted on the main runtime; registered again on this worker's.
+    let socket = match tokio::net::TcpStream::from_std(socket) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "cannot take the connection over");
+            return;
+        }
+    };
+    let setup =
+        tokio::time::timeout_at(login_by, russh::server::run_stream(config, socket, handler));
+    let running = match setup.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "connection setup failed");
+            return;
+        }
+        Err(_) => return,
+    };
+    let handle = running.handle();
+    tokio::pin!(running);
+    let mut login_checked = false;
+    loop {
+        tokio::select! {
+            result = &mut running => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                Err(_) => return,
-            };
-            let handle = running.handle();
-            tokio::pin!(running);
-            let mut login_checked = false;
-            loop {
-                tokio::select! {
-                    result = &mut running => {
-                        if let Err(e) = result {
-                            tracing::debug!(%peer, error = %e, "connection ended with an error");
-                        }
-                        return;
-                    }
-                    _ = tokio::time::sleep_until(login_by), if !login_checked => {
-                        login_checked = true;
-                        if !authenticated.load(Ordering::Relaxed) {
-                            tracing::info!(%peer, "disconnecting a client that did not log in in time");
-                            let _ = handle
-                                .disconnect(russh::Disconnect::ByApplication, "login took too long".into(), "".into())
-                                .await;
-                        }
-                    }
-                    _ = stop.requested() => break,
+                return;
+            }
+            _ = tokio::time::sleep_until(login_by), if !login_checked => {
+                login_checked = true;
+                if !authenticated.load(Ordering::Relaxed) {
+                    tracing::info!(%peer, "disconnecting a client that did not log in in time");
+                    let _ = handle
+                        .disconnect(russh::Disconnect::ByApplication, "login took too long".into(), "".into())
+                        .await;
                 }
             }
-            // Shutdown. Sessions have told their users and closed their
-            // channels, and clients leave once their channels are closed.
-            // Only lingering ones are disconnected: OpenSSH drops output it
-            // has not printed yet when a disconnect arrives.
-            if tokio::time::timeout(LINGER, &mut running).await.is_err() {
-                let _ = handle
-                    .disconnect(
-                        russh::Disconnect::ByApplication,
-                        "walissh is shutting down".into(),
-                        "".into(),
-                    )
-                    .await;
-                let _ = tokio::time::timeout(LINGER, running).await;
-            }
-        });
+            _ = stop.requested() => break,
+        }
+    }
+    // Shutdown. Sessions have told their users and closed their
+    // channels, and clients leave once their channels are closed.
+    // Only lingering ones are disconnected: OpenSSH drops output it
+    // has not printed yet when a disconnect arrives.
+    if tokio::time::timeout(LINGER, &mut running).await.is_err() {
+        let _ = handle
+            .disconnect(
+                russh::Disconnect::ByApplication,
+                "walissh is shutting down".into(),
+                "".into(),
+            )
+            .await;
+        let _ = tokio::time::timeout(LINGER, running).await;
     }
 }
 

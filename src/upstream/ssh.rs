@@ -248,6 +248,9 @@ async fn open_inner(
         inactivity_timeout: None,
         keepalive_interval: Some(Duration::from_secs(30)),
         nodelay: true,
+        // The largest russh allows: the target may then send a transfer in
+        // half as many packets, each a wake-up and a copy on the bastion.
+        maximum_packet_size: 65535,
         ..Default::default()
     });
     let mut conn = match client::connect(config, (host.as_str(), port), check).await {
