@@ -63,6 +63,7 @@ MaxStartups 200
 MaxSessions 100
 CFG
     /usr/sbin/sshd -D -e -f "$work/sshd_$name.config" 2> "$work/sshd_$name.log" &
+    started_pid=$!
     pids+=($!)
     until grep -q "Server listening" "$work/sshd_$name.log" 2>/dev/null; do sleep 0.1; done
 }
@@ -75,7 +76,7 @@ sshd_port=$started_port
 # (`ssh -J "$me@127.0.0.1:$jump_port" ...`); sets $jump_port.
 start_jump_sshd() {
     start_sshd jump
-    jump_port=$started_port
+    jump_port=$started_port jump_pid=$started_pid
 }
 
 # A `kind = "local"` target (a login shell on this machine, as $me) to add

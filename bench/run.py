@@ -23,7 +23,7 @@ WORK = E["WORK"]
 BIN = E["BIN"]
 ME = E["ME"]
 SSHD_PORT = int(E["SSHD_PORT"])
-JUMP_PORT = int(E["JUMP_PORT"])
+JUMP_PORT, JUMP_PID = int(E["JUMP_PORT"]), int(E["JUMP_PID"])
 W_PORT, W_PID, W_CONFIG = int(E["W_PORT"]), int(E["W_PID"]), E["W_CONFIG"]
 OFF_PORT = int(E["OFF_PORT"])
 MEM_SSH = int(E["MEM_SSH_PORT"]), int(E["MEM_SSH_PID"]), E["MEM_SSH_CONFIG"]
@@ -40,7 +40,7 @@ MiB = 1024 * 1024
 # Sizes and sample counts: full run, --quick.
 P = {
     "exec_mb": 256 if QUICK else 1024,
-    "exec_runs": 1 if QUICK else 2,
+    "exec_runs": 1 if QUICK else 4,
     "pty_mb": 64 if QUICK else 256,
     "pty_runs": 1 if QUICK else 2,
     "keystrokes": 100 if QUICK else 200,
@@ -156,14 +156,83 @@ def exec_upload(route, size_mb):
     return size_mb / (t2 - t1), size_mb / (t2 - t0)
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime + stime of PID."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        out += kids
+        todo += kids
+    return out
+
+
+class JumpCpu:
+    """CPU seconds used by the jump sshd's connection processes while
+    running: they are polled every 20 ms, and each one's last reading
+    counted (sshd's children are not reaped in a way that adds their time
+    to the listener's, so it cannot be read off afterwards)."""
+
+    def __enter__(self):
+        self.seen, self.done = {}, threading.Event()
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+        return self
+
+    def poll(self):
+        while not self.done.wait(0.02):
+            for pid in descendants(JUMP_PID):
+                try:
+                    self.seen[pid] = cpu_seconds(pid)
+                except OSError:
+                    pass
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+
+    def seconds(self):
+        return sum(self.seen.values())
+
+
+def bastion_run(route, fn, size):
+    """FN's result for ROUTE, and the bastion's CPU seconds meanwhile:
+    walissh's own, or the jump sshd's connection (None for direct)."""
+    if route == "walissh":
+        c0 = cpu_seconds(W_PID)
+        v = fn(route, size)
+        return v, cpu_seconds(W_PID) - c0
+    if route == "jump":
+        with JumpCpu() as cpu:
+            v = fn(route, size)
+        return v, cpu.seconds()
+    return fn(route, size), None
+
+
 def bench_exec():
     size, runs = P["exec_mb"], P["exec_runs"]
     for name, fn, label in (("download", exec_download, "exec download"),
                             ("upload", exec_upload, "exec upload")):
         best = {r: (0.0, 0.0) for r in ROUTES}
+        cpu = {"jump": [], "walissh": []}
         for i in range(runs):
             for r in ROUTES:  # interleaved, so drift hits every route alike
-                v = fn(r, size)
+                v, used = bastion_run(r, fn, size)
+                if r in cpu:
+                    cpu[r].append(used * 1024 / size)
                 progress(f"{label} {r} run {i + 1}: {v[0]:.1f} MiB/s")
                 best[r] = max(best[r], v)
         what = f"head -c {size}M /dev/zero" if name == "download" else f"{size} MiB through stdin"
@@ -175,6 +244,11 @@ def bench_exec():
                   "timed from the remote `wc -c`'s start to its count")
             + "; JSON *_with_setup includes connect+auth",
             extra={f"{r}_with_setup": best[r][1] for r in ROUTES})
+        j, w = min(cpu["jump"]), min(cpu["walissh"])
+        row("exec", f"  bastion CPU per GiB, {label}, least of {runs}", "s", jump=j, walissh=w,
+            fmt=lambda v: f"{v:.2f}",
+            note=f"walissh / OpenSSH jump host: {w / j:.2f}; the jump host relays the client's "
+                 "inner connection (decrypts once), walissh ends it (decrypts and encrypts)")
 
 
 # ---------------------------------------------------------------- PTY

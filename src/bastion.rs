@@ -17,7 +17,7 @@ use crate::audit::recording::Recorder;
 use crate::config::{Config, TargetKind};
 use crate::shutdown::Shutdown;
 use crate::throttle::Throttle;
-use crate::workers::Spread;
+use crate::workers::Workers;
 
 /// How long sessions get to wind down at shutdown.
 const SESSION_GRACE: Duration = Duration::from_secs(10);
@@ -35,6 +35,8 @@ pub(crate) struct Bastion {
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
     pub(crate) upstream: crate::upstream::Context,
+    /// Where sessions start their screen models (see `workers`).
+    pub(crate) screens: tokio::runtime::Handle,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.
@@ -90,7 +92,7 @@ impl Bastion {
 }
 
 /// Runs the bastion until SIGTERM or SIGINT.
-pub(crate) async fn serve(mut config: Config, workers: Spread) -> Result<(), String> {
+pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), String> {
     // Before anything can be announced: a SIGTERM right after "listening"
     // must shut down cleanly, not kill the process.
     let mut signals = Signals::new()?;
@@ -148,6 +150,7 @@ pub(crate) async fn serve(mut config: Config, workers: Spread) -> Result<(), Str
         })),
         audit,
         recorder,
+        screens: workers.screens(),
     });
 
     let mut sessions = Shutdown::new();
@@ -159,7 +162,7 @@ pub(crate) async fn serve(mut config: Config, workers: Spread) -> Result<(), Str
             russh_config.clone(),
             sessions.watcher(),
             connections.watcher(),
-            workers.clone(),
+            workers.spread(),
         ));
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);

@@ -123,7 +123,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             let workers = workers::Workers::start()?;
-            let result = runtime.block_on(bastion::serve(config, workers.spread()));
+            let result = runtime.block_on(bastion::serve(config, &workers));
             workers.stop();
             // Do not wait on blocking tasks stuck on a dead peer or disk.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -2,6 +2,9 @@
 //! runtime per core. A connection, and every task it starts (its SSH
 //! session, its channels' bridges, the upstream client, local targets'
 //! pumps), stays on the worker it was placed on when it was accepted.
+//! The sessions' screen models run on a thread of their own, off the byte
+//! path: a model that falls behind drops output (see `terminal::screen`)
+//! instead of holding up the session it models.
 //!
 //! Why not one work-stealing runtime: each packet of a transfer passes
 //! three tasks (the upstream client's, the session bridge, the client
@@ -31,8 +34,15 @@ const EXIT_GRACE: Duration = Duration::from_secs(1);
 
 /// The running workers; [`Workers::stop`] ends them.
 pub(crate) struct Workers {
-    threads: Vec<(oneshot::Sender<()>, JoinHandle<()>)>,
+    threads: Vec<Thread>,
+    screens: Handle,
     spread: Spread,
+}
+
+/// A thread driving a current-thread runtime until told to stop.
+struct Thread {
+    stop: oneshot::Sender<()>,
+    join: JoinHandle<()>,
 }
 
 /// Places connections on the workers; cheap to clone.
@@ -54,18 +64,21 @@ impl Workers {
     }
 
     fn with(n: usize) -> Result<Workers, String> {
-        let mut threads = Vec::with_capacity(n);
+        let mut threads = Vec::with_capacity(n + 1);
         let mut workers = Vec::with_capacity(n);
         for i in 0..n {
-            let (handle, stop, thread) = start_one(i)?;
-            threads.push((stop, thread));
+            let (handle, thread) = start_one(format!("walissh-w{i}"))?;
+            threads.push(thread);
             workers.push(Worker {
                 handle,
                 connections: AtomicUsize::new(0),
             });
         }
+        let (screens, thread) = start_one("walissh-screens".to_string())?;
+        threads.push(thread);
         Ok(Workers {
             threads,
+            screens,
             spread: Spread {
                 workers: workers.into(),
             },
@@ -76,38 +89,44 @@ impl Workers {
         self.spread.clone()
     }
 
+    /// Where the screen models run.
+    pub(crate) fn screens(&self) -> Handle {
+        self.screens.clone()
+    }
+
     /// Ends every worker. Called once the sessions have drained; what is
     /// still running gets [`EXIT_GRACE`] and is then dropped.
     pub(crate) fn stop(self) {
-        let (stops, threads): (Vec<_>, Vec<_>) = self.threads.into_iter().unzip();
+        let (stops, joins): (Vec<_>, Vec<_>) =
+            self.threads.into_iter().map(|t| (t.stop, t.join)).unzip();
         for stop in stops {
             let _ = stop.send(());
         }
-        for thread in threads {
-            let _ = thread.join();
+        for join in joins {
+            let _ = join.join();
         }
     }
 }
 
-/// Starts worker `i`: a thread that drives a current-thread runtime until
+/// Starts a thread named `name` that drives a current-thread runtime until
 /// told to stop.
-fn start_one(i: usize) -> Result<(Handle, oneshot::Sender<()>, JoinHandle<()>), String> {
+fn start_one(name: String) -> Result<(Handle, Thread), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start worker {i}: {e}"))?;
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
     let handle = runtime.handle().clone();
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name(format!("walissh-w{i}"))
+    let (stop, stopped) = oneshot::channel::<()>();
+    let join = std::thread::Builder::new()
+        .name(name.clone())
         .spawn(move || {
             runtime.block_on(async {
-                let _ = stop_rx.await;
+                let _ = stopped.await;
             });
             runtime.shutdown_timeout(EXIT_GRACE);
         })
-        .map_err(|e| format!("cannot start worker {i}: {e}"))?;
-    Ok((handle, stop_tx, thread))
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
+    Ok((handle, Thread { stop, join }))
 }
 
 impl Spread {

@@ -23,9 +23,14 @@ enum Msg {
         header: String,
         reply: oneshot::Sender<Result<(), String>>,
     },
-    Line {
+    /// An event, made into its JSON line on the recorder's thread: the
+    /// escaping is most of a recording's cost, and the session's task is
+    /// on the byte path.
+    Event {
         id: Arc<str>,
-        line: String,
+        at: f64,
+        code: &'static str,
+        text: String,
     },
     Close {
         id: Arc<str>,
@@ -147,20 +152,21 @@ impl Recording {
     }
 
     pub(crate) async fn resize(&self, cols: u32, rows: u32) {
-        self.event("r", &format!("{cols}x{rows}")).await;
+        self.event("r", format!("{cols}x{rows}")).await;
     }
 
-    async fn event(&self, code: &str, text: &str) {
+    async fn event(&self, code: &'static str, text: String) {
         if text.is_empty() {
             return;
         }
-        let t = self.start.elapsed().as_secs_f64();
-        let line = json!([(t * 1e6).round() / 1e6, code, text]).to_string();
+        let at = self.start.elapsed().as_secs_f64();
         let _ = self
             .tx
-            .send(Msg::Line {
+            .send(Msg::Event {
                 id: self.id.clone(),
-                line,
+                at,
+                code,
+                text,
             })
             .await;
     }
@@ -174,9 +180,16 @@ impl Track<'_> {
     pub(crate) async fn write(&mut self, data: &[u8]) {
         if self.enabled {
             let text = take_utf8(&mut self.carry, data);
-            self.rec.event(self.code, &text).await;
+            self.rec.event(self.code, text).await;
         }
     }
+}
+
+/// One event line, `[time, code, text]`, serialised straight into the file's
+/// buffer.
+fn write_event(f: &mut BufWriter<File>, at: f64, code: &str, text: &str) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *f, &((at * 1e6).round() / 1e6, code, text))?;
+    f.write_all(b"\n")
 }
 
 /// Decodes as much of `carry + data` as is complete UTF-8; an incomplete
@@ -251,9 +264,9 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, BufWriter<File>>) {
             });
             let _ = reply.send(answer);
         }
-        Msg::Line { id, line } => {
+        Msg::Event { id, at, code, text } => {
             if let Some(f) = files.get_mut(&id)
-                && let Err(e) = writeln!(f, "{line}")
+                && let Err(e) = write_event(f, at, code, &text)
             {
                 failed(&id, &e);
                 files.remove(&id);

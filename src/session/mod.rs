@@ -322,7 +322,7 @@ async fn run_session(
                 _ => None,
             };
             let screen = match (&request.pty, ctx.live.config.terminal.screen_model) {
-                (Some(p), true) => Some(Screen::start(p.rows, p.cols)),
+                (Some(p), true) => Some(Screen::start(p.rows, p.cols, &ctx.bastion.screens)),
                 _ => None,
             };
             let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);

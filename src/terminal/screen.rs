@@ -2,23 +2,34 @@
 //! path.
 //!
 //! The session hands each chunk it sends to the client to [`Screen::feed`],
-//! which never waits: the model runs in a task of its own behind a small
-//! queue, and when bulk output outruns it, chunks are dropped and the model
-//! is marked stale until the next prompt, where it starts afresh (what a
-//! flood printed is in the command records' head and tail anyway). The
-//! agent's context asks it for a [`Snapshot`].
+//! which never waits: the model runs on the screens thread (`workers`)
+//! behind a small queue. Output beyond what a person can read is not
+//! modelled: past a budget of [`RATE`] bytes a second (with a burst of as
+//! much), or when the queue is full, chunks are dropped and the model is
+//! marked stale until the next prompt, where it starts afresh. What a
+//! flood printed is in the command records' head and tail anyway, and a
+//! flood modelled in full would cost a core (vt100 models line-by-line
+//! output at about 30 MiB/s). The agent's context asks it for a [`Snapshot`].
 
 use std::num::NonZeroU16;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
-/// Rows kept above the screen. Each row of 80 cells costs 2.5 KiB.
-const SCROLLBACK: usize = 100;
+/// Rows kept above the screen: none, as nothing reads them (snapshots are
+/// of the visible screen), and each would cost memory (2.5 KiB a row of 80
+/// cells) and an allocation per line scrolled.
+const SCROLLBACK: usize = 0;
 /// Chunks waiting for the model before newer ones are dropped.
 const QUEUE: usize = 32;
+/// Output modelled per second, and the burst allowed: above what an
+/// interactive program draws (`top` redraws a few KiB a second; an editor
+/// scrolling flat out, a few hundred), far below a `cat` of a big file.
+/// The model then takes at most a few percent of a core per session.
+const RATE: f64 = 1024.0 * 1024.0;
 
 enum Update {
     Output(Bytes),
@@ -45,19 +56,59 @@ pub(crate) struct Snapshot {
 pub(crate) struct Screen {
     tx: mpsc::Sender<Update>,
     stale: Arc<AtomicBool>,
+    budget: Mutex<Budget>,
+}
+
+/// A token bucket of bytes: [`RATE`] a second, at most [`RATE`] saved.
+struct Budget {
+    bytes: f64,
+    at: Instant,
+}
+
+impl Budget {
+    fn new() -> Budget {
+        Budget {
+            bytes: RATE,
+            at: Instant::now(),
+        }
+    }
+
+    /// Takes `n` bytes if the budget has them.
+    fn take(&mut self, n: usize, now: Instant) -> bool {
+        let earned = now.saturating_duration_since(self.at).as_secs_f64() * RATE;
+        self.bytes = (self.bytes + earned).min(RATE);
+        self.at = now;
+        let n = n as f64;
+        if self.bytes < n {
+            return false;
+        }
+        self.bytes -= n;
+        true
+    }
 }
 
 impl Screen {
-    pub(crate) fn start(rows: u32, cols: u32) -> Screen {
+    /// Starts a model on `on`, a runtime other than the session's own: the
+    /// model must not take turns with the byte path it watches.
+    pub(crate) fn start(rows: u32, cols: u32, on: &tokio::runtime::Handle) -> Screen {
         let (tx, rx) = mpsc::channel(QUEUE);
         let stale = Arc::new(AtomicBool::new(false));
-        tokio::spawn(run(rx, stale.clone(), size(rows), size(cols)));
-        Screen { tx, stale }
+        on.spawn(run(rx, stale.clone(), size(rows), size(cols)));
+        Screen {
+            tx,
+            stale,
+            budget: Mutex::new(Budget::new()),
+        }
     }
 
     /// Bytes the client was sent. Never waits.
     pub(crate) fn feed(&self, data: Bytes) {
-        if self.tx.try_send(Update::Output(data)).is_err() {
+        let within = self
+            .budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(data.len(), Instant::now());
+        if !within || self.tx.try_send(Update::Output(data)).is_err() {
             self.stale.store(true, Ordering::Relaxed);
         }
     }
@@ -150,10 +201,11 @@ async fn run(mut rx: mpsc::Receiver<Update>, stale: Arc<AtomicBool>, rows: u16, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn the_model_follows_output_and_resizes() {
-        let s = Screen::start(5, 20);
+        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
         s.feed(Bytes::from_static(b"hello\r\n\x1b[1mworld\x1b[0m"));
         let snap = s.snapshot().await.unwrap();
         assert_eq!(snap.contents, "hello\nworld");
@@ -181,7 +233,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_cursor_line_joins_wrapped_rows() {
-        let s = Screen::start(5, 10);
+        let s = Screen::start(5, 10, &tokio::runtime::Handle::current());
         s.feed(Bytes::from_static(b"$ echo 0123456789"));
         let snap = s.snapshot().await.unwrap();
         assert_eq!(snap.cursor_line, "$ echo 0123456789");
@@ -191,9 +243,35 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_budget_holds_a_burst_and_refills_with_time() {
+        let t0 = Instant::now();
+        let mut b = Budget {
+            bytes: RATE,
+            at: t0,
+        };
+        let kib = 1024;
+        assert!(b.take(768 * kib, t0));
+        assert!(!b.take(512 * kib, t0), "only 256 KiB are left");
+        assert!(b.take(256 * kib, t0));
+        assert!(b.take(512 * kib, t0 + Duration::from_millis(500)));
+        // Saving is capped at one burst.
+        let later = t0 + Duration::from_secs(60);
+        assert!(b.take(1024 * kib, later));
+        assert!(!b.take(1, later));
+    }
+
+    #[tokio::test]
+    async fn output_past_the_budget_is_not_modelled() {
+        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
+        let flood = Bytes::from(vec![b'x'; RATE as usize + 1]);
+        s.feed(flood);
+        assert!(s.snapshot().await.unwrap().stale);
+    }
+
     #[tokio::test]
     async fn a_stale_model_starts_over_at_the_next_prompt() {
-        let s = Screen::start(5, 20);
+        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
         s.feed(Bytes::from_static(b"old"));
         s.stale.store(true, Ordering::Relaxed);
         assert!(s.snapshot().await.unwrap().stale);
