@@ -20,6 +20,7 @@ mod route;
 mod server;
 mod session;
 mod shutdown;
+mod socket;
 mod terminal;
 mod throttle;
 mod upstream;

@@ -79,11 +79,6 @@ pub(crate) async fn accept_loop(
         let Some(stop) = connections.listener() else {
             return;
         };
-        // run_stream does not apply the config's `nodelay`: without it
-        // Nagle's algorithm holds each keystroke's echo back for an ACK.
-        if let Err(e) = socket.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
-        }
         let Some(pending) = bastion.throttle.admit(peer.ip()) else {
             tracing::warn!(%peer, "refused: too many connections from this address that have not logged in");
             continue;
@@ -137,8 +132,10 @@ async fn serve_connection(
             return;
         }
     };
-    let setup =
-        tokio::time::timeout_at(login_by, russh::server::run_stream(config, socket, handler));
+    let setup = tokio::time::timeout_at(
+        login_by,
+        russh::server::run_stream(config, crate::socket::prepare(socket), handler),
+    );
     let running = match setup.await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
+use tokio::net::TcpStream;
 
 use super::{Command, Context, Event, PROBE, Request, TargetInfo};
 use crate::config::{HostKeyPolicy, TargetConfig};
@@ -247,19 +248,22 @@ async fn open_inner(
         },
         inactivity_timeout: None,
         keepalive_interval: Some(Duration::from_secs(30)),
-        nodelay: true,
         // The largest russh allows: the target may then send a transfer in
         // half as many packets, each a wake-up and a copy on the bastion.
         maximum_packet_size: 65535,
         ..Default::default()
     });
-    let mut conn = match client::connect(config, (host.as_str(), port), check).await {
+    let unreachable =
+        |e: &dyn std::fmt::Display| format!("cannot reach {name} ({host}:{port}): {e}");
+    let socket = TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| unreachable(&e))?;
+    let mut conn = match client::connect_stream(config, crate::socket::prepare(socket), check).await
+    {
         Ok(c) => c,
         Err(e) => {
             let refused = verdict.lock().unwrap_or_else(|e| e.into_inner()).take();
-            return Err(
-                refused.unwrap_or_else(|| format!("cannot reach {name} ({host}:{port}): {e}"))
-            );
+            return Err(refused.unwrap_or_else(|| unreachable(&e)));
         }
     };
     let login = target
