@@ -227,6 +227,7 @@ def bench_exec():
     for name, fn, label in (("download", exec_download, "exec download"),
                             ("upload", exec_upload, "exec upload")):
         best = {r: (0.0, 0.0) for r in ROUTES}
+        every = {r: [] for r in ROUTES}
         cpu = {"jump": [], "walissh": []}
         for i in range(runs):
             for r in ROUTES:  # interleaved, so drift hits every route alike
@@ -235,6 +236,7 @@ def bench_exec():
                     cpu[r].append(used * 1024 / size)
                 progress(f"{label} {r} run {i + 1}: {v[0]:.1f} MiB/s")
                 best[r] = max(best[r], v)
+                every[r].append(v[0])
         what = f"head -c {size}M /dev/zero" if name == "download" else f"{size} MiB through stdin"
         row("exec", f"{label}, {what}, best of {runs}", "MiB/s",
             best["direct"][0], best["jump"][0], best["walissh"][0],
@@ -244,6 +246,12 @@ def bench_exec():
                   "timed from the remote `wc -c`'s start to its count")
             + "; JSON *_with_setup includes connect+auth",
             extra={f"{r}_with_setup": best[r][1] for r in ROUTES})
+        if runs > 1:
+            med = {r: statistics.median(every[r]) for r in ROUTES}
+            row("exec", f"  same, median of {runs}", "MiB/s", med["direct"], med["jump"],
+                med["walissh"], ratio(med["walissh"], med["direct"]),
+                note="each route's runs in the JSON (*_runs)",
+                extra={f"{r}_runs": every[r] for r in ROUTES})
         j, w = min(cpu["jump"]), min(cpu["walissh"])
         row("exec", f"  bastion CPU per GiB, {label}, least of {runs}", "s", jump=j, walissh=w,
             fmt=lambda v: f"{v:.2f}",

@@ -1,10 +1,11 @@
 //! Session recordings in asciicast v2, written by one recorder thread.
 //!
 //! A session owns a [`Recording`], which turns terminal bytes into
-//! asciicast event lines (output always, input only with
-//! `[audit] record_input`) and queues them for the thread. The thread owns
-//! the files and flushes whenever its queue runs dry, so a live recording
-//! is at most one burst behind the screen.
+//! timed asciicast events (output always, input only with
+//! `[audit] record_input`) and queues them for the thread. The thread
+//! writes them as JSON lines (the escaping stays off the session's task),
+//! owns the files and flushes whenever its queue runs dry, so a live
+//! recording is at most one burst behind the screen.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -514,7 +514,7 @@ impl Pumps<'_> {
                         r.resize(col_width, row_height).await;
                     }
                     if let Some(s) = self.screen {
-                        s.resize(row_height, col_width).await;
+                        s.resize(row_height, col_width);
                     }
                     self.shared.set_cols(col_width);
                     up_tx.resize(col_width, row_height).await;

@@ -12,8 +12,8 @@
 //! output at about 30 MiB/s). The agent's context asks it for a [`Snapshot`].
 
 use std::num::NonZeroU16;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -34,12 +34,13 @@ const RATE: f64 = 1024.0 * 1024.0;
 enum Update {
     Output(Bytes),
     Resize(u16, u16),
-    Prompt,
+    /// Start afresh: the model was stale and a prompt was drawn.
+    Reset,
     Snapshot(oneshot::Sender<Snapshot>),
 }
 
 /// What the screen shows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[allow(dead_code)] // read by the agent's context (issues 4 and 5)
 pub(crate) struct Snapshot {
     pub(crate) contents: String,
@@ -52,10 +53,12 @@ pub(crate) struct Snapshot {
 }
 
 /// The handle a session holds; the model lives in its own task, which
-/// ends when this is dropped.
+/// ends when this is dropped. Whether the model is stale is kept here, on
+/// the session's side, where output is dropped: the model's thread may be
+/// behind, and must not clear a flag for output it has not been sent.
 pub(crate) struct Screen {
     tx: mpsc::Sender<Update>,
-    stale: Arc<AtomicBool>,
+    stale: AtomicBool,
     budget: Mutex<Budget>,
 }
 
@@ -92,40 +95,66 @@ impl Screen {
     /// model must not take turns with the byte path it watches.
     pub(crate) fn start(rows: u32, cols: u32, on: &tokio::runtime::Handle) -> Screen {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let stale = Arc::new(AtomicBool::new(false));
-        on.spawn(run(rx, stale.clone(), size(rows), size(cols)));
+        on.spawn(run(rx, size(rows), size(cols)));
         Screen {
             tx,
-            stale,
+            stale: AtomicBool::new(false),
             budget: Mutex::new(Budget::new()),
+        }
+    }
+
+    fn budget(&self) -> std::sync::MutexGuard<'_, Budget> {
+        self.budget.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends `update` if the queue has room; otherwise the model misses it
+    /// and is stale.
+    fn send_or_stale(&self, update: Update) {
+        if self.tx.try_send(update).is_err() {
+            self.stale.store(true, Ordering::Relaxed);
         }
     }
 
     /// Bytes the client was sent. Never waits.
     pub(crate) fn feed(&self, data: Bytes) {
-        let within = self
-            .budget
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take(data.len(), Instant::now());
-        if !within || self.tx.try_send(Update::Output(data)).is_err() {
+        if self.budget().take(data.len(), Instant::now()) {
+            self.send_or_stale(Update::Output(data));
+        } else {
             self.stale.store(true, Ordering::Relaxed);
         }
     }
 
-    /// A prompt was drawn: a stale model may start over here.
+    /// A prompt is about to be drawn: a stale model starts over here, with
+    /// a full budget for what follows.
     pub(crate) fn prompt(&self) {
-        let _ = self.tx.try_send(Update::Prompt);
+        if self.stale.swap(false, Ordering::Relaxed) {
+            *self.budget() = Budget::new();
+            self.send_or_stale(Update::Reset);
+        }
     }
 
-    pub(crate) async fn resize(&self, rows: u32, cols: u32) {
-        let _ = self.tx.send(Update::Resize(size(rows), size(cols))).await;
+    pub(crate) fn resize(&self, rows: u32, cols: u32) {
+        self.send_or_stale(Update::Resize(size(rows), size(cols)));
     }
 
+    /// What the screen shows. A stale model answers at once, without
+    /// waiting for the model's thread: it cannot say anyway.
     pub(crate) async fn snapshot(&self) -> Option<Snapshot> {
+        let stale = || Snapshot {
+            stale: true,
+            ..Snapshot::default()
+        };
+        if self.stale.load(Ordering::Relaxed) {
+            return Some(stale());
+        }
         let (tx, rx) = oneshot::channel();
         self.tx.send(Update::Snapshot(tx)).await.ok()?;
-        rx.await.ok()
+        let snap = rx.await.ok()?;
+        // Output dropped while the request waited its turn.
+        Some(match self.stale.load(Ordering::Relaxed) {
+            true => stale(),
+            false => snap,
+        })
     }
 }
 
@@ -168,7 +197,7 @@ fn parser(rows: u16, cols: u16) -> vt100::Parser {
     vt100::Parser::new(nz(rows), nz(cols), SCROLLBACK)
 }
 
-async fn run(mut rx: mpsc::Receiver<Update>, stale: Arc<AtomicBool>, rows: u16, cols: u16) {
+async fn run(mut rx: mpsc::Receiver<Update>, rows: u16, cols: u16) {
     let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
     let mut p = parser(rows, cols);
     let (mut rows, mut cols) = (rows, cols);
@@ -179,18 +208,14 @@ async fn run(mut rx: mpsc::Receiver<Update>, stale: Arc<AtomicBool>, rows: u16, 
                 (rows, cols) = (r, c);
                 p.set_size(nz(r), nz(c));
             }
-            Update::Prompt => {
-                if stale.swap(false, Ordering::Relaxed) {
-                    p = parser(rows, cols);
-                }
-            }
+            Update::Reset => p = parser(rows, cols),
             Update::Snapshot(reply) => {
                 let s = p.screen();
                 let _ = reply.send(Snapshot {
                     contents: s.contents(),
                     cursor: s.cursor_position(),
                     alternate: s.alternate_screen(),
-                    stale: stale.load(Ordering::Relaxed),
+                    stale: false,
                     cursor_line: cursor_line(s),
                 });
             }
@@ -211,7 +236,7 @@ mod tests {
         assert_eq!(snap.contents, "hello\nworld");
         assert_eq!(snap.cursor, (1, 5));
         assert!(!snap.stale && !snap.alternate);
-        s.resize(10, 40).await;
+        s.resize(10, 40);
         s.feed(Bytes::from_static(b"\x1b[?1049h"));
         assert!(s.snapshot().await.unwrap().alternate);
     }
@@ -262,11 +287,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn output_past_the_budget_is_not_modelled() {
+    async fn output_past_the_budget_is_not_modelled_until_the_next_prompt() {
         let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
         let flood = Bytes::from(vec![b'x'; RATE as usize + 1]);
         s.feed(flood);
         assert!(s.snapshot().await.unwrap().stale);
+        // The prompt after the flood is modelled afresh, on a new budget.
+        s.prompt();
+        s.feed(Bytes::from_static(b"$ "));
+        let snap = s.snapshot().await.unwrap();
+        assert!(!snap.stale);
+        assert_eq!(snap.contents.trim_end(), "$");
     }
 
     #[tokio::test]
