@@ -64,11 +64,14 @@ impl Bastion {
         }
         let path = std::path::PathBuf::from(&current.config.source);
         let state_dir = current.config.state_dir().to_path_buf();
-        // Reading files (the config, the skills) is blocking work.
+        let me = self.upstream.own_account.clone();
+        // Reading files (the config, the keys, the skills) is blocking work.
+        // The same checks as at start: a reload is no way around them.
         let loaded = tokio::task::spawn_blocking(move || {
             let mut config = Config::load(Some(&path)).map_err(|e| e.0)?;
-            config.server.state_dir = std::path::absolute(config.state_dir())
-                .map_err(|e| format!("{}: {e}", config.state_dir().display()))?;
+            config.check_files().map_err(|e| e.0)?;
+            absolute_state_dir(&mut config)?;
+            check_local_targets(&config, &me)?;
             let agent = crate::agent::Agent::new(&config);
             Ok::<_, String>(Live { config, agent })
         })
@@ -97,10 +100,7 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
     // must shut down cleanly, not kill the process.
     let mut signals = Signals::new()?;
     crate::keys::create_private_dir(config.state_dir())?;
-    // Paths stored in the audit (recordings) must not depend on the
-    // directory walissh was started from.
-    config.server.state_dir = std::path::absolute(config.state_dir())
-        .map_err(|e| format!("{}: {e}", config.state_dir().display()))?;
+    absolute_state_dir(&mut config)?;
     if config.embedded {
         embedded_demo_password(&mut config)?;
     }
@@ -255,6 +255,14 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
 /// A local target's shell must not be able to read walissh's keys or
 /// rewrite its audit. With `run_as` it runs as another account (which needs
 /// root); without, it runs as walissh's own account, and we say so loudly.
+/// Paths stored in the audit (recordings) must not depend on the directory
+/// walissh was started from.
+fn absolute_state_dir(config: &mut Config) -> Result<(), String> {
+    config.server.state_dir = std::path::absolute(config.state_dir())
+        .map_err(|e| format!("{}: {e}", config.state_dir().display()))?;
+    Ok(())
+}
+
 fn check_local_targets(config: &Config, me: &crate::config::Account) -> Result<(), String> {
     for t in config
         .targets

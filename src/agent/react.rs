@@ -4,13 +4,14 @@
 //! The loop knows nothing of terminals: a [`Host`] (the session) streams
 //! the agent's text to the user, asks for approval, runs commands in the
 //! user's shell and audits. That keeps the loop's rules (policy before
-//! anything runs, step and time limits, repeated calls stopped, bad
-//! arguments reported back to the model) testable on their own.
+//! anything runs, the step limit, repeated calls stopped, bad arguments
+//! reported back to the model) testable on their own. The time limit is
+//! the seat's: it covers the whole question, workflows and approvals
+//! included.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use std::collections::HashMap;
 
@@ -89,6 +90,7 @@ pub(crate) trait Host {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) max_steps: u32,
+    /// Enforced by the seat, around the whole question.
     pub(crate) wall: Duration,
 }
 
@@ -239,7 +241,6 @@ pub(crate) async fn answer(
     } = ask;
     let model = spec.model.as_ref().unwrap_or(model);
     let limits = agent.limits;
-    let started = Instant::now();
     let question = scrub(agent, memory, question);
     memory.question(&question);
     let tools = tools(&spec.tools, in_loop);
@@ -247,13 +248,6 @@ pub(crate) async fn answer(
     let providers = providers::all();
     let mut asked: Vec<String> = Vec::new();
     for _ in 0..limits.max_steps {
-        let left = limits
-            .wall
-            .checked_sub(started.elapsed())
-            .filter(|d| !d.is_zero());
-        let Some(left) = left else {
-            return fail(host, "the question took longer than its time limit").await;
-        };
         // Built from what was scrubbed as it came in; a third of the
         // budget at most, the rest for the conversation.
         let view = View::new(brief, &question, &memory.tools);
@@ -261,14 +255,10 @@ pub(crate) async fn answer(
         let request = memory.request(&system, prompt, agent.context.reducer, budget);
         let messages: Vec<Value> = request.iter().map(Message::to_json).collect();
         host.thinking();
-        let turn =
-            match tokio::time::timeout(left, model.turn(&messages, &tools, |t| host.stream(t)))
-                .await
-            {
-                Ok(Ok(turn)) => turn,
-                Ok(Err(e)) => return fail(host, &e).await,
-                Err(_) => return fail(host, "the question took longer than its time limit").await,
-            };
+        let turn = match model.turn(&messages, &tools, |t| host.stream(t)).await {
+            Ok(turn) => turn,
+            Err(e) => return fail(host, &e).await,
+        };
         // At most MAX_CALLS_PER_TURN calls are kept, each with bounded
         // arguments: what the model asked for is history too.
         let dropped = turn.tool_calls.len().saturating_sub(MAX_CALLS_PER_TURN);
@@ -437,10 +427,11 @@ async fn run_tool(
     if outcome.abandoned {
         return Err("the command would not stop; it is yours now".into());
     }
-    memory
-        .tools
-        .add(&command, &status(&outcome), &outcome.output);
-    Ok(describe(&command, &outcome))
+    // The user's edit may hold a secret; the tool cache reaches the model
+    // in the prompt, which is not scrubbed again.
+    let shown = scrub(agent, memory, &command);
+    memory.tools.add(&shown, &status(&outcome), &outcome.output);
+    Ok(describe(&shown, &outcome))
 }
 
 async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
@@ -637,6 +628,23 @@ mod tests {
         assert_eq!(host.audit[0].1["decision"], "denied_by_user");
         assert_eq!(host.audit[1].1["decision"], "edited");
         assert!(last_message(&requests[3]).contains("not valid JSON"));
+    }
+
+    #[tokio::test]
+    async fn a_secret_in_the_users_edit_does_not_reach_the_model() {
+        let secret = "Zq7xW2pL9vKm4RtY8nBc3HdF";
+        let edit = format!("curl -s -H 'Authorization: Bearer {secret}' http://localhost/health");
+        let script = vec![
+            call("c1", r#"{"command": "curl -s http://localhost/health"}"#),
+            text("ok"),
+        ];
+        let (a, host, requests) = ask(script, AiMode::Confirm, vec![Approval::Edited(edit)]).await;
+        assert_eq!(a.unwrap(), "ok");
+        assert_eq!(host.audit[0].1["decision"], "edited");
+        // The second request carries the result and the tool cache.
+        let sent = requests[1].to_string();
+        assert!(sent.contains("Authorization: Bearer"), "{sent}");
+        assert!(!sent.contains(secret), "{sent}");
     }
 
     #[tokio::test]

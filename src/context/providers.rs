@@ -146,6 +146,8 @@ impl ToolCache {
             &format!("$ {command} ({status}): {first}"),
             CACHED_RESULT,
         ));
+        // The view reads one slice: a wrapped ring would hide the newest.
+        self.entries.make_contiguous();
     }
 
     pub(crate) fn clear(&mut self) {
@@ -504,6 +506,11 @@ mod tests {
         }
         assert_eq!(tools.entries.len(), 2);
         assert!(tools.entries[1].starts_with("$ c4"));
+        // What the prompt sees: the last two, the newest last.
+        let brief = brief();
+        let seen = View::new(&brief, "q", &tools).tools;
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].starts_with("$ c3") && seen[1].starts_with("$ c4"));
         tools.clear();
         assert!(tools.entries.is_empty());
     }

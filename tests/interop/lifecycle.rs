@@ -231,3 +231,25 @@ fn sigterm_while_a_target_is_still_connecting_closes_the_session() {
     assert_eq!(end["target"], "tarpit");
     assert!(b.sessions()[0]["ended"].is_string());
 }
+
+#[test]
+fn a_reload_checks_key_files_as_a_start_does() {
+    let b = Bastion::start();
+    let good = std::fs::read_to_string(&b.config).unwrap();
+    let key = b.dir.path().join("garbage_key");
+    std::fs::write(&key, "this is not a key").unwrap();
+    let broken = good.replacen(
+        "[upstream]\n",
+        &format!("[upstream]\nidentity = \"{}\"\n", key.display()),
+        1,
+    );
+    assert_ne!(broken, good);
+    std::fs::write(&b.config, &broken).unwrap();
+    let from = b.log.end();
+    let line = b.reload();
+    assert!(line.contains("reload failed"), "{line}");
+    b.log.wait_for_from("garbage_key", from);
+    // Back to the good config, it reloads.
+    std::fs::write(&b.config, &good).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+}
