@@ -1022,7 +1022,8 @@ sshd[992]: Accepted publickey for alice from 198.51.100.4 port 50022 ssh2: ED255
     }
 
     #[test]
-    fn megabytes_of_output_are_cheap() {
+    fn megabytes_of_clean_output_pass_unchanged() {
+        // How long it took is printed, not asserted: speed is for bench/.
         let line = "2024/05/01 10:02:11 [error] 8123#8123: *41 connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7\n";
         let text = line.repeat(4 << 20 >> 7);
         let r = redactor();

@@ -10,7 +10,10 @@
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::agent::{answer_run, ask, back_at_prompt, bob, content, messages};
+use crate::agent::{
+    ai_events, answer_run, ask, back_at_prompt, back_at_prompt_unaudited, bob, content, kinds,
+    messages, user_commands,
+};
 use crate::harness::*;
 use crate::model::*;
 
@@ -79,27 +82,6 @@ fn headings(plain: &str) -> Vec<String> {
 fn plain_since(t: &Terminal, from: usize) -> String {
     let raw = t.screen.since(from);
     String::from_utf8_lossy(&strip_escapes(raw.as_bytes()).0).into_owned()
-}
-
-/// The agent's audit events (`ai_*`), oldest first.
-fn ai_events(b: &Bastion) -> Vec<Value> {
-    b.audit()
-        .into_iter()
-        .filter(|e| e["kind"].as_str().unwrap_or("").starts_with("ai_"))
-        .collect()
-}
-
-fn kinds(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
-}
-
-/// The commands audited as the user's own.
-fn user_commands(b: &Bastion) -> Vec<String> {
-    b.audit()
-        .iter()
-        .filter(|e| e["kind"] == "command")
-        .map(|e| e["command"].as_str().unwrap_or("").to_string())
-        .collect()
 }
 
 // ---- a sequential workflow ----
@@ -911,15 +893,6 @@ fn sighup_adds_an_agent_for_a_live_session_and_new_logins() {
     assert_ne!(newer["session"], before["session"]);
 }
 
-/// Like `back_at_prompt`, for while the config file is broken (the audit
-/// CLI reads it too): the prompt comes back and the next line runs.
-fn back_at_prompt_unaudited(t: &Terminal, from: usize) -> usize {
-    let at = t.expect_from(crate::terminal::prompt_end(), from);
-    t.send("echo BACK-$((2+3))\r");
-    let at = t.expect_from("BACK-5", at);
-    t.expect_from(crate::terminal::prompt_end(), at)
-}
-
 #[test]
 fn a_broken_config_on_sighup_is_rejected_and_the_old_one_kept() {
     let model = Model::start(vec![
@@ -1039,6 +1012,7 @@ fn a_reload_never_widens_a_live_sessions_rights() {
     // Turned to auto: the session keeps the confirm it logged in with, so
     // even a read-only command asks.
     let auto = text.replacen("ai = \"confirm\"", "ai = \"auto\"", 1);
+    assert_ne!(auto, text, "bob's ai line was not found");
     std::fs::write(&b.config, auto).unwrap();
     assert!(b.reload().contains("config reloaded"));
     let at = ask(&t, "? how loaded is it");
