@@ -94,12 +94,7 @@ impl Model {
         if let Some(n) = self.max_tokens {
             request["max_tokens"] = json!(n);
         }
-        let silent = || {
-            format!(
-                "the model did not answer within {} s",
-                self.timeout.as_secs()
-            )
-        };
+        let silent = || self.silent();
         let chat = self.client.chat();
         let opened = chat.create_stream_byot::<Value, Value>(request);
         let mut stream = tokio::time::timeout(self.timeout, opened)
@@ -121,6 +116,13 @@ impl Model {
     }
 
     /// One line for the user: what went wrong, in their terms.
+    fn silent(&self) -> String {
+        format!(
+            "the model did not answer within {} s",
+            self.timeout.as_secs()
+        )
+    }
+
     fn explain(&self, e: OpenAIError) -> String {
         match e {
             OpenAIError::ApiError(r) => match r.status_code.as_u16() {
@@ -138,31 +140,21 @@ impl Model {
                     r.api_error.message
                 ),
             },
-            OpenAIError::Reqwest(e) if e.is_timeout() => {
-                format!(
-                    "the model did not answer within {} s",
-                    self.timeout.as_secs()
-                )
-            }
+            OpenAIError::Reqwest(e) if e.is_timeout() => self.silent(),
             OpenAIError::Reqwest(e) if e.is_connect() => {
                 format!("cannot reach the model endpoint at {}", self.base_url)
             }
-            OpenAIError::StreamError(e) if e.to_string().contains("timed out") => {
-                format!(
-                    "the model did not answer within {} s",
-                    self.timeout.as_secs()
-                )
-            }
+            OpenAIError::StreamError(e) if e.to_string().contains("timed out") => self.silent(),
             OpenAIError::JSONDeserialize(_, content) => {
                 let mut content = content;
-                content.truncate(80);
+                content.truncate(content.floor_char_boundary(80));
                 format!(
                     "the model endpoint sent something that is not a chat completion: {content:?}"
                 )
             }
             other => {
                 let mut text = other.to_string();
-                text.truncate(200);
+                text.truncate(text.floor_char_boundary(200));
                 format!("the model request failed: {}", text.replace('\n', " "))
             }
         }
@@ -259,6 +251,17 @@ impl Accumulator {
 mod tests {
     use super::*;
     use crate::agent::scripted::{chunk, llm, server, sse};
+
+    #[test]
+    fn a_non_chat_body_is_cut_on_a_char_boundary() {
+        let model = Model::new(&llm("http://127.0.0.1:9/v1")).unwrap();
+        // 3-byte characters: byte 80 falls inside one.
+        let body = "語".repeat(100);
+        let e = serde_json::from_str::<Value>("{").unwrap_err();
+        let said = model.explain(OpenAIError::JSONDeserialize(e, body));
+        assert!(said.contains(&"語".repeat(26)), "{said}");
+        assert!(!said.contains(&"語".repeat(27)), "{said}");
+    }
 
     #[test]
     fn arguments_in_fragments_and_in_one_piece() {

@@ -146,10 +146,18 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
                 target,
                 messages,
             } => {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO conversations (user, target, updated, messages) VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![user, target, rfc3339(std::time::SystemTime::now()), messages])?;
+                // Not audit: a conversation that cannot be stored is only
+                // not restored, and must not fail the batch's events.
+                let stored = tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO conversations (user, target, updated, messages) VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut st| {
+                        st.execute(params![user, target, rfc3339(std::time::SystemTime::now()), messages])
+                    });
+                if let Err(e) = stored {
+                    tracing::warn!(%user, %target, error = %e, "conversation not stored");
+                }
             }
             Record::Flush(_) => {}
         }
