@@ -85,6 +85,7 @@ impl Agent {
             tracing::error!(error = %e, "bad [ai] redact pattern; redacting without it");
             Redactor::new(&[], &held).expect("no extra patterns")
         });
+        let team = team::Team::new(config, model.as_ref().ok());
         Agent {
             model,
             policy: Policy::new(&deny, &prefixes),
@@ -98,7 +99,7 @@ impl Agent {
             context: config.context.clone(),
             context_tokens: config.llm.context_tokens,
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
-            team: team::Team::new(config),
+            team,
             skills: config
                 .ai
                 .skills_dir
@@ -132,6 +133,9 @@ pub(crate) struct Question {
     pub(crate) prompt: Vec<u8>,
 }
 
+/// What a user whose `ai` is off is told, and the audit says.
+pub(crate) const AGENT_OFF: &str = "the agent is off for your account; nothing was run.";
+
 /// What is drawn where the shell cleared the question's line: the prompt
 /// and the question again if the shell wiped them, and the cursor put on
 /// the next line. Users whose `ai` is `off` also get the notice that
@@ -140,11 +144,11 @@ pub(crate) fn echo(q: &Question, mode: AiMode) -> Vec<u8> {
     let mut out = Vec::new();
     if !q.kept {
         out.extend_from_slice(&q.prompt);
-        out.extend(q.text.replace(|c: char| c.is_control(), "").into_bytes());
+        out.extend(render::printable(&q.text).into_bytes());
     }
     out.extend_from_slice(b"\r\n");
     if mode == AiMode::Off {
-        out.extend_from_slice(b"walissh: the agent is off for your account; nothing was run.\r\n");
+        out.extend(format!("walissh: {AGENT_OFF}\r\n").into_bytes());
     }
     out
 }

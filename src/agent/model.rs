@@ -30,6 +30,14 @@ pub(crate) struct ToolCall {
     pub(crate) arguments: String,
 }
 
+impl ToolCall {
+    /// Replaces the arguments by their size: what history keeps of a call
+    /// whose arguments are too long to keep.
+    pub(crate) fn cut_arguments(&mut self) {
+        self.arguments = json!({"cut": format!("{} bytes", self.arguments.len())}).to_string();
+    }
+}
+
 /// What the model said in one turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Turn {
@@ -38,6 +46,7 @@ pub(crate) struct Turn {
     pub(crate) finish_reason: Option<String>,
 }
 
+#[derive(Clone)]
 pub(crate) struct Model {
     client: Client<OpenAIConfig>,
     model: String,
@@ -116,6 +125,14 @@ impl Model {
     }
 
     /// One line for the user: what went wrong, in their terms.
+    /// The same endpoint and client (one connection pool), another model.
+    pub(crate) fn with_model(&self, model: &str) -> Model {
+        Model {
+            model: model.to_string(),
+            ..self.clone()
+        }
+    }
+
     fn silent(&self) -> String {
         format!(
             "the model did not answer within {} s",

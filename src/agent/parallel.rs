@@ -245,10 +245,7 @@ impl Host for Member<'_> {
     }
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
-        let mut ev = self.target.ids.event(kind).field("agent", self.label);
-        for (k, v) in fields {
-            ev = ev.field(k, v);
-        }
-        self.target.audit.event(ev).await;
+        let ev = self.target.ids.event(kind).field("agent", self.label);
+        self.target.audit.event(ev.fields(fields)).await;
     }
 }

@@ -182,7 +182,7 @@ fn command_of(call: &ToolCall) -> Result<(String, String), String> {
                 |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
             let from = number("from_line", 1).max(1);
             let lines = number("lines", 100).clamp(1, READ_MAX_LINES);
-            let quoted = format!("'{}'", path.replace('\'', r"'\''"));
+            let quoted = crate::terminal::bootstrap::quote(path);
             let command = format!("tail -n +{from} -- {quoted} | head -n {lines}");
             Ok((command, format!("read {path}")))
         }
@@ -320,7 +320,7 @@ const MAX_ARGUMENTS: usize = 4000;
 fn bounded(call: &ToolCall) -> ToolCall {
     let mut c = call.clone();
     if c.arguments.len() > MAX_ARGUMENTS {
-        c.arguments = json!({"cut": format!("{} bytes", call.arguments.len())}).to_string();
+        c.cut_arguments();
     }
     c
 }

@@ -230,7 +230,7 @@ pub(crate) fn labelled(label: &str, line: &str) -> Vec<u8> {
 }
 
 /// Text from the model or a command line, without control characters.
-fn printable(s: &str) -> String {
+pub(crate) fn printable(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).collect()
 }
 

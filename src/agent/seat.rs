@@ -27,7 +27,7 @@ use super::parallel::{Console, Member, Target};
 use super::react::{self, Approval, Ask, Host, Outcome};
 use super::team::{Item, WorkflowSpec};
 use super::{Question, render::Painter};
-use crate::audit::{Audit, Ids};
+use crate::audit::Ids;
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
@@ -178,12 +178,10 @@ pub(crate) struct Place<'a> {
     /// changes what `?` runs in live sessions too).
     pub(crate) live: std::sync::Arc<crate::bastion::Live>,
     pub(crate) mode: AiMode,
-    pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
     pub(crate) screen: Option<&'a Screen>,
     pub(crate) shared: &'a Shared,
     pub(crate) runner: &'a crate::upstream::Runner,
-    pub(crate) upstream: &'a crate::upstream::Context,
 }
 
 /// Answers the session's questions, one at a time, until the session ends.
@@ -209,7 +207,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         speaking: None,
     };
     let mut memory = Memory::new(&seat.place.live.agent.context);
-    let (audit, ids) = (seat.place.audit, seat.place.ids);
+    let (audit, ids) = (&seat.place.bastion.audit, seat.place.ids);
     // With `[context] restore`, the user's last conversation with this
     // target comes back (stored sanitised and scrubbed).
     let restore = seat.place.live.agent.context.restore;
@@ -234,7 +232,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         let today = seat.place.live.config.user(&ids.user).map(|u| u.ai);
         seat.place.mode = today.unwrap_or(AiMode::Off).min(mode_at_login);
         while cancel.try_recv().is_ok() {}
-        seat.place.shared.set_active(true);
+        // Active since the bridge caught the question.
         seat.answer(asked, &mut cancel, &mut memory).await;
         memory.end();
         if restore {
@@ -273,7 +271,7 @@ impl Seat<'_> {
         let live = self.place.live.clone();
         let agent = &live.agent;
         if self.place.mode == AiMode::Off {
-            let why = "the agent is off for your account; nothing was run.";
+            let why = super::AGENT_OFF;
             let line = self.painter.error(why);
             self.show(line);
             self.audit("ai_error", vec![("message", why.into())]).await;
@@ -453,8 +451,8 @@ impl Seat<'_> {
         let mode = self.place.mode;
         let target = Target {
             runner: self.place.runner,
-            upstream: self.place.upstream,
-            audit: self.place.audit,
+            upstream: &self.place.bastion.upstream,
+            audit: &self.place.bastion.audit,
             ids: self.place.ids,
             timeout: agent.command_timeout,
         };
@@ -506,7 +504,11 @@ impl Seat<'_> {
     async fn settle_lines(&mut self) {
         while let Ok(line) = self.lines.try_recv() {
             if let Some(r) = line {
-                self.place.audit.event(r.event(self.place.ids)).await;
+                self.place
+                    .bastion
+                    .audit
+                    .event(r.event(self.place.ids))
+                    .await;
             }
         }
     }
@@ -628,7 +630,7 @@ impl Seat<'_> {
                     None => return (None, None),
                     Some(Some(r)) if ours(&r, command) => return (Some(r), None),
                     // A line the user typed ahead ran: theirs, audited so.
-                    Some(Some(r)) => self.place.audit.event(r.event(self.place.ids)).await,
+                    Some(Some(r)) => self.place.bastion.audit.event(r.event(self.place.ids)).await,
                     // An empty line the user typed ahead.
                     Some(None) => {}
                 },
@@ -674,10 +676,7 @@ impl Seat<'_> {
         if let Some(agent) = &self.speaking {
             ev = ev.field("agent", agent.as_str());
         }
-        for (k, v) in fields {
-            ev = ev.field(k, v);
-        }
-        self.place.audit.event(ev).await;
+        self.place.bastion.audit.event(ev.fields(fields)).await;
     }
 
     /// Reads one line the user edits, starting from `text`. `None` if

@@ -74,8 +74,9 @@ pub(crate) struct Team {
 }
 
 impl Team {
-    /// The team of a checked config.
-    pub(crate) fn new(config: &Config) -> Team {
+    /// The team of a checked config; agents with a `model` of their own
+    /// share `base`'s client.
+    pub(crate) fn new(config: &Config, base: Option<&Model>) -> Team {
         let mut items = HashMap::new();
         let mut order = vec![BUILTIN_AGENT.to_string()];
         items.insert(
@@ -98,13 +99,9 @@ impl Team {
                     .collect(),
                 None => TOOLS.to_vec(),
             };
-            let model = a.model.as_ref().and_then(|m| {
-                let mut llm = config.llm.clone();
-                llm.model = m.clone();
-                Model::new(&llm)
-                    .inspect_err(|e| tracing::warn!(agent = %a.name.get_ref(), error = %e, "no model client"))
-                    .ok()
-            });
+            // Without a base client (already warned of), the agent has none
+            // either: it would be built from the same [llm] settings.
+            let model = a.model.as_ref().zip(base).map(|(m, b)| b.with_model(m));
             let name = a.name.get_ref().clone();
             order.push(name.clone());
             items.insert(
@@ -177,7 +174,7 @@ pub(crate) fn fill(instruction: &str, state: &HashMap<String, String>) -> String
     let keys: Vec<&str> = placeholders(instruction).collect();
     for key in keys {
         let value = match state.get(key).filter(|v| !v.is_empty()) {
-            Some(v) => format!("«{}»", v.replace(['«', '»'], "\"")),
+            Some(v) => crate::context::providers::quote_inline(v),
             None => "(empty)".to_string(),
         };
         out = out.replace(&format!("{{{key}}}"), &value);
@@ -194,12 +191,12 @@ mod tests {
             "[[agents]]\nname = \"collect\"\ndescription = \"gathers facts\"\ninstruction = \"Facts on {{question}}.\"\noutput_key = \"facts\"\ntools = [\"run_command\"]\n\n\
              [[workflows]]\nname = \"triage\"\ndescription = \"collect, then answer\"\nkind = \"sequential\"\nmembers = [\"collect\", \"walissh\"]\n{extra}"
         );
-        Team::new(&Config::parse(&text, "t.toml", false).unwrap())
+        Team::new(&Config::parse(&text, "t.toml", false).unwrap(), None)
     }
 
     #[test]
     fn the_built_in_agent_is_the_default_entry() {
-        let t = Team::new(&Config::parse("", "t.toml", false).unwrap());
+        let t = Team::new(&Config::parse("", "t.toml", false).unwrap(), None);
         assert_eq!(t.entry, "walissh");
         assert!(matches!(t.get("walissh"), Some(Item::Agent(a)) if a.tools == TOOLS));
         assert_eq!(t.listing().len(), 1);

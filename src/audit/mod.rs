@@ -56,6 +56,10 @@ impl Event {
         self.fields.insert(key.to_string(), value.into());
         self
     }
+
+    pub(crate) fn fields(self, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Event {
+        fields.into_iter().fold(self, |ev, (k, v)| ev.field(k, v))
+    }
 }
 
 /// The identity of a running session, for its audit events.

@@ -344,7 +344,8 @@ pub(crate) fn prompt(providers: &[Box<dyn Provider>], view: View, max_tokens: us
                 sections = render(providers, &view);
             }
             None => {
-                // 2.5 bytes a token is the estimate's own rate.
+                // 2 bytes a token, under the estimate's 2.5: the cut text,
+                // its marker included, stays within the share.
                 sections = cut(&sections, max_tokens.saturating_mul(2));
                 break;
             }
@@ -374,8 +375,8 @@ pub(crate) fn quote_output(text: &str) -> String {
     )
 }
 
-/// One line of target output inside a sentence.
-fn quote_inline(text: &str) -> String {
+/// One line of target output (or any untrusted value) inside a sentence.
+pub(crate) fn quote_inline(text: &str) -> String {
     format!("«{}»", text.replace(['«', '»'], "\""))
 }
 

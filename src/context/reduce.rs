@@ -168,7 +168,7 @@ pub(crate) fn flatten(groups: Vec<Group>) -> Vec<Message> {
     groups.into_iter().flat_map(|g| g.messages).collect()
 }
 
-/// How the history is cut to the budget (`[llm] history`).
+/// How the history is cut to the budget (`[context] reducer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Strategy {

@@ -153,8 +153,7 @@ fn sanitise(m: Message, limits: &Limits) -> Message {
                 .into_iter()
                 .map(|mut c| {
                     if c.arguments.chars().count() > limits.tool_chars {
-                        let size = format!("{} bytes", c.arguments.len());
-                        c.arguments = serde_json::json!({ "cut": size }).to_string();
+                        c.cut_arguments();
                     }
                     c
                 })

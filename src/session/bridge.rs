@@ -330,12 +330,10 @@ impl Pumps<'_> {
             bastion: &self.ctx.bastion,
             live: self.ctx.live.clone(),
             mode: self.mode,
-            audit: &self.ctx.bastion.audit,
             ids: self.ids,
             screen: self.screen,
             shared: self.shared,
             runner: self.runner,
-            upstream: &self.ctx.bastion.upstream,
         }
     }
 

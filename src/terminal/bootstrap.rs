@@ -20,6 +20,12 @@ pub(crate) enum Shell {
     Zsh,
 }
 
+/// `s` as one word for bash and zsh: single-quoted, its own single quotes
+/// closed, escaped and reopened.
+pub(crate) fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
 impl Shell {
     /// The shell behind a login shell's path; `None` for the others (sh,
     /// dash, fish, busybox...), which get no bootstrap.
@@ -37,10 +43,7 @@ impl Shell {
 /// the `[ai] prefixes` that make a line at the prompt a question.
 pub(crate) fn input(shell: Shell, nonce: &str, echo: bool, prefixes: &[String]) -> Vec<u8> {
     let stty = if echo { "stty echo 2>/dev/null;" } else { "" };
-    let quoted: Vec<String> = prefixes
-        .iter()
-        .map(|p| format!("'{}'", p.replace('\'', r"'\''")))
-        .collect();
+    let quoted: Vec<String> = prefixes.iter().map(|p| quote(p)).collect();
     let prefixes = format!("__ws_pf=({});", quoted.join(" "));
     let script = match shell {
         Shell::Bash => bash(nonce, stty, &prefixes),

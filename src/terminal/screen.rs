@@ -41,8 +41,9 @@ enum Update {
 
 /// What the screen shows.
 #[derive(Debug, Clone, Default)]
-#[allow(dead_code)] // read by the agent's context (issues 4 and 5)
 pub(crate) struct Snapshot {
+    /// The whole screen; only tests read it, so only they pay for it.
+    #[cfg(test)]
     pub(crate) contents: String,
     pub(crate) cursor: (u16, u16),
     pub(crate) alternate: bool,
@@ -212,6 +213,7 @@ async fn run(mut rx: mpsc::Receiver<Update>, rows: u16, cols: u16) {
             Update::Snapshot(reply) => {
                 let s = p.screen();
                 let _ = reply.send(Snapshot {
+                    #[cfg(test)]
                     contents: s.contents(),
                     cursor: s.cursor_position(),
                     alternate: s.alternate_screen(),
