@@ -260,6 +260,9 @@ pub(crate) struct AiConfig {
     pub(crate) entry: Option<Spanned<String>>,
     /// A directory of skills (folders holding a SKILL.md).
     pub(crate) skills_dir: Option<Spanned<PathBuf>>,
+    /// The skills of `skills_dir`, read once, when the config is loaded.
+    #[serde(skip)]
+    pub(crate) skills: crate::agent::skills::Skills,
 }
 
 impl Default for AiConfig {
@@ -273,6 +276,7 @@ impl Default for AiConfig {
             redact: Vec::new(),
             entry: None,
             skills_dir: None,
+            skills: Default::default(),
         }
     }
 }
@@ -517,6 +521,10 @@ impl Config {
         config.validate(&loc)?;
         for u in &mut config.users {
             u.compile();
+        }
+        if let Some(dir) = &config.ai.skills_dir {
+            config.ai.skills = crate::agent::skills::Skills::load(dir.get_ref())
+                .map_err(|e| loc.error(dir.span(), Some("ai.skills_dir"), &e))?;
         }
         Ok(config)
     }
@@ -869,10 +877,6 @@ impl Config {
         {
             let msg = format!("no agent or workflow named `{}`", e.get_ref());
             return Err(loc.error(e.span(), Some("ai.entry"), &msg));
-        }
-        if let Some(dir) = &self.ai.skills_dir {
-            crate::agent::skills::Skills::load(dir.get_ref())
-                .map_err(|e| loc.error(dir.span(), Some("ai.skills_dir"), &e))?;
         }
         Ok(())
     }

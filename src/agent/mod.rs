@@ -100,12 +100,7 @@ impl Agent {
             context_tokens: config.llm.context_tokens,
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
             team,
-            skills: config
-                .ai
-                .skills_dir
-                .as_ref()
-                .and_then(|d| skills::Skills::load(d.get_ref()).ok())
-                .unwrap_or_default(),
+            skills: config.ai.skills.clone(),
         }
     }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
 use super::react::{Approval, Host, Outcome};
-use super::render::labelled;
+use super::render::{ending, labelled};
 use super::seat::Draw;
 use crate::audit::{Audit, Ids};
 use crate::terminal::Capture;
@@ -236,10 +236,8 @@ impl Host for Member<'_> {
         self.flush();
         self.say(&format!("$ {command}"));
         let outcome = self.exec(command).await;
-        match (&outcome.interrupted, outcome.exit_code) {
-            (Some(why), _) => self.say(&format!("interrupted: {why}")),
-            (None, Some(code)) if code != 0 => self.say(&format!("exit {code}")),
-            _ => {}
+        if let Some(e) = ending(outcome.exit_code, outcome.interrupted.as_deref()) {
+            self.say(&e);
         }
         outcome
     }

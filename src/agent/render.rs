@@ -200,11 +200,9 @@ impl Painter {
 
     /// How a command ended, when that is worth a line: not for exit 0.
     pub(crate) fn outcome(&mut self, exit: Option<i32>, interrupted: Option<&str>) -> Vec<u8> {
-        match (interrupted, exit) {
-            (Some(why), _) => self.line(&format!("{DIM}interrupted: {why}{RESET}")),
-            (None, Some(0)) => Vec::new(),
-            (None, Some(code)) => self.line(&format!("{DIM}exit {code}{RESET}")),
-            (None, None) => Vec::new(),
+        match ending(exit, interrupted) {
+            Some(e) => self.line(&format!("{DIM}{e}{RESET}")),
+            None => Vec::new(),
         }
     }
 
@@ -227,6 +225,16 @@ impl Painter {
 pub(crate) fn labelled(label: &str, line: &str) -> Vec<u8> {
     let (label, line) = (printable(label), printable(line));
     format!("{GUTTER}\x1b[36m[{label}]{RESET} {line}\r\n").into_bytes()
+}
+
+/// How a command ended, as the user is shown it: nothing for a success
+/// (or an unknown status).
+pub(crate) fn ending(exit: Option<i32>, interrupted: Option<&str>) -> Option<String> {
+    match (interrupted, exit) {
+        (Some(why), _) => Some(format!("interrupted: {why}")),
+        (None, Some(code)) if code != 0 => Some(format!("exit {code}")),
+        _ => None,
+    }
 }
 
 /// Text from the model or a command line, without control characters.

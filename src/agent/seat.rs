@@ -211,12 +211,20 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
     // With `[context] restore`, the user's last conversation with this
     // target comes back (stored sanitised and scrubbed).
     let restore = seat.place.live.agent.context.restore;
-    if restore
-        && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await
-        && let Ok(saved) = serde_json::from_str(&saved)
-    {
-        let redactor = &seat.place.live.agent.redactor;
-        memory.store.restore(&saved, |t| redactor.redact(t).0);
+    if restore && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await {
+        // Parsing and scrubbing are CPU work: off this worker, which other
+        // connections share.
+        let agent = &seat.place.live.agent;
+        let (context, redactor) = (agent.context.clone(), agent.redactor.clone());
+        let restored = tokio::task::spawn_blocking(move || {
+            let saved = serde_json::from_str(&saved).ok()?;
+            let mut store = Memory::new(&context).store;
+            store.restore(&saved, |t| redactor.redact(t).0);
+            Some(store)
+        });
+        if let Ok(Some(store)) = restored.await {
+            memory.store = store;
+        }
     }
     let (started_with, mode_at_login) = (seat.place.live.clone(), seat.place.mode);
     while let Some(asked) = questions.recv().await {
