@@ -221,7 +221,10 @@ impl Pumps<'_> {
             let sent = match event {
                 upstream::Event::Data(data) => {
                     totals.bytes_out += data.len() as u64;
-                    self.shared.output_seen();
+                    // Only a seat reads it (is the agent's command silent?).
+                    if agent.is_some() {
+                        self.shared.output_seen();
+                    }
                     let data = match terminal.as_mut() {
                         Some(t) => {
                             let p = t.output(data);
