@@ -251,6 +251,11 @@ pub(crate) struct AiConfig {
     pub(crate) command_timeout_s: u64,
     #[serde(default)]
     pub(crate) deny: Vec<Spanned<String>>,
+    /// In `auto`, programs that resolve names or open connections (`host`,
+    /// `dig`, `ping -c`, `getent hosts`, `lsof` and `netstat` without
+    /// `-n`) run unasked too. Off: a lookup can carry data out.
+    #[serde(default)]
+    pub(crate) auto_network: bool,
     /// Extra secret patterns (regexes), redacted before anything reaches
     /// the model.
     #[serde(default)]
@@ -273,6 +278,7 @@ impl Default for AiConfig {
             max_time_s: default_max_time(),
             command_timeout_s: default_command_timeout(),
             deny: Vec::new(),
+            auto_network: false,
             redact: Vec::new(),
             entry: None,
             skills_dir: None,

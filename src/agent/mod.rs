@@ -14,7 +14,6 @@ pub(crate) mod render;
 #[cfg(test)]
 pub(crate) mod scripted;
 pub(crate) mod seat;
-pub(crate) mod shell;
 pub(crate) mod skills;
 pub(crate) mod team;
 
@@ -88,7 +87,7 @@ impl Agent {
         let team = team::Team::new(config, model.as_ref().ok());
         Agent {
             model,
-            policy: Policy::new(&deny, &prefixes),
+            policy: Policy::new(&deny, &prefixes, config.ai.auto_network),
             limits: Limits {
                 max_steps: config.ai.max_steps.max(1),
                 wall: Duration::from_secs(config.ai.max_time_s.max(1)),

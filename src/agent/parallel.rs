@@ -197,7 +197,7 @@ impl Host for Member<'_> {
         self.say(&format!("refused {command}: {why}"));
     }
 
-    async fn approve(&mut self, command: &str, reason: &str) -> Approval {
+    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval {
         self.flush();
         // One question at a time on the one keyboard; keys typed before it
         // was shown do not answer it.
@@ -209,6 +209,9 @@ impl Host for Member<'_> {
             format!("  # {reason}")
         };
         self.say(&format!("$ {command}{why}"));
+        for c in listing {
+            self.say(&format!("  \u{2192} {c}"));
+        }
         // The command is named in the prompt: other members' lines may
         // come between it and its `$` line.
         let short: String = command.chars().take(60).collect();
@@ -232,7 +235,7 @@ impl Host for Member<'_> {
         if yes { Approval::Yes } else { Approval::No }
     }
 
-    async fn run(&mut self, command: &str) -> Outcome {
+    async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
         self.flush();
         self.say(&format!("$ {command}"));
         let outcome = self.exec(command).await;

@@ -78,10 +78,15 @@ pub(crate) trait Host {
     fn stream(&mut self, text: &str);
     /// Shows that the policy refused a command the model asked for.
     fn refused(&mut self, command: &str, why: &str);
-    /// Shows the command and asks `Run? [y/N/e]`.
-    async fn approve(&mut self, command: &str, reason: &str) -> Approval;
-    /// Runs a command in the user's shell, visibly.
-    async fn run(&mut self, command: &str) -> Outcome;
+    /// Shows the command, then `listing` (what the policy's parser sees
+    /// it run, when that is more than the line says plainly), and asks
+    /// `Run? [y/N/e]`.
+    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval;
+    /// Runs a command visibly: typed into the user's shell, or, when
+    /// `clean` is given (the policy ran it unasked), that script in a shell
+    /// of walissh's own, where no alias, function, PATH entry or rc file of
+    /// the user's session can change what runs.
+    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
 }
@@ -390,10 +395,14 @@ async fn run_tool(
     if asked.iter().filter(|c| *c == command).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same command; stopped".into());
     }
-    let (command, decision) = match policy.check(command, mode) {
+    let mut clean = None;
+    let (command, decision) = match policy.check_off_worker(command, mode).await {
         Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
-        Verdict::Run => (command.to_string(), "auto"),
-        Verdict::Ask => match host.approve(command, reason).await {
+        Verdict::Run(script) => {
+            clean = Some(script);
+            (command.to_string(), "auto")
+        }
+        Verdict::Ask(listing) => match host.approve(command, reason, &listing).await {
             Approval::Yes => (command.to_string(), "approved"),
             Approval::No => {
                 let ev = vec![
@@ -404,7 +413,7 @@ async fn run_tool(
                 return Ok("the user declined to run this command".into());
             }
             // An edit is checked again: the user's hand is no policy bypass.
-            Approval::Edited(edit) => match policy.check(&edit, mode) {
+            Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
                 Verdict::Deny(why) => return Ok(deny(host, &edit, &why).await),
                 _ => (edit, "edited"),
             },
@@ -415,7 +424,7 @@ async fn run_tool(
         ("decision", decision.into()),
     ];
     host.audit("ai_tool_call", ev).await;
-    let mut outcome = host.run(&command).await;
+    let mut outcome = host.run(&command, clean.as_deref()).await;
     // Scrubbed whole, before anything is cut from it.
     outcome.output = scrub(agent, memory, &outcome.output);
     let fields = vec![
@@ -439,6 +448,7 @@ async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
     let ev = vec![
         ("command", command.into()),
         ("decision", "denied_by_policy".into()),
+        ("reason", why.into()),
     ];
     host.audit("ai_tool_call", ev).await;
     format!("refused by walissh's policy ({why}); this command will not run. Try another way.")
@@ -492,10 +502,15 @@ mod tests {
             self.streamed
                 .push_str(&format!("[refused {command}: {why}]"));
         }
-        async fn approve(&mut self, _command: &str, _reason: &str) -> Approval {
+        async fn approve(
+            &mut self,
+            _command: &str,
+            _reason: &str,
+            _listing: &[String],
+        ) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
         }
-        async fn run(&mut self, command: &str) -> Outcome {
+        async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
             self.ran.push(command.to_string());
             Outcome {
                 exit_code: Some(0),

@@ -166,6 +166,26 @@ impl Painter {
         }
     }
 
+    /// What the policy's parser sees the line run, one command a line,
+    /// shown before `Run?` when it is more than the line says plainly.
+    pub(crate) fn listing(&mut self, commands: &[String]) -> Vec<u8> {
+        let mut out = Vec::new();
+        if commands.is_empty() {
+            return out;
+        }
+        let count = commands.len();
+        let head = if count == 1 {
+            "it runs:".to_string()
+        } else {
+            format!("it runs {count} commands:")
+        };
+        out.extend(self.line(&format!("{DIM}{head}{RESET}")));
+        for c in commands {
+            out.extend(self.line(&format!("{DIM}  \u{2192} {}{RESET}", printable(c))));
+        }
+        out
+    }
+
     /// The approval question; the cursor stays after it.
     pub(crate) fn ask(&mut self) -> Vec<u8> {
         let mut out = self.end_line();

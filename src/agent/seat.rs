@@ -742,10 +742,11 @@ impl Host for Seat<'_> {
         self.show(line);
     }
 
-    async fn approve(&mut self, command: &str, reason: &str) -> Approval {
+    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval {
         // Only a key typed after the question is shown answers it.
         while self.keys.try_recv().is_ok() {}
         let mut out = self.painter.command(command, reason);
+        out.extend(self.painter.listing(listing));
         out.extend(self.painter.ask());
         self.show(out);
         self.shown = Some(command.to_string());
@@ -775,7 +776,7 @@ impl Host for Seat<'_> {
         }
     }
 
-    async fn run(&mut self, command: &str) -> Outcome {
+    async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
         if self.shown.as_deref() != Some(command) {
             let line = self.painter.command(command, "");
             self.show(line);

@@ -1,0 +1,1646 @@
+//! What `ai = "auto"` may run unasked: an allow-list all the way down.
+//!
+//! A line runs unasked only when it has the plain shape (simple commands
+//! joined by `;`, `&&`, `||` and `|`), every word is a plain literal, no
+//! command sets variables, redirections only discard output or join
+//! descriptors (or read a file that is not a secret), and every command
+//! is a program of the table below used with options the table *allows*
+//! (read the getopt way: clusters, attached values, `--opt=value`; an
+//! abbreviation is not an option it lists, so it asks). Operands that
+//! name files are checked against the secret-path model: what a command
+//! prints goes to the model's provider. Programs that resolve names or
+//! open connections run unasked only with `[ai] auto_network = true`.
+//! What it leaves to others: reading the line (`parse`, `unwrap`), the
+//! destructive rules (`deny`).
+
+use super::getopt::{Parsed, Spec};
+use super::parse::Redirect;
+use super::paths::secret;
+use super::unwrap::Seen;
+
+/// Why a line may not run unasked (the policy then asks).
+pub(crate) type Why = String;
+
+/// Checks a whole line. `Ok` means it may run unasked.
+pub(crate) fn allows(seen: &Seen, network: bool) -> Result<(), Why> {
+    let script = &seen.script;
+    if let Some(why) = &seen.unknown {
+        return Err(why.clone());
+    }
+    if !script.plain || script.commands.is_empty() {
+        return Err("it is not only simple commands joined by ; && || and |".into());
+    }
+    if seen.runs.len() != script.commands.len() {
+        return Err("it runs commands through another program".into());
+    }
+    for r in &script.redirects {
+        redirect(r)?;
+    }
+    for command in &script.commands {
+        if command.assigns > 0 {
+            return Err("it sets variables for a command".into());
+        }
+        let mut words = Vec::with_capacity(command.words.len());
+        for w in &command.words {
+            match &w.lit {
+                Some(v) => words.push(v.as_str()),
+                None => return Err(format!("`{}` is not a plain literal", w.raw)),
+            }
+        }
+        program(&words, network)?;
+    }
+    Ok(())
+}
+
+fn redirect(r: &Redirect) -> Result<(), Why> {
+    if r.duplicates() {
+        return Ok(());
+    }
+    let target = r.target.as_ref().and_then(|t| t.lit.as_deref());
+    match (r.op.as_str(), target) {
+        (">" | ">>" | "&>" | "&>>" | ">|", Some("/dev/null")) => Ok(()),
+        ("<", Some(file)) => match secret(file) {
+            Some(what) => Err(format!("it reads {file}, {what}")),
+            None => Ok(()),
+        },
+        _ => Err("it redirects to a file".into()),
+    }
+}
+
+/// Directories whose programs are the system's own: a path elsewhere
+/// (`/tmp/ls`) is not the program the table means.
+const SYSTEM_BIN: &[&str] = &["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/"];
+
+fn program(words: &[&str], network: bool) -> Result<(), Why> {
+    let name = words[0];
+    let name = match name.rsplit_once('/') {
+        None => name,
+        Some((dir, base)) if SYSTEM_BIN.contains(&format!("{dir}/").as_str()) => base,
+        Some(_) => return Err(format!("{name} is not a system program")),
+    };
+    if name == "ip" {
+        return ip(&words[1..]);
+    }
+    let mut first_error = None;
+    for entry in TABLE.iter().filter(|e| e.names.contains(&name)) {
+        if entry.network && !network {
+            first_error
+                .get_or_insert_with(|| format!("{name} resolves names or opens connections"));
+            continue;
+        }
+        let parsed = match entry.spec {
+            Some(spec) => spec
+                .parse(&words[1..])
+                .map_err(|e| format!("{e} is not on {name}'s read-only list")),
+            None => Ok(Parsed {
+                operands: words[1..].iter().map(|w| w.to_string()).collect(),
+                ..Parsed::default()
+            }),
+        };
+        match parsed.and_then(|p| (entry.check)(&p).map_err(|e| format!("{name}: {e}"))) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| format!("{name} is not on the read-only list")))
+}
+
+/// One program of the table.
+struct Entry {
+    names: &'static [&'static str],
+    /// `None`: every word is an operand (`echo`, `test`: options are
+    /// text to them).
+    spec: Option<Spec>,
+    /// Resolves names or opens connections.
+    network: bool,
+    /// What its operands and option values may be.
+    check: fn(&Parsed) -> Result<(), Why>,
+}
+
+const fn opts(flags: &'static str, values: &'static str) -> Spec {
+    Spec {
+        flags,
+        values,
+        long_flags: &[],
+        long_values: &[],
+        optional: "",
+        long_optional: &[],
+        stop_at_operand: false,
+    }
+}
+
+const fn long(
+    flags: &'static str,
+    values: &'static str,
+    long_flags: &'static [&'static str],
+    long_values: &'static [&'static str],
+) -> Spec {
+    Spec {
+        flags,
+        values,
+        long_flags,
+        long_values,
+        optional: "",
+        long_optional: &[],
+        stop_at_operand: false,
+    }
+}
+
+const fn entry(
+    names: &'static [&'static str],
+    spec: Spec,
+    check: fn(&Parsed) -> Result<(), Why>,
+) -> Entry {
+    Entry {
+        names,
+        spec: Some(spec),
+        network: false,
+        check,
+    }
+}
+
+const fn words(names: &'static [&'static str], check: fn(&Parsed) -> Result<(), Why>) -> Entry {
+    Entry {
+        names,
+        spec: None,
+        network: false,
+        check,
+    }
+}
+
+const fn net(
+    names: &'static [&'static str],
+    spec: Spec,
+    check: fn(&Parsed) -> Result<(), Why>,
+) -> Entry {
+    Entry {
+        names,
+        spec: Some(spec),
+        network: true,
+        check,
+    }
+}
+
+fn any(_: &Parsed) -> Result<(), Why> {
+    Ok(())
+}
+
+fn no_operands(p: &Parsed) -> Result<(), Why> {
+    match p.operands.first() {
+        None => Ok(()),
+        Some(o) => Err(format!("operand {o}")),
+    }
+}
+
+/// Every operand is a file to read: none may be a secret.
+fn files(p: &Parsed) -> Result<(), Why> {
+    not_secret(p.operands.iter().map(String::as_str))
+}
+
+fn not_secret<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<(), Why> {
+    for path in paths {
+        if let Some(what) = secret(path) {
+            return Err(format!("{path} is {what}"));
+        }
+    }
+    Ok(())
+}
+
+/// grep: the first operand is the pattern unless `-e`/`-f` gave one; the
+/// rest are files, and so is `-f`'s value.
+fn grep(p: &Parsed) -> Result<(), Why> {
+    let pattern_given = p.has("-e") || p.has("-f") || p.has("--regexp") || p.has("--file");
+    let skip = usize::from(!pattern_given);
+    not_secret(p.operands.iter().skip(skip).map(String::as_str))?;
+    not_secret(
+        p.opts
+            .iter()
+            .filter(|o| o.name == "-f" || o.name == "--file")
+            .filter_map(|o| o.value.as_deref()),
+    )
+}
+
+/// uniq's second operand is a file it writes.
+fn uniq(p: &Parsed) -> Result<(), Why> {
+    if p.operands.len() > 1 {
+        return Err("a second operand is a file it writes".into());
+    }
+    files(p)
+}
+
+/// `date +FORMAT` only prints; any other operand sets the clock.
+fn date(p: &Parsed) -> Result<(), Why> {
+    match p.operands.iter().find(|o| !o.starts_with('+')) {
+        Some(o) => Err(format!("operand {o} sets the clock")),
+        None => not_secret(p.value("-r")),
+    }
+}
+
+/// A sampler with an interval must have a count, or it never ends.
+fn sampler(p: &Parsed) -> Result<(), Why> {
+    let numbers: Vec<&String> = p
+        .operands
+        .iter()
+        .filter(|o| o.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    if numbers.len() == 1 {
+        return Err("an interval without a count never ends".into());
+    }
+    Ok(())
+}
+
+/// printf and test: `-v` assigns (and bash evaluates array subscripts in
+/// the name); any other text is only printed or compared.
+fn no_assign(p: &Parsed) -> Result<(), Why> {
+    match p.operands.first().map(String::as_str) {
+        Some("-v") => Err("-v assigns a variable".into()),
+        _ => Ok(()),
+    }
+}
+
+fn test(p: &Parsed) -> Result<(), Why> {
+    if p.operands.iter().any(|o| o == "-v" || o == "-R") {
+        return Err("-v tests a variable by name".into());
+    }
+    Ok(())
+}
+
+fn getent(p: &Parsed) -> Result<(), Why> {
+    match p.operands.first().map(String::as_str) {
+        Some("passwd" | "group" | "services" | "protocols" | "networks" | "ethers" | "aliases") => {
+            Ok(())
+        }
+        Some(db) => Err(format!("database {db}")),
+        None => Err("a database is needed".into()),
+    }
+}
+
+fn getent_hosts(p: &Parsed) -> Result<(), Why> {
+    match p.operands.first().map(String::as_str) {
+        Some("hosts" | "ahosts" | "ahostsv4" | "ahostsv6") => Ok(()),
+        _ => Err("not a host lookup".into()),
+    }
+}
+
+/// `ps`: UNIX options are read by the spec; BSD letters (`aux`) are
+/// checked here. `e` and `E` show every process's environment.
+fn ps(p: &Parsed) -> Result<(), Why> {
+    for o in &p.operands {
+        let bsd = o.chars().all(|c| "auxfjlwrcTHmsvnhS".contains(c));
+        let pid = o.bytes().all(|b| b.is_ascii_digit() || b == b',');
+        if !(bsd || pid) {
+            return Err(format!("{o} (environments and others are not listed)"));
+        }
+    }
+    Ok(())
+}
+
+/// Verbs that only show.
+fn verb(p: &Parsed, allowed: &[&str], none_ok: bool) -> Result<(), Why> {
+    match p.operands.first() {
+        None if none_ok => Ok(()),
+        None => Err("a verb is needed".into()),
+        Some(v) if allowed.contains(&v.as_str()) => Ok(()),
+        Some(v) => Err(format!("{v} is not a read-only verb")),
+    }
+}
+
+fn systemctl(p: &Parsed) -> Result<(), Why> {
+    verb(
+        p,
+        &[
+            "status",
+            "show",
+            "cat",
+            "list-units",
+            "list-unit-files",
+            "list-timers",
+            "list-sockets",
+            "list-dependencies",
+            "list-jobs",
+            "is-active",
+            "is-enabled",
+            "is-failed",
+            "is-system-running",
+            "get-default",
+            "list-machines",
+        ],
+        true,
+    )
+}
+
+fn status_verb(p: &Parsed) -> Result<(), Why> {
+    verb(
+        p,
+        &[
+            "status",
+            "show",
+            "list",
+            "list-sessions",
+            "list-users",
+            "list-seats",
+            "show-session",
+            "show-user",
+            "user-status",
+            "session-status",
+            "list-timezones",
+            "list-locales",
+            "list-keymaps",
+            "timesync-status",
+            "show-timesync",
+        ],
+        true,
+    )
+}
+
+/// `ip [OPTIONS] OBJECT [show|list|get] ...`: iproute2 takes any prefix
+/// of a word and the first match wins (`s` is `set`), so only whole
+/// words of objects and of showing verbs are allowed.
+fn ip(args: &[&str]) -> Result<(), Why> {
+    const OPTIONS: &[&str] = &[
+        "-br",
+        "-brief",
+        "-s",
+        "-stats",
+        "-statistics",
+        "-4",
+        "-6",
+        "-j",
+        "-json",
+        "-pretty",
+        "-details",
+        "-o",
+        "-oneline",
+        "-human",
+    ];
+    let at = args
+        .iter()
+        .position(|a| !a.starts_with('-'))
+        .unwrap_or(args.len());
+    if let Some(o) = args[..at].iter().find(|o| !OPTIONS.contains(o)) {
+        return Err(format!("ip: option {o} is not on ip's read-only list"));
+    }
+    let p = Parsed {
+        operands: args[at..].iter().map(|w| w.to_string()).collect(),
+        ..Parsed::default()
+    };
+    ip_object(&p).map_err(|e| format!("ip: {e}"))
+}
+
+fn ip_object(p: &Parsed) -> Result<(), Why> {
+    const OBJECTS: &[&str] = &[
+        "a",
+        "addr",
+        "address",
+        "r",
+        "ro",
+        "route",
+        "link",
+        "neigh",
+        "neighbor",
+        "neighbour",
+        "rule",
+        "maddr",
+        "maddress",
+        "netconf",
+        "ntable",
+        "tunnel",
+        "nexthop",
+        "mroute",
+    ];
+    let mut words = p.operands.iter().map(String::as_str);
+    let Some(object) = words.next() else {
+        return Err("an object is needed".into());
+    };
+    if !OBJECTS.contains(&object) {
+        return Err(format!("object {object}"));
+    }
+    match words.next() {
+        None | Some("show" | "list") => Ok(()),
+        Some("get") if matches!(object, "r" | "ro" | "route") => Ok(()),
+        Some(v) => Err(format!("{v} is not a read-only verb")),
+    }
+}
+
+fn journalctl(p: &Parsed) -> Result<(), Why> {
+    no_operands(p)
+}
+
+fn sysctl(p: &Parsed) -> Result<(), Why> {
+    match p.operands.iter().find(|o| o.contains('=')) {
+        Some(o) => Err(format!("{o} sets a value")),
+        None => Ok(()),
+    }
+}
+
+fn lsof(p: &Parsed) -> Result<(), Why> {
+    if !p.has("-n") {
+        return Err("without -n it looks up host names".into());
+    }
+    Ok(())
+}
+
+fn netstat(p: &Parsed) -> Result<(), Why> {
+    if !p.has("-n") && !p.has("--numeric") {
+        return Err("without -n it looks up host names".into());
+    }
+    no_operands(p)
+}
+
+fn mount_list(p: &Parsed) -> Result<(), Why> {
+    no_operands(p)
+}
+
+fn dpkg(p: &Parsed) -> Result<(), Why> {
+    let query = [
+        "-l",
+        "-s",
+        "-L",
+        "-S",
+        "-p",
+        "--list",
+        "--status",
+        "--listfiles",
+        "--search",
+        "--print-avail",
+        "--get-selections",
+        "--print-architecture",
+        "-W",
+        "--show",
+    ];
+    if p.opts.iter().any(|o| query.contains(&o.name.as_str())) {
+        Ok(())
+    } else {
+        Err("only queries run unasked".into())
+    }
+}
+
+fn apt_cache(p: &Parsed) -> Result<(), Why> {
+    verb(
+        p,
+        &[
+            "policy", "show", "search", "depends", "rdepends", "showpkg", "madison", "stats",
+            "pkgnames",
+        ],
+        false,
+    )
+}
+
+/// `find ROOTS EXPRESSION`: tests and printing only; nothing that runs,
+/// deletes or writes files (`-exec`, `-delete`, `-fprint`...).
+fn find(p: &Parsed) -> Result<(), Why> {
+    const TESTS: &[&str] = &[
+        "-name",
+        "-iname",
+        "-path",
+        "-ipath",
+        "-wholename",
+        "-type",
+        "-xtype",
+        "-mtime",
+        "-mmin",
+        "-atime",
+        "-amin",
+        "-ctime",
+        "-cmin",
+        "-size",
+        "-maxdepth",
+        "-mindepth",
+        "-user",
+        "-group",
+        "-uid",
+        "-gid",
+        "-perm",
+        "-newer",
+        "-regex",
+        "-iregex",
+        "-links",
+        "-inum",
+        "-samefile",
+        "-printf",
+        "-fstype",
+    ];
+    const FLAGS: &[&str] = &[
+        "-print",
+        "-print0",
+        "-xdev",
+        "-mount",
+        "-empty",
+        "-o",
+        "-or",
+        "-a",
+        "-and",
+        "-not",
+        "!",
+        "(",
+        ")",
+        "-ls",
+        "-true",
+        "-false",
+        "-nouser",
+        "-nogroup",
+        "-readable",
+        "-writable",
+        "-executable",
+        "-prune",
+        "-quit",
+        "-depth",
+        "-follow",
+        "-daystart",
+        "-H",
+        "-L",
+        "-P",
+    ];
+    let mut words = p
+        .operands
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| !w.starts_with('-') && !matches!(*w, "!" | "(" | ")"));
+    while let Some(w) = words.next() {
+        if TESTS.contains(&w) {
+            if words.next().is_none() {
+                return Err(format!("{w} needs a value"));
+            }
+        } else if !FLAGS.contains(&w) {
+            return Err(format!("{w} is not on find's read-only list"));
+        }
+    }
+    Ok(())
+}
+
+fn ping(p: &Parsed) -> Result<(), Why> {
+    if !p.has("-c") {
+        return Err("without -c it never ends".into());
+    }
+    Ok(())
+}
+
+/// The read-only programs, and the options each may be used with. Kept
+/// to what a responder reaches for first; anything else asks.
+const TABLE: &[Entry] = &[
+    entry(
+        &["ls"],
+        long(
+            "aAbBcCdfFghHiklLmnNopqQrRsStuUvxX1Z",
+            "IwT",
+            &[
+                "all",
+                "almost-all",
+                "human-readable",
+                "long",
+                "reverse",
+                "recursive",
+                "size",
+                "inode",
+                "numeric-uid-gid",
+                "directory",
+                "classify",
+                "full-time",
+                "si",
+                "dereference",
+                "group-directories-first",
+                "no-group",
+            ],
+            &[
+                "sort",
+                "time-style",
+                "color",
+                "ignore",
+                "hide",
+                "width",
+                "time",
+                "format",
+                "block-size",
+                "indicator-style",
+                "quoting-style",
+            ],
+        ),
+        any,
+    ),
+    entry(
+        &["cat", "tac"],
+        long(
+            "AbeEnsStTuv",
+            "",
+            &[
+                "number",
+                "number-nonblank",
+                "show-all",
+                "show-ends",
+                "show-tabs",
+                "squeeze-blank",
+                "show-nonprinting",
+            ],
+            &[],
+        ),
+        files,
+    ),
+    // `-5` is the old spelling of `-n 5`.
+    entry(
+        &["head"],
+        long(
+            "qvz0123456789",
+            "nc",
+            &["quiet", "silent", "verbose", "zero-terminated"],
+            &["lines", "bytes"],
+        ),
+        files,
+    ),
+    entry(
+        &["tail"],
+        long(
+            "qvz0123456789",
+            "nc",
+            &["quiet", "silent", "verbose", "zero-terminated"],
+            &["lines", "bytes"],
+        ),
+        files,
+    ),
+    entry(
+        &["grep", "egrep", "fgrep", "zgrep"],
+        long(
+            "EFGPivwxcLlnhHoqsIaTZzUby",
+            "efmABCD",
+            &[
+                "extended-regexp",
+                "fixed-strings",
+                "basic-regexp",
+                "perl-regexp",
+                "ignore-case",
+                "no-ignore-case",
+                "invert-match",
+                "word-regexp",
+                "line-regexp",
+                "count",
+                "files-with-matches",
+                "files-without-match",
+                "line-number",
+                "with-filename",
+                "no-filename",
+                "only-matching",
+                "quiet",
+                "silent",
+                "no-messages",
+                "text",
+                "initial-tab",
+                "null",
+                "null-data",
+                "byte-offset",
+                "binary",
+            ],
+            &[
+                "regexp",
+                "file",
+                "max-count",
+                "after-context",
+                "before-context",
+                "context",
+                "color",
+                "colour",
+                "label",
+                "binary-files",
+                "devices",
+                "include",
+                "exclude",
+            ],
+        ),
+        grep,
+    ),
+    entry(
+        &["wc"],
+        long(
+            "clmwL",
+            "",
+            &["bytes", "chars", "lines", "words", "max-line-length"],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &["df"],
+        long(
+            "ahHiklPT",
+            "tx",
+            &[
+                "all",
+                "human-readable",
+                "si",
+                "inodes",
+                "local",
+                "portability",
+                "print-type",
+                "total",
+                "no-sync",
+            ],
+            &["type", "exclude-type", "block-size", "output"],
+        ),
+        any,
+    ),
+    entry(
+        &["du"],
+        long(
+            "achksxLmbDHlP0",
+            "dBt",
+            &[
+                "all",
+                "apparent-size",
+                "total",
+                "human-readable",
+                "summarize",
+                "one-file-system",
+                "dereference",
+                "bytes",
+                "si",
+                "count-links",
+                "null",
+            ],
+            &["max-depth", "block-size", "threshold", "exclude", "time"],
+        ),
+        any,
+    ),
+    entry(
+        &["free"],
+        long(
+            "bkmghltwv",
+            "",
+            &[
+                "bytes",
+                "kilo",
+                "mega",
+                "giga",
+                "tera",
+                "kibi",
+                "mebi",
+                "gibi",
+                "tebi",
+                "human",
+                "si",
+                "lohi",
+                "total",
+                "wide",
+                "committed",
+            ],
+            &[],
+        ),
+        no_operands,
+    ),
+    entry(
+        &["uptime"],
+        long("ps", "", &["pretty", "since"], &[]),
+        no_operands,
+    ),
+    entry(
+        &["uname"],
+        long(
+            "asnrvmpio",
+            "",
+            &[
+                "all",
+                "kernel-name",
+                "nodename",
+                "kernel-release",
+                "kernel-version",
+                "machine",
+                "processor",
+                "hardware-platform",
+                "operating-system",
+            ],
+            &[],
+        ),
+        no_operands,
+    ),
+    entry(
+        &["id"],
+        long(
+            "ugGnrzZ",
+            "",
+            &["user", "group", "groups", "name", "real", "zero", "context"],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &[
+            "whoami", "nproc", "tty", "arch", "lsmod", "true", "false", "logname", "users",
+        ],
+        long("", "", &["all"], &[]),
+        no_operands,
+    ),
+    entry(
+        &[
+            "groups", "basename", "dirname", "which", "whereis", "type", "seq", "sleep",
+        ],
+        opts("asz", "B"),
+        any,
+    ),
+    entry(
+        &["pgrep", "pidof"],
+        long(
+            "lafvxcinoLwrs",
+            "uUgGPt",
+            &[
+                "list-name",
+                "list-full",
+                "full",
+                "inverse",
+                "exact",
+                "count",
+                "newest",
+                "oldest",
+            ],
+            &["euid", "uid", "group", "parent", "terminal", "session"],
+        ),
+        any,
+    ),
+    words(&["echo"], any),
+    words(&["find"], find),
+    entry(&["pwd"], opts("LP", ""), no_operands),
+    words(&["printf"], no_assign),
+    words(&["test", "["], test),
+    entry(
+        &["ps"],
+        long(
+            "AeflFjHLTcdaNwxMyZ",
+            "opCugGUtsqO",
+            &["forest", "no-headers", "headers", "cumulative", "deselect"],
+            &[
+                "sort", "pid", "ppid", "format", "user", "group", "cols", "columns", "width",
+                "lines", "rows",
+            ],
+        ),
+        ps,
+    ),
+    entry(
+        &["pstree"],
+        long(
+            "aAclghnpsStuUZT",
+            "",
+            &[
+                "arguments",
+                "ascii",
+                "compact-not",
+                "long",
+                "show-pids",
+                "numeric-sort",
+                "show-parents",
+                "uid-changes",
+                "threads",
+                "hide-threads",
+            ],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &["stat"],
+        long(
+            "LfSt",
+            "c",
+            &["dereference", "file-system", "terse"],
+            &["format", "printf"],
+        ),
+        any,
+    ),
+    entry(
+        &["file"],
+        long(
+            "bLhiNkrsz0E",
+            "F",
+            &[
+                "brief",
+                "dereference",
+                "no-dereference",
+                "mime",
+                "mime-type",
+                "mime-encoding",
+                "no-pad",
+                "keep-going",
+                "raw",
+                "special-files",
+                "uncompress",
+                "print0",
+            ],
+            &["separator"],
+        ),
+        any,
+    ),
+    entry(
+        &["lsblk"],
+        long(
+            "abdDfimnOpPrstSzJlMT",
+            "oex",
+            &[
+                "all",
+                "bytes",
+                "nodeps",
+                "discard",
+                "fs",
+                "inverse",
+                "ascii",
+                "list",
+                "noheadings",
+                "output-all",
+                "paths",
+                "pairs",
+                "raw",
+                "scsi",
+                "json",
+                "topology",
+                "perms",
+                "tree",
+            ],
+            &["output", "exclude", "include", "sort", "width"],
+        ),
+        any,
+    ),
+    entry(
+        &["lscpu"],
+        long(
+            "aebcpxyJ",
+            "",
+            &["all", "online", "offline", "hex", "json", "physical"],
+            &[],
+        ),
+        no_operands,
+    ),
+    entry(
+        &[
+            "lsmem", "lspci", "lsusb", "lsns", "lsipc", "lslocks", "lslogins",
+        ],
+        long(
+            "abJnrvkmDtPs",
+            "o",
+            &[
+                "all",
+                "bytes",
+                "json",
+                "noheadings",
+                "raw",
+                "summary",
+                "verbose",
+                "tree",
+            ],
+            &["output", "type"],
+        ),
+        any,
+    ),
+    entry(
+        &["ss"],
+        long(
+            "hnpaltuwxsimoeTZz046H",
+            "Af",
+            &[
+                "numeric",
+                "processes",
+                "all",
+                "listening",
+                "tcp",
+                "udp",
+                "unix",
+                "raw",
+                "summary",
+                "info",
+                "memory",
+                "options",
+                "extended",
+                "threads",
+                "no-header",
+                "oneline",
+                "ipv4",
+                "ipv6",
+            ],
+            &["query", "socket", "family"],
+        ),
+        any,
+    ),
+    entry(
+        &["w"],
+        long(
+            "hsfiuo",
+            "",
+            &[
+                "no-header",
+                "short",
+                "from",
+                "ip-addr",
+                "no-current",
+                "old-style",
+            ],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &["who"],
+        long(
+            "abdHlmpqrsTuw",
+            "",
+            &[
+                "all", "boot", "dead", "heading", "login", "process", "count", "runlevel", "short",
+                "time", "users",
+            ],
+            &[],
+        ),
+        no_operands,
+    ),
+    entry(
+        &["last", "lastb"],
+        long(
+            "FiwxRa",
+            "nst",
+            &[
+                "fulltimes",
+                "ip",
+                "fullnames",
+                "system",
+                "nohostname",
+                "hostlast",
+            ],
+            &["limit", "since", "until", "present"],
+        ),
+        any,
+    ),
+    entry(&["getent"], opts("", ""), getent),
+    entry(
+        &["cut"],
+        long(
+            "sz",
+            "bcdf",
+            &["only-delimited", "zero-terminated", "complement"],
+            &[
+                "bytes",
+                "characters",
+                "delimiter",
+                "fields",
+                "output-delimiter",
+            ],
+        ),
+        files,
+    ),
+    entry(
+        &["sort"],
+        long(
+            "bdfgiMhnRrVsuz",
+            "kt",
+            &[
+                "ignore-leading-blanks",
+                "dictionary-order",
+                "ignore-case",
+                "general-numeric-sort",
+                "ignore-nonprinting",
+                "month-sort",
+                "human-numeric-sort",
+                "numeric-sort",
+                "random-sort",
+                "reverse",
+                "version-sort",
+                "stable",
+                "unique",
+                "zero-terminated",
+            ],
+            &["key", "field-separator"],
+        ),
+        files,
+    ),
+    entry(
+        &["uniq"],
+        long(
+            "cdDiuz",
+            "fsw",
+            &[
+                "count",
+                "repeated",
+                "ignore-case",
+                "unique",
+                "zero-terminated",
+            ],
+            &["skip-fields", "skip-chars", "check-chars"],
+        ),
+        uniq,
+    ),
+    entry(
+        &["tr"],
+        long(
+            "cCdst",
+            "",
+            &["complement", "delete", "squeeze-repeats", "truncate-set1"],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &["column"],
+        long(
+            "tnex",
+            "sNoc",
+            &["table", "fillrows", "keep-empty-lines", "json"],
+            &["separator", "output-separator", "table-columns"],
+        ),
+        files,
+    ),
+    entry(&["nl"], long("p", "bhfvinsw", &[], &[]), files),
+    entry(
+        &["date"],
+        long(
+            "uR",
+            "dr",
+            &["utc", "universal", "rfc-email"],
+            &["date", "reference", "rfc-3339", "iso-8601"],
+        ),
+        date,
+    ),
+    entry(
+        &["hostname"],
+        long(
+            "fisdAIy",
+            "",
+            &[
+                "fqdn",
+                "long",
+                "ip-address",
+                "all-ip-addresses",
+                "all-fqdns",
+                "short",
+                "domain",
+                "yp",
+                "nis",
+            ],
+            &[],
+        ),
+        no_operands,
+    ),
+    entry(
+        &["dmesg"],
+        long(
+            "TtxkdruHPeL",
+            "lfs",
+            &[
+                "ctime",
+                "notime",
+                "decode",
+                "kernel",
+                "userspace",
+                "raw",
+                "human",
+                "nopager",
+                "show-delta",
+                "reltime",
+                "since",
+                "until",
+                "time-format",
+                "color",
+                "level",
+                "facility",
+                "buffer-size",
+            ],
+            &[
+                "level",
+                "facility",
+                "since",
+                "until",
+                "time-format",
+                "color",
+            ],
+        ),
+        no_operands,
+    ),
+    entry(
+        &["journalctl"],
+        long(
+            "kxqrmeabNlaF",
+            "unpSUtgoDIM",
+            &[
+                "no-pager",
+                "pager-end",
+                "catalog",
+                "quiet",
+                "reverse",
+                "merge",
+                "full",
+                "all",
+                "utc",
+                "no-hostname",
+                "list-boots",
+                "disk-usage",
+                "dmesg",
+                "system",
+                "user",
+                "no-full",
+                "header",
+                "fields",
+                "show-cursor",
+                "case-sensitive",
+            ],
+            &[
+                "unit",
+                "user-unit",
+                "lines",
+                "priority",
+                "since",
+                "until",
+                "identifier",
+                "grep",
+                "output",
+                "boot",
+                "facility",
+                "output-fields",
+                "cursor",
+                "after-cursor",
+                "invocation",
+            ],
+        ),
+        journalctl,
+    ),
+    entry(
+        &["systemctl"],
+        long(
+            "alqt",
+            "tpPsnoH",
+            &[
+                "no-pager",
+                "all",
+                "full",
+                "failed",
+                "no-legend",
+                "plain",
+                "quiet",
+                "recursive",
+                "reverse",
+                "after",
+                "before",
+                "value",
+                "show-types",
+                "system",
+                "user",
+                "lines",
+            ],
+            &["type", "state", "property", "lines", "output", "kill-whom"],
+        )
+        .with_values("tpPson"),
+        systemctl,
+    ),
+    entry(
+        &[
+            "hostnamectl",
+            "timedatectl",
+            "localectl",
+            "loginctl",
+            "networkctl",
+            "resolvectl",
+            "busctl",
+        ],
+        long(
+            "a",
+            "p",
+            &[
+                "no-pager",
+                "all",
+                "full",
+                "no-legend",
+                "static",
+                "transient",
+                "pretty",
+                "json",
+            ],
+            &["property"],
+        ),
+        status_verb,
+    ),
+    entry(
+        &["vmstat"],
+        long(
+            "awSdDpstfn",
+            "S",
+            &[
+                "active",
+                "wide",
+                "disk",
+                "disk-sum",
+                "stats",
+                "timestamp",
+                "forks",
+                "one-header",
+                "unit",
+            ],
+            &["unit"],
+        ),
+        sampler,
+    ),
+    entry(
+        &["iostat", "mpstat", "pidstat"],
+        long("xdcktmhNzyu", "pPI", &["human", "pretty"], &[]),
+        sampler,
+    ),
+    entry(
+        &["lsof"],
+        long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
+        lsof,
+    ),
+    entry(
+        &["netstat"],
+        long(
+            "nltupaesrivWoxgMwT",
+            "A",
+            &[
+                "numeric",
+                "listening",
+                "tcp",
+                "udp",
+                "programs",
+                "all",
+                "statistics",
+                "route",
+                "interfaces",
+                "wide",
+                "extend",
+                "timers",
+            ],
+            &[],
+        ),
+        netstat,
+    ),
+    entry(
+        &[
+            "md5sum",
+            "sha1sum",
+            "sha256sum",
+            "sha512sum",
+            "b2sum",
+            "cksum",
+        ],
+        long("btz", "", &["binary", "text", "tag", "zero"], &[]),
+        any,
+    ),
+    entry(
+        &["readlink", "realpath"],
+        long(
+            "efmnqsvzLP",
+            "",
+            &[
+                "canonicalize",
+                "canonicalize-existing",
+                "canonicalize-missing",
+                "no-newline",
+                "quiet",
+                "silent",
+                "verbose",
+                "zero",
+                "logical",
+                "physical",
+                "strip",
+                "no-symlinks",
+            ],
+            &["relative-to", "relative-base"],
+        ),
+        any,
+    ),
+    entry(
+        &["findmnt"],
+        long(
+            "lnrJDAbfkmsuUvdtOSTR",
+            "oTSF",
+            &[
+                "list",
+                "noheadings",
+                "raw",
+                "json",
+                "df",
+                "ascii",
+                "bytes",
+                "first-only",
+                "kernel",
+                "mtab",
+                "fstab",
+                "notruncate",
+                "nofsroot",
+                "submounts",
+                "real",
+                "pseudo",
+            ],
+            &["output", "types", "source", "target", "options"],
+        ),
+        any,
+    ),
+    entry(
+        &["mount"],
+        long("l", "t", &["show-labels"], &["types"]),
+        mount_list,
+    ),
+    entry(
+        &["sysctl"],
+        long(
+            "anNbeqoxX",
+            "",
+            &["all", "values", "names", "binary", "ignore", "quiet"],
+            &["pattern"],
+        ),
+        sysctl,
+    ),
+    entry(
+        &["diff", "cmp"],
+        long(
+            "uqiwBEbsNyTtla",
+            "UC",
+            &[
+                "brief",
+                "unified",
+                "ignore-case",
+                "ignore-all-space",
+                "side-by-side",
+                "report-identical-files",
+                "text",
+                "color",
+                "silent",
+                "quiet",
+                "print-bytes",
+                "verbose",
+            ],
+            &["unified", "context", "width"],
+        ),
+        files,
+    ),
+    entry(
+        &["dpkg", "dpkg-query"],
+        long(
+            "lsLSpW",
+            "f",
+            &[
+                "list",
+                "status",
+                "listfiles",
+                "search",
+                "print-avail",
+                "get-selections",
+                "print-architecture",
+                "show",
+            ],
+            &["showformat"],
+        ),
+        dpkg,
+    ),
+    entry(
+        &["apt-cache"],
+        long(
+            "iqn",
+            "",
+            &[
+                "installed",
+                "names-only",
+                "full",
+                "no-all-versions",
+                "recurse",
+            ],
+            &[],
+        ),
+        apt_cache,
+    ),
+    entry(&["getconf", "locale"], opts("a", ""), any),
+    entry(&["ulimit"], opts("aHScdefilmnqrstuvx", ""), no_operands),
+    net(&["host"], long("aCdlirTtv46", "cNRtW", &[], &[]), any),
+    net(
+        &["dig"],
+        long("46bhmrtuvx", "bcfkpqtxy", &["short"], &[]),
+        any,
+    ),
+    net(&["nslookup"], opts("", ""), any),
+    net(
+        &["ping", "ping6"],
+        long("46nqvDO", "cwWiIst", &[], &[]),
+        ping,
+    ),
+    net(&["getent"], opts("", ""), getent_hosts),
+    net(
+        &["lsof"],
+        long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
+        any,
+    ),
+    net(
+        &["netstat"],
+        long(
+            "nltupaesrivWoxgMwT",
+            "A",
+            &[
+                "numeric",
+                "listening",
+                "tcp",
+                "udp",
+                "programs",
+                "all",
+                "statistics",
+                "route",
+                "interfaces",
+                "wide",
+                "extend",
+                "timers",
+            ],
+            &[],
+        ),
+        no_operands,
+    ),
+];
+
+impl Spec {
+    const fn with_optional(self, optional: &'static str) -> Spec {
+        Spec { optional, ..self }
+    }
+
+    /// systemctl's value options without `-H`/`-M` (another host or
+    /// machine).
+    const fn with_values(self, values: &'static str) -> Spec {
+        Spec { values, ..self }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::policy::unwrap::see;
+
+    fn auto(line: &str) -> Result<(), Why> {
+        allows(&see(line), false)
+    }
+
+    #[test]
+    fn what_a_responder_reaches_for_first_runs() {
+        for line in [
+            "df -h",
+            "free -m",
+            "uptime",
+            "ps aux --sort=-%mem",
+            "ss -tlnp",
+            "systemctl status nginx --no-pager",
+            "journalctl -u nginx -n 50 --no-pager",
+            "tail -n 100 /var/log/syslog",
+            "grep -i error /var/log/nginx/error.log",
+            "ls -la /etc/nginx",
+            "ps aux | grep nginx | head -5",
+            "df -h; free -m",
+            "ip addr show",
+            "ip -s link",
+            "ip route get 1.1.1.1",
+            "cat /etc/os-release",
+            "vmstat 1 3",
+            "dmesg -T | tail -n 50",
+            "tail -n 100 /var/log/syslog 2>/dev/null",
+            "ps -eo pid,comm,%mem --sort=-%mem | head",
+            "getent passwd www-data",
+            "date +%s",
+            "lsof -nP -i :80",
+        ] {
+            assert_eq!(auto(line), Ok(()), "{line}");
+        }
+    }
+
+    #[test]
+    fn anything_else_asks() {
+        for line in [
+            "sort -o/etc/passwd x",
+            "sort -uo out in",
+            "sort --out=x in",
+            "sort --compress-program=sh x",
+            "chmod --rec 777 /tmp",
+            "ss -D /tmp/x",
+            "ip -batch -",
+            "file -C",
+            "systemctl -p status restart sshd",
+            "ip route dele default",
+            "ip r s",
+            "uniq - /etc/passwd",
+            "cat /etc/shadow-",
+            "grep -r . /root/.ssh",
+            "cat /etc/ssh/ssh_host_ed25519_key",
+            "ps auxeww",
+            "echo $SOME_SECRET",
+            "host secret.attacker.example",
+            "getent hosts x.evil",
+            "getent ${X:-shadow}",
+            "getent shadow",
+            "printf $'-v' 'a[$(id)]' x",
+            "printf -v x y",
+            "/tmp/ls",
+            "ls > /tmp/x",
+            "X=1 ls",
+            "ls &",
+            "tail -f /var/log/syslog",
+            "vmstat 1",
+            "netstat -tlp",
+            "date 01010000",
+            "sudo ls",
+            "systemctl -H web2 status",
+            "journalctl -f",
+            "cat < /etc/shadow",
+            "lsof -i :80",
+        ] {
+            assert!(auto(line).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_network_is_a_setting() {
+        assert!(auto("host example.com").is_err());
+        assert_eq!(allows(&see("host example.com"), true), Ok(()));
+        assert_eq!(allows(&see("ping -c 1 example.com"), true), Ok(()));
+    }
+}

@@ -1,0 +1,205 @@
+//! The approval policy for commands the agent proposes, enforced in code
+//! on the parsed command line, never by asking the model.
+//!
+//! A line is read with bash's grammar (`parse`), and everything it runs
+//! is found, wrappers and inner scripts included (`unwrap`). Then, in
+//! this order:
+//! - a line walissh cannot type or read safely, or whose program or
+//!   evaluated text is not a literal, is **denied**: walissh cannot say
+//!   what it would run;
+//! - a line any of whose commands or redirections breaks a destructive
+//!   rule (`deny`) or an `[ai] deny` glob is **denied**, in every mode;
+//! - in `auto`, a line that passes the allow-list all the way down
+//!   (`auto`) **runs** unasked, as the same words quoted one by one;
+//! - everything else **asks**, listing what the parser sees when the
+//!   line holds more than one command or anything not a plain literal.
+//!
+//! The check is total and bounded: a line over [`MAX_LINE`] is refused,
+//! parsing has a time budget, and reading through wrappers a word budget.
+//! [`Policy::check_off_worker`] runs it on a blocking thread, so even a
+//! bug in it cannot stall other sessions. What it leaves to others:
+//! asking the user and running the command (`react`, the seat).
+
+mod auto;
+mod deny;
+mod getopt;
+mod parse;
+mod paths;
+mod typing;
+mod unwrap;
+mod word;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::AiMode;
+
+/// What the policy says about a proposed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Never run, never offered; the reason goes back to the model.
+    Deny(String),
+    /// Show it and ask `Run? [y/N/e]`, after the commands the parser sees
+    /// (empty when the line is one command of plain literals).
+    Ask(Vec<String>),
+    /// Run without asking: the line with every word single-quoted, for a
+    /// shell of walissh's own (no aliases, functions or rc files).
+    Run(String),
+}
+
+/// Longest line the policy reads.
+pub(crate) const MAX_LINE: usize = 16 * 1024;
+
+/// How long a check may take on its blocking thread before the line is
+/// refused. Parsing gives up well before; this is the last line.
+const CHECK_BUDGET: Duration = Duration::from_secs(2);
+
+#[derive(Clone)]
+pub(crate) struct Policy {
+    rules: Arc<Rules>,
+}
+
+struct Rules {
+    deny: Vec<glob::Pattern>,
+    /// `[ai] prefixes`: a command typed at the prompt that starts with one
+    /// would be caught as a question instead of run.
+    prefixes: Vec<String>,
+    /// `[ai] auto_network`: name lookups and connections may run unasked.
+    network: bool,
+}
+
+impl Policy {
+    /// `deny` are the `[ai] deny` globs (validated by the config).
+    pub(crate) fn new(deny: &[String], prefixes: &[String], network: bool) -> Policy {
+        Policy {
+            rules: Arc::new(Rules {
+                deny: deny
+                    .iter()
+                    .filter_map(|d| glob::Pattern::new(d).ok())
+                    .collect(),
+                prefixes: prefixes.to_vec(),
+                network,
+            }),
+        }
+    }
+
+    /// [`Policy::check`] on a blocking thread, within a time budget.
+    pub(crate) async fn check_off_worker(&self, command: &str, mode: AiMode) -> Verdict {
+        let policy = self.clone();
+        let command = command.to_string();
+        let task = tokio::task::spawn_blocking(move || policy.check(&command, mode));
+        match tokio::time::timeout(CHECK_BUDGET, task).await {
+            Ok(Ok(verdict)) => verdict,
+            Ok(Err(_)) => Verdict::Deny("walissh's policy failed to read it".into()),
+            Err(_) => Verdict::Deny("walissh's policy could not read it in time".into()),
+        }
+    }
+
+    pub(crate) fn check(&self, command: &str, mode: AiMode) -> Verdict {
+        if mode == AiMode::Off {
+            return Verdict::Deny("the agent is off for this user".into());
+        }
+        if command.len() > MAX_LINE {
+            return Verdict::Deny(format!(
+                "the command is longer than {} KiB",
+                MAX_LINE / 1024
+            ));
+        }
+        if let Some(why) = typing::typing_problem(command) {
+            return Verdict::Deny(why.into());
+        }
+        let rules = &self.rules;
+        if rules
+            .prefixes
+            .iter()
+            .any(|p| command.starts_with(p.as_str()))
+        {
+            return Verdict::Deny("it starts like a question to the agent".into());
+        }
+        let seen = unwrap::see(command);
+        if let Some(why) = &seen.opaque {
+            return Verdict::Deny(why.clone());
+        }
+        if let Some(why) = rules.denied(command, &seen) {
+            return Verdict::Deny(why);
+        }
+        if mode == AiMode::Auto
+            && auto::allows(&seen, rules.network).is_ok()
+            && let Some(quoted) = &seen.script.quoted
+        {
+            return Verdict::Run(quoted.clone());
+        }
+        Verdict::Ask(listing(&seen))
+    }
+
+    /// Why `command` may not run unasked in `auto`, for tests and the
+    /// README's figures.
+    #[cfg(test)]
+    pub(crate) fn why_not_auto(&self, command: &str) -> Option<String> {
+        auto::allows(&unwrap::see(command), self.rules.network).err()
+    }
+
+    /// The commands a line runs, as the parser sees them: the program and
+    /// its words as written, wrappers' inner commands too.
+    #[cfg(test)]
+    pub(crate) fn commands(command: &str) -> Vec<Vec<Option<String>>> {
+        unwrap::see(command)
+            .script
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(|w| w.lit.clone()).collect())
+            .collect()
+    }
+}
+
+impl Rules {
+    fn denied(&self, command: &str, seen: &unwrap::Seen) -> Option<String> {
+        if let Some((name, _)) = seen
+            .functions
+            .iter()
+            .find(|(_, calls_itself)| *calls_itself)
+        {
+            return Some(format!("a fork bomb: the function {name} runs itself"));
+        }
+        for pattern in &self.deny {
+            if pattern.matches(command.trim()) {
+                return Some(format!("matches the deny rule `{pattern}`"));
+            }
+        }
+        for run in &seen.runs {
+            let text = run.iter().map(|w| w.text()).collect::<Vec<_>>().join(" ");
+            for pattern in &self.deny {
+                if pattern.matches(&text) {
+                    return Some(format!("`{text}` matches the deny rule `{pattern}`"));
+                }
+            }
+            if let Some(why) = deny::command(run) {
+                return Some(why);
+            }
+        }
+        seen.redirects.iter().find_map(deny::redirect)
+    }
+}
+
+/// What a `Run?` prompt lists before the question: every command the
+/// line runs, one per line, when there is more than one or anything is
+/// not a plain literal. Nothing for one command of plain literals: the
+/// line itself says it all.
+fn listing(seen: &unwrap::Seen) -> Vec<String> {
+    let runs = &seen.runs;
+    let all_literal = runs.iter().all(|r| r.iter().all(|w| w.lit.is_some()));
+    if runs.len() <= 1 && all_literal && seen.unknown.is_none() && seen.script.plain {
+        return Vec::new();
+    }
+    runs.iter()
+        .map(|r| {
+            r.iter()
+                .map(|w| w.raw.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,488 @@
+//! A command line read with bash's grammar (tree-sitter-bash), for the
+//! policy: every simple command wherever it hides (after `;`, `&&`, `||`,
+//! `&` or `|`, in subshells, groups, loops, conditions, functions,
+//! command and process substitutions, here-strings), every redirection,
+//! and whether the line has the one shape `auto` may run.
+//!
+//! Why tree-sitter-bash: it is a maintained grammar of the whole bash
+//! language (OpenAI's Codex reads proposed commands with it for the same
+//! job), its GLR parser never gives up (anything it cannot read becomes an
+//! ERROR or MISSING node, which the policy treats as "not understood"),
+//! and parsing can be cancelled from a progress callback, so a hostile
+//! line costs a bounded time. brush-parser, the other candidate, is a PEG
+//! parser whose worst case we could not bound as easily.
+//!
+//! The grammar is trusted for structure only. Whether a word is a plain
+//! literal, and what its value is, is decided by `word` on the word's own
+//! text; and the `plain` shape also requires nothing but blanks between
+//! the words of a command, so a word boundary the grammar might place
+//! differently from bash makes the line not plain. The oracle tests check
+//! the result against what bash, dash and zsh actually run.
+//!
+//! What it leaves to others: wrappers (`unwrap`), what is allowed or
+//! denied (`auto`, `deny`).
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, Parser, TreeCursor};
+
+use super::word::{Word, quote};
+
+/// One simple command.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Command {
+    /// The program and its arguments, as written.
+    pub(crate) words: Vec<Word>,
+    /// `NAME=value` words in front of it: they change its environment.
+    pub(crate) assigns: usize,
+}
+
+/// One redirection: `2>/dev/null`, `>> log`, `<<< text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirect {
+    /// The descriptor written before the operator, if any.
+    pub(crate) fd: Option<String>,
+    pub(crate) op: String,
+    /// The file or descriptor it names.
+    pub(crate) target: Option<Word>,
+}
+
+impl Redirect {
+    /// Whether it may write (to a file or a device).
+    pub(crate) fn writes(&self) -> bool {
+        self.op.contains('>')
+    }
+
+    /// `2>&1`, `>&2`, `<&0`, `>&-`: descriptors, no file.
+    pub(crate) fn duplicates(&self) -> bool {
+        matches!(self.op.as_str(), ">&" | "<&" | ">&-" | "<&-")
+            && self.target.as_ref().is_some_and(|t| {
+                t.lit
+                    .as_deref()
+                    .is_some_and(|v| v == "-" || v.bytes().all(|b| b.is_ascii_digit()))
+            })
+    }
+}
+
+/// A command line, read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Script {
+    /// Every simple command, nested ones included, in the order they are
+    /// written.
+    pub(crate) commands: Vec<Command>,
+    /// Every redirection, wherever it is.
+    pub(crate) redirects: Vec<Redirect>,
+    /// Only simple commands joined by `;`, `&&`, `||` and `|`, with
+    /// redirections and blanks between words: the shape `auto` may run.
+    pub(crate) plain: bool,
+    /// Why the line could not be read, if it could not.
+    pub(crate) unknown: Option<String>,
+    /// Functions the line defines, and whether each calls itself (a fork
+    /// bomb's shape: `f(){ f|f& };f`).
+    pub(crate) functions: Vec<(String, bool)>,
+    /// For a plain line whose words are all literals: the same line with
+    /// every word single-quoted, so that no shell can read it otherwise.
+    pub(crate) quoted: Option<String>,
+}
+
+/// How long one parse may take before it is given up. A 16 KiB line takes
+/// a few milliseconds; this bound is for what a fuzzer or an attacker
+/// finds.
+const PARSE_BUDGET: Duration = Duration::from_millis(250);
+
+/// Reads `line`. Total: every input gives a `Script`, in time bounded by
+/// the line's length and `PARSE_BUDGET`.
+pub(crate) fn parse(line: &str) -> Script {
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        return unknown("the shell grammar could not be loaded");
+    }
+    let deadline = Instant::now() + PARSE_BUDGET;
+    let mut progress = |_: &tree_sitter::ParseState| {
+        if Instant::now() > deadline {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut progress);
+    let bytes = line.as_bytes();
+    let mut input = |at: usize, _| -> &[u8] { bytes.get(at..).unwrap_or_default() };
+    let Some(tree) = parser.parse_with_options(&mut input, None, Some(options)) else {
+        return unknown("it took too long to read");
+    };
+    let root = tree.root_node();
+    let mut script = Script {
+        plain: plain_shape(root, line),
+        ..Script::default()
+    };
+    if root.has_error() {
+        script.unknown = Some("the shell grammar cannot read it".into());
+    }
+    collect(root.walk(), line, &mut script);
+    if script.plain && script.unknown.is_none() {
+        script.quoted = quoted(root.walk(), line);
+    }
+    script
+}
+
+/// The line again, each word single-quoted, operators between; `None`
+/// when a word is not a literal. Iterative, in document order.
+fn quoted(mut cursor: TreeCursor, line: &str) -> Option<String> {
+    let mut out: Vec<String> = Vec::new();
+    loop {
+        let node = cursor.node();
+        let mut descend = true;
+        match node.kind() {
+            "command" => {
+                descend = false;
+                for (field, child) in children(node) {
+                    if child.kind() == "file_redirect" {
+                        out.push(quoted_redirect(&redirect(child, line))?);
+                    } else if matches!(field, Some("name" | "argument")) {
+                        out.push(quote(Word::new(text(child, line)).lit.as_deref()?));
+                    }
+                }
+            }
+            "file_redirect" => {
+                descend = false;
+                out.push(quoted_redirect(&redirect(node, line))?);
+            }
+            _ if !node.is_named() => out.push(text(node, line).to_string()),
+            _ => {}
+        }
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return Some(out.join(" "));
+            }
+        }
+    }
+}
+
+fn quoted_redirect(r: &Redirect) -> Option<String> {
+    let target = r.target.as_ref()?;
+    let target = if r.duplicates() {
+        target.lit.clone()?
+    } else {
+        quote(target.lit.as_deref()?)
+    };
+    Some(format!("{}{}{target}", r.fd.as_deref().unwrap_or(""), r.op))
+}
+
+fn unknown(why: &str) -> Script {
+    Script {
+        unknown: Some(why.into()),
+        ..Script::default()
+    }
+}
+
+fn text<'a>(node: Node, line: &'a str) -> &'a str {
+    line.get(node.byte_range()).unwrap_or_default()
+}
+
+/// Visits every node once, in document order, without recursion (a line
+/// of thousands of `&&` nests that deep).
+fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
+    loop {
+        let node = cursor.node();
+        match node.kind() {
+            "command" => script.commands.push(command(node, line)),
+            "declaration_command" | "unset_command" => {
+                script.commands.push(declaration(node, line))
+            }
+            "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                script.redirects.push(redirect(node, line))
+            }
+            "function_definition" => script.functions.push(function(node, line)),
+            _ => {}
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+    }
+}
+
+/// The direct children of `node`, with their field names.
+fn children<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut cursor = node.walk();
+    let mut out = Vec::new();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn command(node: Node, line: &str) -> Command {
+    let mut out = Command::default();
+    for (field, child) in children(node) {
+        match (field, child.kind()) {
+            (Some("name" | "argument"), _) => out.words.push(Word::new(text(child, line))),
+            (_, "variable_assignment") => out.assigns += 1,
+            // Redirections are collected on their own; anything else
+            // (the grammar's oddities) is a word the policy cannot read.
+            (Some("redirect"), _) => {}
+            (_, "file_redirect" | "herestring_redirect") => {}
+            _ if child.is_named() => out.words.push(Word::unknown(text(child, line))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `declare`, `export`, `local`, `readonly`, `typeset`, `unset`: the
+/// keyword is the program.
+fn declaration(node: Node, line: &str) -> Command {
+    let mut out = Command::default();
+    for (_, child) in children(node) {
+        out.words.push(Word::new(text(child, line)));
+    }
+    out
+}
+
+fn redirect(node: Node, line: &str) -> Redirect {
+    let mut out = Redirect {
+        fd: None,
+        op: String::new(),
+        target: None,
+    };
+    for (field, child) in children(node) {
+        match (field, child.is_named()) {
+            (Some("descriptor"), _) => out.fd = Some(text(child, line).to_string()),
+            (_, false) if out.target.is_none() => out.op.push_str(text(child, line)),
+            (_, true) if out.target.is_none() => out.target = Some(Word::new(text(child, line))),
+            _ => {}
+        }
+    }
+    if node.kind() == "heredoc_redirect" {
+        out.op = "<<".into();
+    }
+    out
+}
+
+/// A function's name, and whether its body runs a command of that name.
+fn function(node: Node, line: &str) -> (String, bool) {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| text(n, line).to_string())
+        .unwrap_or_default();
+    let mut calls_itself = false;
+    if let Some(body) = node.child_by_field_name("body") {
+        let mut inner = Script::default();
+        collect(body.walk(), line, &mut inner);
+        calls_itself = inner
+            .commands
+            .iter()
+            .any(|c| c.words.first().is_some_and(|w| w.text() == name));
+    }
+    (name, calls_itself)
+}
+
+/// Whether the line is only simple commands joined by `;`, `&&`, `||` and
+/// `|`, each with blanks between its words. Iterative, like `collect`.
+fn plain_shape(root: Node, line: &str) -> bool {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let ok = match node.kind() {
+            "program" | "list" | "pipeline" => children(node).into_iter().all(|(_, c)| {
+                if c.is_named() {
+                    stack.push(c);
+                    true
+                } else {
+                    matches!(text(c, line), ";" | "&&" | "||" | "|")
+                }
+            }),
+            "redirected_statement" => children(node).into_iter().all(|(field, c)| match field {
+                Some("body") => {
+                    stack.push(c);
+                    true
+                }
+                _ => c.kind() == "file_redirect",
+            }),
+            "command" => tidy(node, line),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// A command whose parts are words and file redirections with blanks
+/// between them, and nothing else.
+fn tidy(node: Node, line: &str) -> bool {
+    let parts = children(node);
+    let mut end = None;
+    for (field, c) in &parts {
+        let known = matches!(field, Some("name" | "argument")) || c.kind() == "file_redirect";
+        if !known {
+            return false;
+        }
+        if let Some(end) = end {
+            let gap = line.get(end..c.start_byte()).unwrap_or("x");
+            if gap.is_empty() && c.kind() != "file_redirect"
+                || !gap.bytes().all(|b| b == b' ' || b == b'\t')
+            {
+                return false;
+            }
+        }
+        end = Some(c.end_byte());
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn programs(line: &str) -> Vec<String> {
+        parse(line)
+            .commands
+            .iter()
+            .map(|c| c.words.first().map(|w| w.raw.clone()).unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn every_command_wherever_it_hides() {
+        assert_eq!(
+            programs("ls -l; df -h && free || uptime | grep x & wc"),
+            ["ls", "df", "free", "uptime", "grep", "wc"]
+        );
+        assert_eq!(programs("echo $(rm -rf /)"), ["echo", "rm"]);
+        assert_eq!(programs("echo \"$(mkfs /dev/sda)\""), ["echo", "mkfs"]);
+        assert_eq!(programs("echo `reboot`"), ["echo", "reboot"]);
+        assert_eq!(programs("diff <(ls a) <(ls b)"), ["diff", "ls", "ls"]);
+        assert_eq!(
+            programs("(cd /tmp && ls) ; { uptime; }"),
+            ["cd", "ls", "uptime"]
+        );
+        assert_eq!(programs("if true; then reboot; fi"), ["true", "reboot"]);
+        assert_eq!(programs("for f in a; do rm $f; done"), ["rm"]);
+        assert_eq!(programs("case x in a) ls;; esac"), ["ls"]);
+        assert_eq!(programs("x=$(halt)"), ["halt"]);
+        assert_eq!(programs("echo $(( $(reboot) ))"), ["echo", "reboot"]);
+    }
+
+    #[test]
+    fn ansi_c_quoting_does_not_hide_a_command() {
+        let s = parse(r"echo $'\'' ; rm -rf --no-preserve-root / ; echo \'");
+        let names: Vec<&str> = s.commands.iter().map(|c| c.words[0].raw.as_str()).collect();
+        assert_eq!(names, ["echo", "rm", "echo"]);
+        assert_eq!(s.commands[0].words[1].lit, None);
+    }
+
+    #[test]
+    fn the_plain_shape() {
+        for line in [
+            "ls -la /var/log",
+            "df -h; free -m",
+            "ps aux | grep nginx | head -5",
+            "tail -n 100 /var/log/syslog 2>/dev/null",
+            "a && b || c",
+            "ls 2>&1 | head",
+        ] {
+            assert!(parse(line).plain, "{line}");
+        }
+        for line in [
+            "ls &",
+            "(ls)",
+            "{ ls; }",
+            "X=1 ls",
+            "! ls",
+            "ls; if true; then ls; fi",
+            "f() { ls; }",
+            "cat <<< x",
+            "[[ -f x ]]",
+            "ls |& cat",
+        ] {
+            assert!(!parse(line).plain, "{line}");
+        }
+        assert!(parse("echo a\"b\"c").plain);
+    }
+
+    #[test]
+    fn plain_lines_quoted_word_by_word() {
+        assert_eq!(
+            parse("ps aux | grep -i 'a b' && df -h 2>/dev/null; uptime 2>&1")
+                .quoted
+                .as_deref(),
+            Some("'ps' 'aux' | 'grep' '-i' 'a b' && 'df' '-h' 2>'/dev/null' ; 'uptime' 2>&1")
+        );
+        assert_eq!(parse("echo $HOME").quoted, None);
+        assert_eq!(parse("(ls)").quoted, None);
+    }
+
+    #[test]
+    fn redirections_are_seen() {
+        let s = parse("cat /etc/hosts > /tmp/x 2>&1");
+        assert_eq!(s.redirects.len(), 2);
+        assert!(s.redirects[0].writes());
+        assert_eq!(s.redirects[0].target.as_ref().unwrap().text(), "/tmp/x");
+        assert!(s.redirects[1].duplicates());
+        let s = parse("{ ls; } > /etc/shadow");
+        assert_eq!(
+            s.redirects[0].target.as_ref().unwrap().text(),
+            "/etc/shadow"
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_unknown() {
+        for line in ["echo 'unclosed", "echo $(ls", "if true; then", "ls )"] {
+            assert!(parse(line).unknown.is_some(), "{line}");
+        }
+        assert!(parse("ls -la /var/log").unknown.is_none());
+    }
+
+    #[test]
+    fn fork_bombs_by_structure() {
+        for line in [
+            ":(){ :|:& };:",
+            "f(){ f|f& };f",
+            "bomb() { bomb | bomb & }; bomb",
+        ] {
+            let s = parse(line);
+            assert!(s.functions.iter().any(|(_, r)| *r), "{line}: {s:?}");
+        }
+    }
+
+    #[test]
+    fn lines_that_looped_the_old_lexer_end() {
+        for line in ["case x in a) ls;; esac", "ls\u{a0}-la", "ls )", "a)b"] {
+            let _ = parse(line);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_ends() {
+        let line = "$(".repeat(3000) + &")".repeat(3000);
+        let s = parse(&line);
+        assert_eq!(s.quoted, None);
+        let line = "true && ".repeat(2000) + "true";
+        assert_eq!(parse(&line).commands.len(), 2001);
+    }
+}

@@ -1,0 +1,358 @@
+//! What the policy knows about paths: their normal form (`//`, `/./` and
+//! `..` taken out, as the kernel would for a path without symlinks), the
+//! places where secrets live, the top-level system directories, and block
+//! devices. What it leaves to others: which operands are paths (`auto`,
+//! `deny`).
+
+/// `path` with repeated slashes, `.` and `..` taken out. A relative path
+/// stays relative (leading `..` kept); `/..` is `/`.
+pub(crate) fn normalise(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if absolute => {}
+                _ => parts.push(".."),
+            },
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// Directories under `/` that a recursive delete, chmod or chown must
+/// never touch, and `/` itself.
+const SYSTEM_DIRS: &[&str] = &[
+    "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
+    "run", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix",
+];
+
+/// Whether `path` is `/`, a top-level system directory, or one of the
+/// directories of `/usr` and `/var` that hold the system (`/usr/bin`,
+/// `/var/lib`), however spelled. A trailing `/*` counts as the directory.
+pub(crate) fn is_system_dir(path: &str) -> bool {
+    let path = match path.strip_suffix("/*") {
+        Some("") => "/",
+        Some(dir) => dir,
+        None => path,
+    };
+    if !path.starts_with('/') {
+        return false;
+    }
+    let n = normalise(path);
+    let parts: Vec<&str> = n.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [] => true,
+        [top] => SYSTEM_DIRS.contains(top),
+        ["usr" | "var", second] => !matches!(*second, "tmp" | "log" | "cache" | "mail"),
+        ["usr", "local", _] => true,
+        _ => false,
+    }
+}
+
+/// Device names of disks and their parts, LVM and device-mapper volumes,
+/// raw memory.
+pub(crate) fn is_block_device(path: &str) -> bool {
+    let n = normalise(path);
+    let Some(dev) = n.strip_prefix("/dev/") else {
+        return false;
+    };
+    const PREFIXES: &[&str] = &[
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "dm-", "md", "loop", "nbd", "rbd", "zd", "sr",
+        "disk/", "mapper/", "mem", "kmem", "port",
+    ];
+    // LVM volumes are /dev/VG/LV: any two-level name that is not one of
+    // the kernel's own directories.
+    let lvm = dev.split('/').count() == 2
+        && ![
+            "pts",
+            "shm",
+            "mqueue",
+            "hugepages",
+            "net",
+            "input",
+            "snd",
+            "bus",
+            "char",
+            "block",
+        ]
+        .iter()
+        .any(|d| dev.starts_with(&format!("{d}/")));
+    PREFIXES.iter().any(|p| dev.starts_with(p)) || lvm || dev.starts_with("block/")
+}
+
+/// Components that mark a directory of secrets wherever it is.
+const SECRET_DIRS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".vault",
+    "gcloud",
+    "private",
+    "secrets",
+    "letsencrypt",
+    "wireguard",
+    "pki",
+    "keys",
+    ".cert",
+    "credentials",
+];
+
+/// Exact names of files that hold secrets.
+const SECRET_NAMES: &[&str] = &[
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".my.cnf",
+    "debian.cnf",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".dockercfg",
+    ".boto",
+    ".s3cfg",
+    ".vault-token",
+    ".mc",
+    "credentials",
+    "credentials.json",
+    "config.json",
+    "environ",
+    "opasswd",
+    "wp-config.php",
+    "krb5.keytab",
+    "kubeconfig",
+    "admin.conf",
+    "authinfo",
+    ".authinfo",
+    "master.key",
+];
+
+/// Endings of key and keystore files.
+const SECRET_SUFFIXES: &[&str] = &[
+    ".key",
+    ".pem",
+    ".p12",
+    ".pfx",
+    ".jks",
+    ".keystore",
+    ".ppk",
+    ".keytab",
+    ".kdbx",
+    ".gpg",
+    ".asc",
+    ".ovpn",
+    ".age",
+    ".htpasswd",
+    "_history",
+    ".psk",
+    ".crt.key",
+    ".secret",
+    ".token",
+];
+
+/// Why reading `path` would show a secret, if it would: shadow files and
+/// their backups, private keys and key directories, cloud, container and
+/// git credentials, `.env` files, shell histories, process environments,
+/// raw memory. Relative paths are judged by their components, since the
+/// directory they are in is not known here. The model errs towards
+/// asking: a certificate ending in `.pem` asks too.
+pub(crate) fn secret(path: &str) -> Option<&'static str> {
+    let n = normalise(path);
+    let name = n.rsplit('/').next().unwrap_or(&n);
+    let lower = name.to_ascii_lowercase();
+    let public = lower.ends_with(".pub")
+        || lower.starts_with("known_hosts")
+        || lower.starts_with("authorized_keys");
+    let components: Vec<&str> = n.split('/').collect();
+    let dirs = &components[..components.len().saturating_sub(1)];
+    if lower.starts_with("shadow")
+        || lower.starts_with("gshadow")
+        || lower.starts_with("master.passwd")
+    {
+        return Some("a shadow password file");
+    }
+    if n.starts_with("/proc/") && !public {
+        let under_pid = components.get(2).is_some_and(|p| {
+            p.bytes().all(|b| b.is_ascii_digit()) || matches!(*p, "self" | "thread-self")
+        });
+        if under_pid && matches!(name, "environ" | "mem" | "cmdline" | "auxv") || name == "kcore" {
+            return Some("a process's memory or environment");
+        }
+    }
+    if is_block_device(&n) {
+        return Some("a disk or memory device");
+    }
+    if public {
+        return None;
+    }
+    if lower.starts_with("id_") || lower.starts_with("ssh_host_") {
+        return Some("a private key");
+    }
+    if lower.starts_with(".env") || lower.ends_with(".env") {
+        return Some("an environment file");
+    }
+    let passwd = lower.contains("passwd") && !matches!(lower.as_str(), "passwd" | "passwd-");
+    if lower.contains("secret") || lower.contains("token") || lower.contains("password") || passwd {
+        return Some("a file named for secrets");
+    }
+    if SECRET_NAMES.contains(&lower.as_str()) {
+        return Some("a credentials file");
+    }
+    if SECRET_SUFFIXES.iter().any(|s| lower.ends_with(s)) {
+        return Some("a key or credentials file");
+    }
+    if dirs
+        .iter()
+        .any(|d| SECRET_DIRS.contains(&d.to_ascii_lowercase().as_str()))
+    {
+        return Some("a file in a directory of secrets");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalised() {
+        for (p, n) in [
+            ("//etc//", "/etc"),
+            ("/./etc/./", "/etc"),
+            ("/etc/..", "/"),
+            ("/../..", "/"),
+            ("/usr/../etc/nginx/..", "/etc"),
+            ("a/../../b", "../b"),
+            ("./x", "x"),
+            (".", "."),
+        ] {
+            assert_eq!(normalise(p), n, "{p}");
+        }
+    }
+
+    #[test]
+    fn system_directories_however_spelled() {
+        for p in [
+            "/",
+            "//",
+            "/.",
+            "/etc",
+            "/etc/",
+            "/./etc",
+            "/tmp/../etc",
+            "/*",
+            "/usr/*",
+            "/usr/bin",
+            "/var/lib",
+            "/home",
+        ] {
+            assert!(is_system_dir(p), "{p}");
+        }
+        for p in [
+            "/tmp/build",
+            "/srv/app",
+            "/var/log",
+            "/var/tmp",
+            "build",
+            "/etc/nginx",
+            "/home/alice",
+        ] {
+            assert!(!is_system_dir(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn block_devices() {
+        for p in [
+            "/dev/sda",
+            "/dev/sda1",
+            "/dev/nvme0n1",
+            "/dev/vdb",
+            "/dev/xvda",
+            "/dev/dm-0",
+            "/dev/md0",
+            "/dev/mapper/root",
+            "/dev/vg0/lv0",
+            "//dev/./sda",
+            "/dev/disk/by-id/x",
+        ] {
+            assert!(is_block_device(p), "{p}");
+        }
+        for p in [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/urandom",
+            "/dev/pts/0",
+            "/dev/tty",
+            "/tmp/sda",
+        ] {
+            assert!(!is_block_device(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn secrets() {
+        for p in [
+            "/etc/shadow",
+            "/etc/shadow-",
+            "/etc/gshadow",
+            "//etc/./shadow",
+            "/etc/ssh/ssh_host_ed25519_key",
+            "/root/.ssh/id_rsa",
+            "/root/.ssh/config",
+            ".ssh/id_ed25519",
+            "/home/a/.aws/credentials",
+            "/home/a/.kube/config",
+            "/home/a/.docker/config.json",
+            "/srv/app/.env",
+            "/srv/app/.env.production",
+            "/etc/ssl/private/site.key",
+            "/etc/letsencrypt/live/x/privkey.pem",
+            "/proc/1/environ",
+            "/proc/self/environ",
+            "/root/.bash_history",
+            "/home/a/.pgpass",
+            "/home/a/.netrc",
+            "/home/a/.git-credentials",
+            "/home/a/.config/gcloud/access_tokens.db",
+            "/etc/wireguard/wg0.conf",
+            "/run/secrets/db",
+            "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "/etc/ipsec.secrets",
+            "key.ppk",
+            "/etc/krb5.keytab",
+            "/dev/mem",
+            "/etc/nginx/.htpasswd",
+        ] {
+            assert!(secret(p).is_some(), "{p}");
+        }
+        for p in [
+            "/etc/passwd",
+            "/etc/hosts",
+            "/var/log/syslog",
+            "/etc/nginx/nginx.conf",
+            "/root/.ssh/id_rsa.pub",
+            "/root/.ssh/known_hosts",
+            "/root/.ssh/authorized_keys",
+            "/proc/meminfo",
+            "/proc/1/status",
+            "/etc/os-release",
+        ] {
+            assert_eq!(secret(p), None, "{p}");
+        }
+    }
+}

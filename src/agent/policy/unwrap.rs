@@ -1,0 +1,829 @@
+//! What a line really runs: every simple command with the wrappers taken
+//! off by each wrapper's own option grammar (`sudo -u root rm` runs `rm`,
+//! `env -S 'rm -rf /'` runs `rm`, `find / -exec rm -rf {} +` runs `rm` on
+//! `/`), the scripts of `sh -c`, `su -c`, `eval` and the like read in
+//! turn, and `busybox`/`toybox` applets named. A line whose program is
+//! not a literal, or that runs text that is not one (`eval "$X"`, `curl
+//! … | sh`), cannot be seen through: [`see`] says why, and the policy
+//! refuses it in every mode. What it leaves to others: what is denied
+//! (`deny`) or allowed (`auto`).
+
+use super::getopt::Spec;
+use super::parse::{self, Redirect, Script};
+use super::word::Word;
+
+/// Everything a line runs, as far as walissh can tell.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// The line's own reading.
+    pub(crate) script: Script,
+    /// Every command it runs: the line's commands as written, then each
+    /// inner command a wrapper or script runs, wrappers taken off.
+    pub(crate) runs: Vec<Vec<Word>>,
+    /// Redirections of inner scripts too.
+    pub(crate) redirects: Vec<Redirect>,
+    /// Functions defined anywhere, and whether they call themselves.
+    pub(crate) functions: Vec<(String, bool)>,
+    /// Why walissh cannot say what the line would run, if it cannot.
+    pub(crate) opaque: Option<String>,
+    /// Something inside could not be read (an inner script with a syntax
+    /// error): never auto-run.
+    pub(crate) unknown: Option<String>,
+    /// Words left to read: a bound on the work a hostile line can cause
+    /// (wrappers whose options fail are read at every later word).
+    budget: usize,
+}
+
+/// Words read at most, over every command a line runs.
+const WORD_BUDGET: usize = 1 << 16;
+
+/// How deep `sh -c "sh -c '…'"` may nest before walissh stops reading.
+const MAX_DEPTH: usize = 4;
+
+/// Reads `line` and everything it runs.
+pub(crate) fn see(line: &str) -> Seen {
+    let script = parse::parse(line);
+    let mut seen = Seen {
+        budget: WORD_BUDGET,
+        ..Seen::default()
+    };
+    absorb(&script, &mut seen, 0);
+    seen.script = script;
+    seen
+}
+
+fn absorb(script: &Script, seen: &mut Seen, depth: usize) {
+    if let Some(why) = &script.unknown {
+        seen.unknown.get_or_insert_with(|| why.clone());
+    }
+    seen.redirects.extend(script.redirects.iter().cloned());
+    seen.functions.extend(script.functions.iter().cloned());
+    for command in &script.commands {
+        let defined = |name: &str| script.functions.iter().any(|(f, _)| f == name);
+        run(&command.words, seen, depth, &defined);
+    }
+}
+
+/// Takes in one command and, recursively, what it runs.
+fn run(words: &[Word], seen: &mut Seen, depth: usize, defined: &dyn Fn(&str) -> bool) {
+    let Some(first) = words.first() else {
+        return;
+    };
+    let Some(program) = first.lit.as_deref() else {
+        seen.opaque.get_or_insert_with(|| {
+            format!(
+                "its command name `{}` is not a literal: walissh cannot say what it would run",
+                first.raw
+            )
+        });
+        return;
+    };
+    if words.len() > seen.budget {
+        seen.opaque
+            .get_or_insert_with(|| "it holds too many commands to read".into());
+        return;
+    }
+    seen.budget -= words.len();
+    seen.runs.push(words.to_vec());
+    if depth > MAX_DEPTH {
+        seen.opaque
+            .get_or_insert_with(|| "it nests commands too deep to read".into());
+        return;
+    }
+    // A function the line defines runs its body, which is read already.
+    if defined(program) {
+        return;
+    }
+    match inner(basename(program), &words[1..]) {
+        Inner::None => {}
+        Inner::Argv(argvs) => {
+            for argv in argvs {
+                run(&argv, seen, depth + 1, defined);
+            }
+        }
+        Inner::Script(text) => {
+            let script = parse::parse(&text);
+            absorb(&script, seen, depth + 1);
+        }
+        Inner::Opaque(why) => {
+            seen.opaque.get_or_insert(why);
+        }
+        Inner::Unsure(candidates) => {
+            // The wrapper's options could not be read: every later word
+            // that could be the program is taken as one.
+            for argv in candidates {
+                if argv.first().is_some_and(|w| w.lit.is_some()) {
+                    run(&argv, seen, depth + 1, defined);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// What a command runs besides itself.
+enum Inner {
+    None,
+    Argv(Vec<Vec<Word>>),
+    Script(String),
+    Opaque(String),
+    /// Its options could not be read: these are the possible programs.
+    Unsure(Vec<Vec<Word>>),
+}
+
+fn values(args: &[Word]) -> Vec<&str> {
+    // A non-literal argument keeps its text: the grammar below still
+    // finds the program after it, and a non-literal program is refused.
+    args.iter().map(|w| w.text()).collect()
+}
+
+/// Every suffix of `args`: the programs a wrapper whose grammar failed
+/// might run.
+fn suffixes(args: &[Word]) -> Inner {
+    let starts: Vec<usize> = (0..args.len())
+        .filter(|&i| args[i].lit.as_deref().is_some_and(|v| !v.starts_with('-')))
+        .collect();
+    if starts.len() > MAX_GUESSES || args.iter().any(|w| w.lit.is_none()) {
+        return Inner::Opaque("a wrapper's options could not be read".into());
+    }
+    Inner::Unsure(starts.into_iter().map(|i| args[i..].to_vec()).collect())
+}
+
+/// Programs guessed at most behind one wrapper whose options failed.
+const MAX_GUESSES: usize = 32;
+
+/// The command a wrapper runs: `args` from `at` on, or nothing.
+fn from(args: &[Word], at: usize) -> Inner {
+    if at < args.len() {
+        Inner::Argv(vec![args[at..].to_vec()])
+    } else {
+        Inner::None
+    }
+}
+
+/// The words of a wrapper read by `spec`: the command starts at the
+/// first operand (`skip` operands later, for `timeout DURATION`).
+fn wrapped(spec: &Spec, args: &[Word], skip: usize) -> Inner {
+    match spec.parse(&values(args)) {
+        Ok(p) => from(args, p.rest + skip),
+        Err(_) => suffixes(args),
+    }
+}
+
+const fn spec(flags: &'static str, values: &'static str) -> Spec {
+    Spec {
+        flags,
+        values,
+        long_flags: &[],
+        long_values: &[],
+        optional: "",
+        long_optional: &[],
+        stop_at_operand: true,
+    }
+}
+
+/// The word an option's value came from: the whole word, or a literal
+/// made of the value when it was attached (`-c'ls'`). A value that came
+/// from a word that is not literal is refused by `script_of`.
+fn value_word(args: &[Word], value: &str) -> Option<Word> {
+    if let Some(w) = args.iter().find(|w| w.text() == value) {
+        return Some(w.clone());
+    }
+    if args.iter().all(|w| w.lit.is_some()) {
+        Some(Word::known(value))
+    } else {
+        Some(Word::unknown(value))
+    }
+}
+
+/// A script given as one literal word (or refused).
+fn script_of(word: Option<&Word>, who: &str) -> Inner {
+    match word {
+        None => Inner::None,
+        Some(w) => match &w.lit {
+            Some(text) => Inner::Script(text.clone()),
+            None => Inner::Opaque(format!(
+                "it runs `{}` through {who}, and that text is not a literal",
+                w.raw
+            )),
+        },
+    }
+}
+
+fn inner(program: &str, args: &[Word]) -> Inner {
+    match program {
+        "sudo" => {
+            let mut s = spec("AbEHiKklnPSsVe", "CDghpRTUurt");
+            s.long_flags = &[
+                "login",
+                "shell",
+                "non-interactive",
+                "stdin",
+                "askpass",
+                "background",
+                "set-home",
+                "preserve-groups",
+                "reset-timestamp",
+                "remove-timestamp",
+                "edit",
+                "bell",
+                "list",
+                "validate",
+            ];
+            s.long_values = &[
+                "user",
+                "group",
+                "chdir",
+                "chroot",
+                "close-from",
+                "host",
+                "prompt",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+            ];
+            s.long_optional = &["preserve-env"];
+            wrapped(&s, args, 0)
+        }
+        "doas" => wrapped(&spec("Lns", "Cu"), args, 0),
+        "pkexec" => {
+            let mut s = spec("", "");
+            s.long_values = &["user"];
+            s.long_flags = &["disable-internal-agent", "keep-cwd"];
+            wrapped(&s, args, 0)
+        }
+        "env" => env(args),
+        "nice" => {
+            let mut s = spec("0123456789", "n");
+            s.long_values = &["adjustment"];
+            wrapped(&s, args, 0)
+        }
+        "ionice" => {
+            let mut s = spec("t", "cnpPu");
+            s.long_values = &["class", "classdata", "pid", "pgid", "uid"];
+            s.long_flags = &["ignore"];
+            wrapped(&s, args, 0)
+        }
+        "time" => {
+            let mut s = spec("pavq", "fo");
+            s.long_flags = &["portability", "verbose", "append", "quiet"];
+            s.long_values = &["format", "output"];
+            wrapped(&s, args, 0)
+        }
+        "timeout" => {
+            let mut s = spec("fpv", "ks");
+            s.long_flags = &["foreground", "preserve-status", "verbose"];
+            s.long_values = &["kill-after", "signal"];
+            wrapped(&s, args, 1)
+        }
+        "stdbuf" => {
+            let mut s = spec("", "ioe");
+            s.long_values = &["input", "output", "error"];
+            wrapped(&s, args, 0)
+        }
+        "nohup" | "noglob" | "nocorrect" | "-" | "builtin" | "catchsegv" | "unbuffer"
+        | "proxychains" | "proxychains4" | "torsocks" | "firejail" | "run0" => {
+            wrapped(&spec("", ""), args, 0)
+        }
+        "setsid" => {
+            let mut s = spec("cfw", "");
+            s.long_flags = &["ctty", "fork", "wait"];
+            wrapped(&s, args, 0)
+        }
+        "command" => wrapped(&spec("pvV", ""), args, 0),
+        "exec" => wrapped(&spec("cl", "a"), args, 0),
+        "coproc" => {
+            // `coproc NAME { …; }` or `coproc cmd`: either word may be it.
+            suffixes(args)
+        }
+        "chroot" => {
+            let mut s = spec("", "");
+            s.long_values = &["userspec", "groups"];
+            s.long_flags = &["skip-chdir"];
+            wrapped(&s, args, 1)
+        }
+        "taskset" => wrapped(&spec("acp", ""), args, 1),
+        "chrt" => wrapped(&spec("abdefiomprRv", "TPD"), args, 1),
+        "flock" => flock(args),
+        "xargs" => xargs(args),
+        "find" => find(args),
+        "busybox" | "toybox" => match args.first().map(|w| w.text()) {
+            Some(a) if !a.starts_with('-') => from(args, 0),
+            _ => Inner::None,
+        },
+        "strace" | "ltrace" => {
+            let mut s = spec("fFhiqrtTvVxyzCcDwZkn", "abeEIoOpPsSuUXA");
+            s.long_values = &["trace", "output", "attach", "signal", "user", "env"];
+            s.long_flags = &["follow-forks", "summary-only", "output-separately"];
+            wrapped(&s, args, 0)
+        }
+        "nsenter" => {
+            let mut s = spec("aFZ", "tSGe");
+            s.optional = "muinpUCTrw";
+            s.long_values = &["target", "setuid", "setgid", "env"];
+            s.long_flags = &[
+                "all",
+                "no-fork",
+                "preserve-credentials",
+                "follow-context",
+                "keep-caps",
+                "join-cgroup",
+            ];
+            s.long_optional = &[
+                "mount",
+                "uts",
+                "ipc",
+                "net",
+                "pid",
+                "user",
+                "cgroup",
+                "time",
+                "root",
+                "wd",
+                "user-parent",
+            ];
+            wrapped(&s, args, 0)
+        }
+        "unshare" => {
+            let mut s = spec("fmuinpUCTrcl", "RWSG");
+            s.long_flags = &[
+                "fork",
+                "kill-child",
+                "map-root-user",
+                "map-current-user",
+                "keep-caps",
+                "mount-proc",
+            ];
+            s.long_values = &[
+                "propagation",
+                "setgroups",
+                "map-user",
+                "map-group",
+                "map-users",
+                "map-groups",
+                "root",
+                "wd",
+                "setuid",
+                "setgid",
+                "monotonic",
+                "boottime",
+            ];
+            s.long_optional = &[
+                "mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "map-auto",
+            ];
+            wrapped(&s, args, 0)
+        }
+        "setpriv" => {
+            let mut s = spec("d", "");
+            s.long_flags = &[
+                "nnp",
+                "no-new-privs",
+                "init-groups",
+                "clear-groups",
+                "keep-groups",
+                "reset-env",
+                "dump",
+            ];
+            s.long_values = &[
+                "reuid",
+                "regid",
+                "ruid",
+                "rgid",
+                "euid",
+                "egid",
+                "groups",
+                "inh-caps",
+                "ambient-caps",
+                "bounding-set",
+                "securebits",
+                "pdeathsig",
+                "selinux-label",
+                "apparmor-profile",
+                "landlock-access",
+                "landlock-rule",
+                "ptracer",
+            ];
+            wrapped(&s, args, 0)
+        }
+        "su" | "runuser" | "sg" => su(program, args),
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "rbash" | "yash" | "fish"
+        | "busybox-sh" => shell(program, args),
+        "eval" => {
+            let mut text = Vec::new();
+            for w in args {
+                match &w.lit {
+                    Some(v) => text.push(v.clone()),
+                    None => {
+                        return Inner::Opaque(format!(
+                            "it evals `{}`, which is not a literal",
+                            w.raw
+                        ));
+                    }
+                }
+            }
+            Inner::Script(text.join(" "))
+        }
+        "source" | "." => match args.first() {
+            Some(w) if w.lit.is_none() => {
+                Inner::Opaque(format!("it sources `{}`, which is not a literal", w.raw))
+            }
+            _ => Inner::None,
+        },
+        "watch" => {
+            let mut s = spec("bcegtxpwr", "nqd");
+            s.long_values = &["interval", "differences"];
+            s.long_flags = &[
+                "beep", "color", "errexit", "exec", "no-title", "precise", "chgexit",
+            ];
+            match s.parse(&values(args)) {
+                Ok(p) if p.has("-x") || p.has("--exec") => from(args, p.rest),
+                Ok(p) => join_script(&args[p.rest..], "watch"),
+                Err(_) => suffixes(args),
+            }
+        }
+        "ssh" => {
+            let s = spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw");
+            match s.parse(&values(args)) {
+                // The destination, then the remote command.
+                Ok(p) if p.rest + 1 < args.len() => join_script(&args[p.rest + 1..], "ssh"),
+                Ok(_) => Inner::None,
+                Err(_) => suffixes(args),
+            }
+        }
+        _ => Inner::None,
+    }
+}
+
+/// Words joined with spaces into a script, as `ssh` and `watch` do.
+fn join_script(words: &[Word], who: &str) -> Inner {
+    let mut text = Vec::new();
+    for w in words {
+        match &w.lit {
+            Some(v) => text.push(v.clone()),
+            None => {
+                return Inner::Opaque(format!(
+                    "it runs `{}` through {who}, and that text is not a literal",
+                    w.raw
+                ));
+            }
+        }
+    }
+    Inner::Script(text.join(" "))
+}
+
+/// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]`.
+fn env(args: &[Word]) -> Inner {
+    let mut s = spec("i0v", "uCS");
+    s.long_flags = &[
+        "ignore-environment",
+        "null",
+        "debug",
+        "list-signal-handling",
+    ];
+    s.long_values = &["unset", "chdir", "split-string"];
+    s.long_optional = &["block-signal", "default-signal", "ignore-signal"];
+    let vals = values(args);
+    // A lone `-` is `-i`.
+    let vals: Vec<&str> = vals
+        .iter()
+        .map(|v| if *v == "-" { "-i" } else { v })
+        .collect();
+    let p = match s.parse(&vals) {
+        Ok(p) => p,
+        Err(_) => return suffixes(args),
+    };
+    let mut at = p.rest;
+    while at < args.len() && args[at].text().contains('=') && !args[at].text().starts_with('=') {
+        at += 1;
+    }
+    let split = p
+        .opts
+        .iter()
+        .find(|o| o.name == "-S" || o.name == "--split-string");
+    let Some(split) = split else {
+        return from(args, at);
+    };
+    // `-S STRING` is split into words by env's own rules: quotes,
+    // escapes and `${VAR}`. Only plain words are read here.
+    let raw = split.value.clone().unwrap_or_default();
+    if args.iter().any(|w| w.lit.is_none())
+        || raw
+            .chars()
+            .any(|c| matches!(c, '\\' | '$' | '\'' | '"' | '#' | '\t' | '\n'))
+    {
+        return Inner::Opaque(format!(
+            "env -S splits `{raw}` by rules walissh does not read"
+        ));
+    }
+    let mut argv: Vec<Word> = raw
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(Word::known)
+        .collect();
+    argv.extend(args[at..].iter().cloned());
+    if argv.is_empty() {
+        Inner::None
+    } else {
+        Inner::Argv(vec![argv])
+    }
+}
+
+/// `flock [options] FILE COMMAND...`, `flock [options] FILE -c COMMAND`.
+fn flock(args: &[Word]) -> Inner {
+    let mut s = spec("sexunoFh", "wEc");
+    s.long_flags = &[
+        "shared",
+        "exclusive",
+        "unlock",
+        "nonblock",
+        "close",
+        "no-fork",
+        "verbose",
+    ];
+    s.long_values = &["timeout", "conflict-exit-code", "command"];
+    match s.parse(&values(args)) {
+        Ok(p) if p.has("-c") || p.has("--command") => {
+            let text = p.value("-c").or(p.value("--command")).unwrap_or_default();
+            script_of(value_word(args, text).as_ref(), "flock -c")
+        }
+        Ok(p) => {
+            // After the lock file, `-c` may still come.
+            let rest = &args[p.rest..];
+            if rest.get(1).is_some_and(|w| w.text() == "-c") {
+                script_of(rest.get(2), "flock -c")
+            } else {
+                from(rest, 1)
+            }
+        }
+        Err(_) => suffixes(args),
+    }
+}
+
+/// `xargs [options] [COMMAND [ARG]...]`: the command gets arguments from
+/// the input, which nobody can know here.
+fn xargs(args: &[Word]) -> Inner {
+    let mut s = spec("0prtxo", "adEIiLnPs");
+    s.optional = "eil";
+    s.long_flags = &[
+        "null",
+        "interactive",
+        "no-run-if-empty",
+        "verbose",
+        "exit",
+        "show-limits",
+        "open-tty",
+    ];
+    s.long_values = &[
+        "arg-file",
+        "delimiter",
+        "max-args",
+        "max-procs",
+        "max-chars",
+        "process-slot-var",
+    ];
+    s.long_optional = &["eof", "replace", "max-lines"];
+    let p = match s.parse(&values(args)) {
+        Ok(p) => p,
+        Err(_) => return suffixes(args),
+    };
+    let mut argv: Vec<Word> = args[p.rest..].to_vec();
+    if argv.is_empty() {
+        argv.push(Word::known("echo"));
+    }
+    argv.push(Word::unknown("<input>"));
+    Inner::Argv(vec![argv])
+}
+
+/// `find ROOTS... EXPRESSION`: each `-exec`, `-execdir`, `-ok`, `-okdir`
+/// runs its command with `{}` standing for what was found (so under each
+/// root: a recursive delete of `{}` under `/` deletes `/`).
+fn find(args: &[Word]) -> Inner {
+    let roots: Vec<&Word> = args
+        .iter()
+        .take_while(|w| !w.text().starts_with('-') && !matches!(w.text(), "(" | "!" | ")"))
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if matches!(args[i].text(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = i + 1;
+            let mut end = start;
+            while end < args.len() && !matches!(args[end].text(), ";" | "+") {
+                end += 1;
+            }
+            let command = &args[start..end];
+            let under: Vec<Word> = if roots.is_empty() {
+                vec![Word::known(".")]
+            } else {
+                roots.iter().map(|w| (*w).clone()).collect()
+            };
+            for root in under {
+                out.push(
+                    command
+                        .iter()
+                        .map(|w| {
+                            if w.text() == "{}" {
+                                root.clone()
+                            } else {
+                                w.clone()
+                            }
+                        })
+                        .collect(),
+                );
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    if out.is_empty() {
+        Inner::None
+    } else {
+        Inner::Argv(out)
+    }
+}
+
+/// `su [-] [-l] [-c COMMAND] [USER [ARG]...]`, `runuser -u USER -- CMD`,
+/// `sg GROUP [-c] COMMAND`.
+fn su(program: &str, args: &[Word]) -> Inner {
+    if program == "sg" {
+        return match args.get(1).map(|w| w.text()) {
+            Some("-c") => script_of(args.get(2), "sg -c"),
+            Some(_) => script_of(args.get(1), "sg"),
+            None => Inner::None,
+        };
+    }
+    let mut s = spec("lmpfP", "cgGswu");
+    s.long_flags = &["login", "preserve-environment", "pty"];
+    s.long_values = &[
+        "command",
+        "session-command",
+        "shell",
+        "group",
+        "supp-group",
+        "whitelist-environment",
+        "user",
+    ];
+    s.stop_at_operand = false;
+    let vals: Vec<&str> = values(args)
+        .into_iter()
+        .map(|v| if v == "-" { "-l" } else { v })
+        .collect();
+    match s.parse(&vals) {
+        Ok(p) => {
+            let command = ["-c", "--command", "--session-command"]
+                .iter()
+                .find_map(|n| p.value(n));
+            match command {
+                Some(text) => script_of(value_word(args, text).as_ref(), program),
+                // runuser -u USER COMMAND...: the operands are the command.
+                None if p.has("-u") || p.has("--user") => {
+                    let first = p.operands.first().map(String::as_str);
+                    let at = args.iter().position(|w| Some(w.text()) == first);
+                    at.map_or(Inner::None, |at| from(args, at))
+                }
+                None => Inner::None,
+            }
+        }
+        Err(_) => suffixes(args),
+    }
+}
+
+/// A shell: `-c SCRIPT` runs the script; a file operand runs a file (not
+/// read here); neither reads commands from the input, which walissh
+/// cannot see.
+fn shell(program: &str, args: &[Word]) -> Inner {
+    let mut s = spec("abefhkmnptuvxBCEHPTilrsc", "oO");
+    s.long_flags = &[
+        "norc",
+        "noprofile",
+        "login",
+        "posix",
+        "restricted",
+        "noediting",
+        "verbose",
+        "debugger",
+        "protected",
+        "no-config",
+        "private",
+    ];
+    s.long_values = &["rcfile", "init-file", "init-command", "command"];
+    match s.parse(&values(args)) {
+        Ok(p) if p.has("-c") || p.has("--command") => {
+            let word = match p.value("--command") {
+                Some(text) => value_word(args, text),
+                None => args.get(p.rest).cloned(),
+            };
+            match word {
+                Some(w) => script_of(Some(&w), program),
+                None => Inner::Opaque(format!("{program} -c without a script")),
+            }
+        }
+        Ok(p) if p.rest < args.len() && !p.has("-s") => Inner::None,
+        Ok(_) => Inner::Opaque(format!(
+            "{program} would run commands from its input, which walissh cannot see"
+        )),
+        Err(_) => suffixes(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(line: &str) -> Vec<String> {
+        let seen = see(line);
+        assert_eq!(seen.opaque, None, "{line}");
+        seen.runs
+            .iter()
+            .map(|r| r.iter().map(|w| w.text()).collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    fn opaque(line: &str) -> bool {
+        see(line).opaque.is_some()
+    }
+
+    #[test]
+    fn wrappers_by_their_own_grammar() {
+        let has = |line: &str, want: &str| {
+            let r = runs(line);
+            assert!(r.iter().any(|c| c == want), "{line}: {r:?}");
+        };
+        has("sudo -u root rm -rf /", "rm -rf /");
+        has("sudo -n -E rm -rf /", "rm -rf /");
+        has(
+            "env -i A=1 B=2 nice -n 5 shutdown -h now",
+            "shutdown -h now",
+        );
+        has("env -S 'rm -rf /'", "rm -rf /");
+        has("time -p rm -rf /", "rm -rf /");
+        has("command -p rm -rf /", "rm -rf /");
+        has("exec -c rm -rf /", "rm -rf /");
+        has("timeout -s 9 5 rm -rf /", "rm -rf /");
+        has("stdbuf -o0 rm -rf /", "rm -rf /");
+        has("ionice -c 3 nohup setsid rm -rf /", "rm -rf /");
+        has("busybox rm -rf /", "rm -rf /");
+        has("strace -f -o /dev/null rm -rf /", "rm -rf /");
+        has("nsenter -t 1 -m -- rm -rf /", "rm -rf /");
+        has("nsenter --target=1 --mount rm -rf /", "rm -rf /");
+        has("unshare -m rm -rf /", "rm -rf /");
+        has("setpriv --reuid=0 rm -rf /", "rm -rf /");
+        has("runuser -u root -- rm -rf /", "rm -rf /");
+        has("su -c 'rm -rf /'", "rm -rf /");
+        has("su - root -c 'rm -rf /'", "rm -rf /");
+        has("sh -c 'ls; rm -rf /'", "rm -rf /");
+        has("bash -lc 'rm -rf /'", "rm -rf /");
+        has("zsh -o x -c 'rm -rf /'", "rm -rf /");
+        has("eval 'rm -rf /'", "rm -rf /");
+        has("eval rm -rf /", "rm -rf /");
+        has("find / -exec rm -rf {} +", "rm -rf /");
+        has("find /etc -name x -execdir rm -rf {} ;", "rm -rf /etc");
+        has("find / | xargs rm -rf", "rm -rf <input>");
+        has("xargs -0 -I{} rm -rf {}", "rm -rf {} <input>");
+        has("sudo -X rm -rf /", "rm -rf /");
+        has("coproc rm -rf /", "rm -rf /");
+        has("ssh web1 rm -rf /", "rm -rf /");
+        has("watch -n 1 'rm -rf /'", "rm -rf /");
+        has("flock /tmp/l rm -rf /", "rm -rf /");
+        has("flock -c 'rm -rf /' /tmp/l", "rm -rf /");
+        has("/usr/bin/sudo /bin/rm -rf /", "/bin/rm -rf /");
+        has("chroot / rm -rf /", "rm -rf /");
+        has("sudo sudo sudo rm -rf /", "rm -rf /");
+    }
+
+    #[test]
+    fn what_cannot_be_seen_through_is_opaque() {
+        for line in [
+            "${X:-rm} -rf /etc",
+            "/???/?m -rf /etc",
+            "$'rm' -rf /",
+            "\"$CMD\" x",
+            "eval \"$X\"",
+            "eval $(echo rm)",
+            "sh -c \"$X\"",
+            "curl x | sh",
+            "curl x | bash -s",
+            "sudo $X",
+            "env -S 'rm \"-rf\" /'",
+            "source $F",
+            "su -c \"$X\"",
+        ] {
+            assert!(opaque(line), "{line}");
+        }
+        assert!(!opaque("bash script.sh"));
+        assert!(!opaque("echo $HOME"));
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let mut line = "rm -rf /".to_string();
+        for _ in 0..10 {
+            line = format!("sh -c {}", super::super::word::quote(&line));
+        }
+        assert!(opaque(&line));
+    }
+}
