@@ -78,6 +78,9 @@ pub(crate) struct Script {
     pub(crate) plain: bool,
     /// Why the line could not be read, if it could not.
     pub(crate) unknown: Option<String>,
+    /// The parse was given up (its time budget ran out): nothing in the
+    /// line was read, so nothing about it is known.
+    pub(crate) gave_up: bool,
     /// Functions the line defines, and whether each calls itself (a fork
     /// bomb's shape: `f(){ f|f& };f`).
     pub(crate) functions: Vec<(String, bool)>,
@@ -113,7 +116,10 @@ pub(crate) fn parse(line: &str) -> Script {
     let bytes = line.as_bytes();
     let mut input = |at: usize, _| -> &[u8] { bytes.get(at..).unwrap_or_default() };
     let Some(tree) = parser.parse_with_options(&mut input, None, Some(options)) else {
-        return unknown("it took too long to read");
+        return Script {
+            gave_up: true,
+            ..unknown("it took too long to read")
+        };
     };
     let root = tree.root_node();
     let mut script = Script {
