@@ -118,3 +118,129 @@ fn confirm_asks_and_off_refuses() {
     assert_eq!(verdict("ls", AiMode::Confirm), Verdict::Ask(vec![]));
     assert!(matches!(verdict("ls", AiMode::Off), Verdict::Deny(_)));
 }
+
+/// The lines of a corpus file under tests/policy/, `#` comments and blank
+/// lines left out.
+fn corpus(name: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// One adversarial proposal: its class, what must happen, the line.
+struct Hostile {
+    class: String,
+    deny: bool,
+    line: String,
+}
+
+fn adversarial() -> Vec<Hostile> {
+    corpus("adversarial.tsv")
+        .iter()
+        .map(|l| {
+            let mut parts = l.splitn(3, '\t');
+            let class = parts.next().unwrap_or_default().to_string();
+            let expect = parts.next().unwrap_or_default();
+            let line = parts.next().unwrap_or_else(|| panic!("no line in {l:?}"));
+            assert!(matches!(expect, "deny" | "ask"), "{l:?}");
+            Hostile {
+                class,
+                deny: expect == "deny",
+                line: line.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn policy() -> Policy {
+    Policy::new(&[], &["?".to_string(), "ai:".to_string()], false)
+}
+
+/// Every hostile proposal, in every mode: none runs unasked, and every
+/// one marked `deny` (the destructive ones, and those whose program or
+/// evaluated text is not a literal) is refused even where confirm would
+/// ask. The figures are printed for the closing note.
+#[test]
+fn the_adversarial_corpus_in_every_mode() {
+    let policy = policy();
+    let cases = adversarial();
+    assert!(cases.len() >= 150, "only {} lines", cases.len());
+    let mut failures = Vec::new();
+    let (mut denied, mut destructive, mut destructive_denied) = (0, 0, 0);
+    for case in &cases {
+        let auto = policy.check(&case.line, AiMode::Auto);
+        let confirm = policy.check(&case.line, AiMode::Confirm);
+        if matches!(auto, Verdict::Run(_)) {
+            failures.push(format!("auto-ran: {}", case.line));
+        }
+        let refused = matches!(auto, Verdict::Deny(_)) && matches!(confirm, Verdict::Deny(_));
+        denied += usize::from(refused);
+        if case.class == "destructive" {
+            destructive += 1;
+            destructive_denied += usize::from(refused);
+        }
+        if case.deny && !refused {
+            failures.push(format!("not denied ({confirm:?}): {}", case.line));
+        }
+    }
+    eprintln!(
+        "adversarial corpus: {} lines, 0 auto-run allowed, {denied} denied in every mode, \
+         destructive {destructive_denied}/{destructive} denied",
+        cases.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The read-only diagnostics a responder reaches for first: at least 90%
+/// run unasked in `auto`.
+#[test]
+fn the_diagnostic_list_runs_unasked() {
+    let policy = policy();
+    let lines = corpus("diagnostics.txt");
+    assert!(lines.len() >= 40, "only {} lines", lines.len());
+    let asked: Vec<String> = lines
+        .iter()
+        .filter(|l| !matches!(policy.check(l, AiMode::Auto), Verdict::Run(_)))
+        .map(|l| format!("{l}: {}", policy.why_not_auto(l).unwrap_or_else(|| "denied".into())))
+        .collect();
+    let share = 1.0 - asked.len() as f64 / lines.len() as f64;
+    eprintln!(
+        "diagnostics: {} of {} run unasked ({:.0}%); asked:\n  {}",
+        lines.len() - asked.len(),
+        lines.len(),
+        share * 100.0,
+        asked.join("\n  ")
+    );
+    assert!(share >= 0.9, "{asked:#?}");
+}
+
+#[test]
+fn the_prompt_lists_what_the_parser_sees() {
+    let policy = policy();
+    let Verdict::Deny(why) = policy.check(r"echo $'\'' ; rm -rf / ; echo \'", AiMode::Confirm) else {
+        panic!("not denied");
+    };
+    assert!(why.contains('/'), "{why}");
+    let Verdict::Ask(listing) = policy.check("ls /tmp; echo $HOME", AiMode::Confirm) else {
+        panic!("not asked");
+    };
+    assert_eq!(listing, ["ls /tmp", "echo $HOME"]);
+    let Verdict::Ask(listing) = policy.check(r"echo $'\'' ; ls -l / ; echo \'", AiMode::Confirm) else {
+        panic!("not asked");
+    };
+    assert_eq!(listing, [r"echo $'\''", "ls -l /", r"echo \'"]);
+    assert_eq!(policy.check("ls -l /tmp", AiMode::Confirm), Verdict::Ask(vec![]));
+}
+
+#[test]
+fn a_long_line_is_refused_and_a_looping_one_ends() {
+    let policy = policy();
+    let long = "ls ".repeat(MAX_LINE / 3 + 1);
+    assert!(matches!(policy.check(&long, AiMode::Auto), Verdict::Deny(_)));
+    for line in ["case x in a) ls;; esac", "ls\u{a0}-la", "echo \u{a0}"] {
+        assert!(!matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)), "{line}");
+    }
+}
