@@ -565,7 +565,8 @@ mod tests {
     }
 
     /// No command the shipped instructions suggest is one the policy
-    /// refuses (a code span that is not a command at all just asks).
+    /// refuses (a code span that is not a command at all, such as a quoted
+    /// log line bash's grammar cannot read, is left out).
     #[test]
     fn the_shipped_instructions_suggest_nothing_the_policy_denies() {
         let policy = Policy::new(&[], &["?".to_string()], false);
@@ -578,8 +579,10 @@ mod tests {
                 .join(" ");
             for span in text.split('`').skip(1).step_by(2) {
                 let verdict = policy.check(span, AiMode::Auto);
+                let not_a_command =
+                    matches!(&verdict, Verdict::Deny(why) if why.contains("cannot check it"));
                 assert!(
-                    !matches!(verdict, Verdict::Deny(_)),
+                    not_a_command || !matches!(verdict, Verdict::Deny(_)),
                     "{}: {span}: {verdict:?}",
                     skill.name
                 );

@@ -120,6 +120,13 @@ impl Policy {
         if let Some(why) = &seen.opaque {
             return Verdict::Deny(why.clone());
         }
+        // Where bash's grammar (as tree-sitter has it) cannot read the
+        // line, the rules below cannot be trusted to have seen it all.
+        if let Some(why) = &seen.unknown {
+            return Verdict::Deny(format!(
+                "{why}: walissh cannot check it; write it more simply"
+            ));
+        }
         if let Some(why) = rules.denied(command, &seen) {
             return Verdict::Deny(why);
         }
@@ -201,5 +208,7 @@ fn listing(seen: &unwrap::Seen) -> Vec<String> {
         .collect()
 }
 
+#[cfg(test)]
+mod scratch;
 #[cfg(test)]
 mod tests;

@@ -206,6 +206,7 @@ fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
             "declaration_command" | "unset_command" => {
                 script.commands.push(declaration(node, line))
             }
+            "test_command" => script.commands.push(test(node, line)),
             "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
                 script.redirects.push(redirect(node, line))
             }
@@ -264,6 +265,41 @@ fn declaration(node: Node, line: &str) -> Command {
     let mut out = Command::default();
     for (_, child) in children(node) {
         out.words.push(Word::new(text(child, line)));
+    }
+    out
+}
+
+/// `[ … ]` and `[[ … ]]`: the bracket is the program, and the operands
+/// and operators inside are its words.
+fn test(node: Node, line: &str) -> Command {
+    let open = text(node, line).trim_start();
+    let bracket = if open.starts_with("[[") { "[[" } else { "[" };
+    let mut out = Command {
+        words: vec![Word {
+            raw: bracket.into(),
+            lit: Some(bracket.into()),
+        }],
+        assigns: 0,
+    };
+    let mut stack: Vec<Node> = children(node).into_iter().rev().map(|(_, c)| c).collect();
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "binary_expression"
+            | "unary_expression"
+            | "parenthesized_expression"
+            | "negated_expression" => {
+                stack.extend(children(n).into_iter().rev().map(|(_, c)| c));
+            }
+            _ if n.is_named()
+                || matches!(
+                    text(n, line),
+                    "!" | "=" | "==" | "!=" | "=~" | "<" | ">" | "-a" | "-o"
+                ) =>
+            {
+                out.words.push(Word::new(text(n, line)))
+            }
+            _ => {}
+        }
     }
     out
 }

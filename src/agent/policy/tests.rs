@@ -122,7 +122,9 @@ fn confirm_asks_and_off_refuses() {
 /// The lines of a corpus file under tests/policy/, `#` comments and blank
 /// lines left out.
 fn corpus(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/policy")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -204,7 +206,12 @@ fn the_diagnostic_list_runs_unasked() {
     let asked: Vec<String> = lines
         .iter()
         .filter(|l| !matches!(policy.check(l, AiMode::Auto), Verdict::Run(_)))
-        .map(|l| format!("{l}: {}", policy.why_not_auto(l).unwrap_or_else(|| "denied".into())))
+        .map(|l| {
+            format!(
+                "{l}: {}",
+                policy.why_not_auto(l).unwrap_or_else(|| "denied".into())
+            )
+        })
         .collect();
     let share = 1.0 - asked.len() as f64 / lines.len() as f64;
     eprintln!(
@@ -220,7 +227,8 @@ fn the_diagnostic_list_runs_unasked() {
 #[test]
 fn the_prompt_lists_what_the_parser_sees() {
     let policy = policy();
-    let Verdict::Deny(why) = policy.check(r"echo $'\'' ; rm -rf / ; echo \'", AiMode::Confirm) else {
+    let Verdict::Deny(why) = policy.check(r"echo $'\'' ; rm -rf / ; echo \'", AiMode::Confirm)
+    else {
         panic!("not denied");
     };
     assert!(why.contains('/'), "{why}");
@@ -228,19 +236,29 @@ fn the_prompt_lists_what_the_parser_sees() {
         panic!("not asked");
     };
     assert_eq!(listing, ["ls /tmp", "echo $HOME"]);
-    let Verdict::Ask(listing) = policy.check(r"echo $'\'' ; ls -l / ; echo \'", AiMode::Confirm) else {
+    let Verdict::Ask(listing) = policy.check(r"echo $'\'' ; ls -l / ; echo \'", AiMode::Confirm)
+    else {
         panic!("not asked");
     };
     assert_eq!(listing, [r"echo $'\''", "ls -l /", r"echo \'"]);
-    assert_eq!(policy.check("ls -l /tmp", AiMode::Confirm), Verdict::Ask(vec![]));
+    assert_eq!(
+        policy.check("ls -l /tmp", AiMode::Confirm),
+        Verdict::Ask(vec![])
+    );
 }
 
 #[test]
 fn a_long_line_is_refused_and_a_looping_one_ends() {
     let policy = policy();
     let long = "ls ".repeat(MAX_LINE / 3 + 1);
-    assert!(matches!(policy.check(&long, AiMode::Auto), Verdict::Deny(_)));
+    assert!(matches!(
+        policy.check(&long, AiMode::Auto),
+        Verdict::Deny(_)
+    ));
     for line in ["case x in a) ls;; esac", "ls\u{a0}-la", "echo \u{a0}"] {
-        assert!(!matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)), "{line}");
+        assert!(
+            !matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
+            "{line}"
+        );
     }
 }

@@ -109,6 +109,12 @@ fn run(words: &[Word], seen: &mut Seen, depth: usize, defined: &dyn Fn(&str) -> 
             let script = parse::parse(&text);
             absorb(&script, seen, depth + 1);
         }
+        Inner::Scripts(texts) => {
+            for text in texts {
+                let script = parse::parse(&text);
+                absorb(&script, seen, depth + 1);
+            }
+        }
         Inner::Opaque(why) => {
             seen.opaque.get_or_insert(why);
         }
@@ -133,6 +139,9 @@ enum Inner {
     None,
     Argv(Vec<Vec<Word>>),
     Script(String),
+    /// Texts the shell evaluates later or on the side: `alias` values,
+    /// array subscripts in variable names.
+    Scripts(Vec<String>),
     Opaque(String),
     /// Its options could not be read: these are the possible programs.
     Unsure(Vec<Vec<Word>>),
@@ -437,6 +446,44 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             }
             _ => Inner::None,
         },
+        // The action runs when the signal comes.
+        "trap" => match args.first().map(|w| w.text()) {
+            Some("-p" | "-l" | "-P") | None => Inner::None,
+            Some("--") => script_of(args.get(1), "trap"),
+            Some(_) => script_of(args.first(), "trap"),
+        },
+        // An alias runs its value wherever its name is typed next.
+        "alias" => {
+            let mut texts = Vec::new();
+            for w in args.iter().filter(|w| w.text().contains('=')) {
+                match w.lit.as_deref().and_then(|v| v.split_once('=')) {
+                    Some((_, value)) => texts.push(value.to_string()),
+                    None => return Inner::Opaque(format!("alias `{}` is not a literal", w.raw)),
+                }
+            }
+            Inner::Scripts(texts)
+        }
+        // These take variable names, and bash evaluates an array
+        // subscript in a name as arithmetic, command substitutions
+        // included: `read 'a[$(cmd)]'` runs cmd.
+        "read" | "printf" | "test" | "[" | "[[" | "declare" | "typeset" | "local" | "export"
+        | "readonly" | "unset" | "let" | "mapfile" | "readarray" | "getopts" | "wait" | "print"
+        | "vared" => {
+            let mut texts = Vec::new();
+            for w in args.iter().filter(|w| w.text().contains(['[', '$', '`'])) {
+                match &w.lit {
+                    Some(v) => texts.push(v.replace(['[', ']'], " ")),
+                    None if w.text().contains('[') => {
+                        return Inner::Opaque(format!(
+                            "`{}` may be evaluated as a subscript, and it is not a literal",
+                            w.raw
+                        ));
+                    }
+                    None => {}
+                }
+            }
+            Inner::Scripts(texts)
+        }
         "watch" => {
             let mut s = spec("bcegtxpwr", "nqd");
             s.long_values = &["interval", "differences"];
