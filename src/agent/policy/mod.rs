@@ -209,6 +209,4 @@ fn listing(seen: &unwrap::Seen) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod scratch;
-#[cfg(test)]
 mod tests;
