@@ -53,7 +53,8 @@ pub(crate) fn allows(seen: &Seen, network: bool) -> Result<(), Why> {
 }
 
 fn redirect(r: &Redirect) -> Result<(), Why> {
-    if r.duplicates() {
+    let to_standard = r.target.as_ref().and_then(|t| t.lit.as_deref());
+    if r.duplicates() && matches!(to_standard, Some("1" | "2")) {
         return Ok(());
     }
     let target = r.target.as_ref().and_then(|t| t.lit.as_deref());
