@@ -2,8 +2,9 @@
 //! approval policy), give it what they printed, until it answers.
 //!
 //! The loop knows nothing of terminals: a [`Host`] (the session) streams
-//! the agent's text to the user, asks for approval, runs commands in the
-//! user's shell and audits. That keeps the loop's rules (policy before
+//! the agent's text to the user, asks for approval, runs commands (what
+//! the policy runs unasked, clean; what the user approved, in their
+//! shell) and audits. That keeps the loop's rules (policy before
 //! anything runs, the step limit, repeated calls stopped, bad arguments
 //! reported back to the model) testable on their own. The time limit is
 //! the seat's: it covers the whole question, workflows and approvals
@@ -36,8 +37,10 @@ const MAX_CALLS_PER_TURN: usize = 5;
 /// What every agent is told after its own instruction: how its tools
 /// run, and that output is data.
 const RULES: &str = "Investigate by running shell commands with the run_command tool \
-(read_file reads part of a file the same way): each runs in the user's own interactive shell \
-(their directory, their environment), in front of them, usually after their approval. One line \
+(read_file reads part of a file the same way): each runs in the user's directory, in front of \
+them. Read-only commands may run at once in a clean environment (plain sh, the system PATH, none \
+of the user's aliases, functions or variables); the others run in the user's own interactive \
+shell (their environment) after their approval. One line \
 per command, and nothing interactive: no editors, no pagers (pass --no-pager to systemctl, \
 journalctl and git; pipe into head or tail instead of less), nothing that asks for a password. \
 Keep output small (head, tail, grep -m). A command walissh's policy refuses will not run: do \
@@ -80,8 +83,14 @@ pub(crate) trait Host {
     fn refused(&mut self, command: &str, why: &str);
     /// Shows the command and asks `Run? [y/N/e]`.
     async fn approve(&mut self, command: &str, reason: &str) -> Approval;
-    /// Runs a command in the user's shell, visibly.
-    async fn run(&mut self, command: &str) -> Outcome;
+    /// Runs a command, visibly. `command` is what is shown and audited.
+    /// With `clean` (a POSIX sh script, fully quoted by the policy), that
+    /// script runs instead, apart from the user's shell, with a fixed
+    /// environment (`upstream::clean_command`), so nothing of the user's
+    /// set-up changes what was checked: what the policy runs unasked.
+    /// Without, `command` runs as the user would run it (typed into their
+    /// shell): what the user saw and approved.
+    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
 }
@@ -111,7 +120,7 @@ pub(crate) fn tools(allowed: &[&str], in_loop: bool) -> Vec<Value> {
     if allowed.contains(&"run_command") {
         declare(
             "run_command",
-            "Run one shell command on the host, in the user's shell and working directory, and return its exit code and output.",
+            "Run one shell command on the host, in the user's working directory, and return its exit code and output.",
             json!({
                 "command": {"type": "string", "description": "The command line to run."},
                 "reason": {"type": "string", "description": "Why, in a few words, shown to the user."}
@@ -390,11 +399,13 @@ async fn run_tool(
     if asked.iter().filter(|c| *c == command).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same command; stopped".into());
     }
-    let (command, decision) = match policy.check(command, mode) {
+    // What runs unasked runs clean: the user's aliases, functions and
+    // PATH must not change what the policy checked.
+    let (command, decision, clean) = match policy.check(command, mode) {
         Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
-        Verdict::Run => (command.to_string(), "auto"),
+        Verdict::Run => (command.to_string(), "auto", true),
         Verdict::Ask => match host.approve(command, reason).await {
-            Approval::Yes => (command.to_string(), "approved"),
+            Approval::Yes => (command.to_string(), "approved", false),
             Approval::No => {
                 let ev = vec![
                     ("command", command.into()),
@@ -406,7 +417,7 @@ async fn run_tool(
             // An edit is checked again: the user's hand is no policy bypass.
             Approval::Edited(edit) => match policy.check(&edit, mode) {
                 Verdict::Deny(why) => return Ok(deny(host, &edit, &why).await),
-                _ => (edit, "edited"),
+                _ => (edit, "edited", false),
             },
         },
     };
@@ -415,7 +426,9 @@ async fn run_tool(
         ("decision", decision.into()),
     ];
     host.audit("ai_tool_call", ev).await;
-    let mut outcome = host.run(&command).await;
+    // For now the checked line itself is the script; the policy will hand
+    // over its own fully quoted one.
+    let mut outcome = host.run(&command, clean.then_some(command.as_str())).await;
     // Scrubbed whole, before anything is cut from it.
     outcome.output = scrub(agent, memory, &outcome.output);
     let fields = vec![
@@ -480,6 +493,8 @@ mod tests {
         streamed: String,
         approvals: Vec<Approval>,
         ran: Vec<String>,
+        /// For each command run, whether it ran clean.
+        clean: Vec<bool>,
         audit: Vec<(String, Value)>,
     }
 
@@ -495,8 +510,9 @@ mod tests {
         async fn approve(&mut self, _command: &str, _reason: &str) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
         }
-        async fn run(&mut self, command: &str) -> Outcome {
+        async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
             self.ran.push(command.to_string());
+            self.clean.push(clean.is_some());
             Outcome {
                 exit_code: Some(0),
                 output: format!("output of {command}"),
@@ -582,6 +598,8 @@ mod tests {
         let (a, host, requests) = ask(script, AiMode::Confirm, vec![Approval::Yes]).await;
         assert_eq!(a.unwrap(), "/ is 97% full.");
         assert_eq!(host.ran, ["df -h"]);
+        // Approved: run as the user saw it, not clean.
+        assert_eq!(host.clean, [false]);
         assert_eq!(host.streamed, "/ is 97% full.");
         let kinds: Vec<&str> = host.audit.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(kinds, ["ai_tool_call", "ai_tool_result", "ai_answer"]);
@@ -607,6 +625,8 @@ mod tests {
         assert_eq!(a.unwrap(), "done");
         // The denied one never ran; the read-only one ran unasked in auto.
         assert_eq!(host.ran, ["ls /tmp"]);
+        // Run unasked: clean.
+        assert_eq!(host.clean, [true]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_policy");
         assert_eq!(host.audit[1].1["decision"], "auto");
         assert!(last_message(&requests[1]).starts_with("refused by walissh's policy"));
@@ -625,6 +645,7 @@ mod tests {
         let (a, host, requests) = ask(script, AiMode::Confirm, approvals).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["uptime -p"]);
+        assert_eq!(host.clean, [false]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_user");
         assert_eq!(host.audit[1].1["decision"], "edited");
         assert!(last_message(&requests[3]).contains("not valid JSON"));
@@ -685,6 +706,7 @@ mod tests {
         let (a, host, _) = ask(script, AiMode::Auto, vec![]).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["tail -n +1 -- '/etc/hosts' | head -n 100"]);
+        assert_eq!(host.clean, [true]);
         assert_eq!(host.audit[0].1["decision"], "auto");
     }
 
