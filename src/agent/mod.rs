@@ -4,8 +4,10 @@
 //! `ai_prompt`. Users whose `ai` is `off` get a notice. For the others the
 //! session's [`seat`] runs the ReAct loop ([`react`]) against the model
 //! ([`model`]), under the approval policy ([`policy`], on command lines
-//! taken apart by [`shell`]), drawing in the user's terminal ([`render`]).
+//! taken apart by [`shell`]), drawing in the user's terminal ([`render`]);
+//! commands that run apart from the user's shell go through [`exec`].
 
+pub(crate) mod exec;
 pub(crate) mod model;
 pub(crate) mod parallel;
 pub(crate) mod policy;

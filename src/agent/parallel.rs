@@ -2,9 +2,10 @@
 //!
 //! They cannot share the user's one interactive shell, so each runs with a
 //! [`Member`] host of its own: its commands run on channels of their own on
-//! the session's target (`upstream::Runner`: exec channels on the same ssh
+//! the session's target ([`exec`]: exec channels on the same ssh
 //! connection, processes as the local account), under the same approval
-//! policy and audit as the shell's. What they say and what their commands
+//! policy and audit as the shell's; those the policy runs unasked run
+//! clean, in the prompt's directory, as the seat's do. What they say and what their commands
 //! print is drawn a whole line at a time, each line labelled with the
 //! member's name, so blocks never interleave mid-line. One approval is
 //! asked at a time: the keyboard is shared. What it leaves to others: the
@@ -16,11 +17,11 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
+use super::exec;
 use super::react::{Approval, Host, Outcome};
 use super::render::{ending, labelled};
 use super::seat::Draw;
 use crate::audit::{Audit, Ids};
-use crate::terminal::Capture;
 use crate::upstream::{self, Runner};
 
 /// Lines of one command's output drawn, at most; the model still gets its
@@ -82,6 +83,19 @@ pub(crate) struct Target<'a> {
     pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
     pub(crate) timeout: Duration,
+    /// The prompt's directory: where commands run clean start.
+    pub(crate) cwd: Option<&'a str>,
+}
+
+impl<'a> Target<'a> {
+    fn apart(&self) -> exec::Apart<'a> {
+        exec::Apart {
+            runner: self.runner,
+            upstream: self.upstream,
+            user: &self.ids.user,
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// One member's host.
@@ -118,65 +132,51 @@ impl<'a> Member<'a> {
 
     /// Runs a command on its own channel: its output is drawn line by line
     /// as it comes, and kept, bounded, for the model.
-    async fn exec(&self, command: &str) -> Outcome {
-        let t = self.target;
-        let started =
-            tokio::time::timeout(t.timeout, t.runner.exec(t.upstream, command, &t.ids.user))
-                .await
-                .unwrap_or_else(|_| Err("the target did not start it in time".into()));
-        let mut exec = match started {
-            Ok(e) => e,
-            Err(e) => {
-                return Outcome {
-                    interrupted: Some(format!("it could not start: {e}")),
-                    ..Outcome::default()
-                };
-            }
-        };
-        let mut capture = Capture::default();
-        let mut pending: Vec<u8> = Vec::new();
-        let mut shown = 0;
-        let mut exit_code = None;
-        let read = async {
-            while let Some(event) = exec.reader.next().await {
-                match event {
-                    upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
-                        capture.push(&d);
-                        if shown > SHOWN_LINES {
-                            continue;
-                        }
-                        pending.extend_from_slice(&d);
-                        // Whole lines, and long ones in pieces: output
-                        // without line breaks must not pile up.
-                        while let Some(i) = memchr::memchr(b'\n', &pending)
-                            .or((pending.len() >= LINE_MAX).then_some(LINE_MAX - 1))
-                        {
-                            let line: Vec<u8> = pending.drain(..=i).collect();
-                            shown += 1;
-                            if shown > SHOWN_LINES {
-                                self.say("[... more output, not shown ...]");
-                                pending.clear();
-                                break;
-                            }
-                            self.say(String::from_utf8_lossy(&line).trim_end());
-                        }
-                    }
-                    upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
-                    upstream::Event::ExitSignal { .. } => exit_code = Some(128),
-                    upstream::Event::Eof => {}
-                }
-            }
-        };
-        let timed_out = tokio::time::timeout(t.timeout, read).await.is_err();
-        if !pending.is_empty() {
-            self.say(String::from_utf8_lossy(&pending).trim_end());
+    async fn exec(&self, command: exec::Command<'_>) -> Outcome {
+        let mut lines = Lines::default();
+        let say = |line: &str| self.say(line);
+        let outcome = exec::run(self.target.apart(), command, |d| lines.push(d, say)).await;
+        lines.finish(say);
+        outcome
+    }
+}
+
+/// A command's output cut into whole lines to draw, at most SHOWN_LINES
+/// of them.
+#[derive(Default)]
+struct Lines {
+    /// Output not yet a whole line.
+    pending: Vec<u8>,
+    shown: usize,
+}
+
+impl Lines {
+    fn push(&mut self, data: &[u8], say: impl Fn(&str)) {
+        if self.shown > SHOWN_LINES {
+            return;
         }
-        Outcome {
-            exit_code,
-            output: capture.text(),
-            output_bytes: capture.total(),
-            interrupted: timed_out.then(|| format!("it ran longer than {} s", t.timeout.as_secs())),
-            abandoned: false,
+        self.pending.extend_from_slice(data);
+        // Whole lines, and long ones in pieces: output without line
+        // breaks must not pile up.
+        while let Some(i) = memchr::memchr(b'\n', &self.pending)
+            .or((self.pending.len() >= LINE_MAX).then_some(LINE_MAX - 1))
+        {
+            let line: Vec<u8> = self.pending.drain(..=i).collect();
+            self.shown += 1;
+            if self.shown > SHOWN_LINES {
+                say("[... more output, not shown ...]");
+                self.pending.clear();
+                return;
+            }
+            say(String::from_utf8_lossy(&line).trim_end());
+        }
+    }
+
+    /// Draws what is left: a last line without a break.
+    fn finish(&mut self, say: impl Fn(&str)) {
+        if !self.pending.is_empty() {
+            say(String::from_utf8_lossy(&self.pending).trim_end());
+            self.pending.clear();
         }
     }
 }
@@ -235,9 +235,16 @@ impl Host for Member<'_> {
         if yes { Approval::Yes } else { Approval::No }
     }
 
-    async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
+    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
         self.flush();
         self.say(&format!("$ {command}"));
+        let command = match clean {
+            Some(script) => exec::Command::Clean {
+                script,
+                cwd: self.target.cwd,
+            },
+            None => exec::Command::AsIs(command),
+        };
         let outcome = self.exec(command).await;
         if let Some(e) = ending(outcome.exit_code, outcome.interrupted.as_deref()) {
             self.say(&e);

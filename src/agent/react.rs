@@ -2,8 +2,9 @@
 //! approval policy), give it what they printed, until it answers.
 //!
 //! The loop knows nothing of terminals: a [`Host`] (the session) streams
-//! the agent's text to the user, asks for approval, runs commands in the
-//! user's shell and audits. That keeps the loop's rules (policy before
+//! the agent's text to the user, asks for approval, runs commands (what
+//! the policy runs unasked, clean; what the user approved, in their
+//! shell) and audits. That keeps the loop's rules (policy before
 //! anything runs, the step limit, repeated calls stopped, bad arguments
 //! reported back to the model) testable on their own. The time limit is
 //! the seat's: it covers the whole question, workflows and approvals
@@ -36,8 +37,10 @@ const MAX_CALLS_PER_TURN: usize = 5;
 /// What every agent is told after its own instruction: how its tools
 /// run, and that output is data.
 const RULES: &str = "Investigate by running shell commands with the run_command tool \
-(read_file reads part of a file the same way): each runs in the user's own interactive shell \
-(their directory, their environment), in front of them, usually after their approval. One line \
+(read_file reads part of a file the same way): each runs in the user's directory, in front of \
+them. Read-only commands may run at once in a clean environment (plain sh, the system PATH, none \
+of the user's aliases, functions or variables); the others run in the user's own interactive \
+shell (their environment) after their approval. One line \
 per command, and nothing interactive: no editors, no pagers (pass --no-pager to systemctl, \
 journalctl and git; pipe into head or tail instead of less), nothing that asks for a password. \
 Keep output small (head, tail, grep -m). A command walissh's policy refuses will not run: do \
@@ -82,10 +85,13 @@ pub(crate) trait Host {
     /// it run, when that is more than the line says plainly), and asks
     /// `Run? [y/N/e]`.
     async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval;
-    /// Runs a command visibly: typed into the user's shell, or, when
-    /// `clean` is given (the policy ran it unasked), that script in a shell
-    /// of walissh's own, where no alias, function, PATH entry or rc file of
-    /// the user's session can change what runs.
+    /// Runs a command, visibly. `command` is what is shown and audited.
+    /// With `clean` (the policy's fully quoted script), that script runs
+    /// instead, apart from the user's shell, with a fixed environment
+    /// (`upstream::clean_command`), so nothing of the user's set-up changes
+    /// what was checked: what the policy runs unasked. Without, `command`
+    /// runs as the user would run it (typed into their shell): what the
+    /// user saw and approved.
     async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
@@ -116,7 +122,7 @@ pub(crate) fn tools(allowed: &[&str], in_loop: bool) -> Vec<Value> {
     if allowed.contains(&"run_command") {
         declare(
             "run_command",
-            "Run one shell command on the host, in the user's shell and working directory, and return its exit code and output.",
+            "Run one shell command on the host, in the user's working directory, and return its exit code and output.",
             json!({
                 "command": {"type": "string", "description": "The command line to run."},
                 "reason": {"type": "string", "description": "Why, in a few words, shown to the user."}
@@ -490,6 +496,8 @@ mod tests {
         streamed: String,
         approvals: Vec<Approval>,
         ran: Vec<String>,
+        /// For each command run, whether it ran clean.
+        clean: Vec<bool>,
         audit: Vec<(String, Value)>,
     }
 
@@ -510,8 +518,9 @@ mod tests {
         ) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
         }
-        async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
+        async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
             self.ran.push(command.to_string());
+            self.clean.push(clean.is_some());
             Outcome {
                 exit_code: Some(0),
                 output: format!("output of {command}"),
@@ -597,6 +606,8 @@ mod tests {
         let (a, host, requests) = ask(script, AiMode::Confirm, vec![Approval::Yes]).await;
         assert_eq!(a.unwrap(), "/ is 97% full.");
         assert_eq!(host.ran, ["df -h"]);
+        // Approved: run as the user saw it, not clean.
+        assert_eq!(host.clean, [false]);
         assert_eq!(host.streamed, "/ is 97% full.");
         let kinds: Vec<&str> = host.audit.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(kinds, ["ai_tool_call", "ai_tool_result", "ai_answer"]);
@@ -622,6 +633,8 @@ mod tests {
         assert_eq!(a.unwrap(), "done");
         // The denied one never ran; the read-only one ran unasked in auto.
         assert_eq!(host.ran, ["ls /tmp"]);
+        // Run unasked: clean.
+        assert_eq!(host.clean, [true]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_policy");
         assert_eq!(host.audit[1].1["decision"], "auto");
         assert!(last_message(&requests[1]).starts_with("refused by walissh's policy"));
@@ -640,6 +653,7 @@ mod tests {
         let (a, host, requests) = ask(script, AiMode::Confirm, approvals).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["uptime -p"]);
+        assert_eq!(host.clean, [false]);
         assert_eq!(host.audit[0].1["decision"], "denied_by_user");
         assert_eq!(host.audit[1].1["decision"], "edited");
         assert!(last_message(&requests[3]).contains("not valid JSON"));
@@ -700,6 +714,7 @@ mod tests {
         let (a, host, _) = ask(script, AiMode::Auto, vec![]).await;
         assert_eq!(a.unwrap(), "ok");
         assert_eq!(host.ran, ["tail -n +1 -- '/etc/hosts' | head -n 100"]);
+        assert_eq!(host.clean, [true]);
         assert_eq!(host.audit[0].1["decision"], "auto");
     }
 

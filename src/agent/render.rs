@@ -239,6 +239,50 @@ impl Painter {
     pub(crate) fn at_line_start(&mut self) {
         self.col = 0;
     }
+
+    /// Output the painter did not draw was shown (a command's, streamed):
+    /// it left the cursor inside a line or at the start of one, and the
+    /// next status line must start on a line of its own.
+    pub(crate) fn after_output(&mut self, mid_line: bool) {
+        self.word.clear();
+        self.space = false;
+        // The exact column is not known; only whether it is the first.
+        self.col = usize::from(mid_line);
+    }
+}
+
+/// The output of a command run apart from the user's shell, made fit for
+/// their terminal as it streams: no PTY stood between the command and
+/// walissh, so nothing turned its bare `\n` into `\r\n`. Everything
+/// else passes as it is, as a command's output in the user's shell does.
+#[derive(Debug, Default)]
+pub(crate) struct Unterminated {
+    /// The last byte seen was `\r`: a `\n` after it is already whole.
+    after_cr: bool,
+    /// The last byte shown left the cursor inside a line.
+    mid_line: bool,
+}
+
+impl Unterminated {
+    pub(crate) fn feed(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len() + data.len() / 16);
+        for &b in data {
+            if b == b'\n' && !self.after_cr {
+                out.push(b'\r');
+            }
+            out.push(b);
+            self.after_cr = b == b'\r';
+        }
+        if let Some(&last) = data.last() {
+            self.mid_line = last != b'\n';
+        }
+        out
+    }
+
+    /// Whether the output so far ends inside a line.
+    pub(crate) fn mid_line(&self) -> bool {
+        self.mid_line
+    }
 }
 
 /// One whole line of a parallel member, its name in front.
@@ -326,6 +370,27 @@ mod tests {
         assert_eq!(
             screen(12, &out),
             ["\u{2502} abcdefghij", "\u{2502} klmn[2J!"]
+        );
+    }
+
+    #[test]
+    fn output_without_a_terminal_gets_its_carriage_returns() {
+        let mut u = Unterminated::default();
+        let mut out = u.feed(b"one\ntwo\r");
+        assert!(u.mid_line());
+        // A CR at the end of one piece and its LF in the next stay one break.
+        out.extend(u.feed(b"\nthree\r\n"));
+        assert!(!u.mid_line());
+        out.extend(u.feed(b"four"));
+        assert_eq!(out, b"one\r\ntwo\r\nthree\r\nfour");
+        assert!(u.mid_line());
+        // The next status line starts on its own line.
+        let mut p = Painter::new(80);
+        p.after_output(u.mid_line());
+        out.extend(p.outcome(Some(2), None));
+        assert_eq!(
+            screen(80, &out),
+            ["one", "two", "three", "four", "\u{2502} exit 2"]
         );
     }
 

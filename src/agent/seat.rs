@@ -6,7 +6,10 @@
 //! through the client pump (so its text and the shell's output never
 //! interleave), types into the shell through the target pump, gets the
 //! user's keys while a question is being answered, and learns from the
-//! terminal model when the shell has finished a command line. While a
+//! terminal model when the shell has finished a command line. Commands
+//! the user approved are typed into their shell; commands the policy runs
+//! unasked run clean on a channel of their own ([`exec`]), in the prompt's
+//! directory, their output streamed to the same screen. While a
 //! question is answered the terminal model hides the shell's own drawing
 //! (`Terminal`), so the agent owns the screen but for its commands' output.
 //! When it is done the seat asks the shell for a fresh prompt, and the user
@@ -23,8 +26,10 @@ use tokio::time::Instant;
 use std::future::Future;
 use std::pin::Pin;
 
+use super::exec;
 use super::parallel::{Console, Member, Target};
 use super::react::{self, Approval, Ask, Host, Outcome};
+use super::render::Unterminated;
 use super::team::{Item, WorkflowSpec};
 use super::{Question, render::Painter};
 use crate::audit::Ids;
@@ -78,6 +83,9 @@ pub(crate) struct Shared {
     epoch: Instant,
     /// The terminal's width.
     cols: AtomicU32,
+    /// The shell's directory, as its prompt last reported it (OSC 7):
+    /// where the agent's clean commands start.
+    cwd: std::sync::Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -87,6 +95,7 @@ impl Shared {
             last_output: AtomicU64::new(0),
             epoch: Instant::now(),
             cols: AtomicU32::new(cols),
+            cwd: std::sync::Mutex::new(None),
         }
     }
 
@@ -113,6 +122,17 @@ impl Shared {
 
     pub(crate) fn set_cols(&self, cols: u32) {
         self.cols.store(cols, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_cwd(&self, cwd: Option<&str>) {
+        let mut slot = self.cwd.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_deref() != cwd {
+            *slot = cwd.map(str::to_string);
+        }
+    }
+
+    fn cwd(&self) -> Option<String> {
+        self.cwd.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -457,12 +477,14 @@ impl Seat<'_> {
         let live = self.place.live.clone();
         let agent = &live.agent;
         let mode = self.place.mode;
+        let cwd = self.place.shared.cwd();
         let target = Target {
             runner: self.place.runner,
             upstream: &self.place.bastion.upstream,
             audit: &self.place.bastion.audit,
             ids: self.place.ids,
             timeout: agent.command_timeout,
+            cwd: cwd.as_deref(),
         };
         let console = Console::new(self.draw.clone(), &mut self.keys);
         let results = {
@@ -669,6 +691,67 @@ impl Seat<'_> {
         }
     }
 
+    /// Types `command` into the user's shell and follows it to its end.
+    async fn run_typed(&mut self, command: &str) -> Outcome {
+        self.running = true;
+        self.type_in(format!("{CLEAR_LINE}{command}\r"));
+        let (record, interrupted) = self.follow(command).await;
+        self.running = false;
+        let mut outcome = Outcome {
+            interrupted,
+            abandoned: self.abandoned,
+            ..Outcome::default()
+        };
+        if let Some(r) = record {
+            let text = r.output.text();
+            if !text.is_empty() && !text.ends_with('\n') {
+                self.show(b"\r\n".to_vec());
+            }
+            outcome.exit_code = r.exit_code;
+            outcome.output_bytes = r.output.total();
+            outcome.output = text;
+        }
+        self.painter.at_line_start();
+        outcome
+    }
+
+    /// Runs `script` clean, on a channel of its own (`exec`), in the
+    /// prompt's directory; its output is streamed to the screen as it
+    /// comes, as a typed command's would be.
+    ///
+    /// It has no input. Keys the user types meanwhile are read and dropped:
+    /// left queued they would reach the next `Run?` or the shell's prompt,
+    /// as answers or a command nobody meant. Ctrl-C never comes here: it
+    /// stops the question, and dropping this future closes the command's
+    /// channel (the command gets a TERM) or hangs up its process.
+    async fn run_apart(&mut self, script: &str) -> Outcome {
+        let cwd = self.place.shared.cwd();
+        let apart = exec::Apart {
+            runner: self.place.runner,
+            upstream: &self.place.bastion.upstream,
+            user: &self.place.ids.user,
+            timeout: self.place.live.agent.command_timeout,
+        };
+        let command = exec::Command::Clean {
+            script,
+            cwd: cwd.as_deref(),
+        };
+        let (draw, painter) = (&self.draw, &mut self.painter);
+        let mut lines = Unterminated::default();
+        let run = exec::run(apart, command, |data| {
+            let out = lines.feed(data);
+            painter.after_output(lines.mid_line());
+            let _ = draw.send(Draw::Show(out));
+        });
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                outcome = &mut run => return outcome,
+                Some(_) = self.keys.recv() => {}
+            }
+        }
+    }
+
     async fn stop_command(&mut self, why: String) -> (Option<CommandRecord>, Option<String>) {
         match self.interrupt().await {
             Some(record) => (record, Some(why)),
@@ -776,33 +859,18 @@ impl Host for Seat<'_> {
         }
     }
 
-    async fn run(&mut self, command: &str, _clean: Option<&str>) -> Outcome {
+    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
         if self.shown.as_deref() != Some(command) {
             let line = self.painter.command(command, "");
             self.show(line);
         }
         self.shown = None;
         self.settle_lines().await;
-        self.running = true;
-        self.type_in(format!("{CLEAR_LINE}{command}\r"));
-        let (record, interrupted) = self.follow(command).await;
-        self.running = false;
-        let mut outcome = Outcome {
-            interrupted,
-            abandoned: self.abandoned,
-            ..Outcome::default()
+        let outcome = match clean {
+            Some(script) => self.run_apart(script).await,
+            None => self.run_typed(command).await,
         };
-        let mut out = Vec::new();
-        if let Some(r) = record {
-            let text = r.output.text();
-            if !text.is_empty() && !text.ends_with('\n') {
-                out.extend_from_slice(b"\r\n");
-            }
-            outcome.exit_code = r.exit_code;
-            outcome.output_bytes = r.output.total();
-            outcome.output = text;
-        }
-        self.painter.at_line_start();
+        let mut out = self.painter.end_line();
         out.extend(
             self.painter
                 .outcome(outcome.exit_code, outcome.interrupted.as_deref()),

@@ -228,6 +228,9 @@ impl Pumps<'_> {
                     let data = match terminal.as_mut() {
                         Some(t) => {
                             let p = t.output(data);
+                            if p.cwd && agent.is_some() {
+                                self.shared.set_cwd(t.cwd());
+                            }
                             if t.deadline().is_none() && !*ready.borrow() {
                                 let _ = ready.send(true);
                             }

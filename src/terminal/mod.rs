@@ -125,6 +125,8 @@ pub(crate) struct Processed {
     /// The shell finished a command line in this chunk (run or not: an
     /// empty line, one it could not parse, one cancelled with Ctrl-C).
     pub(crate) line_done: bool,
+    /// The shell reported its directory (OSC 7) in this chunk.
+    pub(crate) cwd: bool,
 }
 
 impl Terminal {
@@ -227,6 +229,7 @@ impl Terminal {
                 questions: Vec::new(),
                 prompt: false,
                 line_done: false,
+                cwd: false,
             };
         }
         let scanned = self.scanner.scan(&data);
@@ -236,6 +239,7 @@ impl Terminal {
         let mut questions = Vec::new();
         let mut prompt = false;
         let mut line_done = false;
+        let mut cwd = false;
         let mut from = 0;
         for (at, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
@@ -256,6 +260,7 @@ impl Terminal {
                         self.shown = Shown::All;
                     }
                 }
+                Mark::Cwd(_) => cwd = true,
                 Mark::CommandEnd { .. } => {
                     line_done = true;
                     if let Shown::UntilPrompt { line_done } = &mut self.shown {
@@ -273,6 +278,7 @@ impl Terminal {
             questions,
             prompt,
             line_done,
+            cwd,
         }
     }
 

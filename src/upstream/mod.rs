@@ -18,6 +18,7 @@ use russh::{Pty, Sig};
 
 use crate::config::{Account, HostKeyPolicy, TargetConfig, TargetKind};
 use crate::terminal::Shell;
+use crate::terminal::bootstrap::quote;
 
 pub(crate) use local::LocalAccount;
 
@@ -146,6 +147,18 @@ enum Input {
 }
 
 impl Runner {
+    /// Starts `script` clean, in `cwd` (see [`clean_command`]), with no
+    /// input. The error is a sentence.
+    pub(crate) async fn exec_clean(
+        &self,
+        ctx: &Context,
+        script: &str,
+        cwd: Option<&str>,
+        user: &str,
+    ) -> Result<Execution, String> {
+        self.exec(ctx, &clean_command(script, cwd), user).await
+    }
+
     /// Starts `command` with no input. The error is a sentence.
     pub(crate) async fn exec(
         &self,
@@ -173,6 +186,62 @@ impl Runner {
             }
         }
     }
+}
+
+/// The only PATH a command run clean sees: the system's directories, the
+/// sbin ones included (`ss`, `ip`, `sysctl` live there on some systems).
+const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The command line, for the target account's login shell, that runs
+/// `script` (a POSIX sh script, already fully quoted by the policy) clean:
+///
+/// ```text
+/// \exec '/usr/bin/env' '-i' 'PATH=<CLEAN_PATH>' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' 'cd -- CWD || exit 1; SCRIPT'
+/// ```
+///
+/// The login shell is unavoidable (sshd runs every exec command through
+/// it, and a local target's exec does the same), so it is given one thing
+/// to do: replace itself with `env`, which empties the environment and
+/// starts `/bin/sh` with a fixed PATH. `sh` is not interactive and gets no
+/// `ENV`, so it reads no start-up file; it goes to the prompt's directory
+/// (`cwd`; without one it stays where the login shell started, the home
+/// directory) and runs the script.
+///
+/// What that protects against: everything the user's interactive shell
+/// would add to a checked name. Aliases (every word the login shell reads
+/// is quoted, so neither bash's nor zsh's aliases, global ones included,
+/// apply), functions and PATH entries from rc files, and exported ones
+/// (`env -i` drops `BASH_FUNC_*`, `PATH`, `ENV`, `BASH_ENV`, `LD_PRELOAD`,
+/// `IFS` and the rest; `env` and `sh` are named by absolute path), shell
+/// options, and the interactive rc files themselves (`~/.bashrc` of an
+/// interactive shell, `~/.zshrc`: a non-interactive shell never reads
+/// them).
+///
+/// What it does not: the login shell's own non-interactive start-up runs
+/// before this line is read: `/etc/zshenv` and `~/.zshenv` for zsh; for
+/// bash started by sshd, `~/.bashrc` (and Debian's `/etc/bash.bashrc`),
+/// which most distributions' files leave at once when not interactive;
+/// `BASH_ENV` when sshd passes the environment on. Code there runs first,
+/// and a function named `exec` defined there (no quoting stops a function)
+/// takes this line over. Those files, like `/bin/sh` and the programs in
+/// the fixed PATH, are the target account's own: an account can make any
+/// of its commands do anything. The wrapper keeps the user's interactive
+/// set-up from changing what the policy checked; it is no sandbox against
+/// the account itself. Programs still read their own configuration from
+/// `$HOME` (kept, so that `git` or `systemctl --user` find theirs).
+///
+/// The quoting is POSIX single quotes, which is what bash and zsh (the
+/// login shells the agent runs with: it needs their shell integration)
+/// read; fish reads `\\` inside them differently.
+pub(crate) fn clean_command(script: &str, cwd: Option<&str>) -> String {
+    let body = match cwd {
+        Some(dir) => format!("cd -- {} || exit 1; {script}", quote(dir)),
+        None => script.to_string(),
+    };
+    format!(
+        "\\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' \"HOME=$HOME\" '/bin/sh' '-c' {}",
+        quote(&body)
+    )
 }
 
 /// What the target says about itself: asked once, quietly, before an
@@ -402,6 +471,170 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
+    use std::process::Command as Process;
+
+    #[test]
+    fn the_clean_line_quotes_the_directory_and_keeps_the_script() {
+        let line = clean_command("'ls' '-la'", Some("/srv/it's here"));
+        let wrapper = format!(
+            r#"\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' "#
+        );
+        assert_eq!(
+            line,
+            format!(
+                r#"{wrapper}'cd -- '\''/srv/it'\''\'\'''\''s here'\'' || exit 1; '\''ls'\'' '\''-la'\'''"#
+            )
+        );
+        // No directory known: no cd at all.
+        let line = clean_command("'uptime'", None);
+        assert_eq!(line, format!(r#"{wrapper}''\''uptime'\'''"#));
+    }
+
+    /// Runs `line` the way sshd does, as `shell -c line`, in `dir`, with
+    /// `env` over a plain environment; returns its stdout.
+    fn run_as_login_shell(shell: &str, line: &str, dir: &Path, env: &[(&str, String)]) -> String {
+        let out = Process::new(shell)
+            .arg("-c")
+            .arg(line)
+            .current_dir(dir)
+            .env_clear()
+            .env("HOME", dir)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn the_script_reaches_sh_intact_in_the_directory_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("it's a \"dir\" $HOME");
+        std::fs::create_dir(&dir).unwrap();
+        let dir_s = dir.to_str().unwrap();
+        let script = r#"printf '%s|' "$PWD" 'a  b' "\$x" 'it'\''s' \\n; printf '%s' "$PATH,$LANG""#;
+        let line = clean_command(script, Some(dir_s));
+        let out = run_as_login_shell("bash", &line, tmp.path(), &[]);
+        assert_eq!(
+            out,
+            format!(r#"{dir_s}|a  b|$x|it's|\n|{CLEAN_PATH},C.UTF-8"#)
+        );
+        // A directory that cannot be entered stops the script.
+        let gone = tmp.path().join("gone");
+        let line = clean_command("echo RAN", Some(gone.to_str().unwrap()));
+        let out = Process::new("bash").arg("-c").arg(&line).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
+    }
+
+    /// A login shell made hostile in `tmp`: a fake `ls` first in PATH, and
+    /// start-up code for `shell` (read by `shell -c` itself, as sshd runs
+    /// it) that defines an alias, a function and an exported function
+    /// `ls`, aliases for the wrapper's own words, and an `ENV` for `sh`.
+    /// Each trick, if it works, leaves a file in the markers' directory.
+    /// Returns the directory the real `ls` lists, the markers' directory
+    /// and the environment to start `shell` with.
+    fn hostile(shell: &str, tmp: &Path) -> (PathBuf, PathBuf, Vec<(&'static str, String)>) {
+        use std::os::unix::fs::PermissionsExt;
+        let (marks, listing, fakebin) = (tmp.join("marks"), tmp.join("listing"), tmp.join("bin"));
+        for d in [&marks, &listing, &fakebin] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(listing.join("REAL-FILE-4711"), "").unwrap();
+        let m = marks.display();
+        let fake_ls = fakebin.join("ls");
+        std::fs::write(
+            &fake_ls,
+            format!("#!/bin/sh\ntouch {m}/path-ls\necho FAKE\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake_ls, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sh_env = tmp.join("sh_env");
+        std::fs::write(
+            &sh_env,
+            format!("ls() {{ touch {m}/sh-env-ls; echo FAKE; }}\n"),
+        )
+        .unwrap();
+        let common = format!(
+            "ls() {{ touch {m}/function-ls; echo FAKE; }}\n\
+             alias ls='touch {m}/alias-ls; echo FAKE'\n\
+             alias exec='touch {m}/alias-exec; echo FAKE'\n\
+             alias /usr/bin/env='touch {m}/alias-env; echo FAKE'\n\
+             export ENV={sh_env}\n",
+            sh_env = sh_env.display(),
+        );
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", fakebin.display());
+        let mut env = vec![("PATH", path)];
+        match shell {
+            "bash" => {
+                let rc = tmp.join("bash_env");
+                let rc_text = format!("shopt -s expand_aliases\n{common}export -f ls\n");
+                std::fs::write(&rc, rc_text).unwrap();
+                env.push(("BASH_ENV", rc.display().to_string()));
+            }
+            "zsh" => {
+                let zdot = tmp.join("zdot");
+                std::fs::create_dir(&zdot).unwrap();
+                // zsh expands aliases in scripts too, global ones anywhere
+                // in a line.
+                let global = format!(
+                    "alias -g /bin/sh='/bin/echo FAKE; touch {m}/global-sh; :'\n\
+                     alias -g -- -i='-i; touch {m}/global-i'\n"
+                );
+                std::fs::write(zdot.join(".zshenv"), format!("{common}{global}")).unwrap();
+                env.push(("ZDOTDIR", zdot.display().to_string()));
+            }
+            _ => unreachable!(),
+        }
+        (listing, marks, env)
+    }
+
+    fn markers(dir: &Path) -> Vec<std::ffi::OsString> {
+        let entries = std::fs::read_dir(dir).unwrap();
+        entries.map(|e| e.unwrap().file_name()).collect()
+    }
+
+    #[test]
+    fn the_real_program_runs_whatever_the_login_shell_was_told() {
+        for shell in ["bash", "zsh"] {
+            if shell == "zsh" && !Path::new("/usr/bin/zsh").exists() {
+                eprintln!("zsh is not installed: its half is skipped");
+                continue;
+            }
+            let tmp = tempfile::tempdir().unwrap();
+            let (listing, marks, env) = hostile(shell, tmp.path());
+            // The set-up is hostile to a line that is not clean.
+            let plain = run_as_login_shell(shell, "ls", &listing, &env);
+            assert!(plain.contains("FAKE"), "{shell}: not hostile: {plain:?}");
+            for m in markers(&marks) {
+                std::fs::remove_file(marks.join(m)).unwrap();
+            }
+            let script = "'ls' '-a'; '/usr/bin/env'";
+            let line = clean_command(script, Some(listing.to_str().unwrap()));
+            let out = run_as_login_shell(shell, &line, tmp.path(), &env);
+            assert!(out.contains("REAL-FILE-4711"), "{shell}: {out:?}");
+            assert!(!out.contains("FAKE"), "{shell}: {out:?}");
+            assert_eq!(markers(&marks), Vec::<std::ffi::OsString>::new(), "{shell}");
+            // The environment is the fixed one, and what sh sets itself.
+            let mut vars: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+                .filter(|k| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+                .collect();
+            vars.sort();
+            assert_eq!(
+                vars,
+                ["HOME", "LANG", "OLDPWD", "PATH", "PWD"],
+                "{shell}: {out:?}"
+            );
+            assert!(
+                out.contains(&format!("PATH={CLEAN_PATH}\n")),
+                "{shell}: {out:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_probes_lines_are_read_and_empty_ones_left_out() {

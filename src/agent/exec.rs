@@ -1,0 +1,100 @@
+//! An agent's command run apart from the user's shell: on an exec channel
+//! of its own on the session's ssh connection, or as a process of a local
+//! target's account (`upstream::Runner`).
+//!
+//! What it owns: starting the command, bounded by `[ai] command_timeout_s`
+//! (start and run together), with no input; reading what it prints,
+//! keeping the bounded, ANSI-free head and tail the model gets
+//! (`terminal::Capture`, as for typed commands), and how it ended. What
+//! it leaves to others: what the command line is (`upstream::clean_command`
+//! builds the clean one), how its output is drawn (the caller's `show`:
+//! the seat streams it, a parallel member draws labelled lines), and
+//! stopping it early: a caller that drops the future (Ctrl-C, the
+//! question's time limit) drops the running command with it, which closes
+//! its channel (after a TERM) or hangs up its process.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::react::Outcome;
+use crate::terminal::Capture;
+use crate::upstream::{self, Runner};
+
+/// Where commands run apart, and for how long at most.
+#[derive(Clone, Copy)]
+pub(crate) struct Apart<'a> {
+    pub(crate) runner: &'a Runner,
+    pub(crate) upstream: &'a upstream::Context,
+    /// The bastion user: the default login name on ssh targets.
+    pub(crate) user: &'a str,
+    pub(crate) timeout: Duration,
+}
+
+/// What to run.
+#[derive(Clone, Copy)]
+pub(crate) enum Command<'a> {
+    /// A line as the target account's login shell reads it, start-up files
+    /// and all: a command the user approved for a parallel member.
+    AsIs(&'a str),
+    /// A script the policy checked, run clean in `cwd` (see
+    /// `upstream::clean_command`).
+    Clean {
+        script: &'a str,
+        cwd: Option<&'a str>,
+    },
+}
+
+/// Runs `command` to its end or its timeout; `show` gets each piece of
+/// output (stdout and stderr, in the order they come) as it arrives.
+pub(crate) async fn run(
+    apart: Apart<'_>,
+    command: Command<'_>,
+    mut show: impl FnMut(&[u8]),
+) -> Outcome {
+    let deadline = Instant::now() + apart.timeout;
+    let start = async {
+        match command {
+            Command::AsIs(line) => apart.runner.exec(apart.upstream, line, apart.user).await,
+            Command::Clean { script, cwd } => {
+                let (runner, ctx) = (apart.runner, apart.upstream);
+                runner.exec_clean(ctx, script, cwd, apart.user).await
+            }
+        }
+    };
+    let started = tokio::time::timeout_at(deadline, start)
+        .await
+        .unwrap_or_else(|_| Err("the target did not start it in time".into()));
+    let mut exec = match started {
+        Ok(e) => e,
+        Err(e) => {
+            return Outcome {
+                interrupted: Some(format!("it could not start: {e}")),
+                ..Outcome::default()
+            };
+        }
+    };
+    let mut capture = Capture::default();
+    let mut exit_code = None;
+    let read = async {
+        while let Some(event) = exec.reader.next().await {
+            match event {
+                upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
+                    capture.push(&d);
+                    show(&d);
+                }
+                upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
+                upstream::Event::ExitSignal { .. } => exit_code = Some(128),
+                upstream::Event::Eof => {}
+            }
+        }
+    };
+    let timed_out = tokio::time::timeout_at(deadline, read).await.is_err();
+    Outcome {
+        exit_code,
+        output: capture.text(),
+        output_bytes: capture.total(),
+        interrupted: timed_out.then(|| format!("it ran longer than {} s", apart.timeout.as_secs())),
+        abandoned: false,
+    }
+}
