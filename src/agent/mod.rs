@@ -9,6 +9,8 @@
 
 pub(crate) mod exec;
 pub(crate) mod model;
+#[cfg(test)]
+pub(crate) mod oracle;
 pub(crate) mod parallel;
 pub(crate) mod policy;
 pub(crate) mod react;

@@ -145,18 +145,6 @@ impl Policy {
     pub(crate) fn why_not_auto(&self, command: &str) -> Option<String> {
         auto::allows(&unwrap::see(command), self.rules.network).err()
     }
-
-    /// The commands a line runs, as the parser sees them: the program and
-    /// its words as written, wrappers' inner commands too.
-    #[cfg(test)]
-    pub(crate) fn commands(command: &str) -> Vec<Vec<Option<String>>> {
-        unwrap::see(command)
-            .script
-            .commands
-            .iter()
-            .map(|c| c.words.iter().map(|w| w.lit.clone()).collect())
-            .collect()
-    }
 }
 
 impl Rules {

@@ -208,9 +208,28 @@ fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
             }
             "test_command" => script.commands.push(test(node, line)),
             "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                // The grammar gives words written after a redirection
+                // (`cat 2>/dev/null /etc/shadow`) to the redirection, while
+                // the shell gives them to the command: refuse to guess.
+                let targets = children(node)
+                    .iter()
+                    .filter(|(f, _)| *f == Some("destination"))
+                    .count();
+                if targets > 1 {
+                    script
+                        .unknown
+                        .get_or_insert_with(|| "words after a redirection".into());
+                }
                 script.redirects.push(redirect(node, line))
             }
             "function_definition" => script.functions.push(function(node, line)),
+            // zsh runs `cat` for a redirection alone (NULLCMD); bash runs
+            // nothing: a line whose meaning depends on the shell.
+            "redirected_statement" if node.child_by_field_name("body").is_none() => {
+                script
+                    .unknown
+                    .get_or_insert_with(|| "a redirection without a command".into());
+            }
             _ => {}
         }
         if cursor.goto_first_child() {

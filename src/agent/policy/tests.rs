@@ -262,3 +262,198 @@ fn a_long_line_is_refused_and_a_looping_one_ends() {
         );
     }
 }
+
+/// Lines built from words a model might use, in every quoting, joined by
+/// every operator auto accepts: a deterministic stream, so a failure
+/// names its line.
+fn generated(count: usize) -> Vec<String> {
+    const WORDS: &[&str] = &[
+        "ls",
+        "-la",
+        "/var/log",
+        "'a b'",
+        "\"x y\"",
+        r"a\ b",
+        "ps",
+        "aux",
+        "grep",
+        "-i",
+        "error",
+        "head",
+        "-n",
+        "5",
+        "df",
+        "-h",
+        "echo",
+        "hi",
+        "'$HOME'",
+        "--sort=-%mem",
+        "cat",
+        "/etc/hosts",
+        "tail",
+        "-5",
+        "wc",
+        "-l",
+        "uptime",
+        "free",
+        "-m",
+        "2>/dev/null",
+        "2>&1",
+        "''",
+        "\"\"",
+        "x'y'z",
+        "'-n'",
+        "\"-l\"",
+        "%s",
+        "printf",
+        "'%s\\n'",
+        "a,b",
+        "/etc/os-release",
+        "id",
+        "-u",
+        "sort",
+        "-r",
+        "uniq",
+        "-c",
+        "cut",
+        "-d:",
+        "-f1",
+        "a=b",
+        "+%s",
+        "date",
+    ];
+    const JOINS: &[&str] = &[" ", " ", " ", " | ", " ; ", " && ", " || "];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    (0..count)
+        .map(|_| {
+            let mut line = WORDS[next(WORDS.len())].to_string();
+            for _ in 0..next(6) {
+                line.push_str(JOINS[next(JOINS.len())]);
+                line.push_str(WORDS[next(WORDS.len())]);
+            }
+            line
+        })
+        .collect()
+}
+
+fn base(program: &str) -> String {
+    program.rsplit('/').next().unwrap_or(program).to_string()
+}
+
+/// The execution oracle: each line of both corpora and a stream of
+/// generated ones runs under real bash, dash and zsh in a jail where every
+/// program is a logging stub (`agent::oracle`). A line the policy runs
+/// unasked must run exactly the programs and argv the policy read, in
+/// every shell, and its quoted script under dash (what runs it) too; for
+/// every other line that is not refused as unreadable, every program bash
+/// ran must be one the policy saw.
+#[test]
+fn what_the_policy_reads_is_what_the_shells_run() {
+    use crate::agent::oracle::{Oracle, Shell};
+    let Some(oracle) = Oracle::new() else {
+        eprintln!("skipped: this machine cannot build the oracle's jail");
+        return;
+    };
+    let policy = policy();
+    let mut lines = corpus("diagnostics.txt");
+    lines.extend(adversarial().into_iter().map(|h| h.line));
+    lines.extend(generated(600));
+    let (mut auto_checked, mut seen_checked, mut unchecked) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for line in &lines {
+        let seen = super::unwrap::see(line);
+        match policy.check(line, AiMode::Auto) {
+            Verdict::Run(script) => {
+                let mut want: Vec<Vec<String>> = seen
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        let mut argv: Vec<String> = r
+                            .iter()
+                            .map(|w| w.lit.clone().unwrap_or_default())
+                            .collect();
+                        argv[0] = base(&argv[0]);
+                        argv
+                    })
+                    .collect();
+                want.sort();
+                let runs = [
+                    (Shell::Bash, line.as_str()),
+                    (Shell::Zsh, line.as_str()),
+                    (Shell::Dash, line.as_str()),
+                    (Shell::Dash, script.as_str()),
+                ];
+                for (shell, text) in runs {
+                    if !oracle.has(shell) {
+                        continue;
+                    }
+                    // A run the jail cuts short (its time bound, on a
+                    // loaded machine) is tried again, then left unchecked
+                    // and counted; a mismatch always fails.
+                    let ran = oracle.run(shell, text).or_else(|_| oracle.run(shell, text));
+                    match ran {
+                        // `||` and `&&` run what the stubs' exit codes
+                        // choose: what ran must be what was read, and
+                        // nothing else.
+                        Ok(mut ran) => {
+                            ran.sort();
+                            let mut left = want.clone();
+                            let extra =
+                                ran.iter()
+                                    .any(|argv| match left.iter().position(|w| w == argv) {
+                                        Some(i) => {
+                                            left.remove(i);
+                                            false
+                                        }
+                                        None => true,
+                                    });
+                            let chained = line.contains("||") || line.contains("&&");
+                            if extra || (!chained && !left.is_empty()) {
+                                failures.push(format!(
+                                    "{shell:?} {text:?}: ran {ran:?}, policy read {want:?}"
+                                ));
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("unchecked: {shell:?} {text:?}: {e}");
+                            unchecked += 1;
+                        }
+                    }
+                }
+                auto_checked += 1;
+            }
+            Verdict::Deny(_) if seen.opaque.is_some() || seen.unknown.is_some() => {}
+            _ => {
+                let Ok(ran) = oracle.run(Shell::Bash, line) else {
+                    continue;
+                };
+                let known: std::collections::HashSet<String> = seen
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.first().and_then(|w| w.lit.as_deref()).map(base))
+                    .collect();
+                for argv in ran {
+                    if !known.contains(&argv[0]) {
+                        failures.push(format!(
+                            "bash {line:?} ran {argv:?}, which the policy did not see"
+                        ));
+                    }
+                }
+                seen_checked += 1;
+            }
+        }
+    }
+    eprintln!(
+        "oracle: {} lines; {auto_checked} auto-run lines matched in every shell; \
+         {seen_checked} other lines checked under bash; {unchecked} runs cut short",
+        lines.len()
+    );
+    assert!(unchecked * 20 <= auto_checked, "{unchecked} runs cut short");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
