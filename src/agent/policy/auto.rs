@@ -309,6 +309,21 @@ fn verb(p: &Parsed, allowed: &[&str], none_ok: bool) -> Result<(), Why> {
 }
 
 fn systemctl(p: &Parsed) -> Result<(), Why> {
+    // `show` prints every property, the units' Environment= among them,
+    // where secrets are often kept; named properties only.
+    if p.operands.first().is_some_and(|v| v == "show") {
+        let props: Vec<&str> = ["-p", "--property"]
+            .iter()
+            .filter_map(|n| p.value(n))
+            .collect();
+        if props.is_empty()
+            || props
+                .iter()
+                .any(|v| v.to_ascii_lowercase().contains("environment"))
+        {
+            return Err("show without -p prints the units' environments".into());
+        }
+    }
     verb(
         p,
         &[

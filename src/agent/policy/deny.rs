@@ -61,7 +61,71 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
         "mv" => args
             .iter()
             .find(|w| w.lit.as_deref().is_some_and(is_system_dir))
-            .map(|w| format!("moves the system directory {}", w.text())),
+            .map(|w| format!("moves the system directory {}", w.text()))
+            .or_else(|| {
+                let dest = vals.iter().rev().find(|v| !v.starts_with('-'))?;
+                bad_write(dest).map(|why| format!("mv {why}"))
+            }),
+        "sed" | "perl"
+            if vals
+                .iter()
+                .any(|v| v.starts_with("-i") || v.starts_with("--in-place")) =>
+        {
+            args.iter()
+                .find_map(|w| bad_write(w.text()))
+                .map(|why| format!("{program} -i {why}"))
+        }
+        "badblocks"
+            if vals
+                .iter()
+                .any(|v| v.starts_with('-') && !v.starts_with("--") && v.contains(['w', 'n'])) =>
+        {
+            Some("badblocks -w/-n writes the disk".into())
+        }
+        "hdparm"
+            if vals.iter().any(|v| {
+                v.starts_with("--security-erase")
+                    || matches!(
+                        *v,
+                        "--write-sector"
+                            | "--trim-sector-ranges"
+                            | "--fwdownload"
+                            | "--make-bad-sector"
+                    )
+            }) =>
+        {
+            Some("hdparm erases or writes the disk".into())
+        }
+        "mdadm"
+            if vals
+                .iter()
+                .any(|v| matches!(*v, "--zero-superblock" | "--create" | "-C")) =>
+        {
+            Some("mdadm destroys arrays".into())
+        }
+        "ipmitool"
+            if vals
+                .windows(2)
+                .any(|w| w[0] == "power" && matches!(w[1], "off" | "reset" | "cycle" | "soft")) =>
+        {
+            Some("ipmitool power stops the host".into())
+        }
+        "busctl" | "dbus-send" | "gdbus"
+            if vals.iter().any(|v| {
+                [
+                    "PowerOff",
+                    "Reboot",
+                    "Halt",
+                    "KExec",
+                    "Suspend",
+                    "Hibernate",
+                ]
+                .iter()
+                .any(|m| v.contains(m))
+            }) =>
+        {
+            Some(format!("{program} asks logind to stop the host"))
+        }
         p if p.starts_with("mkfs") || p.starts_with("mke2fs") || p.starts_with("mkdosfs") => {
             Some(format!("{p} rewrites disks"))
         }
@@ -140,7 +204,7 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
             let dest = vals.iter().rev().find(|v| !v.starts_with('-'))?;
             bad_write(dest).map(|why| format!("{program} {why}"))
         }
-        "kill" => kill(&vals),
+        "kill" => kill(args),
         "pkill" | "killall" | "skill"
             if vals
                 .iter()
@@ -269,48 +333,52 @@ fn systemctl(vals: &[&str]) -> Option<String> {
 }
 
 /// `kill` aimed at every process (`-1`), init (`1`) or the whole session
-/// (`0`), in any spelling: `kill -9 -1`, `kill -s KILL -- -1`, `kill -KILL -1`.
-fn kill(vals: &[&str]) -> Option<String> {
+/// (`0`), in any spelling: `kill -9 -1`, `kill -s KILL -- -1`, `kill -KILL
+/// -01`; or at a process walissh cannot read literally (`kill $(…)`).
+fn kill(args: &[Word]) -> Option<String> {
     let mut i = 0;
-    let mut signal_given = false;
-    while i < vals.len() {
-        let v = vals[i];
-        i += 1;
-        match v {
-            "--" => break,
-            "-s" | "-n" | "--signal" => {
-                i += 1;
-                signal_given = true;
-            }
-            "-l" | "-L" | "--list" | "--table" => return None,
-            v if v.starts_with('-') && !signal_given && v != "-1" && v != "-0" => {
-                signal_given = true
-            }
-            v if v.starts_with('-') && !signal_given => {
-                // `kill -1 PID` sends HUP; `kill -1` alone names nobody.
-                signal_given = true;
-            }
-            _ => {
-                i -= 1;
-                break;
-            }
-        }
+    // The first word may name the signal (`-9`, `-KILL`, `-s KILL`).
+    match args.first().map(Word::text) {
+        Some("-l" | "-L" | "--list" | "--table") => return None,
+        Some("-s" | "-n" | "--signal") => i = 2,
+        Some("--") => {}
+        Some(v) if v.starts_with('-') => i = 1,
+        _ => {}
     }
-    vals[i.min(vals.len())..]
-        .iter()
-        .find(|v| matches!(**v, "-1" | "1" | "0" | "-0"))
-        .map(|v| format!("kill {v} kills every process, init or the session"))
+    let targets = args.get(i..).unwrap_or_default();
+    targets.iter().filter(|w| w.text() != "--").find_map(|w| {
+        let Some(v) = &w.lit else {
+            return Some(format!(
+                "kill of `{}`, a process walissh cannot read literally",
+                w.raw
+            ));
+        };
+        match v.trim_start_matches('+').parse::<i64>() {
+            Ok(-1..=1) => Some(format!("kill {v} kills every process, init or the session")),
+            _ => None,
+        }
+    })
 }
 
-/// `find ROOT … -delete` under a system directory.
+/// `find ROOT … -delete`, or `-exec rm`, `shred`, `chmod` and the like,
+/// under a system directory (or a root walissh cannot read literally):
+/// find's own recursion makes them recursive.
 fn find(args: &[Word]) -> Option<String> {
-    if !args.iter().any(|w| w.text() == "-delete") {
+    const CHANGERS: &[&str] = &[
+        "rm", "unlink", "shred", "truncate", "chmod", "chown", "chgrp", "mv", "setfacl", "chattr",
+    ];
+    let mut execs = args
+        .windows(2)
+        .filter(|w| matches!(w[0].text(), "-exec" | "-execdir" | "-ok" | "-okdir"));
+    let changes = args.iter().any(|w| w.text() == "-delete")
+        || execs.any(|w| CHANGERS.contains(&basename(w[1].text())));
+    if !changes {
         return None;
     }
     args.iter()
-        .take_while(|w| !w.text().starts_with('-'))
+        .take_while(|w| !w.text().starts_with('-') && !matches!(w.text(), "(" | "!"))
         .find(|w| w.lit.as_deref().is_none_or(is_system_dir))
-        .map(|w| format!("find -delete under {}", w.raw))
+        .map(|w| format!("find changes files under {}", w.raw))
 }
 
 /// Whether a partitioning tool is only asked to list.

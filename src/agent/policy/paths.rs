@@ -196,6 +196,10 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     if is_block_device(&n) {
         return Some("a disk or memory device");
     }
+    // Other devices stream without end (`/dev/urandom`) or read hardware.
+    if n.starts_with("/dev/") && !matches!(n.as_str(), "/dev/null" | "/dev/stdin") {
+        return Some("a device");
+    }
     if public {
         return None;
     }

@@ -324,7 +324,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         "flock" => flock(args),
         "xargs" => xargs(args),
         "find" => find(args),
-        "busybox" | "toybox" => match args.first().map(|w| w.text()) {
+        "busybox" | "toybox" | "lvm" => match args.first().map(|w| w.text()) {
             Some(a) if !a.starts_with('-') => from(args, 0),
             _ => Inner::None,
         },
