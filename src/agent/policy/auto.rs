@@ -120,35 +120,6 @@ struct Entry {
     check: fn(&Parsed) -> Result<(), Why>,
 }
 
-const fn opts(flags: &'static str, values: &'static str) -> Spec {
-    Spec {
-        flags,
-        values,
-        long_flags: &[],
-        long_values: &[],
-        optional: "",
-        long_optional: &[],
-        stop_at_operand: false,
-    }
-}
-
-const fn long(
-    flags: &'static str,
-    values: &'static str,
-    long_flags: &'static [&'static str],
-    long_values: &'static [&'static str],
-) -> Spec {
-    Spec {
-        flags,
-        values,
-        long_flags,
-        long_values,
-        optional: "",
-        long_optional: &[],
-        stop_at_operand: false,
-    }
-}
-
 const fn entry(
     names: &'static [&'static str],
     spec: Spec,
@@ -598,7 +569,7 @@ fn ping(p: &Parsed) -> Result<(), Why> {
 const TABLE: &[Entry] = &[
     entry(
         &["ls"],
-        long(
+        Spec::long(
             "aAbBcCdfFghHiklLmnNopqQrRsStuUvxX1Z",
             "IwT",
             &[
@@ -637,7 +608,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["cat", "tac"],
-        long(
+        Spec::long(
             "AbeEnsStTuv",
             "",
             &[
@@ -653,20 +624,11 @@ const TABLE: &[Entry] = &[
         ),
         files,
     ),
-    // `-5` is the old spelling of `-n 5`.
+    // `-5` is the old spelling of `-n 5`. tail's `-f` and `-F` wait for
+    // ever, and are not listed.
     entry(
-        &["head"],
-        long(
-            "qvz0123456789",
-            "nc",
-            &["quiet", "silent", "verbose", "zero-terminated"],
-            &["lines", "bytes"],
-        ),
-        files,
-    ),
-    entry(
-        &["tail"],
-        long(
+        &["head", "tail"],
+        Spec::long(
             "qvz0123456789",
             "nc",
             &["quiet", "silent", "verbose", "zero-terminated"],
@@ -676,7 +638,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["grep", "egrep", "fgrep", "zgrep"],
-        long(
+        Spec::long(
             "EFGPivwxcLlnhHoqsIaTZzUby",
             "efmABCD",
             &[
@@ -726,7 +688,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["wc"],
-        long(
+        Spec::long(
             "clmwL",
             "",
             &["bytes", "chars", "lines", "words", "max-line-length"],
@@ -736,7 +698,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["df"],
-        long(
+        Spec::long(
             "ahHiklPT",
             "tx",
             &[
@@ -756,7 +718,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["du"],
-        long(
+        Spec::long(
             "achksxLmbDHlP0",
             "dBt",
             &[
@@ -778,7 +740,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["free"],
-        long(
+        Spec::long(
             "bkmghltwv",
             "",
             &[
@@ -804,12 +766,12 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["uptime"],
-        long("ps", "", &["pretty", "since"], &[]),
+        Spec::long("ps", "", &["pretty", "since"], &[]),
         no_operands,
     ),
     entry(
         &["uname"],
-        long(
+        Spec::long(
             "asnrvmpio",
             "",
             &[
@@ -829,7 +791,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["id"],
-        long(
+        Spec::long(
             "ugGnrzZ",
             "",
             &["user", "group", "groups", "name", "real", "zero", "context"],
@@ -841,19 +803,19 @@ const TABLE: &[Entry] = &[
         &[
             "whoami", "nproc", "tty", "arch", "lsmod", "true", "false", "logname", "users",
         ],
-        long("", "", &["all"], &[]),
+        Spec::long("", "", &["all"], &[]),
         no_operands,
     ),
     entry(
         &[
             "groups", "basename", "dirname", "which", "whereis", "type", "seq", "sleep",
         ],
-        opts("asz", "B"),
+        Spec::short("asz", "B"),
         any,
     ),
     entry(
         &["pgrep", "pidof"],
-        long(
+        Spec::long(
             "lafvxcinoLwrs",
             "uUgGPt",
             &[
@@ -872,12 +834,12 @@ const TABLE: &[Entry] = &[
     ),
     words(&["echo"], any),
     words(&["find"], find),
-    entry(&["pwd"], opts("LP", ""), no_operands),
+    entry(&["pwd"], Spec::short("LP", ""), no_operands),
     words(&["printf"], no_assign),
     words(&["test", "["], test),
     entry(
         &["ps"],
-        long(
+        Spec::long(
             "AeflFjHLTcdaNwxMyZ",
             "opCugGUtsqO",
             &["forest", "no-headers", "headers", "cumulative", "deselect"],
@@ -890,7 +852,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["pstree"],
-        long(
+        Spec::long(
             "aAclghnpsStuUZT",
             "",
             &[
@@ -911,7 +873,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["stat"],
-        long(
+        Spec::long(
             "LfSt",
             "c",
             &["dereference", "file-system", "terse"],
@@ -921,7 +883,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["file"],
-        long(
+        Spec::long(
             "bLhiNkrsz0E",
             "F",
             &[
@@ -944,7 +906,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["lsblk"],
-        long(
+        Spec::long(
             "abdDfimnOpPrstSzJlMT",
             "oex",
             &[
@@ -973,7 +935,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["lscpu"],
-        long(
+        Spec::long(
             "aebcpxyJ",
             "",
             &["all", "online", "offline", "hex", "json", "physical"],
@@ -985,7 +947,7 @@ const TABLE: &[Entry] = &[
         &[
             "lsmem", "lspci", "lsusb", "lsns", "lsipc", "lslocks", "lslogins",
         ],
-        long(
+        Spec::long(
             "abJnrvkmDtPs",
             "o",
             &[
@@ -1004,7 +966,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["ss"],
-        long(
+        Spec::long(
             "hnpaltuwxsimoeTZz046H",
             "Af",
             &[
@@ -1033,7 +995,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["w"],
-        long(
+        Spec::long(
             "hsfiuo",
             "",
             &[
@@ -1050,7 +1012,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["who"],
-        long(
+        Spec::long(
             "abdHlmpqrsTuw",
             "",
             &[
@@ -1063,7 +1025,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["last", "lastb"],
-        long(
+        Spec::long(
             "FiwxRa",
             "nst",
             &[
@@ -1078,10 +1040,10 @@ const TABLE: &[Entry] = &[
         ),
         any,
     ),
-    entry(&["getent"], opts("", ""), getent),
+    entry(&["getent"], Spec::short("", ""), getent),
     entry(
         &["cut"],
-        long(
+        Spec::long(
             "sz",
             "bcdf",
             &["only-delimited", "zero-terminated", "complement"],
@@ -1097,7 +1059,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["sort"],
-        long(
+        Spec::long(
             "bdfgiMhnRrVsuz",
             "kt",
             &[
@@ -1122,7 +1084,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["uniq"],
-        long(
+        Spec::long(
             "cdDiuz",
             "fsw",
             &[
@@ -1138,7 +1100,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["tr"],
-        long(
+        Spec::long(
             "cCdst",
             "",
             &["complement", "delete", "squeeze-repeats", "truncate-set1"],
@@ -1148,7 +1110,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["column"],
-        long(
+        Spec::long(
             "tnex",
             "sNoc",
             &["table", "fillrows", "keep-empty-lines", "json"],
@@ -1156,10 +1118,10 @@ const TABLE: &[Entry] = &[
         ),
         files,
     ),
-    entry(&["nl"], long("p", "bhfvinsw", &[], &[]), files),
+    entry(&["nl"], Spec::long("p", "bhfvinsw", &[], &[]), files),
     entry(
         &["date"],
-        long(
+        Spec::long(
             "uR",
             "dr",
             &["utc", "universal", "rfc-email"],
@@ -1169,7 +1131,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["hostname"],
-        long(
+        Spec::long(
             "fisdAIy",
             "",
             &[
@@ -1189,7 +1151,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["dmesg"],
-        long(
+        Spec::long(
             "TtxkdruHPeL",
             "lfs",
             &[
@@ -1224,7 +1186,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["journalctl"],
-        long(
+        Spec::long(
             "kxqrmeabNlaF",
             "unpSUtgoDIM",
             &[
@@ -1271,7 +1233,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["systemctl"],
-        long(
+        Spec::long(
             "alqt",
             "tpPsnoH",
             &[
@@ -1307,7 +1269,7 @@ const TABLE: &[Entry] = &[
             "resolvectl",
             "busctl",
         ],
-        long(
+        Spec::long(
             "a",
             "p",
             &[
@@ -1326,7 +1288,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["vmstat"],
-        long(
+        Spec::long(
             "awSdDpstfn",
             "S",
             &[
@@ -1346,17 +1308,17 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["iostat", "mpstat", "pidstat"],
-        long("xdcktmhNzyu", "pPI", &["human", "pretty"], &[]),
+        Spec::long("xdcktmhNzyu", "pPI", &["human", "pretty"], &[]),
         sampler,
     ),
     entry(
         &["lsof"],
-        long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
+        Spec::long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
         lsof,
     ),
     entry(
         &["netstat"],
-        long(
+        Spec::long(
             "nltupaesrivWoxgMwT",
             "A",
             &[
@@ -1386,12 +1348,12 @@ const TABLE: &[Entry] = &[
             "b2sum",
             "cksum",
         ],
-        long("btz", "", &["binary", "text", "tag", "zero"], &[]),
+        Spec::long("btz", "", &["binary", "text", "tag", "zero"], &[]),
         any,
     ),
     entry(
         &["readlink", "realpath"],
-        long(
+        Spec::long(
             "efmnqsvzLP",
             "",
             &[
@@ -1414,7 +1376,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["findmnt"],
-        long(
+        Spec::long(
             "lnrJDAbfkmsuUvdtOSTR",
             "oTSF",
             &[
@@ -1441,12 +1403,12 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["mount"],
-        long("l", "t", &["show-labels"], &["types"]),
+        Spec::long("l", "t", &["show-labels"], &["types"]),
         mount_list,
     ),
     entry(
         &["sysctl"],
-        long(
+        Spec::long(
             "anNbeqoxX",
             "",
             &["all", "values", "names", "binary", "ignore", "quiet"],
@@ -1456,7 +1418,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["diff", "cmp"],
-        long(
+        Spec::long(
             "uqiwBEbsNyTtla",
             "UC",
             &[
@@ -1479,7 +1441,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["dpkg", "dpkg-query"],
-        long(
+        Spec::long(
             "lsLSpW",
             "f",
             &[
@@ -1498,7 +1460,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["apt-cache"],
-        long(
+        Spec::long(
             "iqn",
             "",
             &[
@@ -1512,49 +1474,25 @@ const TABLE: &[Entry] = &[
         ),
         apt_cache,
     ),
-    entry(&["getconf", "locale"], opts("a", ""), any),
-    entry(&["ulimit"], opts("aHScdefilmnqrstuvx", ""), no_operands),
-    net(&["host"], long("aCdlirTtv46", "cNRtW", &[], &[]), any),
-    net(
-        &["dig"],
-        long("46bhmrtuvx", "bcfkpqtxy", &["short"], &[]),
-        any,
-    ),
-    net(&["nslookup"], opts("", ""), any),
-    net(
-        &["ping", "ping6"],
-        long("46nqvDO", "cwWiIst", &[], &[]),
-        ping,
-    ),
-    net(&["getent"], opts("", ""), getent_hosts),
-    net(
-        &["lsof"],
-        long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
-        any,
-    ),
-    net(
-        &["netstat"],
-        long(
-            "nltupaesrivWoxgMwT",
-            "A",
-            &[
-                "numeric",
-                "listening",
-                "tcp",
-                "udp",
-                "programs",
-                "all",
-                "statistics",
-                "route",
-                "interfaces",
-                "wide",
-                "extend",
-                "timers",
-            ],
-            &[],
-        ),
+    entry(&["getconf", "locale"], Spec::short("a", ""), any),
+    entry(
+        &["ulimit"],
+        Spec::short("aHScdefilmnqrstuvx", ""),
         no_operands,
     ),
+    net(&["host"], Spec::long("aCdlirTtv46", "cNRtW", &[], &[]), any),
+    net(
+        &["dig"],
+        Spec::long("46bhmrtuvx", "bcfkpqtxy", &["short"], &[]),
+        any,
+    ),
+    net(&["nslookup"], Spec::short("", ""), any),
+    net(
+        &["ping", "ping6"],
+        Spec::long("46nqvDO", "cwWiIst", &[], &[]),
+        ping,
+    ),
+    net(&["getent"], Spec::short("", ""), getent_hosts),
 ];
 
 impl Spec {

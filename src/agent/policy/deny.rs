@@ -231,37 +231,40 @@ fn rm(args: &[Word], vals: &[&str]) -> Option<String> {
     if vals.iter().any(|v| v.starts_with("--no-pres")) {
         return Some("rm --no-preserve-root".into());
     }
-    let recursive = vals.iter().take_while(|v| **v != "--").any(|v| {
-        is_long_prefix(v, "recursive", 3)
-            || v.starts_with('-') && !v.starts_with("--") && v.contains(['r', 'R'])
-    });
-    if !recursive {
-        return None;
-    }
-    operands(args).find_map(|w| match &w.lit {
-        None => Some(format!(
-            "recursive delete of `{}`, a path walissh cannot read literally",
-            w.raw
-        )),
-        Some(v) if is_system_dir(v) => Some(format!("recursive delete of {v}")),
-        Some(_) => None,
-    })
+    // `-r` and `-R`; `--r`, `--re`, `--rec`...: rm has no other long
+    // option starting `--r`.
+    recursive("delete", args, vals, &['r', 'R'], 3)
 }
 
+/// chmod, chown and the like: `-R`; `--rec` at least, since `--re` could
+/// also be `--reference`.
 fn recursive_change(program: &str, args: &[Word], vals: &[&str]) -> Option<String> {
+    recursive(program, args, vals, &['R'], 5)
+}
+
+/// `what` done recursively (by one of `short`, or a prefix of
+/// `--recursive` at least `min` long) to a system directory or to a path
+/// that is not a plain literal.
+fn recursive(
+    what: &str,
+    args: &[Word],
+    vals: &[&str],
+    short: &[char],
+    min: usize,
+) -> Option<String> {
     let recursive = vals.iter().take_while(|v| **v != "--").any(|v| {
-        is_long_prefix(v, "recursive", 5)
-            || v.starts_with('-') && !v.starts_with("--") && v.contains('R')
+        is_long_prefix(v, "recursive", min)
+            || v.starts_with('-') && !v.starts_with("--") && v.contains(short)
     });
     if !recursive {
         return None;
     }
     operands(args).find_map(|w| match &w.lit {
         None => Some(format!(
-            "recursive {program} of `{}`, a path walissh cannot read literally",
+            "recursive {what} of `{}`, a path walissh cannot read literally",
             w.raw
         )),
-        Some(v) if is_system_dir(v) => Some(format!("recursive {program} of {v}")),
+        Some(v) if is_system_dir(v) => Some(format!("recursive {what} of {v}")),
         Some(_) => None,
     })
 }

@@ -57,6 +57,41 @@ impl Parsed {
 }
 
 impl Spec {
+    /// Short options only; options may follow operands (GNU).
+    pub(crate) const fn short(flags: &'static str, values: &'static str) -> Spec {
+        Spec {
+            flags,
+            values,
+            long_flags: &[],
+            long_values: &[],
+            optional: "",
+            long_optional: &[],
+            stop_at_operand: false,
+        }
+    }
+
+    /// Short and long options; options may follow operands (GNU).
+    pub(crate) const fn long(
+        flags: &'static str,
+        values: &'static str,
+        long_flags: &'static [&'static str],
+        long_values: &'static [&'static str],
+    ) -> Spec {
+        Spec {
+            long_flags,
+            long_values,
+            ..Spec::short(flags, values)
+        }
+    }
+
+    /// A wrapper's options: they stop at the command it runs.
+    pub(crate) const fn wrapper(flags: &'static str, values: &'static str) -> Spec {
+        Spec {
+            stop_at_operand: true,
+            ..Spec::short(flags, values)
+        }
+    }
+
     /// Reads `args` (the words after the program). The error names the
     /// first option the spec does not allow, or one missing its value.
     pub(crate) fn parse(&self, args: &[&str]) -> Result<Parsed, String> {

@@ -186,18 +186,6 @@ fn wrapped(spec: &Spec, args: &[Word], skip: usize) -> Inner {
     }
 }
 
-const fn spec(flags: &'static str, values: &'static str) -> Spec {
-    Spec {
-        flags,
-        values,
-        long_flags: &[],
-        long_values: &[],
-        optional: "",
-        long_optional: &[],
-        stop_at_operand: true,
-    }
-}
-
 /// The word an option's value came from: the whole word, or a literal
 /// made of the value when it was attached (`-c'ls'`). A value that came
 /// from a word that is not literal is refused by `script_of`.
@@ -229,7 +217,7 @@ fn script_of(word: Option<&Word>, who: &str) -> Inner {
 fn inner(program: &str, args: &[Word]) -> Inner {
     match program {
         "sudo" => {
-            let mut s = spec("AbEHiKklnPSsVe", "CDghpRTUurt");
+            let mut s = Spec::wrapper("AbEHiKklnPSsVe", "CDghpRTUurt");
             s.long_flags = &[
                 "login",
                 "shell",
@@ -262,65 +250,65 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             s.long_optional = &["preserve-env"];
             wrapped(&s, args, 0)
         }
-        "doas" => wrapped(&spec("Lns", "Cu"), args, 0),
+        "doas" => wrapped(&Spec::wrapper("Lns", "Cu"), args, 0),
         "pkexec" => {
-            let mut s = spec("", "");
+            let mut s = Spec::wrapper("", "");
             s.long_values = &["user"];
             s.long_flags = &["disable-internal-agent", "keep-cwd"];
             wrapped(&s, args, 0)
         }
         "env" => env(args),
         "nice" => {
-            let mut s = spec("0123456789", "n");
+            let mut s = Spec::wrapper("0123456789", "n");
             s.long_values = &["adjustment"];
             wrapped(&s, args, 0)
         }
         "ionice" => {
-            let mut s = spec("t", "cnpPu");
+            let mut s = Spec::wrapper("t", "cnpPu");
             s.long_values = &["class", "classdata", "pid", "pgid", "uid"];
             s.long_flags = &["ignore"];
             wrapped(&s, args, 0)
         }
         "time" => {
-            let mut s = spec("pavq", "fo");
+            let mut s = Spec::wrapper("pavq", "fo");
             s.long_flags = &["portability", "verbose", "append", "quiet"];
             s.long_values = &["format", "output"];
             wrapped(&s, args, 0)
         }
         "timeout" => {
-            let mut s = spec("fpv", "ks");
+            let mut s = Spec::wrapper("fpv", "ks");
             s.long_flags = &["foreground", "preserve-status", "verbose"];
             s.long_values = &["kill-after", "signal"];
             wrapped(&s, args, 1)
         }
         "stdbuf" => {
-            let mut s = spec("", "ioe");
+            let mut s = Spec::wrapper("", "ioe");
             s.long_values = &["input", "output", "error"];
             wrapped(&s, args, 0)
         }
         "nohup" | "noglob" | "nocorrect" | "-" | "builtin" | "catchsegv" | "unbuffer"
         | "proxychains" | "proxychains4" | "torsocks" | "firejail" | "run0" => {
-            wrapped(&spec("", ""), args, 0)
+            wrapped(&Spec::wrapper("", ""), args, 0)
         }
         "setsid" => {
-            let mut s = spec("cfw", "");
+            let mut s = Spec::wrapper("cfw", "");
             s.long_flags = &["ctty", "fork", "wait"];
             wrapped(&s, args, 0)
         }
-        "command" => wrapped(&spec("pvV", ""), args, 0),
-        "exec" => wrapped(&spec("cl", "a"), args, 0),
+        "command" => wrapped(&Spec::wrapper("pvV", ""), args, 0),
+        "exec" => wrapped(&Spec::wrapper("cl", "a"), args, 0),
         "coproc" => {
             // `coproc NAME { …; }` or `coproc cmd`: either word may be it.
             suffixes(args)
         }
         "chroot" => {
-            let mut s = spec("", "");
+            let mut s = Spec::wrapper("", "");
             s.long_values = &["userspec", "groups"];
             s.long_flags = &["skip-chdir"];
             wrapped(&s, args, 1)
         }
-        "taskset" => wrapped(&spec("acp", ""), args, 1),
-        "chrt" => wrapped(&spec("abdefiomprRv", "TPD"), args, 1),
+        "taskset" => wrapped(&Spec::wrapper("acp", ""), args, 1),
+        "chrt" => wrapped(&Spec::wrapper("abdefiomprRv", "TPD"), args, 1),
         "flock" => flock(args),
         "xargs" => xargs(args),
         "find" => find(args),
@@ -329,13 +317,13 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             _ => Inner::None,
         },
         "strace" | "ltrace" => {
-            let mut s = spec("fFhiqrtTvVxyzCcDwZkn", "abeEIoOpPsSuUXA");
+            let mut s = Spec::wrapper("fFhiqrtTvVxyzCcDwZkn", "abeEIoOpPsSuUXA");
             s.long_values = &["trace", "output", "attach", "signal", "user", "env"];
             s.long_flags = &["follow-forks", "summary-only", "output-separately"];
             wrapped(&s, args, 0)
         }
         "nsenter" => {
-            let mut s = spec("aFZ", "tSGe");
+            let mut s = Spec::wrapper("aFZ", "tSGe");
             s.optional = "muinpUCTrw";
             s.long_values = &["target", "setuid", "setgid", "env"];
             s.long_flags = &[
@@ -362,7 +350,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             wrapped(&s, args, 0)
         }
         "unshare" => {
-            let mut s = spec("fmuinpUCTrcl", "RWSG");
+            let mut s = Spec::wrapper("fmuinpUCTrcl", "RWSG");
             s.long_flags = &[
                 "fork",
                 "kill-child",
@@ -391,7 +379,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             wrapped(&s, args, 0)
         }
         "setpriv" => {
-            let mut s = spec("d", "");
+            let mut s = Spec::wrapper("d", "");
             s.long_flags = &[
                 "nnp",
                 "no-new-privs",
@@ -485,7 +473,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             Inner::Scripts(texts)
         }
         "watch" => {
-            let mut s = spec("bcegtxpwr", "nqd");
+            let mut s = Spec::wrapper("bcegtxpwr", "nqd");
             s.long_values = &["interval", "differences"];
             s.long_flags = &[
                 "beep", "color", "errexit", "exec", "no-title", "precise", "chgexit",
@@ -497,7 +485,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             }
         }
         "ssh" => {
-            let s = spec("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw");
+            let s = Spec::wrapper("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw");
             match s.parse(&values(args)) {
                 // The destination, then the remote command.
                 Ok(p) if p.rest + 1 < args.len() => join_script(&args[p.rest + 1..], "ssh"),
@@ -528,7 +516,7 @@ fn join_script(words: &[Word], who: &str) -> Inner {
 
 /// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]`.
 fn env(args: &[Word]) -> Inner {
-    let mut s = spec("i0v", "uCS");
+    let mut s = Spec::wrapper("i0v", "uCS");
     s.long_flags = &[
         "ignore-environment",
         "null",
@@ -585,7 +573,7 @@ fn env(args: &[Word]) -> Inner {
 
 /// `flock [options] FILE COMMAND...`, `flock [options] FILE -c COMMAND`.
 fn flock(args: &[Word]) -> Inner {
-    let mut s = spec("sexunoFh", "wEc");
+    let mut s = Spec::wrapper("sexunoFh", "wEc");
     s.long_flags = &[
         "shared",
         "exclusive",
@@ -617,7 +605,7 @@ fn flock(args: &[Word]) -> Inner {
 /// `xargs [options] [COMMAND [ARG]...]`: the command gets arguments from
 /// the input, which nobody can know here.
 fn xargs(args: &[Word]) -> Inner {
-    let mut s = spec("0prtxo", "adEIiLnPs");
+    let mut s = Spec::wrapper("0prtxo", "adEIiLnPs");
     s.optional = "eil";
     s.long_flags = &[
         "null",
@@ -707,7 +695,7 @@ fn su(program: &str, args: &[Word]) -> Inner {
             None => Inner::None,
         };
     }
-    let mut s = spec("lmpfP", "cgGswu");
+    let mut s = Spec::wrapper("lmpfP", "cgGswu");
     s.long_flags = &["login", "preserve-environment", "pty"];
     s.long_values = &[
         "command",
@@ -747,7 +735,7 @@ fn su(program: &str, args: &[Word]) -> Inner {
 /// read here); neither reads commands from the input, which walissh
 /// cannot see.
 fn shell(program: &str, args: &[Word]) -> Inner {
-    let mut s = spec("abefhkmnptuvxBCEHPTilrsc", "oO");
+    let mut s = Spec::wrapper("abefhkmnptuvxBCEHPTilrsc", "oO");
     s.long_flags = &[
         "norc",
         "noprofile",
