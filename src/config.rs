@@ -252,8 +252,8 @@ pub(crate) struct AiConfig {
     #[serde(default)]
     pub(crate) deny: Vec<Spanned<String>>,
     /// In `auto`, programs that resolve names or open connections (`host`,
-    /// `dig`, `ping -c`, `getent hosts`, `lsof` and `netstat` without
-    /// `-n`) run unasked too. Off: a lookup can carry data out.
+    /// `dig`, `nslookup`, `ping -c`, `getent hosts`) run unasked too. Off:
+    /// a lookup can carry data out.
     #[serde(default)]
     pub(crate) auto_network: bool,
     /// Extra secret patterns (regexes), redacted before anything reaches
