@@ -3,7 +3,9 @@
 //! target's account (`upstream::Runner`).
 //!
 //! What it owns: starting the command, bounded by `[ai] command_timeout_s`
-//! (start and run together), with no input; reading what it prints,
+//! (start and run together), with no input (a clean command's input is
+//! held open, unwritten, as its lifeline: `upstream::clean_command`);
+//! reading what it prints,
 //! keeping the bounded, ANSI-free head and tail the model gets
 //! (`terminal::Capture`, as for typed commands), and how it ended. What
 //! it leaves to others: what the command line is (`upstream::clean_command`
