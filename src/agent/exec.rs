@@ -47,13 +47,18 @@ pub(crate) enum Command<'a> {
     },
 }
 
-/// Runs `command` to its end or its timeout; `show` gets each piece of
-/// output (stdout and stderr, in the order they come) as it arrives.
-pub(crate) async fn run(
-    apart: Apart<'_>,
-    command: Command<'_>,
-    mut show: impl FnMut(&[u8]),
-) -> Outcome {
+/// Where a command's output goes as it arrives.
+pub(crate) trait Show {
+    /// One piece of output (stdout or stderr, in the order they came). It
+    /// may wait: the command is not read meanwhile, so a screen that is
+    /// slow to take it slows the command (the channel's window, the
+    /// pipe's buffer) instead of filling memory.
+    async fn output(&mut self, data: &[u8]);
+}
+
+/// Runs `command` to its end or its timeout; `show` gets its output as it
+/// arrives.
+pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl Show) -> Outcome {
     let deadline = Instant::now() + apart.timeout;
     let start = async {
         match command {
@@ -83,7 +88,7 @@ pub(crate) async fn run(
             match event {
                 upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
                     capture.push(&d);
-                    show(&d);
+                    show.output(&d).await;
                 }
                 upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
                 upstream::Event::ExitSignal { .. } => exit_code = Some(128),

@@ -346,3 +346,46 @@ fn a_clean_command_past_its_timeout_is_stopped_and_the_model_told() {
     back_at_prompt(&b, &t, at);
     f.wait_gone();
 }
+
+#[test]
+fn long_output_of_a_clean_command_reaches_the_screen_whole_and_the_model_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("numbers");
+    let numbers: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    std::fs::write(&file, &numbers).unwrap();
+    let command = format!("cat {}", file.display());
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &command, "count")),
+        Reply::Sse(answer("NUMBERS-DONE")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? count for me");
+    // The user sees it all, paced by their terminal, with whole line ends.
+    let at = t.expect_from("199999\r\n200000\r\n", at);
+    let at = t.expect_from("NUMBERS-DONE", at);
+    back_at_prompt(&b, &t, at);
+    let reqs = model.wait_requests(2);
+    let (_, r) = last_turn(&reqs[1]);
+    let c = content(r[0]);
+    let head =
+        format!("$ {command}\nexit code 0\n<output source=\"target\" trusted=\"no\">\n1\n2\n3\n");
+    assert!(c.starts_with(&head), "{:?}", &c[..c.len().min(200)]);
+    assert!(
+        c.ends_with("\n199999\n200000\n</output>"),
+        "{:?}",
+        &c[c.len().saturating_sub(200)..]
+    );
+    assert!(c.len() < 32 * 1024, "{} bytes given to the model", c.len());
+    assert!(c.contains("cut"), "the cut is not said");
+    let result = b.wait_kind("ai_tool_result");
+    assert_eq!(result["output_bytes"], numbers.len() as u64, "{result}");
+    let call = b.wait_kind("ai_tool_call");
+    assert_eq!(call["decision"], "auto");
+}
