@@ -3,17 +3,16 @@
 //! target's account (`upstream::Runner`).
 //!
 //! What it owns: starting the command, bounded by `[ai] command_timeout_s`
-//! (start and run together), with no input (a clean command's input is
-//! held open, unwritten, as its lifeline: `upstream::clean_command`);
-//! reading what it prints,
+//! (start and run together), with no input; reading what it prints;
 //! keeping the bounded, ANSI-free head and tail the model gets
-//! (`terminal::Capture`, as for typed commands), and how it ended. What
-//! it leaves to others: what the command line is (`upstream::clean_command`
-//! builds the clean one), how its output is drawn (the caller's `show`:
-//! the seat streams it, a parallel member draws labelled lines), and
-//! stopping it early: a caller that drops the future (Ctrl-C, the
-//! question's time limit) drops the running command with it, which closes
-//! its channel (after a TERM) or hangs up its process.
+//! (`terminal::Capture`, as for typed commands); how it ended. What it
+//! leaves to others: what the command line is (`upstream::clean_command`
+//! builds the clean one), how its output is drawn (the caller's [`Show`]:
+//! the seat streams it, paced by the client; a parallel member draws
+//! labelled lines), and stopping it early: a caller that drops the future
+//! (Ctrl-C, the question's time limit) drops the running command with it,
+//! which closes its channel or hangs up its process (a clean command's
+//! input, held open until then, is its lifeline: all of it stops).
 
 use std::time::Duration;
 

@@ -5,11 +5,12 @@
 //! the session's target ([`exec`]: exec channels on the same ssh
 //! connection, processes as the local account), under the same approval
 //! policy and audit as the shell's; those the policy runs unasked run
-//! clean, in the prompt's directory, as the seat's do. What they say and what their commands
-//! print is drawn a whole line at a time, each line labelled with the
-//! member's name, so blocks never interleave mid-line. One approval is
-//! asked at a time: the keyboard is shared. What it leaves to others: the
-//! loop each member runs (`react`), the session's screen (`seat`).
+//! clean, in the prompt's directory, as the seat's do. What they say and
+//! what their commands print is drawn a whole line at a time, each line
+//! labelled with the member's name, so blocks never interleave mid-line.
+//! One approval is asked at a time: the keyboard is shared. What it leaves
+//! to others: the loop each member runs (`react`), the session's screen
+//! (`seat`).
 
 use std::time::Duration;
 

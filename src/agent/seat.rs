@@ -741,8 +741,9 @@ impl Seat<'_> {
     /// It has no input. Keys the user types meanwhile are read and dropped:
     /// left queued they would reach the next `Run?` or the shell's prompt,
     /// as answers or a command nobody meant. Ctrl-C never comes here: it
-    /// stops the question, and dropping this future closes the command's
-    /// channel (the command gets a TERM) or hangs up its process.
+    /// stops the question, and dropping this future drops the command's
+    /// channel or process, which stops all of it (its input, held open
+    /// until then, is its lifeline: `upstream::clean_command`).
     async fn run_apart(&mut self, script: &str) -> Outcome {
         let cwd = self.place.shared.cwd();
         let apart = exec::Apart {
