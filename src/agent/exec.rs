@@ -3,15 +3,16 @@
 //! target's account (`upstream::Runner`).
 //!
 //! What it owns: starting the command, bounded by `[ai] command_timeout_s`
-//! (start and run together), with no input; reading what it prints,
+//! (start and run together), with no input; reading what it prints;
 //! keeping the bounded, ANSI-free head and tail the model gets
-//! (`terminal::Capture`, as for typed commands), and how it ended. What
-//! it leaves to others: what the command line is (`upstream::clean_command`
-//! builds the clean one), how its output is drawn (the caller's `show`:
-//! the seat streams it, a parallel member draws labelled lines), and
-//! stopping it early: a caller that drops the future (Ctrl-C, the
-//! question's time limit) drops the running command with it, which closes
-//! its channel (after a TERM) or hangs up its process.
+//! (`terminal::Capture`, as for typed commands); how it ended. What it
+//! leaves to others: what the command line is (`upstream::clean_command`
+//! builds the clean one), how its output is drawn (the caller's [`Show`]:
+//! the seat streams it, paced by the client; a parallel member draws
+//! labelled lines), and stopping it early: a caller that drops the future
+//! (Ctrl-C, the question's time limit) drops the running command with it,
+//! which closes its channel or hangs up its process (a clean command's
+//! input, held open until then, is its lifeline: all of it stops).
 
 use std::time::Duration;
 
@@ -45,13 +46,18 @@ pub(crate) enum Command<'a> {
     },
 }
 
-/// Runs `command` to its end or its timeout; `show` gets each piece of
-/// output (stdout and stderr, in the order they come) as it arrives.
-pub(crate) async fn run(
-    apart: Apart<'_>,
-    command: Command<'_>,
-    mut show: impl FnMut(&[u8]),
-) -> Outcome {
+/// Where a command's output goes as it arrives.
+pub(crate) trait Show {
+    /// One piece of output (stdout or stderr, in the order they came). It
+    /// may wait: the command is not read meanwhile, so a screen that is
+    /// slow to take it slows the command (the channel's window, the
+    /// pipe's buffer) instead of filling memory.
+    async fn output(&mut self, data: &[u8]);
+}
+
+/// Runs `command` to its end or its timeout; `show` gets its output as it
+/// arrives.
+pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl Show) -> Outcome {
     let deadline = Instant::now() + apart.timeout;
     let start = async {
         match command {
@@ -81,7 +87,7 @@ pub(crate) async fn run(
             match event {
                 upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
                     capture.push(&d);
-                    show(&d);
+                    show.output(&d).await;
                 }
                 upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
                 upstream::Event::ExitSignal { .. } => exit_code = Some(128),

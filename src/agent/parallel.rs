@@ -5,11 +5,12 @@
 //! the session's target ([`exec`]: exec channels on the same ssh
 //! connection, processes as the local account), under the same approval
 //! policy and audit as the shell's; those the policy runs unasked run
-//! clean, in the prompt's directory, as the seat's do. What they say and what their commands
-//! print is drawn a whole line at a time, each line labelled with the
-//! member's name, so blocks never interleave mid-line. One approval is
-//! asked at a time: the keyboard is shared. What it leaves to others: the
-//! loop each member runs (`react`), the session's screen (`seat`).
+//! clean, in the prompt's directory, as the seat's do. What they say and
+//! what their commands print is drawn a whole line at a time, each line
+//! labelled with the member's name, so blocks never interleave mid-line.
+//! One approval is asked at a time: the keyboard is shared. What it leaves
+//! to others: the loop each member runs (`react`), the session's screen
+//! (`seat`).
 
 use std::time::Duration;
 
@@ -133,25 +134,28 @@ impl<'a> Member<'a> {
     /// Runs a command on its own channel: its output is drawn line by line
     /// as it comes, and kept, bounded, for the model.
     async fn exec(&self, command: exec::Command<'_>) -> Outcome {
-        let mut lines = Lines::default();
-        let say = |line: &str| self.say(line);
-        let outcome = exec::run(self.target.apart(), command, |d| lines.push(d, say)).await;
-        lines.finish(say);
+        let mut lines = Lines {
+            member: self,
+            pending: Vec::new(),
+            shown: 0,
+        };
+        let outcome = exec::run(self.target.apart(), command, &mut lines).await;
+        lines.finish();
         outcome
     }
 }
 
-/// A command's output cut into whole lines to draw, at most SHOWN_LINES
-/// of them.
-#[derive(Default)]
-struct Lines {
+/// A member's command's output cut into whole lines, drawn labelled, at
+/// most SHOWN_LINES of them (so it never waits for the screen).
+struct Lines<'m, 'a> {
+    member: &'m Member<'a>,
     /// Output not yet a whole line.
     pending: Vec<u8>,
     shown: usize,
 }
 
-impl Lines {
-    fn push(&mut self, data: &[u8], say: impl Fn(&str)) {
+impl exec::Show for Lines<'_, '_> {
+    async fn output(&mut self, data: &[u8]) {
         if self.shown > SHOWN_LINES {
             return;
         }
@@ -164,18 +168,21 @@ impl Lines {
             let line: Vec<u8> = self.pending.drain(..=i).collect();
             self.shown += 1;
             if self.shown > SHOWN_LINES {
-                say("[... more output, not shown ...]");
+                self.member.say("[... more output, not shown ...]");
                 self.pending.clear();
                 return;
             }
-            say(String::from_utf8_lossy(&line).trim_end());
+            self.member.say(String::from_utf8_lossy(&line).trim_end());
         }
     }
+}
 
+impl Lines<'_, '_> {
     /// Draws what is left: a last line without a break.
-    fn finish(&mut self, say: impl Fn(&str)) {
+    fn finish(&mut self) {
         if !self.pending.is_empty() {
-            say(String::from_utf8_lossy(&self.pending).trim_end());
+            self.member
+                .say(String::from_utf8_lossy(&self.pending).trim_end());
             self.pending.clear();
         }
     }

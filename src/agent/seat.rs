@@ -15,7 +15,7 @@
 //! When it is done the seat asks the shell for a fresh prompt, and the user
 //! is back where they were.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -56,6 +56,9 @@ const INTERRUPT_KEYS: [&[u8]; 3] = [b"\x03", b"q", b"\x1c"];
 const CLEAR_LINE: &str = "\x05\x15";
 /// Keys queued for the seat beyond this are dropped.
 const KEYS_QUEUE: usize = 64;
+/// Bytes of a clean command's output sent to the client pump and not yet
+/// written, at most: beyond, the command is not read.
+const OUTPUT_AHEAD: usize = 64 * 1024;
 
 /// A question caught at the prompt, with what the terminal knew then.
 pub(crate) struct Asked {
@@ -67,6 +70,9 @@ pub(crate) struct Asked {
 pub(crate) enum Draw {
     /// Bytes for the client's screen.
     Show(Vec<u8>),
+    /// A command's output for the client's screen: the seat waits for it
+    /// to be written (`Shared::output_written`).
+    Output(Vec<u8>),
     /// Animate a spinner until the next `Show`.
     Spin,
     /// The question is done: see `Terminal::agent_done`.
@@ -86,6 +92,10 @@ pub(crate) struct Shared {
     /// The shell's directory, as its prompt last reported it (OSC 7):
     /// where the agent's clean commands start.
     cwd: std::sync::Mutex<Option<String>>,
+    /// Bytes of `Draw::Output` not written to the client yet, and a wake-up
+    /// each time some are.
+    unwritten: AtomicUsize,
+    written: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -96,6 +106,8 @@ impl Shared {
             epoch: Instant::now(),
             cols: AtomicU32::new(cols),
             cwd: std::sync::Mutex::new(None),
+            unwritten: AtomicUsize::new(0),
+            written: tokio::sync::Notify::new(),
         }
     }
 
@@ -129,6 +141,13 @@ impl Shared {
         if slot.as_deref() != cwd {
             *slot = cwd.map(str::to_string);
         }
+    }
+
+    /// The client pump wrote `n` bytes of a `Draw::Output`.
+    pub(crate) fn output_written(&self, n: usize) {
+        self.unwritten.fetch_sub(n, Ordering::Relaxed);
+        // A permit is kept if the seat is not waiting yet: no wake-up is lost.
+        self.written.notify_one();
     }
 
     fn cwd(&self) -> Option<String> {
@@ -722,8 +741,9 @@ impl Seat<'_> {
     /// It has no input. Keys the user types meanwhile are read and dropped:
     /// left queued they would reach the next `Run?` or the shell's prompt,
     /// as answers or a command nobody meant. Ctrl-C never comes here: it
-    /// stops the question, and dropping this future closes the command's
-    /// channel (the command gets a TERM) or hangs up its process.
+    /// stops the question, and dropping this future drops the command's
+    /// channel or process, which stops all of it (its input, held open
+    /// until then, is its lifeline: `upstream::clean_command`).
     async fn run_apart(&mut self, script: &str) -> Outcome {
         let cwd = self.place.shared.cwd();
         let apart = exec::Apart {
@@ -736,13 +756,13 @@ impl Seat<'_> {
             script,
             cwd: cwd.as_deref(),
         };
-        let (draw, painter) = (&self.draw, &mut self.painter);
-        let mut lines = Unterminated::default();
-        let run = exec::run(apart, command, |data| {
-            let out = lines.feed(data);
-            painter.after_output(lines.mid_line());
-            let _ = draw.send(Draw::Show(out));
-        });
+        let mut stream = Stream {
+            draw: &self.draw,
+            painter: &mut self.painter,
+            shared: self.place.shared,
+            ends: Unterminated::default(),
+        };
+        let run = exec::run(apart, command, &mut stream);
         tokio::pin!(run);
         loop {
             tokio::select! {
@@ -884,6 +904,31 @@ impl Host for Seat<'_> {
     }
 }
 
+/// A clean command's output on its way to the screen, through the client
+/// pump like everything the seat draws (so the recording has it too),
+/// with its line ends made whole. It is paced by the pump: a client that
+/// reads slowly slows the command, as it would in the user's shell.
+struct Stream<'s> {
+    draw: &'s mpsc::UnboundedSender<Draw>,
+    painter: &'s mut Painter,
+    shared: &'s Shared,
+    ends: Unterminated,
+}
+
+impl exec::Show for Stream<'_> {
+    async fn output(&mut self, data: &[u8]) {
+        let out = self.ends.feed(data);
+        self.painter.after_output(self.ends.mid_line());
+        self.shared
+            .unwritten
+            .fetch_add(out.len(), Ordering::Relaxed);
+        let _ = self.draw.send(Draw::Output(out));
+        while self.shared.unwritten.load(Ordering::Relaxed) > OUTPUT_AHEAD {
+            self.shared.written.notified().await;
+        }
+    }
+}
+
 /// What every agent of one question shares.
 struct Run<'a> {
     model: &'a super::model::Model,
@@ -927,6 +972,41 @@ fn strip_prefix<'q>(text: &'q str, prefixes: &[String]) -> &'q str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_clean_commands_output_waits_for_the_screen() {
+        use super::exec::Show;
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let shared = Shared::new(80);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut painter = Painter::new(80);
+        let mut stream = Stream {
+            draw: &tx,
+            painter: &mut painter,
+            shared: &shared,
+            ends: Unterminated::default(),
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        // Within the bound: taken at once, its line end made whole.
+        assert!(
+            std::pin::pin!(stream.output(b"one\n"))
+                .poll(&mut cx)
+                .is_ready()
+        );
+        let Some(Draw::Output(first)) = rx.recv().await else {
+            panic!("no output drawn")
+        };
+        assert_eq!(first, b"one\r\n");
+        // Past it: the command is not read until the pump has written
+        // enough of what it was sent.
+        let big = vec![b'y'; OUTPUT_AHEAD];
+        let mut second = std::pin::pin!(stream.output(&big));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        shared.output_written(first.len());
+        assert!(second.as_mut().poll(&mut cx).is_ready());
+    }
 
     #[test]
     fn the_longest_prefix_is_taken_off() {

@@ -174,8 +174,13 @@ impl Pumps<'_> {
                 // command must reach the screen before the command's output.
                 biased;
                 Some(draw) = next(agent.as_mut().map(|a| &mut a.draw)) => {
+                    let mut output = 0;
                     let shown = match draw {
                         Draw::Show(bytes) => spinner.stop_before(bytes),
+                        Draw::Output(bytes) => {
+                            output = bytes.len();
+                            spinner.stop_before(bytes)
+                        }
                         Draw::Spin => {
                             spinner.start();
                             Bytes::new()
@@ -189,6 +194,9 @@ impl Pumps<'_> {
                     };
                     if self.show(shown, client, &mut track).await.is_err() {
                         return End::ClientClosed;
+                    }
+                    if output > 0 {
+                        self.shared.output_written(output);
                     }
                     continue;
                 }

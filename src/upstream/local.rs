@@ -195,6 +195,11 @@ pub(crate) fn open(
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
+                // A group of its own, as sshd gives each session (setsid):
+                // a hang-up reaches what it started too, and a command
+                // run clean passes a signal on to its group, not to
+                // walissh's (`upstream::clean_command`).
+                .process_group(0)
                 .kill_on_drop(true);
             if let Some(switch) = who.switcher() {
                 // SAFETY: runs between fork and exec; see `switch_account`.
@@ -206,10 +211,7 @@ pub(crate) fn open(
                     .map_err(|e| format!("cannot start {}: {e}", program.display()))?
             };
             let stdin = child.stdin.take();
-            let proc = Proc {
-                child,
-                group: false,
-            };
+            let proc = Proc { child, group: true };
             tokio::spawn(pump_pipes(proc, tx, control_rx));
             Input::Pipe(stdin)
         }
@@ -301,8 +303,9 @@ fn environment(account: &Account, req: &Request) -> Vec<(String, String)> {
 /// The process behind a session, owned by its pump task.
 struct Proc {
     child: Child,
-    /// A PTY child leads its own session and process group, and the whole
-    /// group is signalled on hang-up, as a closed terminal would.
+    /// The child leads its own process group (a PTY child its own
+    /// session too), and the whole group is signalled on hang-up, as a
+    /// closed terminal would.
     group: bool,
 }
 

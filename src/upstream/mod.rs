@@ -123,8 +123,9 @@ pub(crate) struct Opened {
 }
 
 /// Runs commands on a session's target beside its shell (the agent's
-/// parallel members): exec channels on the same ssh connection, or
-/// processes as the local target's account.
+/// commands run apart: what the policy runs unasked, and parallel
+/// members'): exec channels on the same ssh connection, or processes as
+/// the local target's account.
 #[derive(Clone)]
 pub(crate) enum Runner {
     Ssh(ssh::Runner),
@@ -156,7 +157,9 @@ impl Runner {
         cwd: Option<&str>,
         user: &str,
     ) -> Result<Execution, String> {
-        self.exec(ctx, &clean_command(script, cwd), user).await
+        // Its input stays open: it is the lifeline of [`with_lifeline`].
+        self.start(ctx, &clean_command(script, cwd), user, true)
+            .await
     }
 
     /// Starts `command` with no input. The error is a sentence.
@@ -166,9 +169,21 @@ impl Runner {
         command: &str,
         user: &str,
     ) -> Result<Execution, String> {
+        self.start(ctx, command, user, false).await
+    }
+
+    /// Starts `command`; its input is never written to, and ends at once
+    /// unless `hold_input`, when it ends as the [`Execution`] is dropped.
+    async fn start(
+        &self,
+        ctx: &Context,
+        command: &str,
+        user: &str,
+        hold_input: bool,
+    ) -> Result<Execution, String> {
         match self {
             Runner::Ssh(r) => {
-                let (reader, channel) = r.exec(command, user).await?;
+                let (reader, channel) = r.exec(command, user, hold_input).await?;
                 Ok(Execution {
                     reader: Reader::Ssh(reader),
                     _input: Input::Ssh(channel),
@@ -178,7 +193,9 @@ impl Runner {
                 let req = Request::exec(command, user);
                 let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
                 let mut input = Writer::Local(w);
-                input.eof().await;
+                if !hold_input {
+                    input.eof().await;
+                }
                 Ok(Execution {
                     reader: Reader::Local(r),
                     _input: Input::Local(input),
@@ -192,11 +209,34 @@ impl Runner {
 /// sbin ones included (`ss`, `ip`, `sysctl` live there on some systems).
 const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// How a command run clean is stopped, all of it, when walissh gives it
+/// up (Ctrl-C, its timeout). A signal is not enough: sshd passes a TERM
+/// to the session's process group, but refuses to for some accounts
+/// (OpenSSH sends no signal into a root login's session), and a closed
+/// channel stops nothing that does not write. So the command's input,
+/// which walissh holds open and never writes to, is a lifeline: `sh`
+/// gives the script `/dev/null` instead, and a watcher waits for that
+/// input to end, which it does when walissh drops the channel or the
+/// process, then signals the whole process group. sshd makes each
+/// session's process the leader of a group of its own (setsid), and
+/// walissh each local one (`local::open`), so the group is the command's
+/// and nothing else's; the line must never run where it is not. When the
+/// script ends first, the watcher is stopped, and the exit status is the
+/// script's.
+fn with_lifeline(script: &str) -> String {
+    format!(
+        "exec 3<&0 </dev/null; {{ {script}\n}} 3<&- & p=$!; \
+         {{ read -r x <&3; kill -TERM 0; }} & w=$!; exec 3<&-; \
+         wait $p; s=$?; kill $w 2>/dev/null; exit $s"
+    )
+}
+
 /// The command line, for the target account's login shell, that runs
 /// `script` (a POSIX sh script, already fully quoted by the policy) clean:
 ///
 /// ```text
-/// \exec '/usr/bin/env' '-i' 'PATH=<CLEAN_PATH>' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' 'cd -- CWD || exit 1; SCRIPT'
+/// \exec '/usr/bin/env' '-i' 'PATH=<CLEAN_PATH>' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' \
+///     'cd -- CWD || exit 1; <SCRIPT, run with a lifeline>'
 /// ```
 ///
 /// The login shell is unavoidable (sshd runs every exec command through
@@ -205,7 +245,8 @@ const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 /// starts `/bin/sh` with a fixed PATH. `sh` is not interactive and gets no
 /// `ENV`, so it reads no start-up file; it goes to the prompt's directory
 /// (`cwd`; without one it stays where the login shell started, the home
-/// directory) and runs the script.
+/// directory) and runs the script so that giving it up stops all of it
+/// ([`with_lifeline`]).
 ///
 /// What that protects against: everything the user's interactive shell
 /// would add to a checked name. Aliases (every word the login shell reads
@@ -234,10 +275,13 @@ const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 /// login shells the agent runs with: it needs their shell integration)
 /// read; fish reads `\\` inside them differently.
 pub(crate) fn clean_command(script: &str, cwd: Option<&str>) -> String {
-    let body = match cwd {
-        Some(dir) => format!("cd -- {} || exit 1; {script}", quote(dir)),
-        None => script.to_string(),
+    let cd = match cwd {
+        Some(dir) => format!("cd -- {} || exit 1; ", quote(dir)),
+        None => String::new(),
     };
+    // The script's own line ends before the brace: a comment at its end
+    // must not hide it.
+    let body = format!("{cd}{}", with_lifeline(script));
     format!(
         "\\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' \"HOME=$HOME\" '/bin/sh' '-c' {}",
         quote(&body)
@@ -476,25 +520,41 @@ mod tests {
 
     #[test]
     fn the_clean_line_quotes_the_directory_and_keeps_the_script() {
-        let line = clean_command("'ls' '-la'", Some("/srv/it's here"));
         let wrapper = format!(
             r#"\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' "#
         );
+        let line = clean_command("'ls' '-la'", Some("/srv/it's here"));
+        let body = format!(
+            "cd -- '/srv/it'\\''s here' || exit 1; {}",
+            with_lifeline("'ls' '-la'")
+        );
+        assert_eq!(line, format!("{wrapper}{}", quote(&body)));
         assert_eq!(
-            line,
-            format!(
-                r#"{wrapper}'cd -- '\''/srv/it'\''\'\'''\''s here'\'' || exit 1; '\''ls'\'' '\''-la'\'''"#
-            )
+            quote(&body),
+            r#"'cd -- '\''/srv/it'\''\'\'''\''s here'\'' || exit 1; exec 3<&0 </dev/null; { '\''ls'\'' '\''-la'\''
+} 3<&- & p=$!; { read -r x <&3; kill -TERM 0; } & w=$!; exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s'"#
         );
         // No directory known: no cd at all.
         let line = clean_command("'uptime'", None);
-        assert_eq!(line, format!(r#"{wrapper}''\''uptime'\'''"#));
+        let body = with_lifeline("'uptime'");
+        assert!(
+            body.starts_with("exec 3<&0 </dev/null; { 'uptime'\n}"),
+            "{body}"
+        );
+        assert_eq!(line, format!("{wrapper}{}", quote(&body)));
     }
 
-    /// Runs `line` the way sshd does, as `shell -c line`, in `dir`, with
-    /// `env` over a plain environment; returns its stdout.
-    fn run_as_login_shell(shell: &str, line: &str, dir: &Path, env: &[(&str, String)]) -> String {
-        let out = Process::new(shell)
+    /// Starts `line` the way sshd does: as `shell -c line`, leading a
+    /// process group of its own (the lifeline signals its group), with its
+    /// input held open, in `dir`, with `env` over a plain environment.
+    fn start_as_login_shell(
+        shell: &str,
+        line: &str,
+        dir: &Path,
+        env: &[(&str, String)],
+    ) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        Process::new(shell)
             .arg("-c")
             .arg(line)
             .current_dir(dir)
@@ -502,10 +562,34 @@ mod tests {
             .env("HOME", dir)
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .output()
+            .process_group(0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Runs `line` as [`start_as_login_shell`] starts it, to its end, its
+    /// input open all along; returns its exit code and stdout.
+    fn run_as_login_shell(
+        shell: &str,
+        line: &str,
+        dir: &Path,
+        env: &[(&str, String)],
+    ) -> (Option<i32>, String) {
+        use std::io::Read;
+        let mut child = start_as_login_shell(shell, line, dir, env);
+        let input = child.stdin.take();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
             .unwrap();
-        assert!(out.status.success(), "{shell}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+        let status = child.wait().unwrap();
+        drop(input);
+        (status.code(), out)
     }
 
     #[test]
@@ -514,19 +598,52 @@ mod tests {
         let dir = tmp.path().join("it's a \"dir\" $HOME");
         std::fs::create_dir(&dir).unwrap();
         let dir_s = dir.to_str().unwrap();
-        let script = r#"printf '%s|' "$PWD" 'a  b' "\$x" 'it'\''s' \\n; printf '%s' "$PATH,$LANG""#;
+        let script = r#"printf '%s|' "$PWD" 'a  b' "\$x" 'it'\''s' \\n; printf '%s' "$PATH,$LANG"; exit 3 # a comment"#;
         let line = clean_command(script, Some(dir_s));
-        let out = run_as_login_shell("bash", &line, tmp.path(), &[]);
+        let (code, out) = run_as_login_shell("bash", &line, tmp.path(), &[]);
         assert_eq!(
             out,
             format!(r#"{dir_s}|a  b|$x|it's|\n|{CLEAN_PATH},C.UTF-8"#)
         );
+        // The script's exit status is the command's.
+        assert_eq!(code, Some(3));
         // A directory that cannot be entered stops the script.
         let gone = tmp.path().join("gone");
         let line = clean_command("echo RAN", Some(gone.to_str().unwrap()));
-        let out = Process::new("bash").arg("-c").arg(&line).output().unwrap();
-        assert_eq!(out.status.code(), Some(1));
-        assert!(!String::from_utf8_lossy(&out.stdout).contains("RAN"));
+        let (code, out) = run_as_login_shell("bash", &line, tmp.path(), &[]);
+        assert_eq!(code, Some(1));
+        assert!(!out.contains("RAN"), "{out}");
+    }
+
+    #[test]
+    fn ending_its_input_stops_all_the_clean_line_started() {
+        use std::io::BufRead;
+        let tmp = tempfile::tempdir().unwrap();
+        // Both sides of a pipe, neither of which sh becomes, silent.
+        let script = "'echo' 'STARTED'; 'tail' '-f' '/dev/null' | 'cat'";
+        let line = clean_command(script, None);
+        let mut child = start_as_login_shell("bash", &line, tmp.path(), &[]);
+        let group = child.id() as i32;
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        assert_eq!(first, "STARTED\n");
+        // SAFETY: kill has no memory-safety preconditions.
+        let alive = || unsafe { libc::kill(-group, 0) } == 0;
+        assert!(alive());
+        // What dropping the channel or the process does to the input.
+        drop(child.stdin.take());
+        // The signal takes a moment; the orphans it reached are reaped by
+        // init, sh by this test.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while alive() && std::time::Instant::now() < deadline {
+            let _ = child.try_wait();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let left = alive();
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        child.wait().unwrap();
+        assert!(!left, "the pipe's programs outlived the end of the input");
     }
 
     /// A login shell made hostile in `tmp`: a fake `ls` first in PATH, and
@@ -561,7 +678,6 @@ mod tests {
             "ls() {{ touch {m}/function-ls; echo FAKE; }}\n\
              alias ls='touch {m}/alias-ls; echo FAKE'\n\
              alias exec='touch {m}/alias-exec; echo FAKE'\n\
-             alias /usr/bin/env='touch {m}/alias-env; echo FAKE'\n\
              export ENV={sh_env}\n",
             sh_env = sh_env.display(),
         );
@@ -580,7 +696,8 @@ mod tests {
                 // zsh expands aliases in scripts too, global ones anywhere
                 // in a line.
                 let global = format!(
-                    "alias -g /bin/sh='/bin/echo FAKE; touch {m}/global-sh; :'\n\
+                    "alias /usr/bin/env='touch {m}/alias-env; echo FAKE'\n\
+                     alias -g /bin/sh='/bin/echo FAKE; touch {m}/global-sh; :'\n\
                      alias -g -- -i='-i; touch {m}/global-i'\n"
                 );
                 std::fs::write(zdot.join(".zshenv"), format!("{common}{global}")).unwrap();
@@ -606,14 +723,15 @@ mod tests {
             let tmp = tempfile::tempdir().unwrap();
             let (listing, marks, env) = hostile(shell, tmp.path());
             // The set-up is hostile to a line that is not clean.
-            let plain = run_as_login_shell(shell, "ls", &listing, &env);
+            let (_, plain) = run_as_login_shell(shell, "ls", &listing, &env);
             assert!(plain.contains("FAKE"), "{shell}: not hostile: {plain:?}");
             for m in markers(&marks) {
                 std::fs::remove_file(marks.join(m)).unwrap();
             }
             let script = "'ls' '-a'; '/usr/bin/env'";
             let line = clean_command(script, Some(listing.to_str().unwrap()));
-            let out = run_as_login_shell(shell, &line, tmp.path(), &env);
+            let (code, out) = run_as_login_shell(shell, &line, tmp.path(), &env);
+            assert_eq!(code, Some(0), "{shell}: {out:?}");
             assert!(out.contains("REAL-FILE-4711"), "{shell}: {out:?}");
             assert!(!out.contains("FAKE"), "{shell}: {out:?}");
             assert_eq!(markers(&marks), Vec::<std::ffi::OsString>::new(), "{shell}");

@@ -185,11 +185,14 @@ impl Drop for ExecChannel {
 }
 
 impl Runner {
-    /// Starts `command` on a channel of its own, with no input.
+    /// Starts `command` on a channel of its own. It gets no input; with
+    /// `hold_input` its input is left open (never written) until the
+    /// channel is dropped, else it ends at once.
     pub(crate) async fn exec(
         &self,
         command: &str,
         user: &str,
+        hold_input: bool,
     ) -> Result<(Reader, ExecChannel), String> {
         let ch = self
             .conn
@@ -202,7 +205,9 @@ impl Runner {
             pending: VecDeque::new(),
         };
         start_command(&write, &mut reader, &Request::exec(command, user), false).await?;
-        let _ = write.eof().await;
+        if !hold_input {
+            let _ = write.eof().await;
+        }
         Ok((reader, ExecChannel { ch: Some(write) }))
     }
 }

@@ -134,7 +134,7 @@ pub fn kinds(events: &[Value]) -> Vec<&str> {
 }
 
 /// The events of `kind` among `events`.
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["kind"] == kind).collect()
 }
 
@@ -167,7 +167,7 @@ pub fn messages(request: &Value) -> &Vec<Value> {
 
 /// A request's last assistant message and the messages after it (which
 /// must all be tool results).
-fn last_turn(request: &Value) -> (&Value, Vec<&Value>) {
+pub fn last_turn(request: &Value) -> (&Value, Vec<&Value>) {
     let m = messages(request);
     let i = m
         .iter()
@@ -206,7 +206,7 @@ pub fn content(m: &Value) -> &str {
 
 /// A tool result for a command that ran: `$ command`, `exit code N`, then
 /// the output, with no escape sequence in it.
-fn assert_ran(result: &Value, id: &str, command: &str, exit_code: i32, output: &str) {
+pub fn assert_ran(result: &Value, id: &str, command: &str, exit_code: i32, output: &str) {
     assert_eq!(result["tool_call_id"], id, "{result:#}");
     let c = content(result);
     let head = format!("$ {command}\nexit code {exit_code}\n");
@@ -241,7 +241,7 @@ fn path(dir: &Path, name: &str) -> String {
 
 /// The rest of the line after `needle` (at or after `from`), once the line
 /// is complete.
-fn rest_of_line(t: &Terminal, needle: &str, from: usize) -> String {
+pub fn rest_of_line(t: &Terminal, needle: &str, from: usize) -> String {
     let at = t.expect_from(needle, from);
     t.screen.wait_for_from("\n", at);
     let rest = t.screen.since(at);
@@ -1159,4 +1159,70 @@ fn a_question_left_at_run_ends_at_the_time_limit() {
     assert!(e["message"].as_str().unwrap().contains("time limit"), "{e}");
     assert!(!t.screen.text().contains("NEVER-2"));
     assert!(of_kind(&ai_events(&b), "ai_tool_result").is_empty());
+}
+
+/// Another user logs in on another connection and runs a command: the
+/// bastion still serves.
+fn someone_else_gets_in(b: &Bastion, n: u32) {
+    let cmd = format!("echo OTHER-$(({n}*7))");
+    let (mut child, out, _) = spawn_captured(with(b.ssh_pw("alice:web1", ALICE_PW), cmd));
+    out.wait_for(&format!("OTHER-{}", n * 7));
+    assert!(child.wait().unwrap().success());
+}
+
+/// The model proposes `case x in a) ls;; esac` (once, the old policy parser
+/// looped for ever on it and the bastion died): while the question is
+/// answered and after, another user still gets in, and the question ends
+/// with a refusal, a question or a run, then the answer, not a hang.
+fn a_case_line_neither_hangs_the_question_nor_the_bastion(mode: &'static str) {
+    const CASE: &str = "case x in a) ls;; esac";
+    let model = Model::start(vec![
+        Reply::Sse(call("k1", CASE, "look")),
+        Reply::Sse(answer("CASE-ANSWERED")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: mode,
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? try a case");
+    // The model's reply with the line is on its way to the policy.
+    model.wait_requests(1);
+    someone_else_gets_in(&b, 1);
+    // A `case` is no simple command: it is asked in both modes, with the
+    // `ls` it runs listed above the question.
+    let at = t.expect_from(RUN, at);
+    assert!(
+        t.screen.text().contains("\u{2192} ls"),
+        "{}",
+        t.screen.text()
+    );
+    t.send("n");
+    let at = t.expect_from("CASE-ANSWERED", at);
+    back_at_prompt(&b, &t, at);
+    someone_else_gets_in(&b, 2);
+    let ev = answered_any(&b);
+    let calls = of_kind(&ev, "ai_tool_call");
+    assert_eq!(calls.len(), 1, "{ev:#?}");
+    assert_eq!(calls[0]["command"], CASE);
+    assert_eq!(calls[0]["decision"], "denied_by_user");
+}
+
+/// Once the question is answered, its `ai_*` events.
+fn answered_any(b: &Bastion) -> Vec<Value> {
+    b.wait_kind("ai_answer");
+    ai_events(b)
+}
+
+#[test]
+fn a_case_line_in_confirm_mode_neither_hangs_the_question_nor_the_bastion() {
+    a_case_line_neither_hangs_the_question_nor_the_bastion("confirm");
+}
+
+#[test]
+fn a_case_line_in_auto_mode_neither_hangs_the_question_nor_the_bastion() {
+    a_case_line_neither_hangs_the_question_nor_the_bastion("auto");
 }

@@ -84,19 +84,48 @@ fn ensure_jail_user() {
             &["--system", "--no-create-home", "--shell", "/bin/sh"],
         );
         // For targets that walissh logs in to with a password.
-        let mut chpasswd = Command::new("chpasswd")
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let line = format!("{JAIL_USER}:{JAIL_PW}\n");
-        chpasswd
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(line.as_bytes())
-            .unwrap();
-        assert!(chpasswd.wait().unwrap().success(), "chpasswd failed");
+        set_password(JAIL_USER, JAIL_PW);
     });
+}
+
+fn set_password(user: &str, password: &str) {
+    let mut chpasswd = Command::new("chpasswd")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = format!("{user}:{password}\n");
+    chpasswd
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    assert!(chpasswd.wait().unwrap().success(), "chpasswd failed");
+}
+
+/// An account with bash as its login shell and a home of its own, whose
+/// start-up files the clean-run tests make hostile. It has a password:
+/// sshd without PAM refuses a locked account even a key.
+pub const HOSTILE_USER: &str = "walissh-hostile";
+
+/// HOSTILE_USER and its home; `None` without root.
+pub fn hostile_user() -> Option<(&'static str, PathBuf)> {
+    static ONCE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let home = ONCE.get_or_init(|| {
+        if !is_root() {
+            return None;
+        }
+        ensure_account(HOSTILE_USER, &["--create-home", "--shell", "/bin/bash"]);
+        set_password(HOSTILE_USER, "hostile-pw-5c2e9a");
+        let out = Command::new("getent")
+            .args(["passwd", HOSTILE_USER])
+            .output()
+            .unwrap();
+        let line = String::from_utf8(out.stdout).unwrap();
+        let home = line.trim().split(':').nth(5).expect("no home in passwd");
+        Some(PathBuf::from(home))
+    });
+    home.clone().map(|h| (HOSTILE_USER, h))
 }
 
 /// An argon2id hash of `pw`, made by `walissh hash-password`.
@@ -438,8 +467,9 @@ pub struct Opts {
     pub llm_timeout_s: u64,
     /// bob's `ai` mode (`off`, `confirm`, `auto`).
     pub bob_ai: &'static str,
-    /// Appended to the config as it is (an `[ai]` section, say; never
-    /// `[llm]`, which is always written).
+    /// Appended to the config (an `[ai]` section, say; never `[llm]`,
+    /// which is always written), with `{sshd_port}` replaced by the target
+    /// sshd's port and `{bob_pub}` by bob's public key.
     pub extra_toml: String,
 }
 
@@ -578,7 +608,10 @@ timeout_s = {llm_timeout}
 "#,
                     bob_ai = opts.bob_ai,
                     llm_timeout = opts.llm_timeout_s,
-                    extra = opts.extra_toml,
+                    extra = opts
+                        .extra_toml
+                        .replace("{sshd_port}", &sshd_port.to_string())
+                        .replace("{bob_pub}", &bob_pub),
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),
                     mf = opts.max_failures,

@@ -5,6 +5,7 @@ mod harness;
 mod model;
 
 mod agent;
+mod clean;
 mod cli;
 mod context;
 mod lifecycle;

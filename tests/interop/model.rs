@@ -137,7 +137,7 @@ impl Drop for Model {
     fn drop(&mut self) {
         let (m, cv) = &*self.shared;
         let open = {
-            let mut st = m.lock().unwrap();
+            let mut st = m.lock().unwrap_or_else(|e| e.into_inner());
             st.stopped = true;
             std::mem::take(&mut st.open)
         };
