@@ -604,7 +604,7 @@ const TABLE: &[Entry] = &[
                 "quoting-style",
             ],
         ),
-        any,
+        files,
     ),
     entry(
         &["cat", "tac"],
@@ -1188,7 +1188,7 @@ const TABLE: &[Entry] = &[
         &["journalctl"],
         Spec::long(
             "kxqrmeabNlaF",
-            "unpSUtgoDIM",
+            "unpSUtgoIM",
             &[
                 "no-pager",
                 "pager-end",

@@ -213,6 +213,9 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     if lower.contains("secret") || lower.contains("token") || lower.contains("password") || passwd {
         return Some("a file named for secrets");
     }
+    if SECRET_DIRS.contains(&lower.as_str()) {
+        return Some("a directory of secrets");
+    }
     if SECRET_NAMES.contains(&lower.as_str()) {
         return Some("a credentials file");
     }

@@ -19,6 +19,12 @@ pub(crate) fn typing_problem(line: &str) -> Option<&'static str> {
     if line.chars().any(char::is_control) {
         return Some("the command must be one line, without control characters");
     }
+    if line.chars().any(invisible) {
+        return Some(
+            "the command holds invisible or unusual space characters, which shells and \
+             walissh may read differently",
+        );
+    }
     if line.trim_start().starts_with('^') {
         return Some("a line starting with `^` is a history substitution");
     }
@@ -136,6 +142,24 @@ impl Typing {
             self.not_command = false;
         }
     }
+}
+
+/// Spaces other than the ASCII ones, and characters that print as
+/// nothing (byte-order mark, zero-width and bidi controls, soft hyphen):
+/// a shell takes them as part of a word, a reader may not see them.
+fn invisible(c: char) -> bool {
+    (c.is_whitespace() && !c.is_ascii())
+        || matches!(
+            c,
+            '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+                | '\u{fff0}'..='\u{fffb}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
 }
 
 #[cfg(test)]

@@ -428,12 +428,69 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             }
             Inner::Script(text.join(" "))
         }
-        "source" | "." => match args.first() {
-            Some(w) if w.lit.is_none() => {
-                Inner::Opaque(format!("it sources `{}`, which is not a literal", w.raw))
+        // A sourced file's commands are not in the line: walissh cannot
+        // say what they are (`. /dev/stdin <<< '…'` runs its input).
+        "source" | "." => Inner::Opaque(format!(
+            "it sources {}, whose commands walissh cannot see",
+            args.first().map_or("a file", |w| w.raw.as_str())
+        )),
+        // `script -c COMMAND`.
+        "script" => {
+            let mut s = Spec::wrapper("aeEfqTBIOt", "cloT");
+            s.stop_at_operand = false;
+            s.long_values = &[
+                "command",
+                "log-io",
+                "log-out",
+                "log-in",
+                "log-timing",
+                "logging-format",
+                "echo",
+                "output-limit",
+            ];
+            s.long_flags = &["append", "return", "flush", "force", "quiet"];
+            match s.parse(&values(args)) {
+                Ok(p) => match p.value("-c").or(p.value("--command")) {
+                    Some(text) => script_of(value_word(args, text).as_ref(), "script -c"),
+                    None => Inner::None,
+                },
+                Err(_) => suffixes(args),
             }
-            _ => Inner::None,
-        },
+        }
+        // Runners whose options are too many to model: any later word may
+        // be the program they run (`systemd-run --uid=0 rm -rf /`).
+        "systemd-run" | "bwrap" | "schroot" | "chpst" | "dbus-run-session" | "xvfb-run"
+        | "valgrind" | "perf" | "gdb" | "lxc-attach" | "daemonize" | "parallel"
+        | "start-stop-daemon" | "sshpass" | "expect" | "tini" | "dumb-init" | "gosu"
+        | "su-exec" | "setuidgid" | "s6-setuidgid" | "numactl" | "cgexec" | "systemd-nspawn"
+        | "capsh" | "prlimit" | "setarch" | "linux32" | "linux64" | "faketime" | "fakeroot"
+        | "sem" | "entr" | "mosh" | "autossh" | "rsh" | "pdsh" | "clush" | "ansible" | "salt" => {
+            suffixes(args)
+        }
+        // Tools that run a command only through a subcommand
+        // (`docker exec c rm -rf /`, `ip netns exec n reboot`).
+        "ip" | "docker" | "podman" | "nerdctl" | "crictl" | "kubectl" | "oc" | "lxc" | "incus"
+        | "machinectl" | "toolbox" | "distrobox" => {
+            let runs = |w: &Word| {
+                matches!(
+                    w.text(),
+                    "exec" | "run" | "shell" | "attach" | "debug" | "enter" | "create"
+                )
+            };
+            match args.iter().position(runs) {
+                Some(at) => suffixes(&args[at + 1..]),
+                None => Inner::None,
+            }
+        }
+        // `hash -p PATH NAME` makes NAME run PATH: NAME no longer means
+        // what the rules read.
+        "hash"
+            if args.iter().any(|w| {
+                w.text().starts_with("-p") || w.text().contains('p') && w.text().starts_with('-')
+            }) =>
+        {
+            Inner::Opaque("hash -p makes a name run another program".into())
+        }
         // The action runs when the signal comes.
         "trap" => match args.first().map(|w| w.text()) {
             Some("-p" | "-l" | "-P") | None => Inner::None,
