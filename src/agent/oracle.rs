@@ -270,7 +270,7 @@ exec /.oracle/real/dash "$@"
 
 /// Every name with a stub, in `/usr/bin` and `/usr/sbin`.
 const STUBS: &str = "
-[ arch b2sum base32 base64 basename basenc cat chcon chgrp chmod chown chroot cksum comm cp
+ipmitool pkexec sg [ arch b2sum base32 base64 basename basenc cat chcon chgrp chmod chown chroot cksum comm cp
 csplit cut date dd df dir dircolors dirname du echo env expand expr factor false fmt fold groups
 head hostid id install join link ln logname ls md5sum mkdir mkfifo mknod mktemp mv nice nl nohup
 nproc numfmt od paste pathchk pinky pr printenv printf ptx pwd readlink realpath rm rmdir runcon
