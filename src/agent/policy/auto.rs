@@ -90,9 +90,12 @@ fn program(words: &[&str], network: bool) -> Result<(), Why> {
             continue;
         }
         let parsed = match entry.spec {
-            Some(spec) => spec
-                .parse(&words[1..])
-                .map_err(|e| format!("{e} is not on {name}'s read-only list")),
+            Some(spec) => Spec {
+                long_attached: true,
+                ..spec
+            }
+            .parse(&words[1..])
+            .map_err(|e| format!("{e} is not on {name}'s read-only list")),
             None => Ok(Parsed {
                 operands: words[1..].iter().map(|w| w.to_string()).collect(),
                 ..Parsed::default()
@@ -171,13 +174,47 @@ fn files(p: &Parsed) -> Result<(), Why> {
     not_secret(p.operands.iter().map(String::as_str))
 }
 
+/// Files whose content is read must be named from `/`: a relative path
+/// names a secret when the prompt is in `~/.ssh` (`cat config`), and the
+/// directory is not known here. `-` is the input.
 fn not_secret<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<(), Why> {
+    for path in paths {
+        if path != "-" && !path.starts_with('/') {
+            return Err(format!("{path} is relative: name it from /"));
+        }
+        if let Some(what) = secret(path) {
+            return Err(format!("{path} is {what}"));
+        }
+    }
+    Ok(())
+}
+
+/// Programs that list names, not contents (`ls`, `find`): only a
+/// directory of secrets itself is kept from them.
+fn names(p: &Parsed) -> Result<(), Why> {
+    secret_places(p.operands.iter().map(String::as_str))
+}
+
+fn secret_places<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<(), Why> {
     for path in paths {
         if let Some(what) = secret(path) {
             return Err(format!("{path} is {what}"));
         }
     }
     Ok(())
+}
+
+/// Programs that read what they are given whole (counts, checksums):
+/// a device streams without end or reads a whole disk.
+fn no_devices(p: &Parsed) -> Result<(), Why> {
+    match p.operands.iter().find(|o| {
+        o.starts_with("/dev/") && o.as_str() != "/dev/null"
+            || o.starts_with("/proc/")
+            || o.starts_with("/sys/")
+    }) {
+        Some(o) => Err(format!("{o} is a device or kernel file")),
+        None => Ok(()),
+    }
 }
 
 /// grep: the first operand is the pattern unless `-e`/`-f` gave one; the
@@ -259,6 +296,16 @@ fn getent_hosts(p: &Parsed) -> Result<(), Why> {
 /// `ps`: UNIX options are read by the spec; BSD letters (`aux`) are
 /// checked here. `e` and `E` show every process's environment.
 fn ps(p: &Parsed) -> Result<(), Why> {
+    let formats = p
+        .opts
+        .iter()
+        .filter(|o| matches!(o.name.as_str(), "-o" | "-O" | "--format"));
+    if formats
+        .filter_map(|o| o.value.as_deref())
+        .any(|f| f.to_ascii_lowercase().contains("env"))
+    {
+        return Err("a format that shows environments".into());
+    }
     for o in &p.operands {
         let bsd = o.chars().all(|c| "auxfjlwrcTHmsvnhS".contains(c));
         let pid = o.bytes().all(|b| b.is_ascii_digit() || b == b',');
@@ -299,8 +346,8 @@ fn systemctl(p: &Parsed) -> Result<(), Why> {
         p,
         &[
             "status",
+            // not `cat`: unit files hold Environment= lines.
             "show",
-            "cat",
             "list-units",
             "list-unit-files",
             "list-timers",
@@ -416,6 +463,9 @@ fn journalctl(p: &Parsed) -> Result<(), Why> {
 }
 
 fn sysctl(p: &Parsed) -> Result<(), Why> {
+    if let Some(o) = p.operands.iter().find(|o| o.contains("key")) {
+        return Err(format!("{o} may be a key"));
+    }
     match p.operands.iter().find(|o| o.contains('=')) {
         Some(o) => Err(format!("{o} sets a value")),
         None => Ok(()),
@@ -423,6 +473,9 @@ fn sysctl(p: &Parsed) -> Result<(), Why> {
 }
 
 fn lsof(p: &Parsed) -> Result<(), Why> {
+    if let Some(o) = p.operands.iter().find(|o| o.starts_with('+')) {
+        return Err(format!("{o} (+ options repeat or recurse)"));
+    }
     if !p.has("-n") {
         return Err("without -n it looks up host names".into());
     }
@@ -604,7 +657,7 @@ const TABLE: &[Entry] = &[
                 "quoting-style",
             ],
         ),
-        files,
+        names,
     ),
     entry(
         &["cat", "tac"],
@@ -694,7 +747,7 @@ const TABLE: &[Entry] = &[
             &["bytes", "chars", "lines", "words", "max-line-length"],
             &[],
         ),
-        any,
+        no_devices,
     ),
     entry(
         &["df"],
@@ -847,7 +900,8 @@ const TABLE: &[Entry] = &[
                 "sort", "pid", "ppid", "format", "user", "group", "cols", "columns", "width",
                 "lines", "rows",
             ],
-        ),
+        )
+        .requiring(&["sort", "pid", "ppid", "format", "user", "group"]),
         ps,
     ),
     entry(
@@ -884,7 +938,7 @@ const TABLE: &[Entry] = &[
     entry(
         &["file"],
         Spec::long(
-            "bLhiNkrsz0E",
+            "bLhiNkrz0E",
             "F",
             &[
                 "brief",
@@ -1024,7 +1078,7 @@ const TABLE: &[Entry] = &[
         no_operands,
     ),
     entry(
-        &["last", "lastb"],
+        &["last"],
         Spec::long(
             "FiwxRa",
             "nst",
@@ -1132,19 +1186,10 @@ const TABLE: &[Entry] = &[
     entry(
         &["hostname"],
         Spec::long(
-            "fisdAIy",
+            // `-f`, `-i`, `-A`, `-d` look names up.
+            "sI",
             "",
-            &[
-                "fqdn",
-                "long",
-                "ip-address",
-                "all-ip-addresses",
-                "all-fqdns",
-                "short",
-                "domain",
-                "yp",
-                "nis",
-            ],
+            &["short", "all-ip-addresses"],
             &[],
         ),
         no_operands,
@@ -1228,7 +1273,19 @@ const TABLE: &[Entry] = &[
                 "after-cursor",
                 "invocation",
             ],
-        ),
+        )
+        .requiring(&[
+            "since",
+            "until",
+            "unit",
+            "user-unit",
+            "priority",
+            "identifier",
+            "grep",
+            "output",
+            "facility",
+            "output-fields",
+        ]),
         journalctl,
     ),
     entry(
@@ -1349,7 +1406,7 @@ const TABLE: &[Entry] = &[
             "cksum",
         ],
         Spec::long("btz", "", &["binary", "text", "tag", "zero"], &[]),
-        any,
+        no_devices,
     ),
     entry(
         &["readlink", "realpath"],
@@ -1378,7 +1435,7 @@ const TABLE: &[Entry] = &[
         &["findmnt"],
         Spec::long(
             "lnrJDAbfkmsuUvdtOSTR",
-            "oTSF",
+            "oTS",
             &[
                 "list",
                 "noheadings",
@@ -1415,29 +1472,6 @@ const TABLE: &[Entry] = &[
             &["pattern"],
         ),
         sysctl,
-    ),
-    entry(
-        &["diff", "cmp"],
-        Spec::long(
-            "uqiwBEbsNyTtla",
-            "UC",
-            &[
-                "brief",
-                "unified",
-                "ignore-case",
-                "ignore-all-space",
-                "side-by-side",
-                "report-identical-files",
-                "text",
-                "color",
-                "silent",
-                "quiet",
-                "print-bytes",
-                "verbose",
-            ],
-            &["unified", "context", "width"],
-        ),
-        files,
     ),
     entry(
         &["dpkg", "dpkg-query"],
@@ -1483,7 +1517,7 @@ const TABLE: &[Entry] = &[
     net(&["host"], Spec::long("aCdlirTtv46", "cNRtW", &[], &[]), any),
     net(
         &["dig"],
-        Spec::long("46bhmrtuvx", "bcfkpqtxy", &["short"], &[]),
+        Spec::long("46bhmrtuvx", "bckpqtxy", &["short"], &[]),
         any,
     ),
     net(&["nslookup"], Spec::short("", ""), any),
@@ -1496,6 +1530,14 @@ const TABLE: &[Entry] = &[
 ];
 
 impl Spec {
+    /// Long options that always take a value (see `long_required`).
+    const fn requiring(self, long_required: &'static [&'static str]) -> Spec {
+        Spec {
+            long_required,
+            ..self
+        }
+    }
+
     const fn with_optional(self, optional: &'static str) -> Spec {
         Spec { optional, ..self }
     }

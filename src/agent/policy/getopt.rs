@@ -24,6 +24,15 @@ pub(crate) struct Spec {
     /// Options stop at the first operand (POSIX, and every wrapper):
     /// what follows belongs to the command it runs.
     pub(crate) stop_at_operand: bool,
+    /// A long option's value counts only when attached (`--color=never`):
+    /// GNU tools make some values optional (`grep --color`, `diff
+    /// --unified`, `date --iso-8601`), and then the next word is an
+    /// operand. Reading every one as attached-only never lets an operand
+    /// pass as a value.
+    pub(crate) long_attached: bool,
+    /// With `long_attached`: long options whose value the program always
+    /// requires, so the next word is theirs (`--since '1 hour ago'`).
+    pub(crate) long_required: &'static [&'static str],
 }
 
 /// One option as given: its name (`-n`, `--lines`) and value.
@@ -67,6 +76,8 @@ impl Spec {
             optional: "",
             long_optional: &[],
             stop_at_operand: false,
+            long_attached: false,
+            long_required: &[],
         }
     }
 
@@ -113,6 +124,9 @@ impl Spec {
                 let value = if self.long_values.contains(&name) {
                     match attached {
                         Some(v) => Some(v),
+                        None if self.long_attached && !self.long_required.contains(&name) => {
+                            return Err(format!("--{name} without =VALUE"));
+                        }
                         None if i < args.len() => {
                             i += 1;
                             Some(args[i - 1].to_string())
@@ -195,6 +209,8 @@ mod tests {
         optional: "",
         long_optional: &[],
         stop_at_operand: false,
+        long_attached: false,
+        long_required: &[],
     };
 
     fn names(p: &Parsed) -> Vec<(&str, Option<&str>)> {

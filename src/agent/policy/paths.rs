@@ -94,6 +94,17 @@ pub(crate) fn is_block_device(path: &str) -> bool {
 /// Components that mark a directory of secrets wherever it is.
 const SECRET_DIRS: &[&str] = &[
     ".ssh",
+    "credstore",
+    "credstore.encrypted",
+    "system-connections",
+    ".vnc",
+    "gitlab-runner",
+    "rancher",
+    "dropbear",
+    "tinc",
+    "ceph",
+    ".terraform.d",
+    "containers",
     ".gnupg",
     ".aws",
     ".azure",
@@ -115,6 +126,16 @@ const SECRET_DIRS: &[&str] = &[
 /// Exact names of files that hold secrets.
 const SECRET_NAMES: &[&str] = &[
     ".netrc",
+    "k3s.yaml",
+    "hosts.yml",
+    "auth.conf",
+    "auth.json",
+    "tailscaled.state",
+    ".smbcredentials",
+    "config.v2.json",
+    "user-data",
+    "user-data.txt",
+    "user_data",
     "_netrc",
     ".pgpass",
     ".my.cnf",
@@ -143,6 +164,8 @@ const SECRET_NAMES: &[&str] = &[
 
 /// Endings of key and keystore files.
 const SECRET_SUFFIXES: &[&str] = &[
+    ".priv",
+    ".p8",
     ".key",
     ".pem",
     ".p12",
@@ -171,9 +194,13 @@ const SECRET_SUFFIXES: &[&str] = &[
 /// directory they are in is not known here. The model errs towards
 /// asking: a certificate ending in `.pem` asks too.
 pub(crate) fn secret(path: &str) -> Option<&'static str> {
-    let n = normalise(path);
+    let n = match through_proc(path) {
+        Ok(n) => n,
+        Err(what) => return Some(what),
+    };
     let name = n.rsplit('/').next().unwrap_or(&n);
-    let lower = name.to_ascii_lowercase();
+    // A backup is what it backs up: `server.key.bak`, `id_rsa~`, `.netrc.1`.
+    let lower = without_backup(&name.to_ascii_lowercase());
     let public = lower.ends_with(".pub")
         || lower.starts_with("known_hosts")
         || lower.starts_with("authorized_keys");
@@ -185,13 +212,8 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     {
         return Some("a shadow password file");
     }
-    if n.starts_with("/proc/") && !public {
-        let under_pid = components.get(2).is_some_and(|p| {
-            p.bytes().all(|b| b.is_ascii_digit()) || matches!(*p, "self" | "thread-self")
-        });
-        if under_pid && matches!(name, "environ" | "mem" | "cmdline" | "auxv") || name == "kcore" {
-            return Some("a process's memory or environment");
-        }
+    if let Some(what) = kernel(&n, &components) {
+        return Some(what);
     }
     if is_block_device(&n) {
         return Some("a disk or memory device");
@@ -203,14 +225,24 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     if public {
         return None;
     }
-    if lower.starts_with("id_") || lower.starts_with("ssh_host_") {
+    if lower.starts_with("id_") || lower.starts_with("ssh_host_") || lower.contains("host_key") {
         return Some("a private key");
     }
     if lower.starts_with(".env") || lower.ends_with(".env") {
         return Some("an environment file");
     }
-    let passwd = lower.contains("passwd") && !matches!(lower.as_str(), "passwd" | "passwd-");
-    if lower.contains("secret") || lower.contains("token") || lower.contains("password") || passwd {
+    // `passwd` is a secret everywhere but /etc (`~/.vnc/passwd`).
+    let passwd = lower.contains("passwd") && !matches!(n.as_str(), "/etc/passwd" | "/etc/passwd-");
+    let named = [
+        "secret",
+        "token",
+        "password",
+        "credential",
+        "history",
+        "histfile",
+        "keyring",
+    ];
+    if named.iter().any(|w| lower.contains(w)) || passwd {
         return Some("a file named for secrets");
     }
     if SECRET_DIRS.contains(&lower.as_str()) {
@@ -229,6 +261,102 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
         return Some("a file in a directory of secrets");
     }
     None
+}
+
+/// `/proc/PID/root/etc/shadow` is `/etc/shadow`; `/proc/PID/cwd/…` and
+/// `/proc/PID/fd/N` are another process's files, which cannot be judged
+/// by name.
+fn through_proc(path: &str) -> Result<String, &'static str> {
+    let n = normalise(path);
+    let parts: Vec<&str> = n.splitn(5, '/').collect();
+    match parts.as_slice() {
+        ["", "proc", _, "root"] => Ok("/".into()),
+        ["", "proc", _, "root", rest] => Ok(normalise(&format!("/{rest}"))),
+        ["", "proc", _, "cwd" | "fd" | "map_files" | "exe", ..] => Err("another process's files"),
+        _ => Ok(n),
+    }
+}
+
+/// What the kernel shows that is a secret or never ends: a process's
+/// memory, environment and command line, `kcore`, `kmsg`, the tracing
+/// pipes.
+fn kernel(n: &str, components: &[&str]) -> Option<&'static str> {
+    if let Some(rest) = n.strip_prefix("/proc/") {
+        let under_pid = components.get(2).is_some_and(|p| {
+            p.bytes().all(|b| b.is_ascii_digit()) || matches!(*p, "self" | "thread-self")
+        });
+        let name = rest.rsplit('/').next().unwrap_or(rest);
+        // Of a process's files, only these describe it without showing
+        // what it holds.
+        const SAFE: &[&str] = &[
+            "status",
+            "stat",
+            "statm",
+            "limits",
+            "cgroup",
+            "io",
+            "oom_score",
+            "oom_score_adj",
+            "sched",
+            "wchan",
+            "comm",
+            "mountinfo",
+            "mounts",
+            "ns",
+            "task",
+        ];
+        if under_pid && components.len() > 3 && !SAFE.contains(&name) {
+            return Some("a process's memory, environment or files");
+        }
+        if matches!(name, "kcore" | "kmsg" | "kallsyms") {
+            return Some("kernel memory or messages");
+        }
+    }
+    if n.starts_with("/sys/kernel/debug") || n.starts_with("/sys/kernel/tracing") {
+        return Some("kernel tracing");
+    }
+    None
+}
+
+/// `name` without the endings editors and package managers give backups.
+fn without_backup(name: &str) -> String {
+    const ENDINGS: &[&str] = &[
+        "~",
+        ".bak",
+        ".old",
+        ".orig",
+        ".save",
+        ".swp",
+        ".tmp",
+        ".backup",
+        ".dpkg-old",
+        ".dpkg-dist",
+        ".dpkg-new",
+        ".dpkg-bak",
+        ".rpmsave",
+        ".rpmnew",
+        ".ucf-old",
+        ".ucf-dist",
+    ];
+    let mut n = name.to_string();
+    loop {
+        let before = n.len();
+        for e in ENDINGS {
+            if let Some(s) = n.strip_suffix(e) {
+                n = s.to_string();
+            }
+        }
+        // `.1`, `.2.gz`: rotated copies.
+        if let Some((stem, tail)) = n.rsplit_once('.')
+            && !stem.is_empty()
+            && (tail.bytes().all(|b| b.is_ascii_digit()) || tail == "gz")
+        {
+            n = stem.to_string();
+        }
+        if n.len() == before || n.is_empty() {
+            return n;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ fn auto_runs_only_read_only_commands() {
         "find /var/log -name '*.gz'",
         "tail -n 100 /var/log/syslog 2>/dev/null",
         "date +%s",
-        "hostname -f",
+        "hostname -s",
         "ss -tlnp",
         "printf '%s\\n' x",
         "cat /root/.ssh/id_ed25519.pub",
