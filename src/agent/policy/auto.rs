@@ -330,9 +330,11 @@ fn systemctl(p: &Parsed) -> Result<(), Why> {
     // `show` prints every property, the units' Environment= among them,
     // where secrets are often kept; named properties only.
     if p.operands.first().is_some_and(|v| v == "show") {
-        let props: Vec<&str> = ["-p", "--property"]
+        let props: Vec<&str> = p
+            .opts
             .iter()
-            .filter_map(|n| p.value(n))
+            .filter(|o| matches!(o.name.as_str(), "-p" | "-P" | "--property" | "--value"))
+            .filter_map(|o| o.value.as_deref())
             .collect();
         if props.is_empty()
             || props

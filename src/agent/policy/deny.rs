@@ -10,7 +10,7 @@
 
 use super::parse::Redirect;
 use super::paths::{is_block_device, is_system_dir, normalise};
-use super::unwrap::basename;
+use super::unwrap::{basename, find_roots};
 use super::word::Word;
 
 /// Files the agent must never write.
@@ -24,7 +24,25 @@ const ACCOUNT_FILES: &[&str] = &[
 
 /// Whether writing `target` is destructive, and why.
 fn bad_write(target: &str) -> Option<String> {
-    let n = normalise(target);
+    let n = system_path(target);
+    let name = n.rsplit('/').next().unwrap_or(&n);
+    // A relative path, or one that climbs, may land anywhere: judge it by
+    // its name (`of=../../dev/sda`, `cd /dev && dd of=sda`).
+    let unsure = !n.starts_with('/') || target.split('/').any(|c| c == "..");
+    if unsure
+        && (is_block_device(&format!("/dev/{name}"))
+            || ACCOUNT_FILES
+                .iter()
+                .any(|f| f.ends_with(&format!("/{name}")))
+            || matches!(name, "sysrq-trigger" | "sudoers" | "gshadow"))
+    {
+        return Some(format!(
+            "writes {target}, which may be a disk or an account file"
+        ));
+    }
+    if n.starts_with("/sys/") {
+        return Some(format!("writes {n}: the kernel's devices and power"));
+    }
     if is_block_device(&n) {
         return Some(format!("writes to the device {n}"));
     }
@@ -40,12 +58,45 @@ fn bad_write(target: &str) -> Option<String> {
     None
 }
 
+/// `path` as the kernel would find it: normalised, `/proc/PID/root`
+/// taken off (it is `/` again).
+fn system_path(path: &str) -> String {
+    let n = normalise(path);
+    let parts: Vec<&str> = n.splitn(5, '/').collect();
+    match parts.as_slice() {
+        ["", "proc", _, "root"] => "/".into(),
+        ["", "proc", _, "root", rest] => normalise(&format!("/{rest}")),
+        _ => n,
+    }
+}
+
+/// A write to a target that is not a plain literal, spelled to reach
+/// system places (`> /dev/s[d]a`, `> /etc/shado?`): a glob or expansion
+/// there can be any of them.
+fn unsure_write(target: &Word) -> Option<String> {
+    if target.lit.is_some() {
+        return None;
+    }
+    let raw = target.raw.trim_start_matches(['"', '\'']);
+    let system = ["/dev", "/etc", "/proc", "/sys", "/boot", "/"]
+        .iter()
+        .any(|p| raw.starts_with(p));
+    let globbed = raw.contains(['*', '?', '[']);
+    (system || globbed).then(|| {
+        format!(
+            "writes `{}`, a path walissh cannot read literally",
+            target.raw
+        )
+    })
+}
+
 /// A redirection that writes somewhere destructive.
 pub(crate) fn redirect(r: &Redirect) -> Option<String> {
     if !r.writes() || r.duplicates() {
         return None;
     }
-    bad_write(r.target.as_ref()?.text())
+    let target = r.target.as_ref()?;
+    unsure_write(target).or_else(|| bad_write(target.text()))
 }
 
 /// The rule one command breaks, if any.
@@ -58,22 +109,13 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
         "chmod" | "chown" | "chgrp" | "setfacl" | "chattr" | "chcon" => {
             recursive_change(program, args, &vals)
         }
-        "mv" => args
-            .iter()
-            .find(|w| w.lit.as_deref().is_some_and(is_system_dir))
-            .map(|w| format!("moves the system directory {}", w.text()))
-            .or_else(|| {
-                let dest = vals.iter().rev().find(|v| !v.starts_with('-'))?;
-                bad_write(dest).map(|why| format!("mv {why}"))
-            }),
-        "sed" | "perl"
-            if vals
-                .iter()
-                .any(|v| v.starts_with("-i") || v.starts_with("--in-place")) =>
+        "mv" if args.iter().any(|w| {
+            w.lit
+                .as_deref()
+                .is_some_and(|v| is_system_dir(&system_path(v)))
+        }) =>
         {
-            args.iter()
-                .find_map(|w| bad_write(w.text()))
-                .map(|why| format!("{program} -i {why}"))
+            Some("mv moves a system directory".into())
         }
         "badblocks"
             if vals
@@ -119,6 +161,11 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
                     "KExec",
                     "Suspend",
                     "Hibernate",
+                    "StartUnit",
+                    "StopUnit",
+                    "KillUnit",
+                    "Isolate",
+                    "SoftReboot",
                 ]
                 .iter()
                 .any(|m| v.contains(m))
@@ -200,18 +247,101 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
             .iter()
             .find_map(|w| bad_write(w.text()))
             .map(|why| format!("{program} {why}")),
-        "cp" | "install" | "ln" | "rsync" => {
-            let dest = vals.iter().rev().find(|v| !v.starts_with('-'))?;
-            bad_write(dest).map(|why| format!("{program} {why}"))
-        }
+        "cp" | "install" | "ln" | "mv" => copy_into(program, &vals),
         "kill" => kill(args),
-        "pkill" | "killall" | "skill"
+        "pkill" | "killall" | "skill" | "snice" => mass_kill(program, &vals),
+        "passwd"
             if vals
                 .iter()
-                .any(|v| matches!(*v, "." | ".*" | "^" | "" | "init" | "systemd" | "-1" | "1")) =>
+                .any(|v| matches!(*v, "-d" | "--delete" | "-u" | "-l" | "-e")) =>
         {
-            Some(format!("{program} kills init or every process"))
+            Some("passwd removes or changes a password".into())
         }
+        "usermod"
+            if vals
+                .iter()
+                .any(|v| v.starts_with("-p") || v.starts_with("--password")) =>
+        {
+            Some("usermod sets a password".into())
+        }
+        "userdel" | "groupdel" if vals.iter().any(|v| matches!(*v, "root" | "0")) => {
+            Some(format!("{program} removes root"))
+        }
+        "machinectl"
+            if vals
+                .iter()
+                .any(|v| matches!(*v, "poweroff" | "reboot" | "kill" | "terminate")) =>
+        {
+            Some("machinectl stops machines".into())
+        }
+        "pvcreate" | "sg_format" | "dcfldd" | "ddrescue" | "dd_rescue" | "mkfs" | "zerofree"
+        | "scrub" => Some(format!("{program} overwrites disks")),
+        "zpool"
+            if vals
+                .iter()
+                .any(|v| matches!(*v, "create" | "add" | "attach" | "replace" | "split")) =>
+        {
+            Some("zpool rewrites disks".into())
+        }
+        "mdadm"
+            if vals.iter().any(|v| {
+                matches!(
+                    *v,
+                    "--build" | "-B" | "--grow" | "-G" | "--fail" | "--remove"
+                )
+            }) =>
+        {
+            Some("mdadm rewrites arrays".into())
+        }
+        "debugfs"
+            if vals
+                .iter()
+                .any(|v| v.starts_with('-') && !v.starts_with("--") && v.contains('w')) =>
+        {
+            Some("debugfs -w writes a filesystem".into())
+        }
+        "dmsetup"
+            if vals.iter().any(|v| {
+                matches!(
+                    *v,
+                    "remove_all" | "wipe_table" | "remove" | "clear" | "load" | "reload"
+                )
+            }) =>
+        {
+            Some("dmsetup removes or rewrites volumes".into())
+        }
+        "rsync" => {
+            let deletes = vals
+                .iter()
+                .any(|v| v.starts_with("--del") || v.starts_with("--remove-source"));
+            let deleted = args
+                .iter()
+                .filter(|w| !w.text().starts_with('-'))
+                .find(|w| {
+                    w.lit.as_deref().is_none_or(|v| {
+                        is_system_dir(&system_path(v.trim_end_matches('/'))) || may_be_system(v)
+                    })
+                });
+            match deleted {
+                Some(w) if deletes => Some(format!("rsync deletes in {}", w.raw)),
+                _ => copy_into(program, &vals),
+            }
+        }
+        "tar" | "zip"
+            if vals.iter().any(|v| {
+                *v == "--remove-files" || program == "zip" && v.starts_with('-') && v.contains('m')
+            }) =>
+        {
+            args.iter()
+                .filter(|w| !w.text().starts_with('-'))
+                .find(|w| {
+                    w.lit
+                        .as_deref()
+                        .is_none_or(|v| is_system_dir(&system_path(v)) || may_be_system(v))
+                })
+                .map(|w| format!("{program} removes the files of {}", w.raw))
+        }
+        "sed" | "perl" | "ex" | "awk" | "gawk" => in_place(program, args, &vals),
         "find" => find(args),
         // The agent cannot drive a full-screen program, and one left open
         // holds the user's shell.
@@ -233,13 +363,13 @@ fn rm(args: &[Word], vals: &[&str]) -> Option<String> {
     }
     // `-r` and `-R`; `--r`, `--re`, `--rec`...: rm has no other long
     // option starting `--r`.
-    recursive("delete", args, vals, &['r', 'R'], 3)
+    recursive("delete", args, vals, &['r', 'R'], 1)
 }
 
 /// chmod, chown and the like: `-R`; `--rec` at least, since `--re` could
 /// also be `--reference`.
 fn recursive_change(program: &str, args: &[Word], vals: &[&str]) -> Option<String> {
-    recursive(program, args, vals, &['R'], 5)
+    recursive(program, args, vals, &['R'], 3)
 }
 
 /// `what` done recursively (by one of `short`, or a prefix of
@@ -264,9 +394,24 @@ fn recursive(
             "recursive {what} of `{}`, a path walissh cannot read literally",
             w.raw
         )),
-        Some(v) if is_system_dir(v) => Some(format!("recursive {what} of {v}")),
+        Some(v) if is_system_dir(&system_path(v)) => Some(format!("recursive {what} of {v}")),
+        Some(v) if may_be_system(v) => Some(format!(
+            "recursive {what} of {v}, which may be a system directory from where it runs"
+        )),
         Some(_) => None,
     })
+}
+
+/// A path that climbs (`../../etc`, `/lib/../share` through the merged
+/// `/usr` links), or a relative one that starts like a system directory
+/// (`etc`, `usr/lib`) when the directory it is run from is not known.
+fn may_be_system(path: &str) -> bool {
+    let climbs = path.split('/').any(|c| c == "..");
+    let first = path
+        .split('/')
+        .find(|c| !c.is_empty() && *c != ".")
+        .unwrap_or("");
+    climbs || !path.starts_with('/') && is_system_dir(&format!("/{first}")) && first != ""
 }
 
 /// Words that are not options (after `--`, everything).
@@ -284,7 +429,8 @@ fn operands(args: &[Word]) -> impl Iterator<Item = &Word> {
     })
 }
 
-/// `--rec` for `--recursive`: GNU accepts any unambiguous prefix.
+/// `--rec` for `--recursive`: GNU accepts any unambiguous prefix; `min`
+/// counts the letters after `--`.
 fn is_long_prefix(word: &str, long: &str, min: usize) -> bool {
     let Some(name) = word.strip_prefix("--") else {
         return false;
@@ -326,6 +472,22 @@ fn systemctl(vals: &[&str]) -> Option<String> {
                 | "reenable"
         )
     });
+    // Stopping or signalling the whole system: a target, every unit,
+    // init itself.
+    let stops = vals
+        .iter()
+        .any(|v| matches!(*v, "stop" | "kill" | "mask" | "freeze" | "clean"));
+    let whole = vals.iter().find(|v| {
+        v.ends_with(".target")
+            || v.contains(['*', '?', '['])
+            || matches!(
+                **v,
+                "init.scope" | "-.slice" | "system.slice" | "user.slice"
+            )
+    });
+    if let (true, Some(w)) = (stops, whole) {
+        return Some(format!("systemctl stops or signals {w}, the whole host"));
+    }
     let target = vals.iter().find(|v| v.ends_with(".target"));
     match (starts, target) {
         (true, Some(t)) => Some(format!(
@@ -356,32 +518,173 @@ fn kill(args: &[Word]) -> Option<String> {
                 w.raw
             ));
         };
-        match v.trim_start_matches('+').parse::<i64>() {
+        match v.trim().trim_start_matches('+').parse::<i64>() {
             Ok(-1..=1) => Some(format!("kill {v} kills every process, init or the session")),
             _ => None,
         }
     })
 }
 
-/// `find ROOT … -delete`, or `-exec rm`, `shred`, `chmod` and the like,
-/// under a system directory (or a root walissh cannot read literally):
-/// find's own recursion makes them recursive.
+/// `find ROOT …` that changes what it finds under a system directory (or
+/// a root walissh cannot read literally): `-delete`, or an `-exec` of
+/// anything but a reader (find's own recursion makes it recursive); and
+/// `-fprint FILE` and the like onto a disk or an account file.
 fn find(args: &[Word]) -> Option<String> {
-    const CHANGERS: &[&str] = &[
-        "rm", "unlink", "shred", "truncate", "chmod", "chown", "chgrp", "mv", "setfacl", "chattr",
+    /// Programs an `-exec` may run under `/` without changing anything.
+    const READERS: &[&str] = &[
+        "ls",
+        "stat",
+        "file",
+        "grep",
+        "egrep",
+        "fgrep",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "du",
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "readlink",
+        "realpath",
+        "basename",
+        "dirname",
     ];
+    for w in args.windows(2) {
+        if matches!(w[0].text(), "-fprint" | "-fprint0" | "-fprintf" | "-fls")
+            && let Some(why) = unsure_write(&w[1]).or_else(|| bad_write(w[1].text()))
+        {
+            return Some(format!("find {}: {why}", w[0].text()));
+        }
+    }
     let mut execs = args
         .windows(2)
         .filter(|w| matches!(w[0].text(), "-exec" | "-execdir" | "-ok" | "-okdir"));
     let changes = args.iter().any(|w| w.text() == "-delete")
-        || execs.any(|w| CHANGERS.contains(&basename(w[1].text())));
+        || execs.any(|w| !READERS.contains(&basename(w[1].text())));
     if !changes {
         return None;
     }
-    args.iter()
-        .take_while(|w| !w.text().starts_with('-') && !matches!(w.text(), "(" | "!"))
-        .find(|w| w.lit.as_deref().is_none_or(is_system_dir))
+    find_roots(args)
+        .find(|w| {
+            w.lit
+                .as_deref()
+                .is_none_or(|v| is_system_dir(&system_path(v)) || may_be_system(v))
+        })
         .map(|w| format!("find changes files under {}", w.raw))
+}
+
+/// `cp`, `mv`, `install`, `ln`, `rsync` onto a disk or an account file:
+/// the last operand, or `-t DIR`; into a directory, each source's name in
+/// it (`cp /tmp/shadow /etc/`).
+fn copy_into(program: &str, vals: &[&str]) -> Option<String> {
+    let mut operands = Vec::new();
+    let mut dir = None;
+    let mut i = 0;
+    while i < vals.len() {
+        let v = vals[i];
+        i += 1;
+        if v == "-t" || v == "--target-directory" {
+            dir = vals.get(i).copied();
+            i += 1;
+        } else if let Some(d) = v
+            .strip_prefix("--target-directory=")
+            .or_else(|| v.strip_prefix("-t").filter(|d| !d.is_empty()))
+        {
+            dir = Some(d);
+        } else if !v.starts_with('-') {
+            operands.push(v);
+        }
+    }
+    let (sources, dest) = match dir {
+        Some(d) => (operands.as_slice(), d),
+        None => match operands.split_last() {
+            Some((dest, sources)) => (sources, *dest),
+            None => return None,
+        },
+    };
+    let mut targets = vec![dest.to_string()];
+    for source in sources {
+        let name = source
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(source);
+        targets.push(format!("{}/{name}", dest.trim_end_matches('/')));
+    }
+    targets
+        .iter()
+        .find_map(|t| bad_write(t))
+        .map(|why| format!("{program} {why}"))
+}
+
+/// pkill and friends aimed at every process: a pattern that is a broad
+/// regular expression, `-v`, root's processes, init.
+fn mass_kill(program: &str, vals: &[&str]) -> Option<String> {
+    let mut i = 0;
+    while i < vals.len() {
+        let v = vals[i];
+        i += 1;
+        match v {
+            "-v" | "--inverse" | "-r" | "--regexp" if program != "skill" || v == "-v" => {
+                return Some(format!("{program} {v} may match every process"));
+            }
+            "-u" | "-U" | "--uid" | "--euid" | "--user" | "-G" | "--group" | "-P" | "--parent"
+            | "-s" | "--session" | "-t" | "--terminal" => {
+                if vals.get(i).is_some_and(|u| {
+                    u.split(',').any(|u| matches!(u, "root" | "0" | "1")) || program == "skill"
+                }) {
+                    return Some(format!(
+                        "{program} {v} kills a whole user's or session's processes"
+                    ));
+                }
+                i += 1;
+            }
+            v if v.starts_with('-') => {}
+            pattern => {
+                let broad = pattern.len() < 3
+                    || pattern.contains([
+                        '.', '*', '+', '?', '[', ']', '^', '$', '|', '(', ')', '{', '\\',
+                    ])
+                    || matches!(pattern, "init" | "systemd" | "sshd" | "kthreadd");
+                if broad {
+                    return Some(format!("{program} `{pattern}` may match every process"));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// In-place edits (`sed -i`, `sed -Ei`, `perl -pi`, `awk -i inplace`,
+/// `ex`, `ed`) of the account files.
+fn in_place(program: &str, args: &[Word], vals: &[&str]) -> Option<String> {
+    let inplace = match program {
+        "sed" | "perl" => vals.iter().any(|v| {
+            v.starts_with("--in-place")
+                || v.starts_with('-')
+                    && !v.starts_with("--")
+                    && v[1..].starts_with(|c: char| c.is_ascii_alphabetic())
+                    && v.contains('i')
+        }),
+        "awk" | "gawk" => {
+            vals.windows(2).any(|w| w[0] == "-i" && w[1] == "inplace")
+                || vals.iter().any(|v| v.starts_with("--include=inplace"))
+        }
+        _ => true,
+    };
+    if !inplace {
+        return None;
+    }
+    args.iter()
+        .find_map(|w| bad_write(w.text()))
+        .map(|why| format!("{program} {why}"))
 }
 
 /// Whether a partitioning tool is only asked to list.

@@ -130,6 +130,9 @@ impl Policy {
         if let Some(why) = rules.denied(command, &seen) {
             return Verdict::Deny(why);
         }
+        if let Some(why) = hidden(command) {
+            return Verdict::Deny(why);
+        }
         if mode == AiMode::Auto
             && auto::allows(&seen, rules.network).is_ok()
             && let Some(quoted) = &seen.script.quoted
@@ -149,12 +152,16 @@ impl Policy {
 
 impl Rules {
     fn denied(&self, command: &str, seen: &unwrap::Seen) -> Option<String> {
-        if let Some((name, _)) = seen
-            .functions
-            .iter()
-            .find(|(_, calls_itself)| *calls_itself)
-        {
-            return Some(format!("a fork bomb: the function {name} runs itself"));
+        // A function that reaches a function of the line, itself or
+        // through another (`a(){ b|b& }; b(){ a|a& }; a`): the shape of a
+        // fork bomb. Lines that define helpers for each other are rare.
+        let defined: Vec<&str> = seen.functions.iter().map(|(n, _)| n.as_str()).collect();
+        for (name, calls) in &seen.functions {
+            if let Some(called) = calls.iter().find(|c| defined.contains(&c.as_str())) {
+                return Some(format!(
+                    "a fork bomb's shape: the function {name} runs the function {called}"
+                ));
+            }
         }
         for pattern in &self.deny {
             if pattern.matches(command.trim()) {
@@ -176,6 +183,39 @@ impl Rules {
     }
 }
 
+/// Commands hidden where the grammar sees only text but a shell may run
+/// code: in quotes inside arithmetic and `${…}` (`$(( '$(reboot)' ))`,
+/// `"${x:-'$(reboot)'}"`), in values evaluated later (`x='a[$(reboot)]';
+/// echo $((x))`), behind escaped backticks. The line is read once more
+/// with every quote and backslash taken out; a destructive command found
+/// that way is denied. It errs towards denying: `echo 'a; reboot'` is
+/// refused too.
+fn hidden(command: &str) -> Option<String> {
+    if command.contains("\\`") {
+        return Some("backticks inside backticks: walissh cannot read them reliably".into());
+    }
+    let bare: String = command
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    if bare == command {
+        return None;
+    }
+    let seen = unwrap::see(&bare);
+    let defined: Vec<&str> = seen.functions.iter().map(|(n, _)| n.as_str()).collect();
+    let bomb = seen
+        .functions
+        .iter()
+        .any(|(_, calls)| calls.iter().any(|c| defined.contains(&c.as_str())));
+    let why = seen
+        .runs
+        .iter()
+        .find_map(|r| deny::command(r))
+        .or_else(|| seen.redirects.iter().find_map(deny::redirect))
+        .or_else(|| bomb.then(|| "a fork bomb's shape".to_string()))?;
+    Some(format!("{why} (in text a shell may still run)"))
+}
+
 /// What a `Run?` prompt lists before the question: every command the
 /// line runs, one per line, when there is more than one or anything is
 /// not a plain literal. Nothing for one command of plain literals: the
@@ -186,15 +226,24 @@ fn listing(seen: &unwrap::Seen) -> Vec<String> {
     if runs.len() <= 1 && all_literal && seen.unknown.is_none() && seen.script.plain {
         return Vec::new();
     }
-    runs.iter()
+    let mut shown: Vec<String> = runs
+        .iter()
+        .take(MAX_LISTED)
         .map(|r| {
             r.iter()
                 .map(|w| w.raw.as_str())
                 .collect::<Vec<_>>()
                 .join(" ")
         })
-        .collect()
+        .collect();
+    if runs.len() > MAX_LISTED {
+        shown.push(format!("… and {} more commands", runs.len() - MAX_LISTED));
+    }
+    shown
 }
+
+/// Commands listed before `Run?` at most; the rest are counted.
+const MAX_LISTED: usize = 20;
 
 #[cfg(test)]
 mod tests;

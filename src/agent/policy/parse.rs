@@ -23,7 +23,7 @@
 //! denied (`auto`, `deny`).
 
 use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tree_sitter::{Node, ParseOptions, Parser, TreeCursor};
 
@@ -81,22 +81,26 @@ pub(crate) struct Script {
     /// The parse was given up (its time budget ran out): nothing in the
     /// line was read, so nothing about it is known.
     pub(crate) gave_up: bool,
-    /// Functions the line defines, and whether each calls itself (a fork
-    /// bomb's shape: `f(){ f|f& };f`).
-    pub(crate) functions: Vec<(String, bool)>,
+    /// Functions the line defines, each with the names of the commands
+    /// its body runs (those of literal `eval` and `sh -c` text included):
+    /// a fork bomb is a function that reaches itself (`f(){ f|f& };f`).
+    pub(crate) functions: Vec<(String, Vec<String>)>,
+    /// `NAME=value` assignments anywhere, as written.
+    pub(crate) assignments: Vec<(String, Word)>,
     /// For a plain line whose words are all literals: the same line with
     /// every word single-quoted, so that no shell can read it otherwise.
     pub(crate) quoted: Option<String>,
 }
 
-/// How long one parse may take before it is given up. A 16 KiB line takes
-/// a few milliseconds; this bound is for what a fuzzer or an attacker
-/// finds.
-const PARSE_BUDGET: Duration = Duration::from_millis(250);
-
-/// Reads `line`. Total: every input gives a `Script`, in time bounded by
-/// the line's length and `PARSE_BUDGET`.
+#[cfg(test)]
 pub(crate) fn parse(line: &str) -> Script {
+    parse_until(line, Instant::now() + std::time::Duration::from_millis(250))
+}
+
+/// Reads `line`, given up at `deadline` (a whole check shares one, see
+/// `unwrap`). Total: every input gives a `Script`, in time bounded by the
+/// line's length and the deadline.
+pub(crate) fn parse_until(line: &str, deadline: Instant) -> Script {
     let mut parser = Parser::new();
     if parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -104,7 +108,6 @@ pub(crate) fn parse(line: &str) -> Script {
     {
         return unknown("the shell grammar could not be loaded");
     }
-    let deadline = Instant::now() + PARSE_BUDGET;
     let mut progress = |_: &tree_sitter::ParseState| {
         if Instant::now() > deadline {
             ControlFlow::Break(())
@@ -207,6 +210,15 @@ fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
                 script.commands.push(declaration(node, line))
             }
             "test_command" => script.commands.push(test(node, line)),
+            "variable_assignment" => {
+                let name = node.child_by_field_name("name").map(|n| text(n, line));
+                let value = node.child_by_field_name("value").map(|n| text(n, line));
+                if let Some(name) = name {
+                    script
+                        .assignments
+                        .push((name.to_string(), Word::new(value.unwrap_or(""))));
+                }
+            }
             "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
                 // The grammar gives words written after a redirection
                 // (`cat 2>/dev/null /etc/shadow`) to the redirection, while
@@ -343,22 +355,39 @@ fn redirect(node: Node, line: &str) -> Redirect {
     out
 }
 
-/// A function's name, and whether its body runs a command of that name.
-fn function(node: Node, line: &str) -> (String, bool) {
+/// A function's name, and the names of the commands its body runs.
+fn function(node: Node, line: &str) -> (String, Vec<String>) {
     let name = node
         .child_by_field_name("name")
         .map(|n| text(n, line).to_string())
         .unwrap_or_default();
-    let mut calls_itself = false;
+    let mut calls = Vec::new();
     if let Some(body) = node.child_by_field_name("body") {
         let mut inner = Script::default();
         collect(body.walk(), line, &mut inner);
-        calls_itself = inner
-            .commands
-            .iter()
-            .any(|c| c.words.first().is_some_and(|w| w.text() == name));
+        for c in &inner.commands {
+            let words: Vec<&str> = c.words.iter().map(Word::text).collect();
+            let Some(first) = words.first() else { continue };
+            calls.push(first.to_string());
+            // `eval 'f|f&'`, `sh -c 'f'`: the text's command names too.
+            let evals = matches!(
+                *first,
+                "eval" | "sh" | "bash" | "zsh" | "dash" | "command" | "exec"
+            );
+            if evals {
+                for w in &c.words[1..] {
+                    let text = w.lit.as_deref().unwrap_or(&w.raw);
+                    calls.extend(
+                        text.split(|c: char| !(c.is_alphanumeric() || "_-.:".contains(c)))
+                            .filter(|t| !t.is_empty())
+                            .map(str::to_string),
+                    );
+                }
+            }
+        }
+        calls.extend(inner.functions.into_iter().flat_map(|(_, c)| c));
     }
-    (name, calls_itself)
+    (name, calls)
 }
 
 /// Whether the line is only simple commands joined by `;`, `&&`, `||` and
@@ -527,7 +556,10 @@ mod tests {
             "bomb() { bomb | bomb & }; bomb",
         ] {
             let s = parse(line);
-            assert!(s.functions.iter().any(|(_, r)| *r), "{line}: {s:?}");
+            assert!(
+                s.functions.iter().any(|(name, calls)| calls.contains(name)),
+                "{line}: {s:?}"
+            );
         }
     }
 

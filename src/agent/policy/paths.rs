@@ -69,8 +69,12 @@ pub(crate) fn is_block_device(path: &str) -> bool {
     };
     const PREFIXES: &[&str] = &[
         "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "dm-", "md", "loop", "nbd", "rbd", "zd", "sr",
-        "disk/", "mapper/", "mem", "kmem", "port",
+        "disk/", "mapper/", "mem", "kmem", "port", "root", "mtd", "pmem", "drbd", "bcache",
+        "emcpower", "dasd", "sg", "ram", "zram", "ubi", "nvram", "block/", "cciss/", "ataraid/",
     ];
+    let floppy = dev
+        .strip_prefix("fd")
+        .is_some_and(|n| n.bytes().next().is_some_and(|b| b.is_ascii_digit()));
     // LVM volumes are /dev/VG/LV: any two-level name that is not one of
     // the kernel's own directories.
     let lvm = dev.split('/').count() == 2
@@ -88,7 +92,7 @@ pub(crate) fn is_block_device(path: &str) -> bool {
         ]
         .iter()
         .any(|d| dev.starts_with(&format!("{d}/")));
-    PREFIXES.iter().any(|p| dev.starts_with(p)) || lvm || dev.starts_with("block/")
+    PREFIXES.iter().any(|p| dev.starts_with(p)) || lvm || floppy
 }
 
 /// Components that mark a directory of secrets wherever it is.

@@ -37,6 +37,15 @@ pub(crate) fn typing_problem(line: &str) -> Option<&'static str> {
         match (t.quote, c) {
             (Some('\''), '\'') => t.quote = None,
             (Some('\''), _) => {}
+            // `$'…'`: a backslash escapes anything, `\'` included.
+            (Some('$'), '\\') => i += 1,
+            (Some('$'), '\'') => t.quote = None,
+            (Some('$'), _) => {}
+            (None, '$') if next == Some('\'') => {
+                t.quote = Some('$');
+                t.quoted = true;
+                i += 1;
+            }
             (_, '\\') if next.is_none() => return Some("the command ends with a backslash"),
             (_, '\\') => {
                 t.word.push(c);
@@ -180,6 +189,8 @@ mod tests {
             ("  ", "empty"),
             ("ls # ; rm -rf ~", "comment"),
             ("^ls^rm -rf", "history substitution"),
+            ("echo $'\\'' #; reboot \\'", "comment"),
+            ("echo $'\\'' !! \\'", "history expansion"),
             ("cat <<EOF", "here-documents"),
             ("echo `date", "unclosed quote"),
             ("for f in *; do echo $f", "unfinished"),

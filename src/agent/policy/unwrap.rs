@@ -23,7 +23,7 @@ pub(crate) struct Seen {
     /// Redirections of inner scripts too.
     pub(crate) redirects: Vec<Redirect>,
     /// Functions defined anywhere, and whether they call themselves.
-    pub(crate) functions: Vec<(String, bool)>,
+    pub(crate) functions: Vec<(String, Vec<String>)>,
     /// Why walissh cannot say what the line would run, if it cannot.
     pub(crate) opaque: Option<String>,
     /// Something inside could not be read (an inner script with a syntax
@@ -32,7 +32,16 @@ pub(crate) struct Seen {
     /// Words left to read: a bound on the work a hostile line can cause
     /// (wrappers whose options fail are read at every later word).
     budget: usize,
+    /// When reading must be done: one deadline for every parse of the
+    /// line (wrappers whose options fail make their inner script read once
+    /// per guess), so a hostile line costs a bounded time.
+    deadline: Option<std::time::Instant>,
+    /// Inner scripts already read, by text.
+    read: std::collections::HashMap<String, Script>,
 }
+
+/// The time one check may spend reading a line and its inner scripts.
+const READ_BUDGET: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// Words read at most, over every command a line runs.
 const WORD_BUDGET: usize = 1 << 16;
@@ -42,9 +51,11 @@ const MAX_DEPTH: usize = 4;
 
 /// Reads `line` and everything it runs.
 pub(crate) fn see(line: &str) -> Seen {
-    let script = parse::parse(line);
+    let deadline = std::time::Instant::now() + READ_BUDGET;
+    let script = parse::parse_until(line, deadline);
     let mut seen = Seen {
         budget: WORD_BUDGET,
+        deadline: Some(deadline),
         ..Seen::default()
     };
     absorb(&script, &mut seen, 0);
@@ -62,6 +73,15 @@ fn absorb(script: &Script, seen: &mut Seen, depth: usize) {
     }
     seen.redirects.extend(script.redirects.iter().cloned());
     seen.functions.extend(script.functions.iter().cloned());
+    for (name, value) in &script.assignments {
+        match hook(name, value) {
+            Some(Inner::Script(text)) => read_inner(&text, seen, depth),
+            Some(Inner::Opaque(why)) => {
+                seen.opaque.get_or_insert(why);
+            }
+            _ => {}
+        }
+    }
     for command in &script.commands {
         let defined = |name: &str| script.functions.iter().any(|(f, _)| f == name);
         run(&command.words, seen, depth, &defined);
@@ -105,14 +125,10 @@ fn run(words: &[Word], seen: &mut Seen, depth: usize, defined: &dyn Fn(&str) -> 
                 run(&argv, seen, depth + 1, defined);
             }
         }
-        Inner::Script(text) => {
-            let script = parse::parse(&text);
-            absorb(&script, seen, depth + 1);
-        }
+        Inner::Script(text) => read_inner(&text, seen, depth),
         Inner::Scripts(texts) => {
             for text in texts {
-                let script = parse::parse(&text);
-                absorb(&script, seen, depth + 1);
+                read_inner(&text, seen, depth);
             }
         }
         Inner::Opaque(why) => {
@@ -128,6 +144,20 @@ fn run(words: &[Word], seen: &mut Seen, depth: usize, defined: &dyn Fn(&str) -> 
             }
         }
     }
+}
+
+/// Reads an inner script once (a second guess at the same wrapper reads
+/// the same text) and takes in what it runs.
+fn read_inner(text: &str, seen: &mut Seen, depth: usize) {
+    let deadline = seen
+        .deadline
+        .unwrap_or_else(|| std::time::Instant::now() + READ_BUDGET);
+    if seen.read.contains_key(text) {
+        return;
+    }
+    let script = parse::parse_until(text, deadline);
+    absorb(&script, seen, depth + 1);
+    seen.read.insert(text.to_string(), script);
 }
 
 pub(crate) fn basename(program: &str) -> &str {
@@ -316,15 +346,23 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             Some(a) if !a.starts_with('-') => from(args, 0),
             _ => Inner::None,
         },
-        "strace" | "ltrace" => {
+        "ltrace" => {
+            let mut s = Spec::wrapper("bcCfhiLrStTV", "aAeFlnopsuwxX");
+            s.long_values = &["output", "library", "config", "align", "indent"];
+            s.long_flags = &["demangle", "no-signals"];
+            wrapped(&s, args, 0)
+        }
+        "strace" => {
             let mut s = Spec::wrapper("fFhiqrtTvVxyzCcDwZkn", "abeEIoOpPsSuUXA");
             s.long_values = &["trace", "output", "attach", "signal", "user", "env"];
             s.long_flags = &["follow-forks", "summary-only", "output-separately"];
             wrapped(&s, args, 0)
         }
         "nsenter" => {
-            let mut s = Spec::wrapper("aFZ", "tSGe");
-            s.optional = "muinpUCTrw";
+            // `-e` is `--env` since util-linux 2.40; `-S` and `-G` take
+            // optional values there.
+            let mut s = Spec::wrapper("aFZe", "t");
+            s.optional = "muinpUCTrwSG";
             s.long_values = &["target", "setuid", "setgid", "env"];
             s.long_flags = &[
                 "all",
@@ -412,7 +450,58 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         }
         "su" | "runuser" | "sg" => su(program, args),
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "rbash" | "yash" | "fish"
-        | "busybox-sh" => shell(program, args),
+        | "busybox-sh" | "csh" | "tcsh" | "ksh93" | "oksh" | "pdksh" | "posh" => {
+            shell(program, args)
+        }
+        // They run text on a schedule or from their input, out of sight.
+        "at" | "batch" => Inner::Opaque(format!(
+            "{program} runs commands from its input later, which walissh cannot see"
+        )),
+        "crontab" if args.iter().all(|w| !matches!(w.text(), "-l" | "-r" | "-i")) => {
+            Inner::Opaque("crontab installs commands walissh cannot see".into())
+        }
+        // History re-runs commands the rules never read.
+        "fc" | "r" | "history"
+            if !args.iter().all(|w| {
+                w.text().starts_with("-l") || w.text().bytes().all(|b| b.is_ascii_digit())
+            }) || matches!(program, "fc" | "r") =>
+        {
+            Inner::Opaque(format!("{program} re-runs commands from history"))
+        }
+        // Builtins that run a command: `jobs -x CMD`, `compgen -C CMD`,
+        // `complete -C CMD`, `mapfile -C CMD`, `bind -x 'KEYS:CMD'`; zsh's
+        // `repeat N CMD`, `sched +T CMD`, `emulate sh -c CMD`.
+        "jobs" => match args.iter().position(|w| w.text() == "-x") {
+            Some(at) => from(args, at + 1),
+            None => Inner::None,
+        },
+        "compgen" | "complete" => match args.iter().position(|w| w.text() == "-C") {
+            Some(at) => script_of(args.get(at + 1), program),
+            None => Inner::None,
+        },
+        "bind" => match args.iter().position(|w| w.text() == "-x") {
+            Some(at) => match args.get(at + 1).map(|w| (w, w.lit.as_deref())) {
+                Some((_, Some(v))) => Inner::Script(
+                    v.split_once(':')
+                        .map_or(v, |(_, c)| c)
+                        .trim()
+                        .trim_matches('"')
+                        .to_string(),
+                ),
+                Some((w, None)) => script_of(Some(w), "bind -x"),
+                None => Inner::None,
+            },
+            None => Inner::None,
+        },
+        "repeat" | "sched" => from(args, 1),
+        "emulate" => match args.iter().position(|w| w.text() == "-c") {
+            Some(at) => script_of(args.get(at + 1), "emulate -c"),
+            None => Inner::None,
+        },
+        // Commands embedded in options: `tar --to-command=CMD`,
+        // `--checkpoint-action=exec=CMD`, `-I CMD`; `git -c core.pager=CMD`
+        // and the like; `gdb -ex 'shell CMD'`.
+        "tar" | "git" | "gdb" => embedded(program, args),
         "eval" => {
             let mut text = Vec::new();
             for w in args {
@@ -460,13 +549,11 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         // Runners whose options are too many to model: any later word may
         // be the program they run (`systemd-run --uid=0 rm -rf /`).
         "systemd-run" | "bwrap" | "schroot" | "chpst" | "dbus-run-session" | "xvfb-run"
-        | "valgrind" | "perf" | "gdb" | "lxc-attach" | "daemonize" | "parallel"
-        | "start-stop-daemon" | "sshpass" | "expect" | "tini" | "dumb-init" | "gosu"
-        | "su-exec" | "setuidgid" | "s6-setuidgid" | "numactl" | "cgexec" | "systemd-nspawn"
-        | "capsh" | "prlimit" | "setarch" | "linux32" | "linux64" | "faketime" | "fakeroot"
-        | "sem" | "entr" | "mosh" | "autossh" | "rsh" | "pdsh" | "clush" | "ansible" | "salt" => {
-            suffixes(args)
-        }
+        | "valgrind" | "perf" | "lxc-attach" | "daemonize" | "parallel" | "start-stop-daemon"
+        | "sshpass" | "expect" | "tini" | "dumb-init" | "gosu" | "su-exec" | "setuidgid"
+        | "s6-setuidgid" | "numactl" | "cgexec" | "systemd-nspawn" | "capsh" | "prlimit"
+        | "setarch" | "linux32" | "linux64" | "faketime" | "fakeroot" | "sem" | "entr" | "mosh"
+        | "autossh" | "rsh" | "pdsh" | "clush" | "ansible" | "salt" => suffixes(args),
         // Tools that run a command only through a subcommand
         // (`docker exec c rm -rf /`, `ip netns exec n reboot`).
         "ip" | "docker" | "podman" | "nerdctl" | "crictl" | "kubectl" | "oc" | "lxc" | "incus"
@@ -515,6 +602,35 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         | "readonly" | "unset" | "let" | "mapfile" | "readarray" | "getopts" | "wait" | "print"
         | "vared" => {
             let mut texts = Vec::new();
+            // `export PROMPT_COMMAND=CMD` and the like.
+            for w in args {
+                let Some((name, value)) = w.text().split_once('=') else {
+                    continue;
+                };
+                match hook(
+                    name,
+                    &Word {
+                        raw: value.to_string(),
+                        lit: w.lit.as_ref().map(|_| value.to_string()),
+                    },
+                ) {
+                    Some(Inner::Script(text)) => texts.push(text),
+                    Some(Inner::Opaque(why)) => return Inner::Opaque(why),
+                    _ => {}
+                }
+            }
+            // `mapfile -C CMD` runs CMD for each chunk.
+            if let Some(at) = args.iter().position(|w| w.text() == "-C") {
+                match args.get(at + 1).map(|w| &w.lit) {
+                    Some(Some(v)) => texts.push(v.clone()),
+                    Some(None) => {
+                        return Inner::Opaque(format!(
+                            "{program} -C runs text that is not a literal"
+                        ));
+                    }
+                    None => {}
+                }
+            }
             for w in args.iter().filter(|w| w.text().contains(['[', '$', '`'])) {
                 match &w.lit {
                     Some(v) => texts.push(v.replace(['[', ']'], " ")),
@@ -551,6 +667,165 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             }
         }
         _ => Inner::None,
+    }
+}
+
+/// Variables the shell runs as commands later: prompt hooks, start-up
+/// files, zsh's function and alias tables. Their value is read as a
+/// script (`PROMPT_COMMAND=reboot`, `PS0='$(reboot)'`).
+fn hook(name: &str, value: &Word) -> Option<Inner> {
+    const HOOKS: &[&str] = &[
+        "PROMPT_COMMAND",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "BASH_ENV",
+        "ENV",
+        "precmd_functions",
+        "preexec_functions",
+        "chpwd_functions",
+        "periodic_functions",
+        "zshaddhistory_functions",
+        "RPROMPT",
+        "RPS1",
+        "PROMPT",
+        "NULLCMD",
+        "READNULLCMD",
+        "TRAPEXIT",
+        "TRAPZERR",
+        "TRAPDEBUG",
+    ];
+    let base = name.split('[').next().unwrap_or(name);
+    let table = matches!(
+        base,
+        "functions" | "aliases" | "galiases" | "saliases" | "dis_functions"
+    );
+    if !HOOKS.contains(&base) && !table {
+        return None;
+    }
+    Some(match &value.lit {
+        Some(v) => Inner::Script(v.trim_start_matches('(').trim_end_matches(')').to_string()),
+        None => Inner::Opaque(format!(
+            "{name} is set to `{}`, which the shell runs later and is not a literal",
+            value.raw
+        )),
+    })
+}
+
+/// Shell commands carried in a program's options (see `inner`).
+fn embedded(program: &str, args: &[Word]) -> Inner {
+    let mut texts = Vec::new();
+    let mut next_is = None;
+    for w in args {
+        let Some(v) = w.lit.as_deref() else {
+            if next_is.is_some() || w.raw.contains('=') {
+                return Inner::Opaque(format!(
+                    "`{}` may hold a command that is not a literal",
+                    w.raw
+                ));
+            }
+            continue;
+        };
+        if let Some(kind) = next_is.take() {
+            push_embedded(kind, v, &mut texts);
+            continue;
+        }
+        match (program, v) {
+            (
+                "tar",
+                "-I"
+                | "-F"
+                | "--use-compress-program"
+                | "--info-script"
+                | "--new-volume-script"
+                | "--rsh-command"
+                | "--to-command",
+            ) => next_is = Some("cmd"),
+            ("tar", _) => {
+                for opt in [
+                    "--to-command=",
+                    "--use-compress-program=",
+                    "--info-script=",
+                    "--new-volume-script=",
+                    "--rsh-command=",
+                    "--checkpoint-action=exec=",
+                    "--index-file=",
+                ] {
+                    if let Some(cmd) = v.strip_prefix(opt) {
+                        texts.push(cmd.to_string());
+                    }
+                }
+                if let Some(cmd) = v.strip_prefix("-I").filter(|c| !c.is_empty()) {
+                    texts.push(cmd.to_string());
+                }
+            }
+            ("git", "-c") => next_is = Some("config"),
+            ("git", _) if v.starts_with("--config-env") || v.starts_with("--exec-path") => {
+                return Inner::Opaque(format!("git {v} runs programs walissh cannot see"));
+            }
+            ("git", _) if v.starts_with("-c") && v.len() > 2 => {
+                push_embedded("config", &v[2..], &mut texts)
+            }
+            ("gdb", "-ex" | "--eval-command" | "-iex") => next_is = Some("gdb"),
+            // `gdb --args PROGRAM ARGS`: the program runs.
+            ("gdb", "--args") => {
+                let at = args.iter().position(|w| w.text() == "--args").unwrap_or(0);
+                let words: Vec<String> = args[at + 1..]
+                    .iter()
+                    .map(|w| w.lit.clone().unwrap_or_default())
+                    .collect();
+                texts.push(
+                    words
+                        .iter()
+                        .map(|w| super::word::quote(w))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+                break;
+            }
+            _ => {}
+        }
+    }
+    Inner::Scripts(texts)
+}
+
+fn push_embedded(kind: &str, v: &str, texts: &mut Vec<String>) {
+    match kind {
+        // Any git setting whose value is run: pagers, editors, ssh and
+        // askpass commands, hooks, aliases that start with `!`.
+        "config" => {
+            let (key, value) = v.split_once('=').unwrap_or((v, ""));
+            let key = key.to_ascii_lowercase();
+            let runs = [
+                "pager",
+                "editor",
+                "command",
+                "askpass",
+                "fsmonitor",
+                "external",
+                "hook",
+                "textconv",
+                "program",
+                "helper",
+                "proxy",
+                "filter",
+            ]
+            .iter()
+            .any(|k| key.contains(k));
+            if runs || key.starts_with("alias.") {
+                texts.push(value.trim_start_matches('!').to_string());
+            }
+        }
+        "gdb" => {
+            let cmd = v
+                .strip_prefix("shell ")
+                .or_else(|| v.strip_prefix('!'))
+                .or_else(|| v.strip_prefix("pipe "));
+            texts.extend(cmd.map(str::to_string));
+        }
+        _ => texts.push(v.to_string()),
     }
 }
 
@@ -686,7 +961,19 @@ fn xargs(args: &[Word]) -> Inner {
         Ok(p) => p,
         Err(_) => return suffixes(args),
     };
-    let mut argv: Vec<Word> = args[p.rest..].to_vec();
+    // With `-I R` (or `-i`), every word holding R gets the input in it.
+    let replace = p
+        .opts
+        .iter()
+        .find(|o| matches!(o.name.as_str(), "-I" | "-i" | "--replace"))
+        .map(|o| o.value.clone().unwrap_or_else(|| "{}".into()));
+    let mut argv: Vec<Word> = args[p.rest..]
+        .iter()
+        .map(|w| match &replace {
+            Some(r) if w.text().contains(r.as_str()) => Word::unknown(&w.raw),
+            _ => w.clone(),
+        })
+        .collect();
     if argv.is_empty() {
         argv.push(Word::known("echo"));
     }
@@ -694,14 +981,28 @@ fn xargs(args: &[Word]) -> Inner {
     Inner::Argv(vec![argv])
 }
 
+/// find's roots: after its own leading options (`-L`, `-H`, `-P`, `-O3`,
+/// `-D stat`), up to the expression.
+pub(crate) fn find_roots(args: &[Word]) -> impl Iterator<Item = &Word> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        match w.text() {
+            "-L" | "-H" | "-P" => i += 1,
+            "-D" => i += 2,
+            t if t.starts_with("-O") => i += 1,
+            _ => break,
+        }
+    }
+    args[i.min(args.len())..]
+        .iter()
+        .take_while(|w| !w.text().starts_with('-') && !matches!(w.text(), "(" | "!" | ")"))
+}
+
 /// `find ROOTS... EXPRESSION`: each `-exec`, `-execdir`, `-ok`, `-okdir`
 /// runs its command with `{}` standing for what was found (so under each
 /// root: a recursive delete of `{}` under `/` deletes `/`).
 fn find(args: &[Word]) -> Inner {
-    let roots: Vec<&Word> = args
-        .iter()
-        .take_while(|w| !w.text().starts_with('-') && !matches!(w.text(), "(" | "!" | ")"))
-        .collect();
+    let roots: Vec<&Word> = find_roots(args).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -792,7 +1093,7 @@ fn su(program: &str, args: &[Word]) -> Inner {
 /// read here); neither reads commands from the input, which walissh
 /// cannot see.
 fn shell(program: &str, args: &[Word]) -> Inner {
-    let mut s = Spec::wrapper("abefhkmnptuvxBCEHPTilrsc", "oO");
+    let mut s = Spec::wrapper("abefhkmnptuvxBCEHPTilrscfdXVq", "oO");
     s.long_flags = &[
         "norc",
         "noprofile",
@@ -807,7 +1108,16 @@ fn shell(program: &str, args: &[Word]) -> Inner {
         "private",
     ];
     s.long_values = &["rcfile", "init-file", "init-command", "command"];
-    match s.parse(&values(args)) {
+    // `+O extglob`, `+e`: the `+` form of an option reads as the `-` form.
+    let vals: Vec<String> = values(args)
+        .iter()
+        .map(|v| match v.strip_prefix('+') {
+            Some(rest) if !rest.is_empty() && !v.starts_with("++") => format!("-{rest}"),
+            _ => v.to_string(),
+        })
+        .collect();
+    let vals: Vec<&str> = vals.iter().map(String::as_str).collect();
+    match s.parse(&vals) {
         Ok(p) if p.has("-c") || p.has("--command") => {
             let word = match p.value("--command") {
                 Some(text) => value_word(args, text),
@@ -818,7 +1128,27 @@ fn shell(program: &str, args: &[Word]) -> Inner {
                 None => Inner::Opaque(format!("{program} -c without a script")),
             }
         }
-        Ok(p) if p.rest < args.len() && !p.has("-s") => Inner::None,
+        // A file that is the input, a descriptor or a process
+        // substitution is text from elsewhere (`bash <(echo …)`, `sh -`).
+        Ok(p) if p.rest < args.len() && !p.has("-s") => {
+            let file = &args[p.rest];
+            let t = file.text();
+            let piped = t == "-"
+                || t.starts_with("<(")
+                || t.starts_with("/dev/stdin")
+                || t.starts_with("/dev/fd/")
+                || t.starts_with("/proc/self/fd/")
+                || t.starts_with("/proc/") && t.contains("/fd/")
+                || file.lit.is_none();
+            if piped {
+                Inner::Opaque(format!(
+                    "{program} would run text walissh cannot see ({})",
+                    file.raw
+                ))
+            } else {
+                Inner::None
+            }
+        }
         Ok(_) => Inner::Opaque(format!(
             "{program} would run commands from its input, which walissh cannot see"
         )),
