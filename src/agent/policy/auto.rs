@@ -475,7 +475,13 @@ fn sysctl(p: &Parsed) -> Result<(), Why> {
 }
 
 fn lsof(p: &Parsed) -> Result<(), Why> {
-    if let Some(o) = p.operands.iter().find(|o| o.starts_with('+')) {
+    // `+L1` lists deleted files still open (a full disk's usual cause);
+    // other `+` options repeat for ever (`+r`) or walk directories.
+    if let Some(o) = p
+        .operands
+        .iter()
+        .find(|o| o.starts_with('+') && !matches!(o.as_str(), "+L" | "+L1"))
+    {
         return Err(format!("{o} (+ options repeat or recurse)"));
     }
     if !p.has("-n") {
