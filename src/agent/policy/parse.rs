@@ -92,7 +92,8 @@ pub(crate) struct Script {
     pub(crate) quoted: Option<String>,
 }
 
-#[cfg(test)]
+/// [`parse_until`] with a budget of its own (tests, the fuzz target).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn parse(line: &str) -> Script {
     parse_until(line, Instant::now() + std::time::Duration::from_millis(250))
 }
@@ -355,37 +356,44 @@ fn redirect(node: Node, line: &str) -> Redirect {
     out
 }
 
-/// A function's name, and the names of the commands its body runs.
+/// A function's name, and the names of the commands its body runs
+/// (not those of functions defined inside it: they are functions of the
+/// line themselves, so each node is visited for one function only, and
+/// nested definitions cost linear time).
 fn function(node: Node, line: &str) -> (String, Vec<String>) {
     let name = node
         .child_by_field_name("name")
         .map(|n| text(n, line).to_string())
         .unwrap_or_default();
     let mut calls = Vec::new();
-    if let Some(body) = node.child_by_field_name("body") {
-        let mut inner = Script::default();
-        collect(body.walk(), line, &mut inner);
-        for c in &inner.commands {
-            let words: Vec<&str> = c.words.iter().map(Word::text).collect();
-            let Some(first) = words.first() else { continue };
-            calls.push(first.to_string());
-            // `eval 'f|f&'`, `sh -c 'f'`: the text's command names too.
-            let evals = matches!(
-                *first,
-                "eval" | "sh" | "bash" | "zsh" | "dash" | "command" | "exec"
-            );
-            if evals {
-                for w in &c.words[1..] {
-                    let text = w.lit.as_deref().unwrap_or(&w.raw);
-                    calls.extend(
-                        text.split(|c: char| !(c.is_alphanumeric() || "_-.:".contains(c)))
-                            .filter(|t| !t.is_empty())
-                            .map(str::to_string),
+    let mut stack: Vec<Node> = node.child_by_field_name("body").into_iter().collect();
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "function_definition" => continue,
+            "command" => {
+                let words = command(n, line).words;
+                if let Some(first) = words.first() {
+                    calls.push(first.text().to_string());
+                    // `eval 'f|f&'`, `sh -c 'f'`: the text's names too.
+                    let evals = matches!(
+                        first.text(),
+                        "eval" | "sh" | "bash" | "zsh" | "dash" | "command" | "exec"
                     );
+                    if evals {
+                        for w in &words[1..] {
+                            calls.extend(
+                                w.text()
+                                    .split(|c: char| !(c.is_alphanumeric() || "_-.:".contains(c)))
+                                    .filter(|t| !t.is_empty())
+                                    .map(str::to_string),
+                            );
+                        }
+                    }
                 }
             }
+            _ => {}
         }
-        calls.extend(inner.functions.into_iter().flat_map(|(_, c)| c));
+        stack.extend(children(n).into_iter().map(|(_, c)| c));
     }
     (name, calls)
 }
@@ -568,6 +576,16 @@ mod tests {
         for line in ["case x in a) ls;; esac", "ls\u{a0}-la", "ls )", "a)b"] {
             let _ = parse(line);
         }
+    }
+
+    /// Found by the fuzzer: reading each function's body again for every
+    /// enclosing function took exponential time.
+    #[test]
+    fn nested_function_definitions_are_read_once() {
+        let line = "f(){ ".repeat(400) + "ls;" + &" };".repeat(400);
+        assert_eq!(parse(&line).functions.len(), 400);
+        let line = "f()(".repeat(400) + "ls" + &")".repeat(400);
+        assert_eq!(parse(&line).functions.len(), 400);
     }
 
     #[test]
