@@ -411,7 +411,7 @@ fn may_be_system(path: &str) -> bool {
         .split('/')
         .find(|c| !c.is_empty() && *c != ".")
         .unwrap_or("");
-    climbs || !path.starts_with('/') && is_system_dir(&format!("/{first}")) && first != ""
+    climbs || !path.starts_with('/') && is_system_dir(&format!("/{first}")) && !first.is_empty()
 }
 
 /// Words that are not options (after `--`, everything).
