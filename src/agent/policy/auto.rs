@@ -120,14 +120,14 @@ struct Entry {
     /// Resolves names or opens connections.
     network: bool,
     /// What its operands and option values may be.
-    check: fn(&Parsed) -> Result<(), Why>,
+    check: Check,
 }
 
-const fn entry(
-    names: &'static [&'static str],
-    spec: Spec,
-    check: fn(&Parsed) -> Result<(), Why>,
-) -> Entry {
+/// A check of operands and option values.
+type Check = fn(&Parsed) -> Result<(), Why>;
+
+/// A program with options read by `spec`.
+const fn entry(names: &'static [&'static str], spec: Spec, check: Check) -> Entry {
     Entry {
         names,
         spec: Some(spec),
@@ -136,25 +136,19 @@ const fn entry(
     }
 }
 
-const fn words(names: &'static [&'static str], check: fn(&Parsed) -> Result<(), Why>) -> Entry {
+/// A program whose every word is an operand.
+const fn words(names: &'static [&'static str], check: Check) -> Entry {
     Entry {
-        names,
         spec: None,
-        network: false,
-        check,
+        ..entry(names, Spec::short("", ""), check)
     }
 }
 
-const fn net(
-    names: &'static [&'static str],
-    spec: Spec,
-    check: fn(&Parsed) -> Result<(), Why>,
-) -> Entry {
+/// A program that resolves names or opens connections.
+const fn net(names: &'static [&'static str], spec: Spec, check: Check) -> Entry {
     Entry {
-        names,
-        spec: Some(spec),
         network: true,
-        check,
+        ..entry(names, spec, check)
     }
 }
 
