@@ -461,13 +461,7 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             Inner::Opaque("crontab installs commands walissh cannot see".into())
         }
         // History re-runs commands the rules never read.
-        "fc" | "r" | "history"
-            if !args.iter().all(|w| {
-                w.text().starts_with("-l") || w.text().bytes().all(|b| b.is_ascii_digit())
-            }) || matches!(program, "fc" | "r") =>
-        {
-            Inner::Opaque(format!("{program} re-runs commands from history"))
-        }
+        "fc" | "r" => Inner::Opaque(format!("{program} re-runs commands from history")),
         // Builtins that run a command: `jobs -x CMD`, `compgen -C CMD`,
         // `complete -C CMD`, `mapfile -C CMD`, `bind -x 'KEYS:CMD'`; zsh's
         // `repeat N CMD`, `sched +T CMD`, `emulate sh -c CMD`.
@@ -572,9 +566,9 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         // `hash -p PATH NAME` makes NAME run PATH: NAME no longer means
         // what the rules read.
         "hash"
-            if args.iter().any(|w| {
-                w.text().starts_with("-p") || w.text().contains('p') && w.text().starts_with('-')
-            }) =>
+            if args
+                .iter()
+                .any(|w| w.text().starts_with('-') && w.text().contains('p')) =>
         {
             Inner::Opaque("hash -p makes a name run another program".into())
         }
