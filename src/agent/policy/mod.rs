@@ -194,14 +194,10 @@ fn hidden(command: &str) -> Option<String> {
     if command.contains("\\`") {
         return Some("backticks inside backticks: walissh cannot read them reliably".into());
     }
-    let bare: String = command
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    if bare == command {
+    if !command.contains(['\'', '"', '\\']) {
         return None;
     }
-    let seen = unwrap::see(&bare);
+    let seen = unwrap::see(&bare(command));
     let defined: Vec<&str> = seen.functions.iter().map(|(n, _)| n.as_str()).collect();
     let bomb = seen
         .functions
@@ -240,6 +236,27 @@ fn listing(seen: &unwrap::Seen) -> Vec<String> {
         shown.push(format!("… and {} more commands", runs.len() - MAX_LISTED));
     }
     shown
+}
+
+/// `command` with every quote and backslash taken out, blanks trimmed at
+/// both ends and runs of blanks made one space. Blanks between words
+/// mean nothing to a shell, but tree-sitter's recovery from the errors
+/// such text is full of can depend on them; without this, a line and its
+/// own quoted form (`id 'a(#`joe' ` and `'id' 'a(#`joe'`) could be read
+/// differently. Newlines are kept: they separate commands.
+fn bare(command: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    for c in command.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')) {
+        let blank = matches!(c, ' ' | '\t');
+        if blank && (out.is_empty() || out.ends_with([' ', '\n'])) {
+            continue;
+        }
+        out.push(if blank { ' ' } else { c });
+    }
+    while out.ends_with([' ', '\n']) {
+        out.pop();
+    }
+    out
 }
 
 /// Commands listed before `Run?` at most; the rest are counted.

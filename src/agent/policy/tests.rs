@@ -263,6 +263,28 @@ fn a_long_line_is_refused_and_a_looping_one_ends() {
     }
 }
 
+/// What the fuzz target found (fuzz/fuzz_targets/policy.rs): a line ran
+/// in auto while its own quoted form was denied, because the second,
+/// quote-less read depended on blanks that mean nothing to a shell.
+#[test]
+fn a_line_and_its_quoted_form_get_one_verdict() {
+    let policy = policy();
+    for line in [
+        "id 'ab(a#`joe' ",
+        "id '\u{fffd}(a#`joe' ",
+        "tr '\u{fffd}(o#>md`' ",
+        "find  '\u{fffd}(ao#ksh6 !cu&>nvmerrrrrrp n\u{fffd}`f   .' ",
+        "find @'\u{fffd}(Wo#ksjusc -ok mn&` sq pf<&p>s' ",
+        "find M'\u{fffd}(ao#n` >>\u{fffd}*' ",
+    ] {
+        let first = policy.check(line, AiMode::Auto);
+        if let Verdict::Run(script) = &first {
+            let again = policy.check(script, AiMode::Auto);
+            assert_eq!(again, first, "{line:?} and its quoted form {script:?}");
+        }
+    }
+}
+
 /// Lines built from words a model might use, in every quoting, joined by
 /// every operator auto accepts: a deterministic stream, so a failure
 /// names its line.
