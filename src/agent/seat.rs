@@ -38,6 +38,7 @@ use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
 use crate::context::store::Memory;
 use crate::terminal::CommandRecord;
+use crate::terminal::sanitize::Sanitizer;
 use crate::terminal::screen::Screen;
 
 /// How long a command must have been silent, on a line that looks like a
@@ -761,15 +762,23 @@ impl Seat<'_> {
             painter: &mut self.painter,
             shared: self.place.shared,
             ends: Unterminated::default(),
+            safe: Sanitizer::default(),
         };
-        let run = exec::run(apart, command, &mut stream);
-        tokio::pin!(run);
-        loop {
-            tokio::select! {
-                outcome = &mut run => return outcome,
-                Some(_) = self.keys.recv() => {}
+        let outcome = {
+            let run = exec::run(apart, command, &mut stream);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    outcome = &mut run => break outcome,
+                    Some(_) = self.keys.recv() => {}
+                }
             }
+        };
+        let undo = stream.safe.finish();
+        if !undo.is_empty() {
+            let _ = self.draw.send(Draw::Output(undo));
         }
+        outcome
     }
 
     async fn stop_command(&mut self, why: String) -> (Option<CommandRecord>, Option<String>) {
@@ -913,11 +922,14 @@ struct Stream<'s> {
     painter: &'s mut Painter,
     shared: &'s Shared,
     ends: Unterminated,
+    /// Output is untrusted: only what is safe reaches the terminal.
+    safe: Sanitizer,
 }
 
 impl exec::Show for Stream<'_> {
     async fn output(&mut self, data: &[u8]) {
-        let out = self.ends.feed(data);
+        let data = self.safe.clean(data);
+        let out = self.ends.feed(&data);
         self.painter.after_output(self.ends.mid_line());
         self.shared
             .unwritten
@@ -986,6 +998,7 @@ mod tests {
             painter: &mut painter,
             shared: &shared,
             ends: Unterminated::default(),
+            safe: Sanitizer::default(),
         };
         let mut cx = Context::from_waker(Waker::noop());
         // Within the bound: taken at once, its line end made whole.

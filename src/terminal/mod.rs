@@ -19,6 +19,7 @@
 pub(crate) mod bootstrap;
 pub(crate) mod marks;
 mod output;
+pub(crate) mod sanitize;
 pub(crate) mod screen;
 
 use std::time::{Duration, SystemTime};
@@ -31,6 +32,7 @@ use crate::agent::Question;
 pub(crate) use bootstrap::Shell;
 use marks::{Mark, Scanner};
 pub(crate) use output::Capture;
+use sanitize::Sanitizer;
 
 /// How long the bootstrap may take before walissh gives up on it and shows
 /// the withheld output as it is.
@@ -109,6 +111,8 @@ pub(crate) struct Terminal {
     /// Whether a question hands the screen to the agent.
     agent: bool,
     shown: Shown,
+    /// What the agent's commands print is made safe on its way.
+    sanitizer: Sanitizer,
     /// The most recent commands, oldest first.
     pub(crate) history: std::collections::VecDeque<CommandRecord>,
 }
@@ -146,6 +150,7 @@ impl Terminal {
             last_prompt: Vec::new(),
             agent,
             shown: Shown::All,
+            sanitizer: Sanitizer::default(),
             history: Default::default(),
         }
     }
@@ -223,8 +228,15 @@ impl Terminal {
                 r.output.push(&data);
             }
             self.keep_prompt(&data);
+            let to_client = match self.shown {
+                Shown::All => data,
+                _ => match self.sanitizer.clean(&data) {
+                    std::borrow::Cow::Borrowed(_) => data,
+                    std::borrow::Cow::Owned(safe) => Bytes::from(safe),
+                },
+            };
             return Processed {
-                to_client: data,
+                to_client,
                 finished: Vec::new(),
                 questions: Vec::new(),
                 prompt: false,
@@ -306,7 +318,11 @@ impl Terminal {
                 if let Some(r) = self.running.as_mut() {
                     r.output.push(bytes);
                 }
-                to_client.extend_from_slice(bytes);
+                if self.shown == Shown::All {
+                    to_client.extend_from_slice(bytes);
+                } else {
+                    to_client.extend_from_slice(&self.sanitizer.clean(bytes));
+                }
             }
             _ => {}
         }
@@ -342,6 +358,9 @@ impl Terminal {
                 // A D with no C before it ends nothing (an empty line, the
                 // first prompt after the bootstrap).
                 if let Some(r) = self.running.take() {
+                    if self.shown != Shown::All {
+                        to_client.extend(self.sanitizer.finish());
+                    }
                     let record = CommandRecord {
                         command: r.command,
                         cwd: r.cwd,

@@ -1,0 +1,85 @@
+//! What the shell and the agent's commands can forge (issue 13): output
+//! made safe before it reaches the user's terminal, marks believed only
+//! when they fit what walissh saw typed, and keystrokes that reach only
+//! the shell. Real OpenSSH client on a real PTY, real sshd and zsh.
+
+use crate::agent::*;
+use crate::harness::*;
+use crate::model::*;
+
+/// Sequences a command's output must never carry to the user's terminal:
+/// a clipboard write, a hyperlink, hidden text.
+const FORBIDDEN: [&str; 3] = ["\x1b]52;", "\x1b]8;", "\x1b[8m"];
+
+fn assert_no_forbidden(t: &Terminal) {
+    let raw = t.screen.text();
+    for f in FORBIDDEN {
+        assert!(!raw.contains(f), "{f:?} reached the terminal: {raw:?}");
+    }
+}
+
+/// A printf the user approves, writing the clipboard and hiding text.
+const HOSTILE_PRINTF: &str = r"printf '\033]52;c;SGVsbG8=\007\033[8mHIDDEN\033[0mCLIP-%s\n' TYPED";
+
+#[test]
+fn agent_output_cannot_write_the_clipboard_or_plant_links() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("motd");
+    std::fs::write(
+        &file,
+        "\x1b]52;c;cm0gLXJmIH4K\x07\x1b]8;;http://evil.example/\x1b\\LINK\x1b]8;;\x1b\\ \x1b[8mHIDDEN\x1b[0m CLIP-AUTO\n",
+    )
+    .unwrap();
+    let cat = format!("cat {}", file.display());
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &cat, "read the motd")),
+        Reply::Sse(call("c2", HOSTILE_PRINTF, "print")),
+        Reply::Sse(answer("Both printed.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? show me");
+    // Run apart, unasked.
+    let at = t.expect_from("CLIP-AUTO", at);
+    // Typed into the shell, approved.
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("CLIP-TYPED", at);
+    let at = t.expect_from("Both printed.", at);
+    back_at_prompt(&b, &t, at);
+    assert_no_forbidden(&t);
+    // Colours and text stay.
+    assert!(t.screen.plain().contains("LINK HIDDEN CLIP-AUTO"));
+    let calls = of_kind(&ai_events(&b), "ai_tool_call")
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(calls, ["auto", "approved"]);
+}
+
+#[test]
+fn agent_output_in_zsh_cannot_write_the_clipboard() {
+    let Some(_) = zsh_user() else {
+        eprintln!("skipped: needs root and zsh (CI installs zsh and runs as root)");
+        return;
+    };
+    let model = Model::start(vec![
+        Reply::Sse(call("z1", HOSTILE_PRINTF, "print")),
+        Reply::Sse(answer("Printed.")),
+    ]);
+    let b = bastion_with(&model, Opts::default());
+    let t = Terminal::spawn(&b.ssh_bob("dave:zsh"), 24, 80);
+    t.send("echo IN-$((1+1))\r");
+    let at = t.expect("IN-2");
+    t.expect_from("% ", at);
+    let at = ask(&t, "? print it");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("CLIP-TYPED", at);
+    t.expect_from("Printed.", at);
+    assert_no_forbidden(&t);
+}
