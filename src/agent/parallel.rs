@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
 use super::exec;
+use super::policy::Prompt;
 use super::react::{Approval, Host, Outcome};
 use super::render::{ending, labelled};
 use super::seat::Draw;
@@ -204,7 +205,7 @@ impl Host for Member<'_> {
         self.say(&format!("refused {command}: {why}"));
     }
 
-    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval {
+    async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {
         self.flush();
         // One question at a time on the one keyboard; keys typed before it
         // was shown do not answer it.
@@ -216,8 +217,11 @@ impl Host for Member<'_> {
             format!("  # {reason}")
         };
         self.say(&format!("$ {command}{why}"));
-        for c in listing {
+        for c in &asked.commands {
             self.say(&format!("  \u{2192} {c}"));
+        }
+        if let Some(changes) = &asked.changes {
+            self.say(&format!("  ! {changes}"));
         }
         // The command is named in the prompt: other members' lines may
         // come between it and its `$` line.

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use super::Agent;
 use super::model::{Model, ToolCall};
-use super::policy::Verdict;
+use super::policy::{Prompt, Verdict};
 use super::team::{AgentSpec, fill};
 use crate::config::AiMode;
 use crate::context::Message;
@@ -84,7 +84,7 @@ pub(crate) trait Host {
     /// Shows the command, then `listing` (what the policy's parser sees
     /// it run, when that is more than the line says plainly), and asks
     /// `Run? [y/N/e]`.
-    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval;
+    async fn approve(&mut self, command: &str, reason: &str, prompt: &Prompt) -> Approval;
     /// Runs a command, visibly. `command` is what is shown and audited.
     /// With `clean` (the policy's fully quoted script), that script runs
     /// instead, apart from the user's shell, with a fixed environment
@@ -408,7 +408,7 @@ async fn run_tool(
             clean = Some(script);
             (command.to_string(), "auto")
         }
-        Verdict::Ask(listing) => match host.approve(command, reason, &listing).await {
+        Verdict::Ask(prompt) => match host.approve(command, reason, &prompt).await {
             Approval::Yes => (command.to_string(), "approved"),
             Approval::No => {
                 let ev = vec![
@@ -510,12 +510,7 @@ mod tests {
             self.streamed
                 .push_str(&format!("[refused {command}: {why}]"));
         }
-        async fn approve(
-            &mut self,
-            _command: &str,
-            _reason: &str,
-            _listing: &[String],
-        ) -> Approval {
+        async fn approve(&mut self, _command: &str, _reason: &str, _prompt: &Prompt) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
         }
         async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {

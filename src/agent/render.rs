@@ -13,6 +13,7 @@ const GUTTER_WIDTH: usize = 2;
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
 const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
 const RESET: &str = "\x1b[0m";
 
 /// Spinner frames, drawn while the model thinks.
@@ -184,6 +185,11 @@ impl Painter {
             out.extend(self.line(&format!("{DIM}  \u{2192} {}{RESET}", printable(c))));
         }
         out
+    }
+
+    /// What a line changes in the user's shell, before the question.
+    pub(crate) fn changes(&mut self, what: &str) -> Vec<u8> {
+        self.line(&format!("{YELLOW}! {}{RESET}", printable(what)))
     }
 
     /// The approval question; the cursor stays after it.

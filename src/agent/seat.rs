@@ -28,6 +28,7 @@ use std::pin::Pin;
 
 use super::exec;
 use super::parallel::{Console, Member, Target};
+use super::policy::Prompt;
 use super::react::{self, Approval, Ask, Host, Outcome};
 use super::render::Unterminated;
 use super::team::{Item, WorkflowSpec};
@@ -854,11 +855,14 @@ impl Host for Seat<'_> {
         self.show(line);
     }
 
-    async fn approve(&mut self, command: &str, reason: &str, listing: &[String]) -> Approval {
+    async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {
         // Only a key typed after the question is shown answers it.
         while self.keys.try_recv().is_ok() {}
         let mut out = self.painter.command(command, reason);
-        out.extend(self.painter.listing(listing));
+        out.extend(self.painter.listing(&asked.commands));
+        if let Some(changes) = &asked.changes {
+            out.extend(self.painter.changes(changes));
+        }
         out.extend(self.painter.ask());
         self.show(out);
         self.shown = Some(command.to_string());

@@ -22,6 +22,7 @@
 
 mod auto;
 mod deny;
+mod effects;
 mod getopt;
 mod parse;
 mod paths;
@@ -40,11 +41,21 @@ pub(crate) enum Verdict {
     /// Never run, never offered; the reason goes back to the model.
     Deny(String),
     /// Show it and ask `Run? [y/N/e]`, after the commands the parser sees
-    /// (empty when the line is one command of plain literals).
-    Ask(Vec<String>),
+    /// and what it changes in the user's shell.
+    Ask(Prompt),
     /// Run without asking: the line with every word single-quoted, for a
     /// shell of walissh's own (no aliases, functions or rc files).
     Run(String),
+}
+
+/// What a `Run?` prompt shows before the question.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Prompt {
+    /// The commands the parser sees (empty when the line is one command
+    /// of plain literals: the line itself says it all).
+    pub(crate) commands: Vec<String>,
+    /// One line on what else it changes in the user's shell, if anything.
+    pub(crate) changes: Option<String>,
 }
 
 /// Longest line the policy reads.
@@ -133,13 +144,21 @@ impl Policy {
         if let Some(why) = hidden(command) {
             return Verdict::Deny(why);
         }
+        // Approved lines are typed into the user's shell: what they would
+        // do to it is judged too.
+        if let Some(why) = effects::denied(command, &seen) {
+            return Verdict::Deny(why);
+        }
         if mode == AiMode::Auto
             && auto::allows(&seen, rules.network).is_ok()
             && let Some(quoted) = &seen.script.quoted
         {
             return Verdict::Run(quoted.clone());
         }
-        Verdict::Ask(listing(&seen))
+        Verdict::Ask(Prompt {
+            commands: listing(&seen),
+            changes: effects::changes(command, &seen),
+        })
     }
 
     /// Why `command` may not run unasked in `auto`, for tests and the

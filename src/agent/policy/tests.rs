@@ -115,7 +115,10 @@ fn auto_runs_only_read_only_commands() {
 
 #[test]
 fn confirm_asks_and_off_refuses() {
-    assert_eq!(verdict("ls", AiMode::Confirm), Verdict::Ask(vec![]));
+    assert_eq!(
+        verdict("ls", AiMode::Confirm),
+        Verdict::Ask(Prompt::default())
+    );
     assert!(matches!(verdict("ls", AiMode::Off), Verdict::Deny(_)));
 }
 
@@ -232,18 +235,23 @@ fn the_prompt_lists_what_the_parser_sees() {
         panic!("not denied");
     };
     assert!(why.contains('/'), "{why}");
-    let Verdict::Ask(listing) = policy.check("ls /tmp; echo $HOME", AiMode::Confirm) else {
+    let Verdict::Ask(Prompt {
+        commands: listing, ..
+    }) = policy.check("ls /tmp; echo $HOME", AiMode::Confirm)
+    else {
         panic!("not asked");
     };
     assert_eq!(listing, ["ls /tmp", "echo $HOME"]);
-    let Verdict::Ask(listing) = policy.check(r"echo $'\'' ; ls -l / ; echo \'", AiMode::Confirm)
+    let Verdict::Ask(Prompt {
+        commands: listing, ..
+    }) = policy.check(r"echo $'\'' ; ls -l / ; echo \'", AiMode::Confirm)
     else {
         panic!("not asked");
     };
     assert_eq!(listing, [r"echo $'\''", "ls -l /", r"echo \'"]);
     assert_eq!(
         policy.check("ls -l /tmp", AiMode::Confirm),
-        Verdict::Ask(vec![])
+        Verdict::Ask(Prompt::default())
     );
 }
 
