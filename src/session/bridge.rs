@@ -28,6 +28,7 @@ use crate::config::AiMode;
 use crate::context::providers::Snapshot;
 use crate::shutdown::Listener;
 use crate::terminal::screen::Screen;
+use crate::terminal::typed::Typed;
 use crate::terminal::{CommandRecord, Terminal};
 use crate::upstream::{self, TargetInfo};
 
@@ -87,6 +88,8 @@ impl Pumps<'_> {
             }
             _ => (None, None, None),
         };
+        // The keys forwarded to the shell, which its marks must fit.
+        let typed = terminal.as_ref().map(|t| t.typed());
         let end = {
             let down = self.to_client(
                 &mut up_rx,
@@ -96,12 +99,16 @@ impl Pumps<'_> {
                 client_ends,
                 &mut totals,
             );
+            let keys = Keys {
+                early: early_input,
+                typed: typed.as_deref(),
+            };
             let up = self.to_target(
                 &mut client_rx,
                 &mut up_tx,
                 ready_rx,
                 target_ends,
-                early_input,
+                keys,
                 &mut bytes_in,
             );
             let assist = async {
@@ -236,6 +243,9 @@ impl Pumps<'_> {
                     let data = match terminal.as_mut() {
                         Some(t) => {
                             let p = t.output(data);
+                            if let Some(i) = &p.integrity {
+                                self.ctx.bastion.audit.event(i.event(self.ids)).await;
+                            }
                             if p.cwd && agent.is_some() {
                                 self.shared.set_cwd(t.cwd());
                             }
@@ -471,19 +481,31 @@ impl Pumps<'_> {
         up_tx: &mut upstream::Writer,
         mut ready: watch::Receiver<bool>,
         mut agent: Option<TargetEnds>,
-        early_input: Vec<u8>,
+        keys: Keys<'_>,
         bytes_in: &mut u64,
     ) {
         let mut track = self.recording.map(|r| r.input());
         let _ = ready.wait_for(|r| *r).await;
+        let Keys {
+            early: early_input,
+            typed,
+        } = keys;
+        // Every key that reaches the shell is seen by its marks' check.
+        let saw = |keys: &[u8]| {
+            if let Some(t) = typed {
+                t.lock().unwrap_or_else(|e| e.into_inner()).keys(keys);
+            }
+        };
+        saw(&early_input);
         let mut target_reads =
             early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
         loop {
             let msg = tokio::select! {
                 // What the agent types goes before keys typed after it.
                 biased;
-                Some(typed) = next(agent.as_mut().map(|a| &mut a.typed)) => {
-                    if target_reads && up_tx.data(typed).await.is_err() {
+                Some(keys) = next(agent.as_mut().map(|a| &mut a.typed)) => {
+                    saw(&keys);
+                    if target_reads && up_tx.data(keys).await.is_err() {
                         target_reads = false;
                     }
                     continue;
@@ -512,6 +534,7 @@ impl Pumps<'_> {
                         }
                         continue;
                     }
+                    saw(&data);
                     if target_reads && up_tx.data(data).await.is_err() {
                         target_reads = false;
                     }
@@ -537,6 +560,13 @@ impl Pumps<'_> {
             }
         }
     }
+}
+
+/// The input side's start: keys typed before the bridge began, and what
+/// every key forwarded to an integrated shell is told to.
+struct Keys<'a> {
+    early: Vec<u8>,
+    typed: Option<&'a std::sync::Mutex<Typed>>,
 }
 
 /// A line to the client that must not hold the session up: a client that

@@ -21,7 +21,9 @@ pub(crate) mod marks;
 mod output;
 pub(crate) mod sanitize;
 pub(crate) mod screen;
+pub(crate) mod typed;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -33,6 +35,7 @@ pub(crate) use bootstrap::Shell;
 use marks::{Mark, Scanner};
 pub(crate) use output::Capture;
 use sanitize::Sanitizer;
+use typed::Typed;
 
 /// How long the bootstrap may take before walissh gives up on it and shows
 /// the withheld output as it is.
@@ -43,6 +46,10 @@ const WITHHOLD_MAX: usize = 256 * 1024;
 const PROMPT_MAX: usize = 1024;
 /// Finished commands kept for the agent's context.
 const KEEP_COMMANDS: usize = 50;
+/// Bytes of a line's echo kept, to check a question against.
+const ECHO_MAX: usize = 8 * 1024;
+/// Marks that do not fit are reported at most once in this long.
+const INTEGRITY_EVERY: Duration = Duration::from_secs(60);
 
 /// One command the user ran at the prompt.
 #[derive(Debug, Clone)]
@@ -113,6 +120,13 @@ pub(crate) struct Terminal {
     shown: Shown,
     /// What the agent's commands print is made safe on its way.
     sanitizer: Sanitizer,
+    /// What was typed: marks must fit it.
+    typed: Arc<Mutex<Typed>>,
+    /// The echo of the line being typed at the prompt (since B).
+    echo: Option<Vec<u8>>,
+    /// Marks dropped since the last report, and when that was.
+    dropped: u64,
+    reported: Option<Instant>,
     /// The most recent commands, oldest first.
     pub(crate) history: std::collections::VecDeque<CommandRecord>,
 }
@@ -131,6 +145,28 @@ pub(crate) struct Processed {
     pub(crate) line_done: bool,
     /// The shell reported its directory (OSC 7) in this chunk.
     pub(crate) cwd: bool,
+    /// Marks were dropped that did not fit what was typed: reported at
+    /// most once a minute.
+    pub(crate) integrity: Option<Integrity>,
+}
+
+/// Marks dropped because they did not fit what walissh saw typed: the
+/// latest, and how many since the last report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Integrity {
+    pub(crate) mark: &'static str,
+    pub(crate) reason: &'static str,
+    pub(crate) dropped: u64,
+}
+
+impl Integrity {
+    /// Its `integrity` audit event.
+    pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
+        ids.event("integrity")
+            .field("mark", self.mark)
+            .field("reason", self.reason)
+            .field("dropped", self.dropped)
+    }
 }
 
 impl Terminal {
@@ -151,6 +187,10 @@ impl Terminal {
             agent,
             shown: Shown::All,
             sanitizer: Sanitizer::default(),
+            typed: Arc::default(),
+            echo: None,
+            dropped: 0,
+            reported: None,
             history: Default::default(),
         }
     }
@@ -165,6 +205,11 @@ impl Terminal {
         } else {
             Shown::All
         };
+    }
+
+    /// What the input side feeds: the keys forwarded to the shell.
+    pub(crate) fn typed(&self) -> Arc<Mutex<Typed>> {
+        self.typed.clone()
     }
 
     /// The shell's directory, as it last reported it.
@@ -228,6 +273,7 @@ impl Terminal {
                 r.output.push(&data);
             }
             self.keep_prompt(&data);
+            self.keep_echo(&data);
             let to_client = match self.shown {
                 Shown::All => data,
                 _ => match self.sanitizer.clean(&data) {
@@ -242,6 +288,7 @@ impl Terminal {
                 prompt: false,
                 line_done: false,
                 cwd: false,
+                integrity: None,
             };
         }
         let scanned = self.scanner.scan(&data);
@@ -252,10 +299,19 @@ impl Terminal {
         let mut prompt = false;
         let mut line_done = false;
         let mut cwd = false;
+        let mut integrity = None;
         let mut from = 0;
         for (at, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
             from = at;
+            if let Some(why) = self.misfit(&mark) {
+                integrity = self.dropped(why).or(integrity);
+                if let Mark::Question { kept: false, .. } = mark {
+                    // bash wiped the line: say why nothing happens.
+                    to_client.extend_from_slice(QUESTION_DROPPED);
+                }
+                continue;
+            }
             match mark {
                 Mark::Question { text, kept } if matches!(self.phase, Phase::Integrated) => {
                     let prompt = self.last_prompt.clone();
@@ -291,6 +347,58 @@ impl Terminal {
             prompt,
             line_done,
             cwd,
+            integrity,
+        }
+    }
+
+    /// Why `mark` does not fit what was typed, if it does not: a question
+    /// needs the line typed with its text, a command start an Enter no
+    /// earlier mark took. (A finish needs a running command: one without
+    /// ends nothing, see [`Terminal::mark`].) Marks of the bootstrap, before
+    /// anything was typed, are not asked.
+    fn misfit(&mut self, mark: &Mark) -> Option<(&'static str, &'static str)> {
+        if !matches!(self.phase, Phase::Integrated) {
+            return None;
+        }
+        let mut typed = self.typed.lock().unwrap_or_else(|e| e.into_inner());
+        match mark {
+            Mark::Question { text, .. } => {
+                let echo = self.echo.as_deref().unwrap_or_default();
+                let fits = typed.take_question(text, || echoed(echo, text));
+                (!fits).then_some(("Q", "a question that was not typed at the prompt"))
+            }
+            Mark::OutputStart { .. } => {
+                (!typed.take_enter()).then_some(("C", "a command start with no Enter typed"))
+            }
+            Mark::CommandEnd { .. } if self.running.is_none() => {
+                typed.take_empty();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Counts a dropped mark; the report, when one is due.
+    fn dropped(&mut self, (mark, reason): (&'static str, &'static str)) -> Option<Integrity> {
+        self.dropped += 1;
+        tracing::warn!("dropped a shell-integration mark ({mark}): {reason}");
+        let now = Instant::now();
+        if self.reported.is_some_and(|at| now < at + INTEGRITY_EVERY) {
+            return None;
+        }
+        self.reported = Some(now);
+        Some(Integrity {
+            mark,
+            reason,
+            dropped: std::mem::take(&mut self.dropped),
+        })
+    }
+
+    /// The echo of the line at the prompt is kept, up to a bound.
+    fn keep_echo(&mut self, bytes: &[u8]) {
+        if let Some(e) = self.echo.as_mut() {
+            let room = ECHO_MAX.saturating_sub(e.len());
+            e.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
     }
 
@@ -305,6 +413,7 @@ impl Terminal {
     /// Output between marks: held back, or shown and captured.
     fn pass(&mut self, bytes: &[u8], to_client: &mut Vec<u8>) {
         self.keep_prompt(bytes);
+        self.keep_echo(bytes);
         let visible = self.visible();
         match &mut self.phase {
             Phase::Withholding { held, .. } => {
@@ -347,6 +456,7 @@ impl Terminal {
             }
             Mark::Cwd(dir) => self.cwd = Some(dir),
             Mark::OutputStart { command } => {
+                self.echo = None;
                 self.running = Some(Running {
                     command,
                     cwd: self.cwd.clone(),
@@ -377,6 +487,7 @@ impl Terminal {
                 }
             }
             Mark::InputStart => {
+                self.echo = Some(Vec::new());
                 if let Some(p) = self.prompt.take() {
                     let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
                     self.last_prompt = p[start..].to_vec();
@@ -385,6 +496,21 @@ impl Terminal {
             Mark::PromptStart | Mark::Question { .. } => {}
         }
     }
+}
+
+/// Shown where bash wiped a question line whose mark was dropped.
+const QUESTION_DROPPED: &[u8] =
+    b"\r\nwalissh: ignored a question the shell reported that was not typed here\r\n";
+
+/// Whether the screen's echo of the line at the prompt shows `text` (for
+/// a line typed with edits walissh does not follow).
+fn echoed(echo: &[u8], text: &str) -> bool {
+    let nz = |n: u16| std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN);
+    let mut p = vt100::Parser::new(nz(16), nz(512), 0);
+    p.process(echo);
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = squash(text);
+    !text.is_empty() && squash(&p.screen().contents()).contains(&text)
 }
 
 /// Where the first prompt starts in the output held back during the
@@ -417,6 +543,13 @@ mod tests {
         s.replace("{N}", N)
     }
 
+    impl Terminal {
+        /// Keys walissh forwarded to the shell.
+        fn typed_keys(&self, keys: &str) {
+            self.typed.lock().unwrap().keys(keys.as_bytes());
+        }
+    }
+
     #[test]
     fn bootstrap_traces_are_cut_and_the_banner_kept() {
         let mut t = Terminal::integrated(N, false);
@@ -444,6 +577,7 @@ mod tests {
     fn commands_are_recorded_with_cwd_and_status() {
         let mut t = Terminal::integrated(N, false);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("ls -l\r");
         let out = t.feed(
             m("\x1b]7;w={N};/tmp\x07$ ls\r\n\x1b]133;C;w={N};cmd=ls -l\x07\x1b[1mfile\x1b[0m\r\n\x1b]133;D;2;w={N}\x07$ ")
                 .as_bytes(),
@@ -460,7 +594,9 @@ mod tests {
     #[test]
     fn a_forged_end_does_not_end_the_command() {
         let mut t = Terminal::integrated(N, false);
-        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07\x1b]133;C;w={N};cmd=printf x\x07").as_bytes());
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("printf x\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=printf x\x07").as_bytes());
         let out = t.feed(b"\x1b]133;D;0\x07");
         assert!(out.finished.is_empty());
         assert_eq!(&out.to_client[..], b"\x1b]133;D;0\x07");
@@ -472,6 +608,7 @@ mod tests {
     fn questions_are_reported_where_they_were_asked() {
         let mut t = Terminal::integrated(N, false);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("? why\r");
         let out = t.feed(m("$ \r\x1b[K\r\x1b]133;Q;w={N};kept=0;text=? why\x07$ ").as_bytes());
         assert_eq!(&out.to_client[..], b"$ \r\x1b[K\r$ ");
         let q = Question {
@@ -487,6 +624,7 @@ mod tests {
     fn while_the_agent_works_only_its_commands_output_is_shown() {
         let mut t = Terminal::integrated(N, true);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("? why\r\x05\x15df\r");
         // The question, then the shell's redraw of its prompt: hidden.
         let out = t.feed(
             m("\r\x1b[K\x1b]133;Q;w={N};kept=0;text=? why\x07\r\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07")
@@ -506,6 +644,7 @@ mod tests {
         // Done: hidden until the fresh prompt starts (not a redraw of the
         // old one), then all shown.
         t.agent_done(true);
+        t.typed_keys("\x05\x15\r");
         let out = t.feed(m("\r\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
         assert!(out.to_client.is_empty());
         let out = t.feed(m("\r\n\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07$ ").as_bytes());
@@ -518,6 +657,7 @@ mod tests {
     fn a_question_keeps_the_last_line_of_its_prompt() {
         let mut t = Terminal::integrated(N, true);
         t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("? why\r");
         t.feed(m("\x1b]133;A;w={N}\x07[me@h ~]\r\n\x1b[1m$").as_bytes());
         t.feed(b" ");
         let out = t.feed(
@@ -533,9 +673,51 @@ mod tests {
         t.feed(b"slow rc> ");
         assert_eq!(t.give_up(), b"slow rc> ");
         assert_eq!(&t.feed(b"x").to_client[..], b"x");
+        t.typed_keys("ls\r");
         t.feed(m("\x1b]133;C;w={N};cmd=ls\x07").as_bytes());
         let out = t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
         assert_eq!(out.finished.len(), 1);
         assert!(out.to_client.is_empty());
+    }
+
+    #[test]
+    fn marks_that_do_not_fit_what_was_typed_are_dropped_and_reported() {
+        let mut t = Terminal::integrated(N, true);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("printf forged\r");
+        // The command's own start takes its Enter; a second start, a
+        // question nobody typed and a fake command line are dropped.
+        let out = t.feed(
+            m("\x1b]133;C;w={N};cmd=printf forged\x07\
+               \x1b]133;Q;w={N};kept=0;text=? evil\x07\
+               \x1b]133;C;w={N};cmd=rm -rf /home/alice\x07\
+               \x1b]133;D;0;w={N}\x07")
+            .as_bytes(),
+        );
+        assert!(out.questions.is_empty());
+        assert_eq!(out.finished.len(), 1);
+        assert_eq!(out.finished[0].command.as_deref(), Some("printf forged"));
+        let i = out.integrity.expect("reported");
+        assert_eq!((i.mark, i.dropped), ("Q", 1));
+        assert!(String::from_utf8_lossy(&out.to_client).contains("walissh: ignored a question"));
+        // Reported once a minute at most: the C was counted, not reported.
+        let out = t.feed(m("\x1b]133;Q;w={N};kept=1;text=? again\x07").as_bytes());
+        assert!(out.integrity.is_none() && out.questions.is_empty());
+        assert_eq!(t.dropped, 2);
+    }
+
+    #[test]
+    fn a_question_typed_with_edits_is_checked_against_its_echo() {
+        let mut t = Terminal::integrated(N, false);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        // `? wy`, Left, `h`: readline redraws the end of the line.
+        t.typed_keys("? wy\x1b[Dh\r");
+        let out = t.feed(m("? wy\x08hy\x08\x1b]133;Q;w={N};kept=0;text=? why\x07").as_bytes());
+        assert_eq!(out.questions.len(), 1);
+        t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        t.typed_keys("? a\x1b[Db\r");
+        let out = t.feed(m("? ba\x1b]133;Q;w={N};kept=0;text=? other\x07").as_bytes());
+        assert!(out.questions.is_empty());
     }
 }
