@@ -38,9 +38,9 @@ use crate::config::AiMode;
 use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
 use crate::context::store::Memory;
-use crate::terminal::CommandRecord;
 use crate::terminal::sanitize::Sanitizer;
 use crate::terminal::screen::Screen;
+use crate::terminal::{ACCEPT, Caps, CommandRecord, ROTATE};
 
 /// How long a command must have been silent, on a line that looks like a
 /// prompt, before walissh takes it to be waiting for input.
@@ -56,6 +56,9 @@ const INTERRUPT_KEYS: [&[u8]; 3] = [b"\x03", b"q", b"\x1c"];
 /// (a key meant for a command that reached the prompt instead, a `q` of an
 /// interruption), so the line that runs is the one that was checked.
 const CLEAR_LINE: &str = "\x05\x15";
+/// How long the shell may take to show a fresh prompt before walissh
+/// refuses to type a command: it types only into the shell.
+const PROMPT_WAIT: Duration = Duration::from_secs(3);
 /// Keys queued for the seat beyond this are dropped.
 const KEYS_QUEUE: usize = 64;
 /// Bytes of a clean command's output sent to the client pump and not yet
@@ -79,6 +82,9 @@ pub(crate) enum Draw {
     Spin,
     /// The question is done: see `Terminal::agent_done`.
     Done { fresh_prompt: bool },
+    /// The seat is giving the shell this nonce: see
+    /// `Terminal::expect_nonce`. Sent before the keys that give it.
+    Nonce(String),
 }
 
 /// State the pumps and the seat share. They run in one task, so it is
@@ -98,6 +104,12 @@ pub(crate) struct Shared {
     /// each time some are.
     unwritten: AtomicUsize,
     written: tokio::sync::Notify,
+    /// The shell is at a fresh prompt (`Terminal::at_prompt`), and a
+    /// wake-up each time that may have changed.
+    at_prompt: AtomicBool,
+    prompt_changed: tokio::sync::Notify,
+    /// What the shell's bootstrap bound (`Terminal::caps`).
+    caps: std::sync::Mutex<Caps>,
 }
 
 impl Shared {
@@ -110,7 +122,41 @@ impl Shared {
             cwd: std::sync::Mutex::new(None),
             unwritten: AtomicUsize::new(0),
             written: tokio::sync::Notify::new(),
+            at_prompt: AtomicBool::new(false),
+            prompt_changed: tokio::sync::Notify::new(),
+            caps: std::sync::Mutex::new(Caps::default()),
         }
+    }
+
+    /// What the terminal model says of the shell after each chunk.
+    pub(crate) fn set_shell(&self, at_prompt: bool, caps: Caps) {
+        if self.at_prompt.swap(at_prompt, Ordering::Relaxed) != at_prompt {
+            self.prompt_changed.notify_waiters();
+        }
+        *self.caps.lock().unwrap_or_else(|e| e.into_inner()) = caps;
+    }
+
+    fn caps(&self) -> Caps {
+        *self.caps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the shell is at a fresh prompt; `false` if it is not
+    /// by `deadline`.
+    async fn prompt_by(&self, deadline: Instant) -> bool {
+        loop {
+            let changed = self.prompt_changed.notified();
+            if self.at_prompt.load(Ordering::Relaxed) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.at_prompt.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The seat typed into the shell: the prompt is no longer fresh.
+    fn typed_at_prompt(&self) {
+        self.at_prompt.store(false, Ordering::Relaxed);
     }
 
     pub(crate) fn active(&self) -> bool {
@@ -246,6 +292,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         shown: None,
         abandoned: false,
         speaking: None,
+        rotated: false,
     };
     let mut memory = Memory::new(&seat.place.live.agent.context);
     let (audit, ids) = (&seat.place.bastion.audit, seat.place.ids);
@@ -308,6 +355,10 @@ struct Seat<'a> {
     /// The configured agent answering, if not the built-in one: its name
     /// goes on its audit rows.
     speaking: Option<String>,
+    /// The shell was given a new nonce in this question: it gets another
+    /// before the user has it back, so nothing the agent's commands ran
+    /// knows the one in use.
+    rotated: bool,
 }
 
 impl Seat<'_> {
@@ -315,6 +366,7 @@ impl Seat<'_> {
         while self.keys.try_recv().is_ok() {}
         self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
+        self.rotated = false;
         self.speaking = None;
         self.painter = Painter::new(self.place.shared.cols());
         let live = self.place.live.clone();
@@ -610,6 +662,10 @@ impl Seat<'_> {
         self.place.shared.set_active(false);
         let _ = self.draw.send(Draw::Done { fresh_prompt });
         if fresh_prompt {
+            let deadline = Instant::now() + PROMPT_WAIT;
+            if self.rotated && self.place.shared.prompt_by(deadline).await {
+                self.rotate();
+            }
             self.type_in(format!("{CLEAR_LINE}\r"));
         }
     }
@@ -713,9 +769,31 @@ impl Seat<'_> {
     }
 
     /// Types `command` into the user's shell and follows it to its end.
+    ///
+    /// Only into the shell: a fresh prompt must be up (a prompt the shell
+    /// drew after its last command, with nothing after it that looks like
+    /// another program). The shell is first given a new nonce, so what
+    /// any earlier command may have learnt of the old one is worth
+    /// nothing; then the line goes as a bracketed paste (inserted as it
+    /// is: no byte is read as a key, whatever the locale) ended by
+    /// walissh's own Enter (no history expansion).
     async fn run_typed(&mut self, command: &str) -> Outcome {
+        if !self
+            .place
+            .shared
+            .prompt_by(Instant::now() + PROMPT_WAIT)
+            .await
+        {
+            return Outcome {
+                interrupted: Some(
+                    "the shell was not at its prompt, and walissh types only into the shell".into(),
+                ),
+                ..Outcome::default()
+            };
+        }
+        self.rotate();
         self.running = true;
-        self.type_in(format!("{CLEAR_LINE}{command}\r"));
+        self.type_in(self.keystrokes(command));
         let (record, interrupted) = self.follow(command).await;
         self.running = false;
         let mut outcome = Outcome {
@@ -734,6 +812,33 @@ impl Seat<'_> {
         }
         self.painter.at_line_start();
         outcome
+    }
+
+    /// Gives the shell a new nonce, when its bootstrap bound the key.
+    fn rotate(&mut self) {
+        if !self.place.shared.caps().keys {
+            return;
+        }
+        let nonce = crate::terminal::nonce();
+        let _ = self.draw.send(Draw::Nonce(nonce.clone()));
+        self.type_in([ROTATE, nonce.as_bytes()].concat());
+        self.rotated = true;
+    }
+
+    /// What to type for `command` at the prompt.
+    fn keystrokes(&self, command: &str) -> Vec<u8> {
+        self.place.shared.typed_at_prompt();
+        let caps = self.place.shared.caps();
+        let mut keys = CLEAR_LINE.as_bytes().to_vec();
+        if caps.paste {
+            keys.extend_from_slice(b"\x1b[200~");
+            keys.extend_from_slice(command.as_bytes());
+            keys.extend_from_slice(b"\x1b[201~");
+        } else {
+            keys.extend_from_slice(command.as_bytes());
+        }
+        keys.extend_from_slice(if caps.keys { ACCEPT } else { b"\r" });
+        keys
     }
 
     /// Runs `script` clean, on a channel of its own (`exec`), in the

@@ -198,6 +198,12 @@ impl Pumps<'_> {
                             }
                             spinner.stop_before(Vec::new())
                         }
+                        Draw::Nonce(nonce) => {
+                            if let Some(t) = terminal.as_mut() {
+                                t.expect_nonce(&nonce);
+                            }
+                            Bytes::new()
+                        }
                     };
                     if self.show(shown, client, &mut track).await.is_err() {
                         return End::ClientClosed;
@@ -246,8 +252,11 @@ impl Pumps<'_> {
                             if let Some(i) = &p.integrity {
                                 self.ctx.bastion.audit.event(i.event(self.ids)).await;
                             }
-                            if p.cwd && agent.is_some() {
-                                self.shared.set_cwd(t.cwd());
+                            if agent.is_some() {
+                                self.shared.set_shell(t.at_prompt(), t.caps());
+                                if p.cwd {
+                                    self.shared.set_cwd(t.cwd());
+                                }
                             }
                             if t.deadline().is_none() && !*ready.borrow() {
                                 let _ = ready.send(true);

@@ -313,7 +313,7 @@ async fn run_session(
             // into its terminal; the terminal model then hides its traces.
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
-                    let nonce = session_id();
+                    let nonce = crate::terminal::nonce();
                     let prefixes = &ctx.live.agent.prefixes;
                     let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
                     let _ = writer.data(Bytes::from(input)).await;

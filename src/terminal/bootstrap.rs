@@ -10,6 +10,10 @@
 //! OSC 133 A/B, reports C (with the command line) before each command and
 //! D (with the exit status) and OSC 7 (the directory) before each prompt,
 //! all carrying the session's nonce, and ends with a W ("ready") mark.
+//! It also binds three keys of walissh's own: an Enter for the lines the
+//! agent types (never a question, no history expansion), a key that takes
+//! a new nonce (read unechoed, confirmed with an R mark), and bracketed
+//! paste, so that typed lines are inserted as they are.
 
 use std::path::Path;
 
@@ -76,12 +80,23 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         &format!(r#"__ws_n={n};__ws_A=$'\e]133;A;w={n}\a';__ws_B=$'\e]133;B;w={n}\a';"#),
         prefixes,
         r#"__ws_l="${PS1@P}";__ws_l="${__ws_l//[^$'\n']/}";"#,
-        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;return $s;};"#,
+        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;((__ws_H))&&{ set -H;__ws_H=0;};return $s;};"#,
         // Enter runs __ws_q, then whatever \e[208~ is bound to: accept-line,
         // or, for a question at the primary prompt, a redraw (the line is
         // cleared and handed to walissh with a Q mark instead).
         r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE:0:4000}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';return;fi;done;fi;__ws_1=0;bind '"\e[208~": accept-line';};"#,
         r#"bind -x '"\e[209~": __ws_q';bind '"\e[208~": accept-line';bind '"\C-m": "\e[209~\e[208~"';bind '"\C-j": "\e[209~\e[208~"';"#,
+        // walissh's own Enter (\e[210~) for the lines it types: never a
+        // question, and run without history expansion (restored at the
+        // next prompt), whatever histchars says.
+        r#"__ws_x(){ __ws_1=0;[[ $- == *H* ]]&&{ set +H;__ws_H=1;};bind '"\e[208~": accept-line';};"#,
+        r#"bind -x '"\e[211~": __ws_x';bind '"\e[210~": "\e[211~\e[208~"';"#,
+        // A new nonce (\e[212~ then 32 hex digits, read unechoed), which
+        // the shell confirms with an R mark carrying it.
+        r#"__ws_r(){ local n;IFS= read -rs -n 32 n;[[ $n =~ ^[0-9a-f]{32}$ ]]||return 0;__ws_n=$n;__ws_A=$'\e]133;A;w='$n$'\a';__ws_B=$'\e]133;B;w='$n$'\a';builtin printf '\e]133;R;w=%s\a' "$n";};"#,
+        // Typed text inserted as it is (no byte read as a key binding),
+        // without turning the terminal's paste mode on.
+        r#"bind -x '"\e[212~": __ws_r';bind '"\e[200~": bracketed-paste-begin' 2>/dev/null;"#,
         r#"__ws_p(){ [[ $PS1 == *'${__ws_B}'* ]]||PS1='\[${__ws_A}\]'"$PS1"'\[${__ws_B}\]';};"#,
         r#"__ws_c(){ local c h;c=$(HISTTIMEFORMAT= builtin history 1);h=${c#"${c%%[! ]*}"};h=${h%%[!0-9]*};"#,
         r#"if [[ $h == "$__ws_h" ]];then c=${c#*[0-9]  };c=${c//[$'\a\e']/};builtin printf '\e]133;C;w=%s;cmd=%s\a' "$__ws_n" "${c:0:4000}";else builtin printf '\e]133;C;w=%s\a' "$__ws_n";fi;};"#,
@@ -91,7 +106,7 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         // Newlines, not ';': the user's PROMPT_COMMAND may end with one.
         r#"else PROMPT_COMMAND="__ws_d"$'\n'"$PROMPT_COMMAND"$'\n'"__ws_p";fi;"#,
         r#"PS0='$(__ws_c)'"$PS0";"#,
-        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1\a' "$__ws_n" "${#__ws_l}";fi"#,
+        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1;keys=1;paste=1\a' "$__ws_n" "${#__ws_l}";fi"#,
     ]
     .concat()
 }
@@ -112,14 +127,21 @@ fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
         &format!("__ws_n={n};"),
         prefixes,
         r#"__ws_l=${(%)PS1};__ws_l=${__ws_l//[^$'\n']/};"#,
-        r#"__ws_d(){ local s=$?;print -rn -- $'\e]133;D;'$s';w='$__ws_n$'\a\e]7;w='$__ws_n';'${PWD//[$'\a\e']/}$'\a';__ws_1=1;return $s;};"#,
+        r#"__ws_d(){ local s=$?;print -rn -- $'\e]133;D;'$s';w='$__ws_n$'\a\e]7;w='$__ws_n';'${PWD//[$'\a\e']/}$'\a';__ws_1=1;[[ -n $__ws_hc ]]&&{ histchars=$__ws_hc;__ws_hc=;};return $s;};"#,
         // Not `.accept-line`: the user's own accept-line wrappers still run.
         r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $BUFFER == "$p"* ]];then zle -I;print -rn -- $'\e]133;Q;w='$__ws_n';kept=1;text='${${BUFFER//[$'\a\e']/}[1,4000]}$'\a';BUFFER=;return;fi;done;fi;__ws_1=0;zle accept-line;};"#,
         r#"zle -N __ws_q;bindkey '^M' __ws_q;bindkey '^J' __ws_q;"#,
+        // walissh's own Enter: never a question, no history expansion
+        // (histchars restored at the next prompt; zsh decides on
+        // expansion before the line is edited, so the option cannot do).
+        r#"__ws_x(){ __ws_1=0;__ws_hc=$histchars;histchars=$'\0\0\0';zle accept-line;};zle -N __ws_x;bindkey '^[[210~' __ws_x;"#,
+        // A new nonce; the prompt holds the old one in its marks.
+        r#"__ws_r(){ local n;read -k 32 n;[[ ${#n} == 32 && $n != *[^0-9a-f]* ]]||return 0;PS1=${PS1//$__ws_n/$n};__ws_n=$n;print -rn -- $'\e]133;R;w='$n$'\a';};zle -N __ws_r;bindkey '^[[212~' __ws_r;"#,
+        r#"__ws_k=0;zle -la bracketed-paste >/dev/null&&bindkey '^[[200~' bracketed-paste&&__ws_k=1;"#,
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1=$'%{\e]133;A;w='$__ws_n$'\a%}'$PS1$'%{\e]133;B;w='$__ws_n$'\a%}';};"#,
         r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${${1//[$'\a\e']/}[1,4000]}$'\a';};"#,
         r#"precmd_functions=(__ws_d $precmd_functions __ws_p);preexec_functions+=(__ws_c);"#,
-        r#"print -rn -- $'\e]133;W;w='$__ws_n';lines='${#__ws_l}$';nl=1\a'"#,
+        r#"print -rn -- $'\e]133;W;w='$__ws_n';lines='${#__ws_l}$';nl=1;keys=1;paste='$__ws_k$'\a';unset __ws_k"#,
     ]
     .concat()
 }

@@ -39,12 +39,22 @@ pub(crate) enum Mark {
         newline: bool,
         /// The shell cannot be integrated (bash before 4.4): no marks follow.
         plain: bool,
+        /// walissh's own keys are bound: its Enter and the new-nonce key
+        /// (`keys`), bracketed paste (`paste`).
+        keys: bool,
+        paste: bool,
     },
+    /// 133;R — the shell took the nonce walissh gave it; marks with the
+    /// old one mean nothing from here on.
+    Rotated,
 }
 
 /// The scanner of one session's output.
 pub(crate) struct Scanner {
     tag: String,
+    /// The nonce walissh has given the shell and the shell has not yet
+    /// confirmed (with an R mark): marks with it are ours too.
+    next: Option<String>,
     held: Vec<u8>,
 }
 
@@ -59,8 +69,15 @@ impl Scanner {
     pub(crate) fn new(nonce: &str) -> Scanner {
         Scanner {
             tag: format!("w={nonce}"),
+            next: None,
             held: Vec::new(),
         }
+    }
+
+    /// walissh is giving the shell `nonce`: marks with it are ours, and
+    /// once the shell confirms it, only those.
+    pub(crate) fn expect(&mut self, nonce: &str) {
+        self.next = Some(format!("w={nonce}"));
     }
 
     pub(crate) fn scan<'a>(&mut self, input: &'a [u8]) -> Scanned<'a> {
@@ -87,6 +104,11 @@ impl Scanner {
                 }
                 Seq::Ours { len, mark } => {
                     if let Some(m) = mark {
+                        if m == Mark::Rotated
+                            && let Some(next) = self.next.take()
+                        {
+                            self.tag = next;
+                        }
                         marks.push((out.len(), m));
                     }
                     i = esc + len;
@@ -116,6 +138,7 @@ impl Scanner {
 
     /// Classifies the escape sequence at the start of `s` (s[0] is ESC).
     fn sequence(&self, s: &[u8]) -> Seq {
+        // (R is only believed with the next nonce: see `parse`.)
         match s.get(1) {
             None => return Seq::Incomplete,
             Some(b']') => {}
@@ -157,7 +180,10 @@ impl Scanner {
         let body = body.as_ref();
         if let Some(rest) = body.strip_prefix("7;") {
             // 7;w=NONCE;PATH — the path last, as it may hold ';'.
-            let path = rest.strip_prefix(self.tag.as_str())?.strip_prefix(';')?;
+            let path = rest
+                .strip_prefix(self.tag.as_str())
+                .or_else(|| rest.strip_prefix(self.next.as_deref()?))?
+                .strip_prefix(';')?;
             return Some(Some(Mark::Cwd(path.to_string())));
         }
         let rest = body.strip_prefix("133;")?;
@@ -174,7 +200,12 @@ impl Scanner {
         let mut fields = fields.split(';');
         let kind = fields.next()?;
         let params: Vec<&str> = fields.collect();
-        if !params.contains(&self.tag.as_str()) {
+        let next = self.next.as_deref().is_some_and(|n| params.contains(&n));
+        if kind == "R" {
+            // Only the nonce walissh is giving confirms itself.
+            return next.then_some(Some(Mark::Rotated));
+        }
+        if !params.contains(&self.tag.as_str()) && !next {
             return None;
         }
         let value = |key: &str| {
@@ -197,6 +228,8 @@ impl Scanner {
                 lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
                 newline: value("nl") == Some("1"),
                 plain: value("plain") == Some("1"),
+                keys: value("keys") == Some("1"),
+                paste: value("paste") == Some("1"),
             }),
             _ => None,
         })
@@ -311,14 +344,16 @@ mod tests {
     #[test]
     fn ready_mark() {
         let mut s = Scanner::new(N);
-        let input = format!("\x1b]133;W;w={N};lines=1;nl=1\x07");
+        let input = format!("\x1b]133;W;w={N};lines=1;nl=1;keys=1;paste=0\x07");
         let (_, marks) = scan_all(&mut s, &[input.as_bytes()]);
         assert_eq!(
             marks[0].1,
             Mark::Ready {
                 lines: 1,
                 newline: true,
-                plain: false
+                plain: false,
+                keys: true,
+                paste: false,
             }
         );
         let mut s = Scanner::new(N);
@@ -336,5 +371,32 @@ mod tests {
             command: Some("ls \u{FFFD}".into()),
         };
         assert_eq!(marks[1].1, c);
+    }
+
+    #[test]
+    fn a_new_nonce_replaces_the_old_once_the_shell_confirms_it() {
+        const NEW: &str = "ffffeeeeddddcccc";
+        let mut s = Scanner::new(N);
+        s.expect(NEW);
+        // An R with the old nonce confirms nothing and is not ours.
+        let forged = format!("\x1b]133;R;w={N}\x07");
+        let (out, marks) = scan_all(&mut s, &[forged.as_bytes()]);
+        assert_eq!(out, forged.as_bytes());
+        assert!(marks.is_empty());
+        // Until the shell confirms, both are ours; after, the new only.
+        let input = format!(
+            "\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
+        );
+        let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
+        assert_eq!(out, format!("\x1b]133;D;7;w={N}\x07").as_bytes());
+        let kinds: Vec<_> = marks.into_iter().map(|(_, m)| m).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Mark::CommandEnd { exit: Some(0) },
+                Mark::Rotated,
+                Mark::CommandEnd { exit: Some(1) },
+            ]
+        );
     }
 }

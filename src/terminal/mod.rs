@@ -127,6 +127,12 @@ pub(crate) struct Terminal {
     /// Marks dropped since the last report, and when that was.
     dropped: u64,
     reported: Option<Instant>,
+    /// Output bytes since the shell's last prompt ended (B), while no
+    /// command has started and nothing looked like another program: the
+    /// shell is at a fresh prompt.
+    since_prompt: Option<usize>,
+    /// What the shell's bootstrap bound.
+    caps: Caps,
     /// The most recent commands, oldest first.
     pub(crate) history: std::collections::VecDeque<CommandRecord>,
 }
@@ -149,6 +155,31 @@ pub(crate) struct Processed {
     /// most once a minute.
     pub(crate) integrity: Option<Integrity>,
 }
+
+/// The keys of walissh's own the bootstrap bound in the shell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Caps {
+    /// Its Enter (`ACCEPT`) and the new-nonce key (`ROTATE`).
+    pub(crate) keys: bool,
+    /// Bracketed paste inserts typed text as it is.
+    pub(crate) paste: bool,
+}
+
+/// walissh's Enter for the lines the agent types, and the key that gives
+/// the shell a new nonce (32 hex digits follow it).
+pub(crate) const ACCEPT: &[u8] = b"\x1b[210~";
+pub(crate) const ROTATE: &[u8] = b"\x1b[212~";
+
+/// A new nonce: 128 random bits in hex.
+pub(crate) fn nonce() -> String {
+    use rand::RngExt;
+    let n: u128 = rand::rng().random();
+    format!("{n:032x}")
+}
+
+/// Output after a prompt that still leaves the shell at it: its right
+/// prompt, a redraw of the line.
+const PROMPT_TAIL: usize = 512;
 
 /// Marks dropped because they did not fit what walissh saw typed: the
 /// latest, and how many since the last report.
@@ -191,6 +222,8 @@ impl Terminal {
             echo: None,
             dropped: 0,
             reported: None,
+            since_prompt: None,
+            caps: Caps::default(),
             history: Default::default(),
         }
     }
@@ -205,6 +238,23 @@ impl Terminal {
         } else {
             Shown::All
         };
+    }
+
+    /// What the shell's bootstrap bound.
+    pub(crate) fn caps(&self) -> Caps {
+        self.caps
+    }
+
+    /// Whether the shell is at a fresh prompt: its last prompt ended (B),
+    /// no command started since, and what it printed after was a short
+    /// tail on the same line, not another program's screen.
+    pub(crate) fn at_prompt(&self) -> bool {
+        self.since_prompt.is_some()
+    }
+
+    /// walissh is giving the shell `nonce` (typed after [`ROTATE`]).
+    pub(crate) fn expect_nonce(&mut self, nonce: &str) {
+        self.scanner.expect(nonce);
     }
 
     /// What the input side feeds: the keys forwarded to the shell.
@@ -324,6 +374,7 @@ impl Terminal {
                 Mark::PromptStart => {
                     prompt = true;
                     self.prompt = Some(Vec::new());
+                    self.since_prompt = None;
                     if self.shown == (Shown::UntilPrompt { line_done: true }) {
                         self.shown = Shown::All;
                     }
@@ -394,11 +445,22 @@ impl Terminal {
         })
     }
 
-    /// The echo of the line at the prompt is kept, up to a bound.
+    /// The echo of the line at the prompt is kept, up to a bound; and
+    /// output after a prompt may show another program took the screen.
     fn keep_echo(&mut self, bytes: &[u8]) {
         if let Some(e) = self.echo.as_mut() {
             let room = ECHO_MAX.saturating_sub(e.len());
             e.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        if let Some(n) = self.since_prompt.as_mut() {
+            *n += bytes.len();
+            let elsewhere = *n > PROMPT_TAIL
+                || memchr::memchr(b'\n', bytes).is_some()
+                || memchr::memmem::find(bytes, b"\x1b[?10").is_some()
+                || memchr::memmem::find(bytes, b"\x1b[?47").is_some();
+            if elsewhere {
+                self.since_prompt = None;
+            }
         }
     }
 
@@ -443,7 +505,10 @@ impl Terminal {
                 lines,
                 newline,
                 plain,
+                keys,
+                paste,
             } => {
+                self.caps = Caps { keys, paste };
                 if let Phase::Withholding { held, .. } = &mut self.phase {
                     let keep = cut_first_prompt(held, lines + usize::from(newline));
                     to_client.extend_from_slice(&held[..keep]);
@@ -457,6 +522,7 @@ impl Terminal {
             Mark::Cwd(dir) => self.cwd = Some(dir),
             Mark::OutputStart { command } => {
                 self.echo = None;
+                self.since_prompt = None;
                 self.running = Some(Running {
                     command,
                     cwd: self.cwd.clone(),
@@ -488,12 +554,13 @@ impl Terminal {
             }
             Mark::InputStart => {
                 self.echo = Some(Vec::new());
+                self.since_prompt = Some(0);
                 if let Some(p) = self.prompt.take() {
                     let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
                     self.last_prompt = p[start..].to_vec();
                 }
             }
-            Mark::PromptStart | Mark::Question { .. } => {}
+            Mark::PromptStart | Mark::Question { .. } | Mark::Rotated => {}
         }
     }
 }
@@ -719,5 +786,31 @@ mod tests {
         t.typed_keys("? a\x1b[Db\r");
         let out = t.feed(m("? ba\x1b]133;Q;w={N};kept=0;text=? other\x07").as_bytes());
         assert!(out.questions.is_empty());
+    }
+
+    #[test]
+    fn a_fresh_prompt_is_one_nothing_has_drawn_over() {
+        let mut t = Terminal::integrated(N, true);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1;keys=1;paste=1\x07").as_bytes());
+        assert_eq!(
+            t.caps(),
+            Caps {
+                keys: true,
+                paste: true
+            }
+        );
+        assert!(!t.at_prompt());
+        t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        assert!(t.at_prompt());
+        // A right prompt, a redraw: still there.
+        t.feed(b"\x1b[s   [12:00]\x1b[u");
+        assert!(t.at_prompt());
+        // A forged prompt, then a pager's screen: not the shell's.
+        t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        t.feed(b"\x1b[?1049h\x1b[Hline 1");
+        assert!(!t.at_prompt());
+        t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
+        t.feed(b"commit 1\r\ncommit 2\r\n:");
+        assert!(!t.at_prompt());
     }
 }

@@ -35,29 +35,46 @@ pub(crate) struct Typed {
     line: Vec<u8>,
     /// A key whose effect on the line walissh does not model was typed.
     unknown: bool,
-    /// Inside a bracketed paste's start or end marker being read.
+    /// An escape sequence being read: one of walissh's own keys, or
+    /// another (an edit walissh does not follow).
     escape: Vec<u8>,
+    /// Bytes of a new nonce still to come (after `ROTATE`): not keys.
+    nonce_left: usize,
     entered: VecDeque<Entered>,
 }
 
 /// A bracketed paste's markers: the text between them is literal.
 const PASTE_START: &[u8] = b"\x1b[200~";
 const PASTE_END: &[u8] = b"\x1b[201~";
+/// The sequences walissh itself types, and what each does to the line.
+const OWN_KEYS: [&[u8]; 4] = [PASTE_START, PASTE_END, super::ACCEPT, super::ROTATE];
+/// Hex digits of a nonce given after `ROTATE`.
+const NONCE_LEN: usize = 32;
 
 impl Typed {
     /// Keys forwarded to the shell.
     pub(crate) fn keys(&mut self, data: &[u8]) {
         for &b in data {
+            if self.nonce_left > 0 {
+                self.nonce_left -= 1;
+                continue;
+            }
             if !self.escape.is_empty() || b == 0x1b {
                 self.escape.push(b);
                 let e = self.escape.as_slice();
-                if e == PASTE_START || e == PASTE_END {
-                    self.escape.clear();
-                } else if !(PASTE_START.starts_with(e) || PASTE_END.starts_with(e)) {
+                if e == super::ACCEPT {
+                    self.enter();
+                } else if e == super::ROTATE {
+                    self.nonce_left = NONCE_LEN;
+                } else if OWN_KEYS.contains(&e) {
+                    // The paste's markers: the text between is literal.
+                } else if OWN_KEYS.iter().any(|k| k.starts_with(e)) {
+                    continue;
+                } else {
                     // Arrows, function keys, Alt-anything.
-                    self.escape.clear();
                     self.unknown = true;
                 }
+                self.escape.clear();
                 continue;
             }
             match b {
@@ -179,6 +196,18 @@ mod tests {
         // Typed ahead: a program read the `x`, the shell got the rest.
         let mut t = typed(b"x? second\r");
         assert!(t.take_question("? second", || false));
+    }
+
+    #[test]
+    fn walissh_s_own_keys_are_read_as_what_they_do() {
+        let mut t = typed(b"\x1b[212~0123456789abcdef0123456789abcdef\x05\x15");
+        t.keys(b"\x1b[200~echo \xc2\xb0 !!\x1b[201~\x1b[210~");
+        assert_eq!(
+            t.entered.pop_front(),
+            Some(Entered {
+                text: Some("echo \u{b0} !!".into())
+            })
+        );
     }
 
     #[test]

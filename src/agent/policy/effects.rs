@@ -121,6 +121,11 @@ pub(super) fn denied(line: &str, seen: &Seen) -> Option<String> {
             "it looks variables up by names computed as it runs (`{how}`)"
         ));
     }
+    if let Some(name) = [line, bare.as_str()].into_iter().find_map(prompt_read) {
+        return Some(format!(
+            "it expands {name}, which holds walissh's marks and their nonce"
+        ));
+    }
     let text = scannable(line);
     if let Some(words) = brace_words(&text).filter(|n| *n > MAX_BRACE_WORDS) {
         return Some(format!(
@@ -180,6 +185,24 @@ fn brace_words(text: &str) -> Option<u128> {
         product = Some(product.unwrap_or(1).saturating_mul(size.max(1)));
     }
     product
+}
+
+/// Prompts, which hold walissh's marks (with the nonce itself in zsh):
+/// never expanded by a line the agent runs.
+const PROMPTS: &[&str] = &["PS0", "PS1", "PROMPT", "RPROMPT", "RPS1"];
+
+/// A prompt the text expands: `$PS1`, `${PS1…}`, `${#PS1}`, zsh's
+/// `${(%)PS1}`.
+fn prompt_read(text: &str) -> Option<&'static str> {
+    idents(text).find_map(|(at, name)| {
+        let prompt = *PROMPTS.iter().find(|p| **p == name)?;
+        let before = &text[..at];
+        let expanded = before.ends_with('$')
+            || before.ends_with("${")
+            || before.ends_with("${#")
+            || (before.ends_with(')') && before.contains("${("));
+        expanded.then_some(prompt)
+    })
 }
 
 /// Expansions that reach variables by computed names: bash's `${!name}`
@@ -543,6 +566,9 @@ mod tests {
             "precmd() { ls; }",
             "TRAPDEBUG() { ls; }",
             "__ws_d() { :; }",
+            "echo \"$PS1\"",
+            "print -r -- ${(%)PROMPT}",
+            "echo ${#PS1}",
         ] {
             assert!(refused(line), "{line:?}");
         }
@@ -551,7 +577,8 @@ mod tests {
     #[test]
     fn reading_and_ordinary_lines_pass() {
         for line in [
-            "echo $TMOUT $PS1 ${HISTFILE}",
+            "echo $TMOUT $PS2 ${HISTFILE}",
+            "grep PS1 /etc/bash.bashrc",
             "grep 'TMOUT=' /etc/profile",
             "grep -r PROMPT_COMMAND /etc/bash.bashrc",
             "ls -la /tmp",
