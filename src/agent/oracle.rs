@@ -51,8 +51,8 @@
 //!
 //! # A run
 //!
-//! [`Oracle::run`] starts `bash -c LINE`, `sh -c PREAMBLE⏎LINE` (dash) or
-//! `zsh -f -c LINE` in the jail, with the environment `PATH`, `HOME` and
+//! [`Oracle::run`] starts `bash -c -- LINE`, `sh -c PREAMBLE⏎LINE` (dash)
+//! or `zsh -f -c -- LINE` in the jail, with the environment `PATH`, `HOME` and
 //! `SOME_SECRET=s3cr3t` only, stdin from `/dev/null`. It waits until every
 //! process of the run has ended (background jobs and daemons included:
 //! the run's first process is the init of a PID namespace, or a child
@@ -196,6 +196,29 @@ const ROUTED: &[&str] = &[
 fn bash_rc() -> String {
     let names: Vec<String> = ROUTED.iter().map(|n| format!("'{n}'")).collect();
     format!("unset BASH_ENV\nenable -n {}\n", names.join(" "))
+}
+
+/// The nonce of the typed runs' shell integration.
+const TYPED_NONCE: &str = "0123456789abcdef0123456789abcdef";
+
+/// The rc file of a typed run: a plain prompt, walissh's bash integration
+/// as the bootstrap installs it, and the routed builtins but `printf`
+/// (which the integration runs as `builtin printf`) sent to the stubs.
+fn typed_rc() -> String {
+    let input = crate::terminal::bootstrap::input(
+        crate::terminal::Shell::Bash,
+        TYPED_NONCE,
+        false,
+        &["?".to_string()],
+    );
+    let input = String::from_utf8(input).unwrap_or_default();
+    let script = input.split_once('\r').map_or("", |(_, s)| s.trim_end());
+    let names: Vec<String> = ROUTED
+        .iter()
+        .filter(|n| **n != "printf")
+        .map(|n| format!("'{n}'"))
+        .collect();
+    format!("PS1='$ '\n{script}\nenable -n {}\n", names.join(" "))
 }
 
 /// The zsh preamble, `/etc/zsh/zshenv`.
@@ -612,20 +635,48 @@ impl Oracle {
         }
     }
 
+    /// Types `line` into an interactive bash on a terminal, as the agent
+    /// types an approved command: walissh's shell integration installed
+    /// (its keys bound), a fresh prompt waited for, then Ctrl-E Ctrl-U,
+    /// the line as a bracketed paste, walissh's own Enter; `exit` at the
+    /// next prompt. Returns what ran, as [`Oracle::run`] does (`printf`
+    /// stays a builtin here: the integration needs it).
+    pub(crate) fn run_typed(&self, line: &str) -> Result<Vec<Vec<String>>, String> {
+        let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let result = self.run_plan(Plan::with(self, Shell::Bash, line, true)?, Some(line));
+        let records = self.records();
+        self.clean();
+        result.map(|()| records)
+    }
+
     fn run_locked(&self, shell: Shell, line: &str) -> Result<(), String> {
-        let plan = Plan::new(self, shell, line)?;
+        self.run_plan(Plan::new(self, shell, line)?, None)
+    }
+
+    /// Runs `plan`; with `typed`, on a terminal that gets that line.
+    fn run_plan(&self, plan: Plan, typed: Option<&str>) -> Result<(), String> {
         let out = fs::File::create(&self.output).map_err(|e| e.to_string())?;
         let null = fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+        let tty = typed.map(Terminal::open).transpose()?;
         let mut fds = [0 as libc::c_int; 2];
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(io::Error::last_os_error().to_string());
         }
         let (report_r, report_w) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let fds = Fds {
-            out: out.as_raw_fd(),
-            null: null.as_raw_fd(),
-            report: report_w.as_raw_fd(),
+        let fds = match &tty {
+            Some(t) => Fds {
+                out: t.slave.as_ref().map_or(-1, |s| s.as_raw_fd()),
+                null: t.slave.as_ref().map_or(-1, |s| s.as_raw_fd()),
+                report: report_w.as_raw_fd(),
+                tty: true,
+            },
+            None => Fds {
+                out: out.as_raw_fd(),
+                null: null.as_raw_fd(),
+                report: report_w.as_raw_fd(),
+                tty: false,
+            },
         };
         // SAFETY: the child only makes system calls on memory prepared
         // above (no allocation, no lock), then execs or _exits.
@@ -637,10 +688,17 @@ impl Oracle {
             unsafe { init_main(&plan, &fds) }
         }
         drop(report_w);
+        let mut tty = tty.map(|mut t| {
+            t.close_slave();
+            t
+        });
         let deadline = Instant::now() + self.timeout;
         let mut nap = Duration::from_micros(100);
         let mut timed_out = false;
         loop {
+            if let Some(t) = tty.as_mut() {
+                t.drive();
+            }
             let mut status = 0;
             let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
             if r == pid || (r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
@@ -686,7 +744,24 @@ impl Oracle {
             ));
         }
         if timed_out {
-            return Err(format!("timed out after {:?}: killed", self.timeout));
+            let shown = tty.as_ref().map_or(String::new(), |t| {
+                let tail = &t.seen[t.seen.len().saturating_sub(600)..];
+                format!(
+                    " ({:?}; the terminal showed {:?})",
+                    t.stage,
+                    String::from_utf8_lossy(tail)
+                )
+            });
+            return Err(format!("timed out after {:?}: killed{shown}", self.timeout));
+        }
+        if let Some(t) = tty
+            && t.stage != Stage::Done
+        {
+            return Err(format!(
+                "the typed line never came back to a prompt ({:?}); the terminal showed {:?}",
+                t.stage,
+                String::from_utf8_lossy(&t.seen[t.seen.len().saturating_sub(600)..])
+            ));
         }
         Ok(())
     }
@@ -793,6 +868,7 @@ fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
         mode(&p, m)
     };
     ro(".oracle/bash.rc", &bash_rc(), 0o444)?;
+    ro(".oracle/typed.rc", &typed_rc(), 0o444)?;
     ro("etc/zsh/zshenv", &zshenv(), 0o444)?;
     ro(".oracle/stub", &format!("{STUB_LOG}{STUB_TAIL}"), 0o555)?;
     ro(
@@ -911,6 +987,8 @@ struct Fds {
     out: libc::c_int,
     null: libc::c_int,
     report: libc::c_int,
+    /// `null` and `out` are a terminal: the line's controlling one.
+    tty: bool,
 }
 
 fn cstring(s: &str) -> Result<CString, String> {
@@ -919,8 +997,27 @@ fn cstring(s: &str) -> Result<CString, String> {
 
 impl Plan {
     fn new(oracle: &Oracle, shell: Shell, line: &str) -> Result<Plan, String> {
+        Plan::with(oracle, shell, line, false)
+    }
+
+    /// `typed`: an interactive bash on a terminal, with walissh's shell
+    /// integration, which gets the line as the agent types it.
+    fn with(oracle: &Oracle, shell: Shell, line: &str, typed: bool) -> Result<Plan, String> {
         let argv: Vec<CString> = match shell {
-            Shell::Bash => vec![cstring("bash")?, cstring("-c")?, cstring(line)?],
+            Shell::Bash if typed => vec![
+                cstring("bash")?,
+                cstring("--noprofile")?,
+                cstring("--rcfile")?,
+                cstring("/.oracle/typed.rc")?,
+                cstring("-i")?,
+            ],
+            // `--`: a line that starts with `-` is a line, not options.
+            Shell::Bash => vec![
+                cstring("bash")?,
+                cstring("-c")?,
+                cstring("--")?,
+                cstring(line)?,
+            ],
             Shell::Dash => vec![
                 cstring("sh")?,
                 cstring("-c")?,
@@ -930,11 +1027,15 @@ impl Plan {
                 cstring("zsh")?,
                 cstring("-f")?,
                 cstring("-c")?,
+                cstring("--")?,
                 cstring(line)?,
             ],
         };
         let mut env: Vec<CString> = ENV.iter().map(|e| cstring(e)).collect::<Result<_, _>>()?;
-        if shell == Shell::Bash {
+        if typed {
+            env.push(cstring("TERM=xterm")?);
+            env.push(cstring("HISTFILE=")?);
+        } else if shell == Shell::Bash {
             env.push(cstring("BASH_ENV=/.oracle/bash.rc")?);
         }
         let ptrs = |v: &[CString]| {
@@ -983,6 +1084,114 @@ impl Plan {
                 .transpose()
                 .map_err(|e| e.to_string())?,
         })
+    }
+}
+
+/// Where a typed run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for the first prompt's end (a B mark).
+    Prompt,
+    /// The line was typed; waiting for the prompt after it.
+    Running,
+    /// `exit` was typed at that prompt.
+    Done,
+}
+
+/// The terminal of a typed run: its master side, driven without blocking
+/// from the run's wait loop.
+struct Terminal {
+    master: OwnedFd,
+    slave: Option<OwnedFd>,
+    keys: Vec<u8>,
+    stage: Stage,
+    /// Everything the terminal showed, and where the next prompt is looked
+    /// for.
+    seen: Vec<u8>,
+    from: usize,
+}
+
+impl Terminal {
+    fn open(line: &str) -> Result<Terminal, String> {
+        let (mut master, mut slave) = (0, 0);
+        let size = libc::winsize {
+            ws_row: 24,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: plain out-parameters; the descriptors are owned below.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        if r != 0 {
+            return Err(format!("openpty: {}", io::Error::last_os_error()));
+        }
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        unsafe {
+            libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+        }
+        let keys = [
+            b"\x05\x15\x1b[200~".as_slice(),
+            line.as_bytes(),
+            b"\x1b[201~",
+            crate::terminal::ACCEPT,
+        ]
+        .concat();
+        Ok(Terminal {
+            master,
+            slave: Some(slave),
+            keys,
+            stage: Stage::Prompt,
+            seen: Vec::new(),
+            from: 0,
+        })
+    }
+
+    fn close_slave(&mut self) {
+        self.slave = None;
+    }
+
+    /// Reads what the terminal shows; types at the prompts.
+    fn drive(&mut self) {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n =
+                unsafe { libc::read(self.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            self.seen.extend_from_slice(&buf[..n as usize]);
+        }
+        let prompt = format!("\x1b]133;B;w={TYPED_NONCE}\x07");
+        let Some(at) = memchr::memmem::find(&self.seen[self.from..], prompt.as_bytes()) else {
+            return;
+        };
+        self.from += at + prompt.len();
+        let (keys, next) = match self.stage {
+            Stage::Prompt => (std::mem::take(&mut self.keys), Stage::Running),
+            Stage::Running => (b"\x05\x15exit\r".to_vec(), Stage::Done),
+            Stage::Done => return,
+        };
+        let fd = self.master.as_raw_fd();
+        let mut rest = keys.as_slice();
+        while !rest.is_empty() {
+            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+            if n <= 0 {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            rest = &rest[n as usize..];
+        }
+        self.stage = next;
     }
 }
 
@@ -1117,6 +1326,9 @@ unsafe fn jail_main(plan: &Plan, fds: &Fds) -> ! {
         }
         let mut fds = Fds { ..*fds };
         if libc::dup2(fds.null, 0) < 0 || libc::dup2(fds.out, 1) < 0 || libc::dup2(fds.out, 2) < 0 {
+            fail(&fds, 3);
+        }
+        if fds.tty && (libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0) {
             fail(&fds, 3);
         }
         if fds.report != 3 {
@@ -1768,5 +1980,28 @@ mod tests {
         } else {
             eprintln!("oracle: {shell:?} found no program for {missing:?}");
         }
+    }
+
+    #[test]
+    fn a_typed_line_runs_what_bash_c_runs() {
+        let Some(o) = oracle() else { return };
+        let line = "echo a; ls -l /tmp | grep x && echo 50%% !! done";
+        let mut typed = o.run_typed(line).unwrap();
+        let mut plain: Vec<Vec<String>> = o
+            .run(Shell::Bash, line)
+            .unwrap()
+            .into_iter()
+            .filter(|a| a[0] != "printf")
+            .collect();
+        // A pipeline's programs start in either order.
+        typed.sort();
+        plain.sort();
+        assert_eq!(typed, plain);
+        assert!(typed.contains(&vec![
+            "echo".into(),
+            "50%%".into(),
+            "!!".into(),
+            "done".into()
+        ]));
     }
 }

@@ -376,6 +376,18 @@ fn base(program: &str) -> String {
     program.rsplit('/').next().unwrap_or(program).to_string()
 }
 
+/// `/dev/fd/N` with its number blanked: shells pick the descriptors of
+/// process substitutions differently.
+fn fd_blind(word: &str) -> String {
+    match word.strip_prefix("/dev/fd/") {
+        Some(n) if n.bytes().all(|b| b.is_ascii_digit()) => "/dev/fd/N".into(),
+        _ => word.to_string(),
+    }
+}
+
+/// Asked lines checked through the typed path: one in this many.
+const TYPED_EVERY: usize = 4;
+
 /// The execution oracle: each line of both corpora and a stream of
 /// generated ones runs under real bash, dash and zsh in a jail where every
 /// program is a logging stub (`agent::oracle`). A line the policy runs
@@ -395,6 +407,7 @@ fn what_the_policy_reads_is_what_the_shells_run() {
     lines.extend(adversarial().into_iter().map(|h| h.line));
     lines.extend(generated(600));
     let (mut auto_checked, mut seen_checked, mut unchecked) = (0, 0, 0);
+    let mut typed_checked = 0;
     let mut failures = Vec::new();
     for line in &lines {
         let seen = super::unwrap::see(line);
@@ -469,22 +482,61 @@ fn what_the_policy_reads_is_what_the_shells_run() {
                     .iter()
                     .filter_map(|r| r.first().and_then(|w| w.lit.as_deref()).map(base))
                     .collect();
-                for argv in ran {
-                    if !known.contains(&argv[0]) {
-                        failures.push(format!(
-                            "bash {line:?} ran {argv:?}, which the policy did not see"
-                        ));
+                let unseen = |how: &str, ran: &[Vec<String>], failures: &mut Vec<String>| {
+                    for argv in ran {
+                        if !known.contains(&argv[0]) {
+                            failures.push(format!(
+                                "{how} {line:?} ran {argv:?}, which the policy did not see"
+                            ));
+                        }
+                    }
+                };
+                unseen("bash", &ran, &mut failures);
+                seen_checked += 1;
+                // An approved line is typed into an interactive bash: the
+                // keystroke path must run what `bash -c` runs. One line in
+                // TYPED_EVERY (a typed run takes a prompt's round trip).
+                if seen_checked % TYPED_EVERY == 0 {
+                    match oracle.run_typed(line) {
+                        Ok(typed) => {
+                            unseen("typed", &typed, &mut failures);
+                            // `printf` stays a builtin when typed (the
+                            // integration needs it), so what it evaluates
+                            // runs there only; process substitutions get
+                            // other descriptors.
+                            let same = |runs: Vec<Vec<String>>| {
+                                let mut runs: Vec<Vec<String>> = runs
+                                    .into_iter()
+                                    .filter(|a| a[0] != "printf")
+                                    .map(|a| a.into_iter().map(|w| fd_blind(&w)).collect())
+                                    .collect();
+                                runs.sort();
+                                runs
+                            };
+                            let (typed, plain) = (same(typed), same(ran));
+                            if typed != plain && !line.contains("printf") {
+                                failures.push(format!(
+                                    "typed {line:?} ran {typed:?}, bash -c ran {plain:?}"
+                                ));
+                            }
+                            typed_checked += 1;
+                        }
+                        Err(e) => {
+                            eprintln!("unchecked typed: {line:?}: {e}");
+                            unchecked += 1;
+                        }
                     }
                 }
-                seen_checked += 1;
             }
         }
     }
     eprintln!(
         "oracle: {} lines; {auto_checked} auto-run lines matched in every shell; \
-         {seen_checked} other lines checked under bash; {unchecked} runs cut short",
+         {seen_checked} other lines checked under bash, {typed_checked} of them typed \
+         into an interactive bash too; {unchecked} runs cut short",
         lines.len()
     );
+    assert!(typed_checked > 0 || seen_checked < TYPED_EVERY);
     assert!(unchecked * 20 <= auto_checked, "{unchecked} runs cut short");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
