@@ -33,6 +33,17 @@ fn bastion(model: &Model) -> Bastion {
     bastion_with(model, Opts::default())
 }
 
+/// walissh asking `model`, bob in `ai = "auto"`.
+pub fn auto_bastion(model: &Model) -> Bastion {
+    bastion_with(
+        model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    )
+}
+
 pub fn bastion_with(model: &Model, opts: Opts) -> Bastion {
     Bastion::start_with(Opts {
         llm_url: Some(model.url()),
@@ -613,13 +624,7 @@ fn auto_mode_runs_read_only_commands_unasked_and_asks_for_the_rest() {
         Reply::Sse(call("c2", &write, "write a file")),
         Reply::Sse(answer("One read, one write.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = auto_bastion(&model);
     let t = bob(&b);
     let at = ask(&t, "? look then write");
     // The first `Run?` is for the second turn's command: the read-only one
@@ -994,13 +999,7 @@ fn a_model_repeating_itself_is_stopped() {
         .collect();
     script.push(Reply::Sse(answer("Should not get this far.")));
     let model = Model::start(script);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = auto_bastion(&model);
     let t = bob(&b);
     let at = ask(&t, "? keep going");
     let e = b.wait_kind("ai_error");

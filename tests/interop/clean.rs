@@ -270,13 +270,7 @@ impl Followed {
 fn ctrl_c_stops_a_clean_command_on(target: &str) {
     let f = Followed::new();
     let model = Model::start(vec![Reply::Sse(call("k1", &f.command(), "follow it"))]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = auto_bastion(&model);
     let t = ready_on(&b, target);
     let at = ask(&t, "? follow the file");
     let at = t.expect_from(&format!("{}\r\n", f.line), at);
@@ -362,13 +356,7 @@ fn long_output_of_a_clean_command_reaches_the_screen_whole_and_the_model_bounded
         Reply::Sse(call("c1", &command, "count")),
         Reply::Sse(answer("NUMBERS-DONE")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = auto_bastion(&model);
     let t = bob(&b);
     let at = ask(&t, "? count for me");
     // The user sees it all, paced by their terminal, with whole line ends.

@@ -37,13 +37,7 @@ fn agent_output_cannot_write_the_clipboard_or_plant_links() {
         Reply::Sse(call("c2", HOSTILE_PRINTF, "print")),
         Reply::Sse(answer("Both printed.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = auto_bastion(&model);
     let t = bob(&b);
     let at = ask(&t, "? show me");
     // Run apart, unasked.

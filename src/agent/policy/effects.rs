@@ -23,42 +23,32 @@
 //! not. What it leaves to others: reading the commands (`unwrap`), and
 //! everything that is not shell state (`deny`, `auto`).
 
-use super::unwrap::{Seen, basename};
+use super::unwrap::{HOOKS, Seen, basename};
 
-/// Variables no line the agent runs may set: the prompt hooks and
-/// prompts (code at every prompt, and the integration's marks), the idle
-/// logout, the history file and characters, start-up files, preloads.
+/// Variables no line the agent runs may set, besides the hooks the
+/// shell runs later (`unwrap::HOOKS`: prompt commands, prompts, start-up
+/// files, zsh's hook arrays): the idle logout, the history file and
+/// characters, zsh's rc directory, preloads, the other prompts.
 const PROTECTED: &[&str] = &[
-    "PROMPT_COMMAND",
-    "PS0",
-    "PS1",
-    "PS2",
-    "PS3",
-    "PS4",
-    "PROMPT",
-    "PROMPT2",
-    "PROMPT3",
-    "PROMPT4",
-    "RPROMPT",
-    "RPS1",
-    "RPS2",
     "TMOUT",
     "HISTFILE",
     "histchars",
     "HISTCHARS",
-    "BASH_ENV",
-    "ENV",
     "ZDOTDIR",
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
     "LD_AUDIT",
-    "precmd_functions",
-    "preexec_functions",
-    "chpwd_functions",
-    "periodic_functions",
-    "zshaddhistory_functions",
+    "PROMPT2",
+    "PROMPT3",
+    "PROMPT4",
+    "RPS2",
     "zshexit_functions",
 ];
+
+/// `name` if no line the agent runs may set it.
+fn protected(name: &str) -> Option<&'static str> {
+    PROTECTED.iter().chain(HOOKS).find(|p| **p == name).copied()
+}
 
 /// The integration's own names start so (`terminal::bootstrap`).
 const INTEGRATION: &str = "__ws_";
@@ -274,9 +264,9 @@ fn run_denied(run: &[super::word::Word]) -> Option<String> {
 /// A protected name in `word` that is not a plain `$NAME` read.
 fn named(word: &str) -> Option<&'static str> {
     idents(word).find_map(|(at, name)| {
-        let protected = PROTECTED.iter().find(|p| **p == name)?;
+        let protected = protected(name)?;
         let read = word[..at].ends_with('$');
-        (!read).then_some(*protected)
+        (!read).then_some(protected)
     })
 }
 
@@ -284,7 +274,7 @@ fn named(word: &str) -> Option<&'static str> {
 /// operator, after `for`/`select`, or in `${NAME=…}`/`${NAME:=…}`.
 fn assigned_in_text(text: &str) -> Option<&'static str> {
     idents(text).find_map(|(at, name)| {
-        let protected = *PROTECTED.iter().find(|p| **p == name)?;
+        let protected = protected(name)?;
         let before = &text[..at];
         if before.ends_with('$') {
             return None;

@@ -668,29 +668,6 @@ fn inner(program: &str, args: &[Word]) -> Inner {
 /// files, zsh's function and alias tables. Their value is read as a
 /// script (`PROMPT_COMMAND=reboot`, `PS0='$(reboot)'`).
 fn hook(name: &str, value: &Word) -> Option<Inner> {
-    const HOOKS: &[&str] = &[
-        "PROMPT_COMMAND",
-        "PS0",
-        "PS1",
-        "PS2",
-        "PS3",
-        "PS4",
-        "BASH_ENV",
-        "ENV",
-        "precmd_functions",
-        "preexec_functions",
-        "chpwd_functions",
-        "periodic_functions",
-        "zshaddhistory_functions",
-        "RPROMPT",
-        "RPS1",
-        "PROMPT",
-        "NULLCMD",
-        "READNULLCMD",
-        "TRAPEXIT",
-        "TRAPZERR",
-        "TRAPDEBUG",
-    ];
     let base = name.split('[').next().unwrap_or(name);
     let table = matches!(
         base,
@@ -707,6 +684,32 @@ fn hook(name: &str, value: &Word) -> Option<Inner> {
         )),
     })
 }
+
+/// Variables whose value the shell runs (or reads as a start-up file)
+/// later: see [`hook`].
+pub(super) const HOOKS: &[&str] = &[
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "BASH_ENV",
+    "ENV",
+    "precmd_functions",
+    "preexec_functions",
+    "chpwd_functions",
+    "periodic_functions",
+    "zshaddhistory_functions",
+    "RPROMPT",
+    "RPS1",
+    "PROMPT",
+    "NULLCMD",
+    "READNULLCMD",
+    "TRAPEXIT",
+    "TRAPZERR",
+    "TRAPDEBUG",
+];
 
 /// Shell commands carried in a program's options (see `inner`).
 fn embedded(program: &str, args: &[Word]) -> Inner {
