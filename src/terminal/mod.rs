@@ -324,12 +324,14 @@ impl Terminal {
             }
             self.keep_prompt(&data);
             self.keep_echo(&data);
+            // Only the agent's commands' output is made safe: while it
+            // winds down, what runs is the user's own.
             let to_client = match self.shown {
-                Shown::All => data,
-                _ => match self.sanitizer.clean(&data) {
+                Shown::Commands => match self.sanitizer.clean(&data) {
                     std::borrow::Cow::Borrowed(_) => data,
                     std::borrow::Cow::Owned(safe) => Bytes::from(safe),
                 },
+                _ => data,
             };
             return Processed {
                 to_client,
@@ -489,10 +491,10 @@ impl Terminal {
                 if let Some(r) = self.running.as_mut() {
                     r.output.push(bytes);
                 }
-                if self.shown == Shown::All {
-                    to_client.extend_from_slice(bytes);
-                } else {
+                if self.shown == Shown::Commands {
                     to_client.extend_from_slice(&self.sanitizer.clean(bytes));
+                } else {
+                    to_client.extend_from_slice(bytes);
                 }
             }
             _ => {}
@@ -534,7 +536,7 @@ impl Terminal {
                 // A D with no C before it ends nothing (an empty line, the
                 // first prompt after the bootstrap).
                 if let Some(r) = self.running.take() {
-                    if self.shown != Shown::All {
+                    if self.shown == Shown::Commands {
                         to_client.extend(self.sanitizer.finish());
                     }
                     let record = CommandRecord {
