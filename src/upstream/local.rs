@@ -100,6 +100,31 @@ impl LocalAccount {
     }
 }
 
+/// Marks every descriptor above stderr close-on-exec, in the child
+/// before it becomes the account: nothing walissh holds (its listening
+/// socket, the audit database, another session's PTY, a descriptor it
+/// inherited itself) reaches what the account runs. Runs between fork and
+/// exec: system calls only. `close_range` where the kernel has it (5.11),
+/// else one `fcntl` per possible descriptor.
+fn close_on_exec() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: integer arguments only.
+    unsafe {
+        let all = libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        );
+        if all != 0 {
+            let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(1024, 1 << 20) as libc::c_int;
+            for fd in 3..max {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
 /// Takes on an account's groups, group and user, in the only order that
 /// works (changing groups needs root, so the user id changes last). Runs
 /// in the child between fork and exec, so it makes only async-signal-safe
@@ -161,10 +186,17 @@ pub(crate) fn open(
                 .env_clear()
                 .envs(environment(&who.account, req))
                 .current_dir(home(&who.account));
-            if let Some(switch) = who.switcher() {
-                // SAFETY: runs between fork and exec; see `switch_account`.
-                cmd = unsafe { cmd.pre_exec(switch) };
-            }
+            // (pty_process makes the child a session leader on the PTY
+            // before this runs.)
+            let mut switch = who.switcher();
+            // SAFETY: runs between fork and exec; see `close_on_exec` and
+            // `switch_account`.
+            cmd = unsafe {
+                cmd.pre_exec(move || {
+                    close_on_exec();
+                    switch.as_mut().map_or(Ok(()), |s| s())
+                })
+            };
             let (master, child) = {
                 let _guard = spawn_lock.lock().unwrap_or_else(|e| e.into_inner());
                 let (master, pts) =
@@ -195,16 +227,25 @@ pub(crate) fn open(
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                // A group of its own, as sshd gives each session (setsid):
-                // a hang-up reaches what it started too, and a command
-                // run clean passes a signal on to its group, not to
-                // walissh's (`upstream::clean_command`).
-                .process_group(0)
                 .kill_on_drop(true);
-            if let Some(switch) = who.switcher() {
-                // SAFETY: runs between fork and exec; see `switch_account`.
-                unsafe { cmd.pre_exec(switch) };
-            }
+            // A session of its own, as sshd gives each (setsid): no
+            // controlling terminal, so nothing the account runs can type
+            // into the terminal walissh was started from (TIOCSTI), and a
+            // group of its own, so a hang-up reaches what it started too
+            // and a command run clean passes a signal on to its group,
+            // not to walissh's (`upstream::clean_command`).
+            let mut switch = who.switcher();
+            // SAFETY: runs between fork and exec; see `close_on_exec` and
+            // `switch_account`.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    close_on_exec();
+                    switch.as_mut().map_or(Ok(()), |s| s())
+                })
+            };
             let mut child = {
                 let _guard = spawn_lock.lock().unwrap_or_else(|e| e.into_inner());
                 cmd.spawn()

@@ -471,6 +471,9 @@ pub struct Opts {
     /// which is always written), with `{sshd_port}` replaced by the target
     /// sshd's port and `{bob_pub}` by bob's public key.
     pub extra_toml: String,
+    /// walissh runs with a controlling terminal (a PTY the test holds), as
+    /// `sudo walissh serve` typed in a shell does.
+    pub on_a_terminal: bool,
 }
 
 impl Default for Opts {
@@ -486,6 +489,7 @@ impl Default for Opts {
             llm_timeout_s: 10,
             bob_ai: "confirm",
             extra_toml: String::new(),
+            on_a_terminal: false,
         }
     }
 }
@@ -510,6 +514,10 @@ pub struct Bastion {
     /// Where walissh sends its systemd notifications (NOTIFY_SOCKET).
     pub notify: std::os::unix::net::UnixDatagram,
     child: Option<Child>,
+    /// The master side of walissh's controlling terminal, with
+    /// [`Opts::on_a_terminal`].
+    terminal: Option<std::os::fd::OwnedFd>,
+    on_a_terminal: bool,
 }
 
 impl Bastion {
@@ -674,14 +682,16 @@ timeout_s = {llm_timeout}
             sshd,
             log: Capture::default(),
             child: None,
+            terminal: None,
+            on_a_terminal: opts.on_a_terminal,
         };
         b.spawn();
         b
     }
 
     fn spawn(&mut self) {
-        let mut child = Command::new(walissh_bin())
-            .args(["serve", "--config"])
+        let mut cmd = Command::new(walissh_bin());
+        cmd.args(["serve", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", "info")
             .env("NOTIFY_SOCKET", self.dir.path().join("notify"))
@@ -689,9 +699,45 @@ timeout_s = {llm_timeout}
             .env_remove("WALISSH_TEST_UNSET_PW")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        if self.on_a_terminal {
+            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+            use std::os::unix::process::CommandExt;
+            let (mut master, mut slave) = (0, 0);
+            let opened = unsafe {
+                libc::openpty(
+                    &mut master,
+                    &mut slave,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+            };
+            assert_eq!(opened, 0, "openpty");
+            let (master, slave) =
+                unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+            let fd = slave.as_raw_fd();
+            unsafe {
+                libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                cmd.pre_exec(move || {
+                    if libc::setsid() < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let child = cmd.spawn().unwrap();
+            drop(slave);
+            self.terminal = Some(master);
+            return self.started(child);
+        }
+        let child = cmd.spawn().unwrap();
+        self.started(child)
+    }
+
+    /// Waits for a freshly spawned walissh to listen.
+    fn started(&mut self, mut child: Child) {
         self.log = Capture::default();
         self.log.spawn_reader(child.stderr.take().unwrap());
         let end = self.log.wait_for("listening addr=127.0.0.1:");

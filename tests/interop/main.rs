@@ -8,6 +8,7 @@ mod agent;
 mod clean;
 mod cli;
 mod context;
+mod hardening;
 mod integrity;
 mod lifecycle;
 mod login;
