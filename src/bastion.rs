@@ -94,11 +94,56 @@ impl Bastion {
     }
 }
 
+/// Every file walissh creates from here on is its own alone (0600,
+/// directories 0700): the audit, its journal, recordings, keys, known
+/// hosts. The mode mask does it, whatever the directories around them
+/// allow (local targets' processes get the usual 022 back:
+/// `upstream::local`). The audit and the recordings that exist already are
+/// closed to others too, and a state directory others can enter is said.
+fn keep_files_private(
+    state: &std::path::Path,
+    audit: &std::path::Path,
+    recordings: &std::path::Path,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask only sets the process's file mode mask.
+    unsafe { libc::umask(0o077) };
+    if let Ok(meta) = std::fs::metadata(state)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "state_dir {} can be entered by other accounts (mode {:o}); walissh's files in it \
+             are its own, but their names are not: chmod 700 it",
+            state.display(),
+            meta.permissions().mode() & 0o7777
+        );
+    }
+    let tighten = |path: &std::path::Path, mode: u32| {
+        if let Ok(meta) = std::fs::symlink_metadata(path)
+            && !meta.file_type().is_symlink()
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        }
+    };
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = audit.as_os_str().to_owned();
+        name.push(suffix);
+        tighten(std::path::Path::new(&name), 0o600);
+    }
+    tighten(recordings, 0o700);
+}
+
 /// Runs the bastion until SIGTERM or SIGINT.
 pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), String> {
     // Before anything can be announced: a SIGTERM right after "listening"
     // must shut down cleanly, not kill the process.
     let mut signals = Signals::new()?;
+    keep_files_private(
+        config.state_dir(),
+        &config.audit_db_path(),
+        &config.recordings_dir(),
+    );
     crate::keys::create_private_dir(config.state_dir())?;
     absolute_state_dir(&mut config)?;
     if config.embedded {

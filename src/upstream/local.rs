@@ -100,16 +100,20 @@ impl LocalAccount {
     }
 }
 
-/// Marks every descriptor above stderr close-on-exec, in the child
-/// before it becomes the account: nothing walissh holds (its listening
+/// Marks every descriptor above stderr close-on-exec, and gives back the
+/// usual file mode mask, in the child before it becomes the account:
+/// nothing walissh holds (its listening
 /// socket, the audit database, another session's PTY, a descriptor it
 /// inherited itself) reaches what the account runs. Runs between fork and
 /// exec: system calls only. `close_range` where the kernel has it (5.11),
 /// else one `fcntl` per possible descriptor.
-fn close_on_exec() {
+fn clean_slate() {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
     // SAFETY: integer arguments only.
     unsafe {
+        // walissh keeps its own files private (`bastion::keep_files_private`);
+        // the account's processes get the usual mask.
+        libc::umask(0o022);
         let all = libc::syscall(
             libc::SYS_close_range,
             3 as libc::c_uint,
@@ -189,11 +193,11 @@ pub(crate) fn open(
             // (pty_process makes the child a session leader on the PTY
             // before this runs.)
             let mut switch = who.switcher();
-            // SAFETY: runs between fork and exec; see `close_on_exec` and
+            // SAFETY: runs between fork and exec; see `clean_slate` and
             // `switch_account`.
             cmd = unsafe {
                 cmd.pre_exec(move || {
-                    close_on_exec();
+                    clean_slate();
                     switch.as_mut().map_or(Ok(()), |s| s())
                 })
             };
@@ -235,14 +239,14 @@ pub(crate) fn open(
             // and a command run clean passes a signal on to its group,
             // not to walissh's (`upstream::clean_command`).
             let mut switch = who.switcher();
-            // SAFETY: runs between fork and exec; see `close_on_exec` and
+            // SAFETY: runs between fork and exec; see `clean_slate` and
             // `switch_account`.
             unsafe {
                 cmd.pre_exec(move || {
                     if libc::setsid() < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
-                    close_on_exec();
+                    clean_slate();
                     switch.as_mut().map_or(Ok(()), |s| s())
                 })
             };

@@ -46,3 +46,47 @@ fn local_commands_get_no_terminal_and_no_descriptor_of_walissh() {
         "descriptors beyond stdio reached the account's shell: {fds:?}"
     );
 }
+
+/// walissh's files are its own (0600, directories 0700) whatever the
+/// state directory allows, an audit created looser is closed, and a state
+/// directory others can enter is said at start.
+#[test]
+fn state_files_are_private_whatever_the_directory_allows() {
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bastion::start_with(Opts {
+        prepare: Some(Box::new(|state, _| {
+            std::fs::create_dir_all(state).unwrap();
+            std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let db = state.join("audit.db");
+            std::fs::write(&db, "").unwrap();
+            std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        })),
+        ..Opts::default()
+    });
+    b.log.wait_for("can be entered by other accounts");
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo PRIVATE-$((1+1))\r");
+    t.expect("PRIVATE-2");
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo PRIVATE-$((1+1))");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(&b.state).unwrap() {
+        let path = entry.unwrap().path();
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), want, "{}", path.display());
+        checked.push(path.clone());
+        if path.is_dir() {
+            for inner in std::fs::read_dir(&path).unwrap() {
+                let inner = inner.unwrap().path();
+                let want = if inner.is_dir() { 0o700 } else { 0o600 };
+                assert_eq!(mode(&inner), want, "{}", inner.display());
+                checked.push(inner);
+            }
+        }
+    }
+    assert!(
+        checked.iter().any(|p| p.ends_with("audit.db"))
+            && checked.iter().any(|p| p.ends_with("recordings")),
+        "{checked:?}"
+    );
+}
