@@ -88,6 +88,10 @@ pub(crate) struct ServerConfig {
     /// How long a client may take from connecting to logging in.
     #[serde(default = "default_login_grace_s")]
     pub(crate) login_grace_s: u64,
+    /// Sessions (shells, commands, sftp) one connection may have open at
+    /// once, as OpenSSH's `MaxSessions`.
+    #[serde(default = "default_max_sessions")]
+    pub(crate) max_sessions_per_connection: Spanned<u32>,
 }
 
 impl Default for ServerConfig {
@@ -99,6 +103,7 @@ impl Default for ServerConfig {
             auth_max_failures: default_max_failures(),
             auth_lockout_s: default_lockout_s(),
             login_grace_s: default_login_grace_s(),
+            max_sessions_per_connection: default_max_sessions(),
         }
     }
 }
@@ -108,6 +113,9 @@ fn default_listen() -> Vec<Spanned<String>> {
 }
 fn default_state_dir() -> PathBuf {
     PathBuf::from("/var/lib/walissh")
+}
+fn default_max_sessions() -> Spanned<u32> {
+    Spanned::new(0..0, 10)
 }
 fn default_max_failures() -> Spanned<u32> {
     Spanned::new(0..0, 5)
@@ -552,6 +560,13 @@ impl Config {
                 s.auth_max_failures.span(),
                 Some("server.auth_max_failures"),
                 why,
+            ));
+        }
+        if *s.max_sessions_per_connection.get_ref() == 0 {
+            return Err(loc.error(
+                s.max_sessions_per_connection.span(),
+                Some("server.max_sessions_per_connection"),
+                "must be at least 1",
             ));
         }
         if *s.auth_lockout_s.get_ref() == 0 {

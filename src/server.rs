@@ -91,6 +91,7 @@ pub(crate) async fn accept_loop(
             authenticated: authenticated.clone(),
             pending: Some(pending),
             sessions: sessions.clone(),
+            open: Arc::default(),
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -194,6 +195,28 @@ pub(crate) struct Connection {
     /// This connection's place among its address's not-yet-logged-in ones.
     pending: Option<Pending>,
     sessions: Watcher,
+    /// Its sessions open now (`[server] max_sessions_per_connection`).
+    open: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// One of a connection's open sessions: given back when dropped.
+struct SessionSlot(Arc<std::sync::atomic::AtomicU32>);
+
+impl SessionSlot {
+    /// A slot, unless `max` sessions are open already.
+    fn take(open: &Arc<std::sync::atomic::AtomicU32>, max: u32) -> Option<SessionSlot> {
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| SessionSlot(open.clone()))
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Connection {
@@ -339,15 +362,32 @@ impl russh::server::Handler for Connection {
                 .await;
             return Ok(());
         };
+        let live = self.bastion.live();
+        let max = *live.config.server.max_sessions_per_connection.get_ref();
+        let Some(slot) = SessionSlot::take(&self.open, max) else {
+            let ev = Event::new("session_refused")
+                .user(login.user.clone())
+                .field("client_addr", self.peer.to_string())
+                .field("reason", "max_sessions_per_connection")
+                .field("limit", max);
+            self.bastion.audit.event(ev).await;
+            reply
+                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                .await;
+            return Ok(());
+        };
         reply.accept().await;
         let ctx = crate::session::Context {
-            live: self.bastion.live(),
+            live,
             bastion: self.bastion.clone(),
             login,
             peer: self.peer,
             handle: session.handle(),
         };
-        tokio::spawn(crate::session::run(ctx, channel, stop));
+        tokio::spawn(async move {
+            crate::session::run(ctx, channel, stop).await;
+            drop(slot);
+        });
         Ok(())
     }
 

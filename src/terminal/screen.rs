@@ -96,7 +96,7 @@ impl Screen {
     /// model must not take turns with the byte path it watches.
     pub(crate) fn start(rows: u32, cols: u32, on: &tokio::runtime::Handle) -> Screen {
         let (tx, rx) = mpsc::channel(QUEUE);
-        on.spawn(run(rx, size(rows), size(cols)));
+        on.spawn(run(rx, self::rows(rows), self::cols(cols)));
         Screen {
             tx,
             stale: AtomicBool::new(false),
@@ -135,7 +135,7 @@ impl Screen {
     }
 
     pub(crate) fn resize(&self, rows: u32, cols: u32) {
-        self.send_or_stale(Update::Resize(size(rows), size(cols)));
+        self.send_or_stale(Update::Resize(self::rows(rows), self::cols(cols)));
     }
 
     /// What the screen shows. A stale model answers at once, without
@@ -189,8 +189,19 @@ pub(crate) fn prompt_command(line: &str) -> Option<String> {
     (!command.is_empty()).then(|| command.to_string())
 }
 
-fn size(n: u32) -> u16 {
-    n.clamp(1, 1000) as u16
+/// A screen model is at most this big, whatever the client asks: one
+/// connection may hold several, and a 1000×1000 one takes tens of MB. A
+/// wider terminal's lines wrap differently in the model, which only reads
+/// the prompt's line.
+const MAX_ROWS: u32 = 300;
+const MAX_COLS: u32 = 600;
+
+fn rows(n: u32) -> u16 {
+    n.clamp(1, MAX_ROWS) as u16
+}
+
+fn cols(n: u32) -> u16 {
+    n.clamp(1, MAX_COLS) as u16
 }
 
 fn parser(rows: u16, cols: u16) -> vt100::Parser {

@@ -90,3 +90,91 @@ fn state_files_are_private_whatever_the_directory_allows() {
         "{checked:?}"
     );
 }
+
+/// One connection opens at most `[server] max_sessions_per_connection`
+/// sessions at once (OpenSSH's `MaxSessions`): one more is refused and
+/// audited, and a slot comes back when a session ends.
+#[test]
+fn one_connection_opens_at_most_max_sessions() {
+    let b = Bastion::start_with(Opts {
+        max_sessions: 2,
+        ..Opts::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("mux");
+    // One connection (a ControlMaster); every session below rides on it.
+    let via_master = |extra: &[&str]| {
+        let mut c = b.ssh_base();
+        c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
+            .arg(&b.bob_key)
+            .arg("-S")
+            .arg(&sock)
+            .args(extra)
+            .arg("bob:web1@127.0.0.1");
+        c
+    };
+    let mut master = via_master(&["-M", "-N", "-o", "ControlPersist=no"])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !via_master(&["-O", "check"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the master never came up"
+        );
+    }
+    let mut sleepers: Vec<_> = (0..2)
+        .map(|_| {
+            with(via_master(&[]), "sleep 600")
+                .stdin(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    b.wait_count("session_start", 2);
+    // The master's connection refuses a third; OpenSSH's client then
+    // falls back to a connection of its own, as it does with sshd's
+    // MaxSessions.
+    let third = exec(via_master(&[]), "echo THIRD");
+    let refused = b.wait_kind("session_refused");
+    assert_eq!(refused["limit"], 2, "{refused}");
+    assert_eq!(refused["user"], "bob", "{refused}");
+    let logins: Vec<String> = b
+        .audit()
+        .iter()
+        .filter(|e| e["kind"] == "auth_ok")
+        .map(|e| e["client_addr"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(refused["client_addr"], logins[0].as_str(), "{logins:?}");
+    assert_eq!(
+        logins.len(),
+        2,
+        "the third did not need a connection of its own"
+    );
+    assert_eq!(stdout(&third), "THIRD\n", "{}", stderr(&third));
+    // One ends: its slot comes back.
+    sleepers[0].kill().unwrap();
+    sleepers[0].wait().unwrap();
+    // The third's session and the first sleeper's have ended.
+    b.wait_count("session_end", 2);
+    let fourth = exec(via_master(&[]), "echo FOURTH");
+    assert_eq!(stdout(&fourth), "FOURTH\n", "{}", stderr(&fourth));
+    let audit = b.audit();
+    let count = |kind: &str| audit.iter().filter(|e| e["kind"] == kind).count();
+    assert_eq!(
+        count("auth_ok"),
+        2,
+        "the fourth needed a connection of its own"
+    );
+    assert_eq!(count("session_refused"), 1, "{audit:#?}");
+    sleepers[1].kill().unwrap();
+    let _ = sleepers[1].wait();
+    master.kill().unwrap();
+    let _ = master.wait();
+}

@@ -474,6 +474,8 @@ pub struct Opts {
     /// walissh runs with a controlling terminal (a PTY the test holds), as
     /// `sudo walissh serve` typed in a shell does.
     pub on_a_terminal: bool,
+    /// `[server] max_sessions_per_connection`.
+    pub max_sessions: u32,
 }
 
 impl Default for Opts {
@@ -490,6 +492,7 @@ impl Default for Opts {
             bob_ai: "confirm",
             extra_toml: String::new(),
             on_a_terminal: false,
+            max_sessions: 10,
         }
     }
 }
@@ -549,6 +552,7 @@ state_dir = "{state}"
 auth_max_failures = {mf}
 auth_lockout_s = 600
 login_grace_s = {lg}
+max_sessions_per_connection = {ms}
 
 [upstream]
 host_key_policy = "{policy}"
@@ -624,6 +628,7 @@ timeout_s = {llm_timeout}
                     tarpit = tarpit.local_addr().unwrap().port(),
                     mf = opts.max_failures,
                     lg = opts.login_grace_s,
+                    ms = opts.max_sessions,
                     policy = opts.host_key_policy,
                     of = opts.on_failure,
                     ri = opts.record_input,
