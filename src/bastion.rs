@@ -171,11 +171,11 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
         listeners.push(l);
     }
 
-    let sample_hash = config
+    let hashes = config
         .users
         .iter()
-        .find_map(|u| u.password_hash.as_ref().map(|h| h.get_ref().clone()));
-    let passwords = crate::password::Verifier::new(sample_hash.as_deref())?;
+        .filter_map(|u| u.password_hash.as_ref().map(|h| h.get_ref().as_str()));
+    let passwords = crate::password::Verifier::new(hashes)?;
     let bastion = Arc::new(Bastion {
         passwords,
         throttle: Throttle::new(

@@ -7,6 +7,8 @@
 
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use std::time::Duration;
+
 use argon2::{Algorithm, Argon2, Params, Version};
 use tokio::sync::Semaphore;
 
@@ -46,46 +48,67 @@ pub(crate) fn check_hash(phc: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Verifies passwords off the async runtime, a few at a time.
+/// Verifies passwords off the async runtime, a few at a time, and so
+/// that a wrong answer takes as long whoever was asked for.
 pub(crate) struct Verifier {
     slots: Semaphore,
-    /// A hash nobody's password matches, with the parameters of the
-    /// configured hashes, so an unknown user costs what a known one does.
+    /// A hash nobody's password matches, with the costliest parameters
+    /// among the configured hashes, so an unknown user costs what the
+    /// slowest known one does.
     dummy: String,
+    /// How long verifying the dummy took: no failure is answered sooner,
+    /// so a user whose hash is cheaper does not stand out from the others
+    /// (nor from unknown users).
+    floor: Duration,
 }
 
 impl Verifier {
-    /// `sample` is one configured hash; its parameters are used for the
-    /// dummy that unknown users are verified against.
-    pub(crate) fn new(sample: Option<&str>) -> Result<Verifier, String> {
-        let params = sample
-            .and_then(|s| PasswordHash::new(s).ok())
-            .and_then(|h| Params::try_from(&h).ok())
+    /// `hashes` are the configured hashes; the costliest parameters among
+    /// them are used for the dummy that unknown users are verified against.
+    pub(crate) fn new<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Result<Verifier, String> {
+        let cost = |p: &Params| (u64::from(p.m_cost()) * u64::from(p.t_cost()), p.p_cost());
+        let params = hashes
+            .into_iter()
+            .filter_map(|s| PasswordHash::new(s).ok())
+            .filter_map(|h| Params::try_from(&h).ok())
+            .max_by_key(cost)
             .unwrap_or_default();
         let random: [u8; 32] = rand::random();
         let dummy = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
             .hash_password(&random)
             .map_err(|e| format!("cannot prepare password verification: {e}"))?
             .to_string();
+        let started = std::time::Instant::now();
+        verify("", &dummy);
+        let floor = started.elapsed();
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Verifier {
             slots: Semaphore::new(cores * 2),
             dummy,
+            floor,
         })
     }
 
     /// Whether `password` matches `phc`. `None` (an unknown user, or one
-    /// without a password) spends the time of a real verification too.
+    /// without a password) spends the time of a real verification too,
+    /// and no failure is answered before the dummy's time.
     pub(crate) async fn verify(&self, password: String, phc: Option<String>) -> bool {
-        let Ok(_slot) = self.slots.acquire().await else {
-            return false;
+        let started = tokio::time::Instant::now();
+        let ok = {
+            let Ok(_slot) = self.slots.acquire().await else {
+                return false;
+            };
+            let known = phc.is_some();
+            let phc = phc.unwrap_or_else(|| self.dummy.clone());
+            let ok = tokio::task::spawn_blocking(move || verify(&password, &phc))
+                .await
+                .unwrap_or(false);
+            ok && known
         };
-        let known = phc.is_some();
-        let phc = phc.unwrap_or_else(|| self.dummy.clone());
-        let ok = tokio::task::spawn_blocking(move || verify(&password, &phc))
-            .await
-            .unwrap_or(false);
-        ok && known
+        if !ok {
+            tokio::time::sleep_until(started + self.floor).await;
+        }
+        ok
     }
 }
 
@@ -125,5 +148,29 @@ mod tests {
         let h = hash("pw").unwrap();
         assert!(v.verify("pw".into(), Some(h)).await);
         assert!(!v.verify("pw".into(), None).await);
+    }
+
+    /// A cheap hash among costly ones: the dummy takes the costliest
+    /// parameters, and a wrong password for the cheap one is answered no
+    /// sooner than the dummy's time (a lower bound the verifier keeps).
+    #[tokio::test]
+    async fn a_cheap_hash_does_not_stand_out() {
+        let params = |m, t| Params::new(m, t, 1, None).unwrap();
+        let with = |p: Params, pw: &str| {
+            Argon2::new(Algorithm::Argon2id, Version::V0x13, p)
+                .hash_password(pw.as_bytes())
+                .unwrap()
+                .to_string()
+        };
+        let cheap = with(params(MIN_M_KIB, 1), "cheap");
+        let costly = with(params(MIN_M_KIB * 4, 4), "costly");
+        let v = Verifier::new([cheap.as_str(), costly.as_str()]).unwrap();
+        let dummy = PasswordHash::new(&v.dummy).unwrap();
+        let p = Params::try_from(&dummy).unwrap();
+        assert_eq!((p.m_cost(), p.t_cost()), (MIN_M_KIB * 4, 4));
+        let started = tokio::time::Instant::now();
+        assert!(!v.verify("wrong".into(), Some(cheap.clone())).await);
+        assert!(started.elapsed() >= v.floor);
+        assert!(v.verify("cheap".into(), Some(cheap)).await);
     }
 }
