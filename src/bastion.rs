@@ -188,6 +188,7 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
             policy: config.upstream.host_key_policy,
             own_account,
             spawn_lock: std::sync::Mutex::new(()),
+            known_hosts_lock: Default::default(),
         },
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: crate::agent::Agent::new(&config),

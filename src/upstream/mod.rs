@@ -393,6 +393,9 @@ pub(crate) struct Context {
     pub(crate) own_account: Account,
     /// Serialises process creation for local targets (see `local::open`).
     pub(crate) spawn_lock: std::sync::Mutex<()>,
+    /// Serialises reading and recording `known_hosts` (`accept-new`): two
+    /// first connections to one host must not each record a key.
+    pub(crate) known_hosts_lock: Arc<std::sync::Mutex<()>>,
 }
 
 pub(crate) enum Reader {

@@ -41,6 +41,8 @@ struct HostKeyCheck {
     host: String,
     port: u16,
     known_hosts: PathBuf,
+    /// See `upstream::Context::known_hosts_lock`.
+    lock: Arc<Mutex<()>>,
     policy: HostKeyPolicy,
     verdict: Arc<Mutex<Option<String>>>,
 }
@@ -63,10 +65,15 @@ impl client::Handler for HostKeyCheck {
             self.policy,
         );
         let key = key.clone();
-        let answer =
-            tokio::task::spawn_blocking(move || check_host_key(&host, port, &key, &path, policy))
-                .await
-                .unwrap_or_else(|e| Err(format!("host key check failed: {e}")));
+        let lock = self.lock.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            // One check at a time: a first key is recorded before the
+            // next connection to that host reads the file.
+            let _one = lock.lock().unwrap_or_else(|e| e.into_inner());
+            check_host_key(&host, port, &key, &path, policy)
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("host key check failed: {e}")));
         match answer {
             Ok(()) => Ok(true),
             Err(why) => {
@@ -241,6 +248,7 @@ async fn open_inner(
         host: host.clone(),
         port,
         known_hosts: ctx.known_hosts.clone(),
+        lock: ctx.known_hosts_lock.clone(),
         policy: ctx.policy,
         verdict: verdict.clone(),
     };
