@@ -199,6 +199,12 @@ pub(crate) struct Connection {
     open: Arc<std::sync::atomic::AtomicU32>,
 }
 
+/// A name from the client (the user or target part of a login name), cut
+/// to [`MAX_NAME`] bytes before it is stored.
+fn bounded_name(name: &str) -> String {
+    name[..name.floor_char_boundary(MAX_NAME)].to_string()
+}
+
 /// One of a connection's open sessions: given back when dropped.
 struct SessionSlot(Arc<std::sync::atomic::AtomicU32>);
 
@@ -221,19 +227,15 @@ impl Drop for SessionSlot {
 
 impl Connection {
     fn auth_event(&self, kind: &'static str, user: &str, method: &str) -> Event {
-        let mut user = user.to_string();
-        if user.len() > MAX_NAME {
-            user.truncate(user.floor_char_boundary(MAX_NAME));
-        }
         Event::new(kind)
-            .user(user)
+            .user(bounded_name(user))
             .field("method", method)
             .field("client_addr", self.peer.to_string())
     }
 
     async fn accept(&mut self, login: Login, method: &str) -> Auth {
         let mut ev = self.auth_event("auth_ok", &login.user, method);
-        ev.target = login.target.clone();
+        ev.target = login.target.as_deref().map(bounded_name);
         self.bastion.audit.event(ev).await;
         self.login = Some(login);
         self.authenticated.store(true, Ordering::Relaxed);
@@ -250,15 +252,22 @@ impl Connection {
         reason: &str,
         attempt: Option<Attempt<'_>>,
     ) -> Auth {
-        let mut ev = self
-            .auth_event("auth_fail", &login.user, method)
-            .field("reason", reason);
-        ev.target = login.target.clone();
-        self.bastion.audit.event(ev).await;
+        // A flood is counted, not written row by row: the address's 1st,
+        // 2nd, 4th… failure of the minute gets a row with the count.
+        let offer = attempt.is_none() && reason == "unknown_key";
+        let failure = self.bastion.throttle.failure(self.peer.ip(), offer);
+        if let Some(count) = failure.report {
+            let mut ev = self
+                .auth_event("auth_fail", &login.user, method)
+                .field("reason", reason)
+                .field("count", count);
+            ev.target = login.target.as_deref().map(bounded_name);
+            self.bastion.audit.event(ev).await;
+        }
         let delay = match (attempt, reason) {
             (Some(a), _) => a.failed(),
             (None, "locked_out") => LOCKED_OUT_DELAY,
-            (None, _) => Duration::ZERO,
+            (None, _) => failure.wait,
         };
         tokio::time::sleep(delay).await;
         Auth::reject()

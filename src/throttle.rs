@@ -37,6 +37,8 @@ pub(crate) struct Throttle {
     lockout: Duration,
     /// Connections per address that have not logged in yet.
     pending: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    /// Failures per address in the current report window.
+    windows: Mutex<HashMap<IpAddr, Window>>,
 }
 
 /// Connections one address may hold open before logging in: enough for a
@@ -85,6 +87,32 @@ fn key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// How long failures from one address are counted together for the audit.
+const REPORT_WINDOW: Duration = Duration::from_secs(60);
+/// Failures of one address in a window that each get an audit row; beyond,
+/// only the 32nd, 64th, 128th…
+const ROWS_IN_FULL: u64 = 16;
+/// Rejected public-key offers one address may make in a window before each
+/// further one waits: clients offer every key they hold, a few at most.
+const FREE_OFFERS: u64 = 16;
+
+/// Failures of one address in the current window.
+#[derive(Debug)]
+struct Window {
+    started: Instant,
+    failures: u64,
+    offers: u64,
+}
+
+/// What to do about one failure: whether to write an audit row for it
+/// (with how many failures the address has made in the window so far),
+/// and how long to wait before answering a rejected offer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) report: Option<u64>,
+    pub(crate) wait: Duration,
+}
+
 impl Throttle {
     pub(crate) fn new(max_failures: u32, lockout: Duration) -> Throttle {
         Throttle {
@@ -92,7 +120,53 @@ impl Throttle {
             max_failures: max_failures.max(1),
             lockout,
             pending: Arc::default(),
+            windows: Mutex::default(),
         }
+    }
+
+    /// A failed login from `ip` (any kind, counted or not): an audit row is
+    /// written for each of the first 16 failures of the address in a
+    /// minute, then for the 32nd, 64th, 128th…, each carrying the count, so
+    /// a flood costs the audit a few rows a minute instead of one per
+    /// attempt. A rejected offer (`offer`) beyond
+    /// the first few of the window waits, as a guess does, before it is
+    /// answered.
+    pub(crate) fn failure(&self, ip: IpAddr, offer: bool) -> Failure {
+        let now = Instant::now();
+        let key = key(ip);
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        if windows.len() >= PRUNE_AT {
+            windows.retain(|_, w| now.duration_since(w.started) < REPORT_WINDOW);
+        }
+        let w = windows.entry(key).or_insert(Window {
+            started: now,
+            failures: 0,
+            offers: 0,
+        });
+        if now.duration_since(w.started) >= REPORT_WINDOW {
+            *w = Window {
+                started: now,
+                failures: 0,
+                offers: 0,
+            };
+        }
+        w.failures += 1;
+        let report =
+            (w.failures <= ROWS_IN_FULL || w.failures.is_power_of_two()).then_some(w.failures);
+        let wait = if offer {
+            w.offers += 1;
+            let over = w.offers.saturating_sub(FREE_OFFERS);
+            if over == 0 {
+                Duration::ZERO
+            } else {
+                BASE_DELAY
+                    .saturating_mul(1 << (over - 1).min(8))
+                    .min(MAX_DELAY)
+            }
+        } else {
+            Duration::ZERO
+        };
+        Failure { report, wait }
     }
 
     /// A place for a new connection from `ip`, or `None` when the address
@@ -236,5 +310,25 @@ mod tests {
         assert!(t.begin(ip("2001:db8:1:2::ffff")).is_none());
         assert!(t.begin(ip("2001:db8:1:3::1")).is_some());
         assert!(t.begin(ip("::ffff:192.0.2.9")).is_some());
+    }
+
+    #[test]
+    fn a_flood_of_failures_costs_a_few_rows_and_offers_wait() {
+        let t = Throttle::new(5, Duration::from_secs(60));
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let reports: Vec<u64> = (0..1000)
+            .filter_map(|_| t.failure(ip, false).report)
+            .collect();
+        let mut want: Vec<u64> = (1..=16).collect();
+        want.extend([32, 64, 128, 256, 512]);
+        assert_eq!(reports, want);
+        // Another address has its own count.
+        let other: IpAddr = "192.0.2.8".parse().unwrap();
+        assert_eq!(t.failure(other, true).report, Some(1));
+        let waits: Vec<Duration> = (0..20).map(|_| t.failure(other, true).wait).collect();
+        assert!(waits[..15].iter().all(|w| w.is_zero()), "{waits:?}");
+        assert_eq!(waits[15], BASE_DELAY);
+        assert_eq!(waits[16], BASE_DELAY * 2);
+        assert!(waits.iter().all(|w| *w <= MAX_DELAY));
     }
 }

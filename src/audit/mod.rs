@@ -60,6 +60,42 @@ impl Event {
     pub(crate) fn fields(self, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Event {
         fields.into_iter().fold(self, |ev, (k, v)| ev.field(k, v))
     }
+
+    /// The event with every string cut to a bound before it is stored:
+    /// much of it comes from clients (login names, commands, requested
+    /// targets), and no client may fill the disk through the audit. The
+    /// cut is said where it is.
+    fn bounded(mut self) -> Event {
+        for name in [&mut self.user, &mut self.target].into_iter().flatten() {
+            cut(name, MAX_NAME);
+        }
+        for value in self.fields.values_mut() {
+            match value {
+                Value::String(s) => cut(s, MAX_TEXT),
+                Value::Array(items) => items.iter_mut().for_each(|v| {
+                    if let Value::String(s) = v {
+                        cut(s, MAX_TEXT);
+                    }
+                }),
+                _ => {}
+            }
+        }
+        self
+    }
+}
+
+/// Bytes of a user or target name kept in the audit.
+const MAX_NAME: usize = 256;
+/// Bytes of any other text kept in one field.
+const MAX_TEXT: usize = 64 * 1024;
+
+/// Cuts `s` to `max` bytes (on a character boundary), saying so.
+fn cut(s: &mut String, max: usize) {
+    if s.len() > max {
+        let total = s.len();
+        s.truncate(s.floor_char_boundary(max));
+        s.push_str(&format!("…[{} bytes cut]", total - s.len()));
+    }
 }
 
 /// The identity of a running session, for its audit events.
@@ -172,7 +208,7 @@ impl Audit {
     }
 
     pub(crate) async fn event(&self, event: Event) {
-        self.send(Record::Event(event)).await
+        self.send(Record::Event(event.bounded())).await
     }
 
     pub(crate) async fn session_start(&self, row: SessionRow) {
@@ -218,4 +254,23 @@ impl Audit {
 /// RFC 3339 with milliseconds, UTC.
 pub(crate) fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_strings_are_cut_before_they_are_stored() {
+        let mut ev = Event::new("auth_fail")
+            .user("u".repeat(10_000))
+            .field("command", "c".repeat(200_000));
+        ev.target = Some("t".repeat(10_000));
+        let ev = ev.bounded();
+        assert!(ev.user.as_ref().unwrap().len() < MAX_NAME + 32);
+        assert!(ev.target.as_ref().unwrap().ends_with("bytes cut]"));
+        let c = ev.fields["command"].as_str().unwrap();
+        assert!(c.len() < MAX_TEXT + 32);
+        assert!(c.ends_with(&format!("[{} bytes cut]", 200_000 - MAX_TEXT)));
+    }
 }

@@ -178,3 +178,32 @@ fn one_connection_opens_at_most_max_sessions() {
     master.kill().unwrap();
     let _ = master.wait();
 }
+
+/// Rejected key offers flood the audit no more: one address's first 16
+/// failures of a minute get a row each (with the count), later ones only
+/// at powers of two, the 17th offer on waits before it is answered, and a
+/// huge target part of the login name is cut before it is stored.
+#[test]
+fn a_flood_of_rejected_offers_costs_the_audit_a_bounded_number_of_rows() {
+    let b = Bastion::start();
+    let login = format!("mallory:{}", "x".repeat(5000));
+    for _ in 0..20 {
+        let out = exec(b.ssh_bob(&login), "true");
+        assert_eq!(out.status.code(), Some(255), "{}", stderr(&out));
+    }
+    // Something after the flood, to know its rows are all in.
+    let out = exec(b.ssh_bob("bob:web1"), "echo AFTER");
+    assert_eq!(stdout(&out), "AFTER\n");
+    b.wait_kind("auth_ok");
+    let fails: Vec<serde_json::Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "auth_fail")
+        .collect();
+    assert_eq!(fails.len(), 16, "{fails:#?}");
+    for (i, f) in fails.iter().enumerate() {
+        assert_eq!(f["count"], i as u64 + 1, "{f}");
+        assert_eq!(f["reason"], "unknown_key", "{f}");
+        assert!(f["target"].as_str().unwrap().len() <= 128, "{f}");
+    }
+}
