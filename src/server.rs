@@ -125,6 +125,10 @@ async fn serve_connection(
     mut stop: Listener,
 ) {
     let peer = handler.peer;
+    // A second handle on the socket, to cut the connection at the login
+    // deadline: before key exchange ends, russh sends no disconnect, and
+    // its task owns the stream.
+    let mut cutter = socket.try_clone().ok();
     // Accepted on the main runtime; registered again on this worker's.
     let socket = match tokio::net::TcpStream::from_std(socket) {
         Ok(s) => s,
@@ -163,7 +167,12 @@ async fn serve_connection(
                     let _ = handle
                         .disconnect(russh::Disconnect::ByApplication, "login took too long".into(), "".into())
                         .await;
+                    if let Some(c) = cutter.take() {
+                        let _ = c.shutdown(std::net::Shutdown::Both);
+                    }
                 }
+                // Logged in: the second handle is not needed any more.
+                cutter = None;
             }
             _ = stop.requested() => break,
         }

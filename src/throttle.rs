@@ -35,8 +35,13 @@ pub(crate) struct Throttle {
     entries: Mutex<HashMap<IpAddr, Entry>>,
     max_failures: u32,
     lockout: Duration,
-    /// Connections per address that have not logged in yet.
-    pending: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    /// Connections that have not logged in yet, per address and in all.
+    pending: Arc<Mutex<PendingCounts>>,
+    /// Connections that have not logged in, in all: beyond the first,
+    /// only addresses without failures get one; beyond the second, none
+    /// (below the descriptor limit, so logged-in users keep working).
+    cap_soft: u32,
+    cap_hard: u32,
     /// Failures per address in the current report window.
     windows: Mutex<HashMap<IpAddr, Window>>,
 }
@@ -45,24 +50,51 @@ pub(crate) struct Throttle {
 /// burst of parallel logins, too few to exhaust file descriptors.
 const MAX_PENDING: u32 = 64;
 
+#[derive(Debug, Default)]
+struct PendingCounts {
+    by_address: HashMap<IpAddr, u32>,
+    total: u32,
+}
+
 /// A connection that has not logged in yet; dropping it (on login, or when
 /// the connection ends) frees its place.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    counts: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    counts: Arc<Mutex<PendingCounts>>,
     key: IpAddr,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = counts.get_mut(&self.key) {
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(n) = counts.by_address.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                counts.remove(&self.key);
+                counts.by_address.remove(&self.key);
             }
         }
     }
+}
+
+/// The caps on connections not logged in yet, from the descriptor limit:
+/// a quarter of it for everyone, half of it for addresses without
+/// failures. Each needs a descriptor, and so does every logged-in session.
+fn pending_caps() -> (u32, u32) {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `l` is a valid out-parameter.
+    let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
+        l.rlim_cur.min(1 << 20) as u32
+    } else {
+        1024
+    };
+    (
+        (files / 4).max(MAX_PENDING),
+        (files / 2).max(2 * MAX_PENDING),
+    )
 }
 
 /// A login attempt being verified; dropping it without a verdict just
@@ -120,6 +152,8 @@ impl Throttle {
             max_failures: max_failures.max(1),
             lockout,
             pending: Arc::default(),
+            cap_soft: pending_caps().0,
+            cap_hard: pending_caps().1,
             windows: Mutex::default(),
         }
     }
@@ -170,15 +204,25 @@ impl Throttle {
     }
 
     /// A place for a new connection from `ip`, or `None` when the address
-    /// already holds too many that have not logged in.
+    /// already holds too many that have not logged in, or all addresses
+    /// together do (then addresses that have failed lately go first).
     pub(crate) fn admit(&self, ip: IpAddr) -> Option<Pending> {
         let key = key(ip);
+        let failed = self.entries().get(&key).is_some_and(|e| e.failures > 0)
+            || self
+                .windows
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .is_some_and(|w| w.started.elapsed() < REPORT_WINDOW);
         let mut counts = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let n = counts.entry(key).or_insert(0);
-        if *n >= MAX_PENDING {
+        let full = counts.total >= self.cap_hard || (failed && counts.total >= self.cap_soft);
+        let n = counts.by_address.get(&key).copied().unwrap_or(0);
+        if n >= MAX_PENDING || full {
             return None;
         }
-        *n += 1;
+        counts.by_address.insert(key, n + 1);
+        counts.total += 1;
         Some(Pending {
             counts: self.pending.clone(),
             key,
@@ -330,5 +374,24 @@ mod tests {
         assert_eq!(waits[15], BASE_DELAY);
         assert_eq!(waits[16], BASE_DELAY * 2);
         assert!(waits.iter().all(|w| *w <= MAX_DELAY));
+    }
+
+    #[test]
+    fn all_addresses_together_are_capped_and_failed_ones_go_first() {
+        let mut t = Throttle::new(5, Duration::from_secs(60));
+        (t.cap_soft, t.cap_hard) = (3, 5);
+        let addr = |i: u8| -> IpAddr { format!("198.51.100.{i}").parse().unwrap() };
+        let failed = addr(200);
+        t.failure(failed, true);
+        let held: Vec<Pending> = (0..3).map(|i| t.admit(addr(i)).unwrap()).collect();
+        assert!(
+            t.admit(failed).is_none(),
+            "past the soft cap, an address that failed waits"
+        );
+        let more: Vec<Pending> = (3..5).map(|i| t.admit(addr(i)).unwrap()).collect();
+        assert!(t.admit(addr(9)).is_none(), "past the hard cap, nobody");
+        drop(more);
+        drop(held);
+        assert!(t.admit(failed).is_some());
     }
 }

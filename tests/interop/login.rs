@@ -134,6 +134,25 @@ fn clients_that_do_not_log_in_are_disconnected() {
     );
 }
 
+/// A client that sends its banner and then nothing is dropped at the
+/// deadline too: russh's disconnect does nothing before key exchange ends.
+#[test]
+fn a_client_that_stops_after_its_banner_is_disconnected() {
+    use std::io::Write;
+    let b = Bastion::start_with(Opts {
+        login_grace_s: 1,
+        ..Opts::default()
+    });
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
+    sock.write_all(b"SSH-2.0-OpenSSH_9.2 banner-only\r\n")
+        .unwrap();
+    sock.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut seen = Vec::new();
+    let end = std::io::Read::read_to_end(&mut sock, &mut seen);
+    assert!(end.is_ok(), "walissh did not close the connection: {end:?}");
+    assert!(seen.starts_with(b"SSH-2.0-"));
+}
+
 #[test]
 fn an_address_cannot_hold_unlimited_connections_without_logging_in() {
     use std::io::Read;
