@@ -92,6 +92,7 @@ pub(crate) async fn accept_loop(
             pending: Some(pending),
             sessions: sessions.clone(),
             open: Arc::default(),
+            credential: None,
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -206,6 +207,34 @@ pub(crate) struct Connection {
     sessions: Watcher,
     /// Its sessions open now (`[server] max_sessions_per_connection`).
     open: Arc<std::sync::atomic::AtomicU32>,
+    /// What it logged in with, checked again against the config of the
+    /// moment before each new session.
+    credential: Option<Credential>,
+}
+
+/// What a connection logged in with.
+enum Credential {
+    /// The password hash it matched.
+    Password(String),
+    Key(PublicKey),
+}
+
+impl Credential {
+    /// Whether `user` may still log in so under `config`: a key removed, a
+    /// password changed or a user gone after a reload stops a live
+    /// connection (a ControlMaster) from opening new sessions.
+    fn still_valid(&self, config: &crate::config::Config, user: &str) -> bool {
+        let Some(u) = config.user(user) else {
+            return false;
+        };
+        match self {
+            Credential::Password(hash) => u
+                .password_hash
+                .as_ref()
+                .is_some_and(|h| h.get_ref() == hash),
+            Credential::Key(key) => u.knows(key),
+        }
+    }
 }
 
 /// A name from the client (the user or target part of a login name), cut
@@ -242,7 +271,11 @@ impl Connection {
             .field("client_addr", self.peer.to_string())
     }
 
-    async fn accept(&mut self, login: Login, method: &str) -> Auth {
+    async fn accept(&mut self, login: Login, method: &str, credential: Credential) -> Auth {
+        self.credential = Some(credential);
+        self.bastion
+            .throttle
+            .account_ok(&login.user, self.peer.ip());
         let mut ev = self.auth_event("auth_ok", &login.user, method);
         ev.target = login.target.as_deref().map(bounded_name);
         self.bastion.audit.event(ev).await;
@@ -324,10 +357,20 @@ impl russh::server::Handler for Connection {
             .user(&login.user)
             .and_then(|u| u.password_hash.as_ref())
             .map(|h| h.get_ref().clone());
-        if bastion.passwords.verify(password.to_string(), hash).await {
+        // The account's own slow path, for guesses spread over addresses.
+        tokio::time::sleep(bastion.throttle.account_wait(&login.user, self.peer.ip())).await;
+        if bastion
+            .passwords
+            .verify(password.to_string(), hash.clone())
+            .await
+        {
             drop(attempt);
-            Ok(self.accept(login, "password").await)
+            let hash = hash.unwrap_or_default();
+            Ok(self
+                .accept(login, "password", Credential::Password(hash))
+                .await)
         } else {
+            bastion.throttle.account_failed(&login.user);
             Ok(self
                 .reject(&login, "password", "bad_password", Some(attempt))
                 .await)
@@ -360,7 +403,8 @@ impl russh::server::Handler for Connection {
         };
         if self.known_key(&login.user, key.public_key) {
             drop(attempt);
-            Ok(self.accept(login, "publickey").await)
+            let key = key.public_key.clone();
+            Ok(self.accept(login, "publickey", Credential::Key(key)).await)
         } else {
             Ok(self
                 .reject(&login, "publickey", "unknown_key", Some(attempt))
@@ -381,6 +425,21 @@ impl russh::server::Handler for Connection {
             return Ok(());
         };
         let live = self.bastion.live();
+        let revoked = !self
+            .credential
+            .as_ref()
+            .is_some_and(|c| c.still_valid(&live.config, &login.user));
+        if revoked {
+            let ev = Event::new("session_refused")
+                .user(login.user.clone())
+                .field("client_addr", self.peer.to_string())
+                .field("reason", "credentials_revoked");
+            self.bastion.audit.event(ev).await;
+            reply
+                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                .await;
+            return Ok(());
+        }
         let max = *live.config.server.max_sessions_per_connection.get_ref();
         let Some(slot) = SessionSlot::take(&self.open, max) else {
             let ev = Event::new("session_refused")

@@ -44,6 +44,8 @@ pub(crate) struct Throttle {
     cap_hard: u32,
     /// Failures per address in the current report window.
     windows: Mutex<HashMap<IpAddr, Window>>,
+    /// Failed passwords per account, whatever the address.
+    accounts: Mutex<HashMap<String, Account>>,
 }
 
 /// Connections one address may hold open before logging in: enough for a
@@ -104,6 +106,11 @@ pub(crate) struct Attempt<'a> {
     key: IpAddr,
 }
 
+/// The name an account is counted under: cut to a bound.
+fn account(user: &str) -> &str {
+    &user[..user.floor_char_boundary(MAX_ACCOUNT)]
+}
+
 /// The address the throttle counts under: IPv4 as is, IPv6 by /64.
 fn key(ip: IpAddr) -> IpAddr {
     match ip {
@@ -127,6 +134,24 @@ const ROWS_IN_FULL: u64 = 16;
 /// Rejected public-key offers one address may make in a window before each
 /// further one waits: clients offer every key they hold, a few at most.
 const FREE_OFFERS: u64 = 16;
+
+/// Failed passwords for one account, from anywhere, before its slow path
+/// starts; then each attempt waits, 250 ms doubling up to 8 s.
+const ACCOUNT_FREE: u32 = 10;
+const ACCOUNT_MAX_DELAY: Duration = Duration::from_secs(8);
+/// Addresses remembered per account as ones it logged in from.
+const KNOWN_ADDRESSES: usize = 16;
+/// Bytes of an account name the throttle keys on.
+const MAX_ACCOUNT: usize = 128;
+
+/// Failed passwords for one account.
+#[derive(Debug, Default)]
+struct Account {
+    failures: u32,
+    last: Option<Instant>,
+    /// Where it logged in from: exempt from its slow path.
+    known: Vec<IpAddr>,
+}
 
 /// Failures of one address in the current window.
 #[derive(Debug)]
@@ -155,6 +180,64 @@ impl Throttle {
             cap_soft: pending_caps().0,
             cap_hard: pending_caps().1,
             windows: Mutex::default(),
+            accounts: Mutex::default(),
+        }
+    }
+
+    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Account>> {
+        self.accounts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long a password attempt for `user` from `ip` waits before it
+    /// is checked. Guesses spread over many addresses get past the
+    /// per-address count, so each account has a slow path of its own:
+    /// after 10 failures (forgotten `lockout` after the last) each attempt
+    /// waits, 250 ms doubling up to 8 s. It slows, it never locks out, and
+    /// it does not apply from an address the account has logged in from,
+    /// so a guesser cannot keep the real user out.
+    pub(crate) fn account_wait(&self, user: &str, ip: IpAddr) -> Duration {
+        let key = key(ip);
+        let mut accounts = self.accounts();
+        let Some(a) = accounts.get_mut(account(user)) else {
+            return Duration::ZERO;
+        };
+        if a.last.is_some_and(|t| t.elapsed() >= self.lockout) {
+            a.failures = 0;
+        }
+        let over = a.failures.saturating_sub(ACCOUNT_FREE);
+        if over == 0 || a.known.contains(&key) {
+            return Duration::ZERO;
+        }
+        BASE_DELAY
+            .saturating_mul(1 << (over - 1).min(8))
+            .min(ACCOUNT_MAX_DELAY)
+    }
+
+    /// A wrong password for `user`.
+    pub(crate) fn account_failed(&self, user: &str) {
+        let now = Instant::now();
+        let mut accounts = self.accounts();
+        if accounts.len() >= PRUNE_AT {
+            let lockout = self.lockout;
+            accounts.retain(|_, a| {
+                !a.known.is_empty() || a.last.is_some_and(|t| now.duration_since(t) < lockout)
+            });
+        }
+        let a = accounts.entry(account(user).to_string()).or_default();
+        a.failures += 1;
+        a.last = Some(now);
+    }
+
+    /// `user` logged in from `ip`: that address is theirs from now on.
+    pub(crate) fn account_ok(&self, user: &str, ip: IpAddr) {
+        let key = key(ip);
+        let mut accounts = self.accounts();
+        let a = accounts.entry(account(user).to_string()).or_default();
+        if !a.known.contains(&key) {
+            if a.known.len() == KNOWN_ADDRESSES {
+                a.known.remove(0);
+            }
+            a.known.push(key);
         }
     }
 
@@ -393,5 +476,33 @@ mod tests {
         drop(more);
         drop(held);
         assert!(t.admit(failed).is_some());
+    }
+
+    #[test]
+    fn guesses_from_many_addresses_slow_down_but_never_lock_out_the_owner() {
+        let t = Throttle::new(5, Duration::from_secs(60));
+        let home = ip("203.0.113.1");
+        t.account_ok("alice", home);
+        for i in 0..ACCOUNT_FREE {
+            assert_eq!(
+                t.account_wait("alice", ip(&format!("198.51.100.{i}"))),
+                Duration::ZERO
+            );
+            t.account_failed("alice");
+        }
+        let waits: Vec<Duration> = (0..12)
+            .map(|_| {
+                let w = t.account_wait("alice", ip("198.51.100.99"));
+                t.account_failed("alice");
+                w
+            })
+            .collect();
+        assert_eq!(waits[0], Duration::ZERO);
+        assert_eq!(waits[1], BASE_DELAY);
+        assert_eq!(waits[2], BASE_DELAY * 2);
+        assert_eq!(*waits.last().unwrap(), ACCOUNT_MAX_DELAY);
+        // The owner's own address is never slowed; other accounts neither.
+        assert_eq!(t.account_wait("alice", home), Duration::ZERO);
+        assert_eq!(t.account_wait("bob", ip("198.51.100.99")), Duration::ZERO);
     }
 }

@@ -100,35 +100,8 @@ fn one_connection_opens_at_most_max_sessions() {
         max_sessions: 2,
         ..Opts::default()
     });
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("mux");
-    // One connection (a ControlMaster); every session below rides on it.
-    let via_master = |extra: &[&str]| {
-        let mut c = b.ssh_base();
-        c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
-            .arg(&b.bob_key)
-            .arg("-S")
-            .arg(&sock)
-            .args(extra)
-            .arg("bob:web1@127.0.0.1");
-        c
-    };
-    let mut master = via_master(&["-M", "-N", "-o", "ControlPersist=no"])
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !via_master(&["-O", "check"])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the master never came up"
-        );
-    }
+    let master = Master::start(&b);
+    let via_master = |extra: &[&str]| master.ssh(&b, extra);
     let mut sleepers: Vec<_> = (0..2)
         .map(|_| {
             with(via_master(&[]), "sleep 600")
@@ -175,8 +148,90 @@ fn one_connection_opens_at_most_max_sessions() {
     assert_eq!(count("session_refused"), 1, "{audit:#?}");
     sleepers[1].kill().unwrap();
     let _ = sleepers[1].wait();
-    master.kill().unwrap();
-    let _ = master.wait();
+}
+
+/// bob's OpenSSH ControlMaster on web1: one connection that later
+/// sessions ride on.
+struct Master {
+    _dir: tempfile::TempDir,
+    sock: std::path::PathBuf,
+    child: std::process::Child,
+}
+
+impl Master {
+    fn start(b: &Bastion) -> Master {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("mux");
+        let mut m = Master {
+            sock,
+            _dir: dir,
+            child: std::process::Command::new("true").spawn().unwrap(),
+        };
+        let _ = m.child.wait();
+        m.child = m
+            .ssh(b, &["-M", "-N", "-o", "ControlPersist=no"])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while !m
+            .ssh(b, &["-O", "check"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the master never came up"
+            );
+        }
+        m
+    }
+
+    /// `ssh` through the master, with `extra` options.
+    fn ssh(&self, b: &Bastion, extra: &[&str]) -> std::process::Command {
+        let mut c = b.ssh_base();
+        c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
+            .arg(&b.bob_key)
+            .arg("-S")
+            .arg(&self.sock)
+            .args(extra)
+            .arg("bob:web1@127.0.0.1");
+        c
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A key removed from the config by a reload opens no new session on a
+/// connection that logged in with it (a ControlMaster): refused, audited.
+#[test]
+fn a_key_removed_by_a_reload_opens_no_new_session_on_a_live_connection() {
+    let b = Bastion::start();
+    let master = Master::start(&b);
+    let before = exec(master.ssh(&b, &[]), "echo BEFORE");
+    assert_eq!(stdout(&before), "BEFORE\n", "{}", stderr(&before));
+    // bob's key is replaced by another one.
+    let bob_pub = std::fs::read_to_string(b.bob_key.with_extension("pub")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let other = keygen(&dir.path().join("other"));
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let was = format!("name = \"bob\"\nauthorized_keys = [\"{}\"]", bob_pub.trim());
+    assert!(text.contains(&was), "{text}");
+    let now = format!("name = \"bob\"\nauthorized_keys = [\"{other}\"]");
+    std::fs::write(&b.config, text.replacen(&was, &now, 1)).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+    let after = exec(master.ssh(&b, &[]), "echo AFTER");
+    assert!(!stdout(&after).contains("AFTER"), "{}", stdout(&after));
+    let refused = b.wait_kind("session_refused");
+    assert_eq!(refused["reason"], "credentials_revoked", "{refused}");
+    assert_eq!(refused["user"], "bob", "{refused}");
 }
 
 /// Rejected key offers flood the audit no more: one address's first 16
