@@ -321,15 +321,30 @@ pub(crate) enum OnFailure {
     Continue,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuditConfig {
     /// Record what users type as well as what they see. Off by default:
     /// typed input can hold passwords.
     #[serde(default)]
     pub(crate) record_input: bool,
+    /// Record exec sessions' output too: a shell started through exec
+    /// (`ssh -T host 'python3 -c "import pty; pty.spawn(...)"'`) must not
+    /// escape the recording. Binary output is counted, not kept.
+    #[serde(default = "default_true")]
+    pub(crate) record_exec: bool,
     #[serde(default)]
     pub(crate) on_failure: OnFailure,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            record_input: false,
+            record_exec: true,
+            on_failure: OnFailure::default(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -130,7 +130,16 @@ pub(crate) struct Track<'a> {
     code: &'static str,
     carry: Vec<u8>,
     enabled: bool,
+    /// Bytes of binary output (chunks with a NUL byte: a tar or scp
+    /// stream) not said yet: counted, not kept, so a transfer costs the
+    /// recording a line, not its size.
+    binary: u64,
+    /// Binary output went by already.
+    was_binary: bool,
 }
+
+/// Binary output is said at least once per this many bytes.
+const BINARY_REPORT: u64 = 64 << 20;
 
 impl Recording {
     pub(crate) fn output(&self) -> Track<'_> {
@@ -139,6 +148,8 @@ impl Recording {
             code: "o",
             carry: Vec::new(),
             enabled: true,
+            binary: 0,
+            was_binary: false,
         }
     }
 
@@ -149,6 +160,8 @@ impl Recording {
             code: "i",
             carry: Vec::new(),
             enabled: self.record_input,
+            binary: 0,
+            was_binary: false,
         }
     }
 
@@ -179,9 +192,55 @@ impl Recording {
 
 impl Track<'_> {
     pub(crate) async fn write(&mut self, data: &[u8]) {
-        if self.enabled {
-            let text = take_utf8(&mut self.carry, data);
-            self.rec.event(self.code, text).await;
+        if !self.enabled {
+            return;
+        }
+        if let Some(nul) = memchr::memchr(0, data) {
+            // The text before a stream turns binary is kept (`echo x;
+            // cat file.tar` in one chunk); the rest is counted.
+            let (text, rest) = if self.binary == 0 && !self.was_binary {
+                data.split_at(nul)
+            } else {
+                (&[][..], data)
+            };
+            if !text.is_empty() {
+                let text = take_utf8(&mut self.carry, text);
+                self.rec.event(self.code, text).await;
+            }
+            self.was_binary = true;
+            self.binary += rest.len() as u64;
+            if self.binary >= BINARY_REPORT {
+                self.say_binary().await;
+            }
+            return;
+        }
+        if self.binary > 0 {
+            self.say_binary().await;
+        }
+        let text = take_utf8(&mut self.carry, data);
+        self.rec.event(self.code, text).await;
+    }
+
+    /// Says how much binary output went by unrecorded.
+    async fn say_binary(&mut self) {
+        let n = std::mem::take(&mut self.binary);
+        self.rec
+            .event(self.code, format!("[{n} bytes of binary output]\r\n"))
+            .await;
+    }
+}
+
+impl Drop for Track<'_> {
+    /// The stream ended: binary output still counted is said, if the
+    /// recorder's queue has room (a session's end must not wait on it).
+    fn drop(&mut self) {
+        if self.enabled && self.binary > 0 {
+            let _ = self.rec.tx.try_send(Msg::Event {
+                id: self.rec.id.clone(),
+                at: self.rec.start.elapsed().as_secs_f64(),
+                code: self.code,
+                text: format!("[{} bytes of binary output]\r\n", self.binary),
+            });
         }
     }
 }

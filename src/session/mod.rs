@@ -378,8 +378,9 @@ async fn run_session(
 }
 
 /// Checks that the session can be audited, and opens its recording when it
-/// is interactive: it has a PTY, or it is a shell without one (`ssh -T`),
-/// which must not be a way around recording. When storage fails,
+/// is interactive (it has a PTY, or it is a shell without one: `ssh -T`)
+/// or an exec with `[audit] record_exec`: neither may be a way around
+/// recording. sftp is audited, not recorded. When storage fails,
 /// `[audit] on_failure` decides: refuse the session (`Err`, the client told
 /// why) or warn the user and go on.
 async fn admit(
@@ -393,9 +394,11 @@ async fn admit(
     if let Some(problem) = bastion.audit.health.problem() {
         storage_failure(ctx, ids, channel, pty, problem).await?;
     }
+    let record_exec = ctx.live.config.audit.record_exec;
     let (cols, rows, term) = match (&setup.pty, &setup.command) {
         (Some(p), _) => (p.cols, p.rows, p.term.as_str()),
         (None, Command::Shell) => (80, 24, "dumb"),
+        (None, Command::Exec(_)) if record_exec => (80, 24, "dumb"),
         (None, _) => return Ok(None),
     };
     let title = format!("{}@{}", ids.user, ids.target);

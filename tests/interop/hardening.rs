@@ -262,3 +262,33 @@ fn a_flood_of_rejected_offers_costs_the_audit_a_bounded_number_of_rows() {
         assert!(f["target"].as_str().unwrap().len() <= 128, "{f}");
     }
 }
+
+/// An exec session's output is recorded too (`[audit] record_exec`, on by
+/// default): a shell started through exec does not escape the recording.
+/// Binary output is counted, not kept. Off, exec sessions are audited only.
+#[test]
+fn exec_sessions_are_recorded_and_binary_output_is_counted() {
+    for on in [true, false] {
+        let b = Bastion::start_with(Opts {
+            record_exec: on,
+            ..Opts::default()
+        });
+        let out = exec(
+            b.ssh_bob("bob:web1"),
+            "echo EXEC-RECORDED; printf 'a\\0b\\0c'; echo; echo AFTER-BINARY",
+        );
+        assert!(stdout(&out).contains("AFTER-BINARY"), "{}", stderr(&out));
+        b.wait_kind("session_end");
+        let sessions = b.sessions();
+        let recording = sessions[0]["recording"].as_str().map(str::to_string);
+        if !on {
+            assert_eq!(recording, None, "{sessions:#?}");
+            continue;
+        }
+        let path = recording.unwrap_or_else(|| panic!("no recording: {sessions:#?}"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("EXEC-RECORDED"), "{text}");
+        assert!(text.contains("bytes of binary output]"), "{text}");
+        assert!(!text.contains("a\\u0000b"), "{text}");
+    }
+}

@@ -476,6 +476,8 @@ pub struct Opts {
     pub on_a_terminal: bool,
     /// `[server] max_sessions_per_connection`.
     pub max_sessions: u32,
+    /// `[audit] record_exec`.
+    pub record_exec: bool,
 }
 
 impl Default for Opts {
@@ -493,6 +495,7 @@ impl Default for Opts {
             extra_toml: String::new(),
             on_a_terminal: false,
             max_sessions: 10,
+            record_exec: true,
         }
     }
 }
@@ -560,6 +563,7 @@ host_key_policy = "{policy}"
 [audit]
 on_failure = "{of}"
 record_input = {ri}
+record_exec = {rx}
 
 [[targets]]
 name = "web1"
@@ -632,6 +636,7 @@ timeout_s = {llm_timeout}
                     policy = opts.host_key_policy,
                     of = opts.on_failure,
                     ri = opts.record_input,
+                    rx = opts.record_exec,
                     me = me(),
                     alice = hash_of(ALICE_PW),
                     carol = hash_of(CAROL_PW),
