@@ -37,6 +37,8 @@ pub(crate) struct Bastion {
     pub(crate) upstream: crate::upstream::Context,
     /// Where sessions start their screen models (see `workers`).
     pub(crate) screens: tokio::runtime::Handle,
+    /// Sessions open per user (`[server] max_sessions_per_user`).
+    pub(crate) user_sessions: crate::server::UserSessions,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.
@@ -190,6 +192,7 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
             spawn_lock: std::sync::Mutex::new(()),
             known_hosts_lock: Default::default(),
         },
+        user_sessions: Default::default(),
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: crate::agent::Agent::new(&config),
             config,

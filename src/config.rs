@@ -92,6 +92,9 @@ pub(crate) struct ServerConfig {
     /// once, as OpenSSH's `MaxSessions`.
     #[serde(default = "default_max_sessions")]
     pub(crate) max_sessions_per_connection: Spanned<u32>,
+    /// Sessions one user may have open at once, over all connections.
+    #[serde(default = "default_max_user_sessions")]
+    pub(crate) max_sessions_per_user: Spanned<u32>,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +107,7 @@ impl Default for ServerConfig {
             auth_lockout_s: default_lockout_s(),
             login_grace_s: default_login_grace_s(),
             max_sessions_per_connection: default_max_sessions(),
+            max_sessions_per_user: default_max_user_sessions(),
         }
     }
 }
@@ -116,6 +120,9 @@ fn default_state_dir() -> PathBuf {
 }
 fn default_max_sessions() -> Spanned<u32> {
     Spanned::new(0..0, 10)
+}
+fn default_max_user_sessions() -> Spanned<u32> {
+    Spanned::new(0..0, 50)
 }
 fn default_max_failures() -> Spanned<u32> {
     Spanned::new(0..0, 5)
@@ -581,6 +588,13 @@ impl Config {
             return Err(loc.error(
                 s.max_sessions_per_connection.span(),
                 Some("server.max_sessions_per_connection"),
+                "must be at least 1",
+            ));
+        }
+        if *s.max_sessions_per_user.get_ref() == 0 {
+            return Err(loc.error(
+                s.max_sessions_per_user.span(),
+                Some("server.max_sessions_per_user"),
                 "must be at least 1",
             ));
         }

@@ -243,6 +243,44 @@ fn bounded_name(name: &str) -> String {
     name[..name.floor_char_boundary(MAX_NAME)].to_string()
 }
 
+/// Sessions open per user, over all their connections.
+#[derive(Default)]
+pub(crate) struct UserSessions(Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>);
+
+/// One of a user's open sessions: given back when dropped.
+struct UserSlot {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>,
+    user: String,
+}
+
+impl UserSessions {
+    /// A slot for `user`, unless `max` of theirs are open already.
+    fn take(&self, user: &str, max: u32) -> Option<UserSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(user.to_string()).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(UserSlot {
+            open: self.0.clone(),
+            user: user.to_string(),
+        })
+    }
+}
+
+impl Drop for UserSlot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.user);
+            }
+        }
+    }
+}
+
 /// One of a connection's open sessions: given back when dropped.
 struct SessionSlot(Arc<std::sync::atomic::AtomicU32>);
 
@@ -440,18 +478,31 @@ impl russh::server::Handler for Connection {
                 .await;
             return Ok(());
         }
-        let max = *live.config.server.max_sessions_per_connection.get_ref();
-        let Some(slot) = SessionSlot::take(&self.open, max) else {
-            let ev = Event::new("session_refused")
-                .user(login.user.clone())
-                .field("client_addr", self.peer.to_string())
-                .field("reason", "max_sessions_per_connection")
-                .field("limit", max);
-            self.bastion.audit.event(ev).await;
-            reply
-                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                .await;
-            return Ok(());
+        let server = &live.config.server;
+        let (max, max_user) = (
+            *server.max_sessions_per_connection.get_ref(),
+            *server.max_sessions_per_user.get_ref(),
+        );
+        let slots = SessionSlot::take(&self.open, max).ok_or(("max_sessions_per_connection", max));
+        let slots = slots.and_then(|slot| {
+            let user = self.bastion.user_sessions.take(&login.user, max_user);
+            user.map(|u| (slot, u))
+                .ok_or(("max_sessions_per_user", max_user))
+        });
+        let slot = match slots {
+            Ok(slot) => slot,
+            Err((reason, limit)) => {
+                let ev = Event::new("session_refused")
+                    .user(login.user.clone())
+                    .field("client_addr", self.peer.to_string())
+                    .field("reason", reason)
+                    .field("limit", limit);
+                self.bastion.audit.event(ev).await;
+                reply
+                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                    .await;
+                return Ok(());
+            }
         };
         reply.accept().await;
         let ctx = crate::session::Context {

@@ -292,3 +292,28 @@ fn exec_sessions_are_recorded_and_binary_output_is_counted() {
         assert!(!text.contains("a\\u0000b"), "{text}");
     }
 }
+
+/// One user has at most `[server] max_sessions_per_user` sessions open at
+/// once, over all their connections.
+#[test]
+fn one_user_opens_at_most_max_sessions_over_all_connections() {
+    let b = Bastion::start_with(Opts {
+        max_user_sessions: 1,
+        ..Opts::default()
+    });
+    let mut sleeper = with(b.ssh_bob("bob:web1"), "sleep 600")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    b.wait_kind("session_start");
+    let second = exec(b.ssh_bob("bob:web1"), "echo SECOND");
+    assert!(!stdout(&second).contains("SECOND"), "{}", stdout(&second));
+    let refused = b.wait_kind("session_refused");
+    assert_eq!(refused["reason"], "max_sessions_per_user", "{refused}");
+    assert_eq!(refused["limit"], 1, "{refused}");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    b.wait_kind("session_end");
+    let third = exec(b.ssh_bob("bob:web1"), "echo THIRD");
+    assert_eq!(stdout(&third), "THIRD\n", "{}", stderr(&third));
+}

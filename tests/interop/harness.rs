@@ -478,6 +478,8 @@ pub struct Opts {
     pub max_sessions: u32,
     /// `[audit] record_exec`.
     pub record_exec: bool,
+    /// `[server] max_sessions_per_user`.
+    pub max_user_sessions: u32,
 }
 
 impl Default for Opts {
@@ -496,6 +498,7 @@ impl Default for Opts {
             on_a_terminal: false,
             max_sessions: 10,
             record_exec: true,
+            max_user_sessions: 50,
         }
     }
 }
@@ -556,6 +559,7 @@ auth_max_failures = {mf}
 auth_lockout_s = 600
 login_grace_s = {lg}
 max_sessions_per_connection = {ms}
+max_sessions_per_user = {mu}
 
 [upstream]
 host_key_policy = "{policy}"
@@ -633,6 +637,7 @@ timeout_s = {llm_timeout}
                     mf = opts.max_failures,
                     lg = opts.login_grace_s,
                     ms = opts.max_sessions,
+                    mu = opts.max_user_sessions,
                     policy = opts.host_key_policy,
                     of = opts.on_failure,
                     ri = opts.record_input,
