@@ -514,7 +514,11 @@ fn what_the_policy_reads_is_what_the_shells_run() {
                                 runs
                             };
                             let (typed, plain) = (same(typed), same(ran));
-                            if typed != plain && !line.contains("printf") {
+                            // Process substitutions run on their own: the
+                            // typed shell may exit (and hang its terminal
+                            // up) before one has started.
+                            let racy = line.contains("<(") || line.contains(">(");
+                            if typed != plain && !line.contains("printf") && !racy {
                                 failures.push(format!(
                                     "typed {line:?} ran {typed:?}, bash -c ran {plain:?}"
                                 ));
