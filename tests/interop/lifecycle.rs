@@ -133,10 +133,14 @@ fn unwritable_recordings_refuse_new_sessions_by_default() {
     let ev = b.wait_kind("storage_error");
     assert_eq!(ev["user"], "bob");
     assert!(b.audit().iter().all(|e| e["kind"] != "session_start"));
-    // Sessions without a PTY are not recorded, so they go on working.
-    assert_eq!(
-        stdout(&exec(b.ssh_bob("bob:web1"), "echo exec-ok")),
-        "exec-ok\n"
+    // Exec sessions are recorded too (`[audit] record_exec`): refused
+    // the same way, not a way around the recording.
+    let out = exec(b.ssh_bob("bob:web1"), "echo exec-refused");
+    assert!(!stdout(&out).contains("exec-refused"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("session recordings cannot be written"),
+        "{}",
+        stderr(&out)
     );
 }
 
