@@ -287,7 +287,33 @@ fn a_forged_mark_with_the_old_nonce_changes_nothing() {
 fn a_forged_finish_never_sends_the_next_command_into_a_pager() {
     let d = tempfile::tempdir().unwrap();
     let go = d.path().join("go");
-    let repo = env!("CARGO_MANIFEST_DIR");
+    // A repository of its own, with more log than a screen holds.
+    let repo = d.path().join("repo");
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-C"])
+            .arg(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    };
+    std::fs::create_dir(&repo).unwrap();
+    git(&["init", "-q"]);
+    for i in 0..20 {
+        git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            &format!("commit {i}"),
+        ]);
+    }
+    let repo = repo.display();
     // The first command wakes a forger that knew the nonce before the
     // question (a finish, then a prompt), then leaves a pager (git's less,
     // more than a screen of log) in the foreground.
