@@ -791,10 +791,13 @@ timeout_s = {llm_timeout}
     /// The next systemd notification walissh sent.
     pub fn next_notification(&self) -> String {
         let mut buf = [0u8; 512];
-        let n = self
-            .notify
-            .recv(&mut buf)
-            .expect("no notification from walissh");
+        let n = loop {
+            match self.notify.recv(&mut buf) {
+                // A signal to the test process is no answer: wait on.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.expect("no notification from walissh"),
+            }
+        };
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 

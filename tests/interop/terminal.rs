@@ -165,11 +165,13 @@ fn questions_at_the_prompt_are_caught_and_nothing_else_is() {
     // line, and `read` reading a line that starts with the prefix.
     t.send(" ?x=1; echo SPACE-$((1+1))\r");
     t.send("echo a?b INSIDE-$((2+2))\r");
+    let at = t.expect("INSIDE-4");
     t.send("echo CONT \\\r");
+    // At the continuation prompt.
+    t.expect_from("> ", at);
     t.send("? continued\r");
-    t.send("read -r L; echo \"READ-[$L]\"\r");
-    t.expect("INSIDE-4");
     t.expect("CONT ? continued");
+    t.send("read -r L; echo \"READ-[$L]\"\r");
     t.send("? to read\r");
     t.expect("READ-[? to read]");
     let prompts = b.wait_count("ai_prompt", 2);
