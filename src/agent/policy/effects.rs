@@ -99,33 +99,13 @@ const ASSIGNING: &[&str] = &[
 
 /// Why the line may not run in the user's shell, if it may not.
 pub(super) fn denied(line: &str, seen: &Seen) -> Option<String> {
-    let bare = super::bare(line);
-    if line.contains(INTEGRATION) || bare.contains(INTEGRATION) {
-        return Some(
-            "it names walissh's shell integration (`__ws_…`), which lines the agent runs leave alone"
-                .into(),
-        );
-    }
-    if let Some(how) = [line, bare.as_str()].into_iter().find_map(computed_names) {
-        return Some(format!(
-            "it looks variables up by names computed as it runs (`{how}`)"
-        ));
-    }
-    if let Some(name) = [line, bare.as_str()].into_iter().find_map(prompt_read) {
-        return Some(format!(
-            "it expands {name}, which holds walissh's marks and their nonce"
-        ));
-    }
-    let text = scannable(line);
-    if let Some(words) = brace_words(&text).filter(|n| *n > MAX_BRACE_WORDS) {
-        return Some(format!(
-            "its brace expansions make about {words} words, enough to exhaust the shell's memory"
-        ));
-    }
-    if let Some(name) = assigned_in_text(&text) {
-        return Some(format!(
-            "it may set {name}, which walissh and the shell rely on"
-        ));
+    // The line, and every script it hands a shell (`eval 'TMOUT=1'`,
+    // `command eval …`): text the grammar saw as one quoted word.
+    if let Some(why) = std::iter::once(line)
+        .chain(seen.inner_scripts())
+        .find_map(text_denied)
+    {
+        return Some(why);
     }
     for run in &seen.runs {
         if let Some(why) = run_denied(run) {
@@ -195,6 +175,35 @@ fn prompt_read(text: &str) -> Option<&'static str> {
     })
 }
 
+/// What [`denied`] refuses in a script's text.
+fn text_denied(line: &str) -> Option<String> {
+    let bare = super::bare(line);
+    if line.contains(INTEGRATION) || bare.contains(INTEGRATION) {
+        return Some(
+            "it names walissh's shell integration (`__ws_…`), which lines the agent runs leave alone"
+                .into(),
+        );
+    }
+    if let Some(how) = [line, bare.as_str()].into_iter().find_map(computed_names) {
+        return Some(format!(
+            "it looks variables up by names computed as it runs (`{how}`)"
+        ));
+    }
+    if let Some(name) = [line, bare.as_str()].into_iter().find_map(prompt_read) {
+        return Some(format!(
+            "it expands {name}, which holds walissh's marks and their nonce"
+        ));
+    }
+    let text = scannable(line);
+    if let Some(words) = brace_words(&text).filter(|n| *n > MAX_BRACE_WORDS) {
+        return Some(format!(
+            "its brace expansions make about {words} words, enough to exhaust the shell's memory"
+        ));
+    }
+    assigned_in_text(&text)
+        .map(|name| format!("it may set {name}, which walissh and the shell rely on"))
+}
+
 /// Expansions that reach variables by computed names: bash's `${!name}`
 /// and `${!prefix*}`, zsh's `(P)` flag and `$parameters` table.
 fn computed_names(text: &str) -> Option<&'static str> {
@@ -202,8 +211,11 @@ fn computed_names(text: &str) -> Option<&'static str> {
         return Some("${!…}");
     }
     for (at, _) in text.match_indices("${(") {
-        let flags = &text[at + 3..];
-        let flags = &flags[..flags.find(')').unwrap_or(flags.len())];
+        // zsh's flags are a few letters: 64 bytes bound the look, so a
+        // line of `${(` costs linear time.
+        let rest = &text[at + 3..];
+        let window = &rest[..rest.floor_char_boundary(64)];
+        let flags = &window[..window.find(')').unwrap_or(window.len())];
         if flags.contains('P') {
             return Some("${(P)…}");
         }
@@ -218,8 +230,15 @@ fn run_denied(run: &[super::word::Word]) -> Option<String> {
     let program = basename(run.first()?.lit.as_deref()?);
     let args = &run[1..];
     if NAME_TAKING.contains(&program) {
-        for w in args {
-            if let Some(name) = named(w.text()) {
+        // Also the arguments run together: a word the grammar splits
+        // where bash does not (`declare T''MOUT=1`) is one name to bash.
+        let joined: String = args
+            .iter()
+            .map(|w| w.text())
+            .filter(|t| !t.starts_with('-'))
+            .collect();
+        for text in args.iter().map(|w| w.text()).chain([joined.as_str()]) {
+            if let Some(name) = named(text) {
                 return Some(format!(
                     "{program} would change {name}, which walissh and the shell rely on"
                 ));
@@ -438,11 +457,13 @@ pub(super) fn changes(line: &str, seen: &Seen) -> Option<String> {
         add(name.split('[').next().unwrap_or(name));
     }
     let text = scannable(line);
+    // Where arithmetic may first start: looked for once, not per name.
+    let arith_from = text.find("((").unwrap_or(usize::MAX);
     for (at, name) in idents(&text) {
         let after = skip_subscript(text[at + name.len()..].trim_start());
         let expansion =
             text[..at].ends_with("${") && (after.starts_with('=') || after.starts_with(":="));
-        let arithmetic = text[..at].contains("((")
+        let arithmetic = at > arith_from
             && !text[..at].ends_with('$')
             && ASSIGNING
                 .iter()
@@ -530,6 +551,10 @@ mod tests {
             "ls # it's\necho $((TMOUT=1))",
             "cat <<EOF\nit's $((TMOUT=1))\nEOF",
             "echo \"'$((TMOUT=1))'\"",
+            "eval 'TMOUT=1'",
+            "eval 'echo $((TMOUT=1))'",
+            "command eval 'HISTFILE=/x'",
+            "declare T''MOUT=1",
             "trap 'ls' DEBUG",
             "echo {1..99999999}{1..99}",
             "echo {1..999}{1..999}",

@@ -40,6 +40,14 @@ pub(crate) struct Seen {
     read: std::collections::HashMap<String, Script>,
 }
 
+impl Seen {
+    /// The text of every inner script the line hands a shell (`eval`,
+    /// `sh -c`, hooks), as read.
+    pub(crate) fn inner_scripts(&self) -> impl Iterator<Item = &str> {
+        self.read.keys().map(String::as_str)
+    }
+}
+
 /// The time one check may spend reading a line and its inner scripts.
 const READ_BUDGET: std::time::Duration = std::time::Duration::from_millis(400);
 
