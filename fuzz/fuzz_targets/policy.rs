@@ -80,6 +80,19 @@ fn check_auto_run(p: &Policy, line: &str, auto: &Verdict) {
     }
 }
 
+/// What `auto` says of `line` under `p` keeps the rules: what confirm
+/// denied it denies, and what it runs is itself run as is.
+fn auto_holds(p: &Policy, line: &str, confirm: &Verdict) {
+    let auto = p.check(line, AiMode::Auto);
+    if matches!(confirm, Verdict::Deny(_)) && !timed_out(confirm) && !timed_out(&auto) {
+        assert!(
+            matches!(auto, Verdict::Deny(_)),
+            "confirm denied {line:?} ({confirm:?}) but auto said {auto:?}"
+        );
+    }
+    check_auto_run(p, line, &auto);
+}
+
 fuzz_target!(|data: &[u8]| {
     let line = &*String::from_utf8_lossy(data);
     let p = &*POLICY;
@@ -88,23 +101,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(matches!(off, Verdict::Deny(_)), "off did not deny {line:?}");
     let confirm = p.check(line, AiMode::Confirm);
     assert!(!matches!(confirm, Verdict::Run(_)), "confirm ran {line:?}");
-    let auto = p.check(line, AiMode::Auto);
-    if matches!(confirm, Verdict::Deny(_)) && !timed_out(&confirm) && !timed_out(&auto) {
-        assert!(
-            matches!(auto, Verdict::Deny(_)),
-            "confirm denied {line:?} ({confirm:?}) but auto said {auto:?}"
-        );
-    }
-    check_auto_run(p, line, &auto);
-
+    auto_holds(p, line, &confirm);
     // With `auto_network` on, more lines run unasked; the same rules hold.
-    let n = &*NETWORK;
-    let auto_net = n.check(line, AiMode::Auto);
-    if matches!(confirm, Verdict::Deny(_)) && !timed_out(&confirm) && !timed_out(&auto_net) {
-        assert!(
-            matches!(auto_net, Verdict::Deny(_)),
-            "confirm denied {line:?} ({confirm:?}) but auto with network said {auto_net:?}"
-        );
-    }
-    check_auto_run(n, line, &auto_net);
+    auto_holds(&NETWORK, line, &confirm);
 });
