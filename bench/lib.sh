@@ -87,7 +87,8 @@ local_target_toml=$'[[targets]]\nname = "l"\nkind = "local"'
 # start_walissh NAME [EXTRA_TOML]: starts a walissh in front of the sshd
 # (target `t`; user `bench` reaches every target), sets $walissh_port and
 # $walissh_pid. EXTRA_TOML is appended (more [[targets]], [terminal],
-# [llm], ...). Every instance shares the upstream key.
+# [llm], ...); $server_toml, if set, goes into [server]. Every instance
+# shares the upstream key.
 start_walissh() {
     local name=$1 extra=${2:-}
     mkdir -p "$work/$name"
@@ -95,6 +96,9 @@ start_walissh() {
 [server]
 listen = ["127.0.0.1:0"]
 state_dir = "$work/$name/state"
+# The benchmarks open more sessions as one user than the default allows.
+max_sessions_per_user = 1000
+${server_toml:-}
 [upstream]
 identity = "$work/upstream"
 [[targets]]
@@ -115,16 +119,33 @@ TOML
     walissh_port=$(sed -n 's/.*listening addr=127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name/walissh.log" | head -1)
 }
 
-# on_tty CMD...: runs CMD with its stdin on a PTY of its own, 80x24, that
-# nobody types on (`ssh -tt` with a pipe or a FIFO as stdin asks for a 0x0
-# terminal).
-on_tty() {
-    python3 -c 'import fcntl, os, pty, struct, sys, termios
-m, s = pty.openpty()
-fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-os.set_inheritable(m, True)  # held open by CMD: the terminal never hangs up
-os.dup2(s, 0)
-os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+# ttys COUNT ROWS COLS CMD...: runs COUNT copies of CMD, each on a terminal
+# of its own of ROWS by COLS (its controlling terminal, stdin, stdout and
+# stderr, as a terminal emulator does), reading and dropping what they
+# print; ends when they all have. Run it in the background. (OpenSSH's
+# `ssh -tt` with only its stdin on a PTY, or with a pipe or a FIFO, often
+# asks for a 0x0 terminal.)
+ttys() {
+    python3 - "$@" <<'PY'
+import fcntl, os, pty, select, struct, sys, termios
+count, rows, cols, argv = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+masters = []
+for _ in range(count):
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.execvp(argv[0], argv)
+    masters.append(fd)
+while masters:
+    for fd in select.select(masters, [], [])[0]:
+        try:
+            done = not os.read(fd, 65536)
+        except OSError:
+            done = True
+        if done:
+            masters.remove(fd)
+            os.close(fd)
+PY
 }
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }

@@ -37,6 +37,8 @@ pub(crate) struct Bastion {
     pub(crate) upstream: crate::upstream::Context,
     /// Where sessions start their screen models (see `workers`).
     pub(crate) screens: tokio::runtime::Handle,
+    /// What the screen models take together (`[terminal] screen_memory_mb`).
+    pub(crate) screen_memory: Arc<crate::terminal::screen::Memory>,
     /// Sessions open per user (`[server] max_sessions_per_user`).
     pub(crate) user_sessions: crate::server::UserSessions,
 }
@@ -200,6 +202,7 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
         audit,
         recorder,
         screens: workers.screens(),
+        screen_memory: Default::default(),
     });
 
     let mut sessions = Shutdown::new();

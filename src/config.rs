@@ -364,6 +364,9 @@ pub(crate) struct TerminalConfig {
     /// Keep a vt100 model of each PTY session's screen.
     #[serde(default = "default_true")]
     pub(crate) screen_model: bool,
+    /// Memory all screen models together may take, in MiB.
+    #[serde(default = "default_screen_memory_mb")]
+    pub(crate) screen_memory_mb: u64,
 }
 
 impl Default for TerminalConfig {
@@ -371,8 +374,13 @@ impl Default for TerminalConfig {
         TerminalConfig {
             shell_integration: true,
             screen_model: true,
+            screen_memory_mb: default_screen_memory_mb(),
         }
     }
+}
+
+fn default_screen_memory_mb() -> u64 {
+    256
 }
 
 fn default_true() -> bool {

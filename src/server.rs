@@ -129,7 +129,14 @@ async fn serve_connection(
     // A second handle on the socket, to cut the connection at the login
     // deadline: before key exchange ends, russh sends no disconnect, and
     // its task owns the stream.
-    let mut cutter = socket.try_clone().ok();
+    // Without it a silent client could outstay the grace: refuse instead.
+    let mut cutter = match socket.try_clone() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(%peer, error = %e, "refused: cannot hold the connection to its login deadline");
+            return;
+        }
+    };
     // Accepted on the main runtime; registered again on this worker's.
     let socket = match tokio::net::TcpStream::from_std(socket) {
         Ok(s) => s,

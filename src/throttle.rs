@@ -37,11 +37,10 @@ pub(crate) struct Throttle {
     lockout: Duration,
     /// Connections that have not logged in yet, per address and in all.
     pending: Arc<Mutex<PendingCounts>>,
-    /// Connections that have not logged in, in all: beyond the first,
-    /// only addresses without failures get one; beyond the second, none
-    /// (below the descriptor limit, so logged-in users keep working).
-    cap_soft: u32,
-    cap_hard: u32,
+    /// Connections that have not logged in, in all: see [`Caps`].
+    caps: Caps,
+    /// Addresses someone logged in from lately, and when.
+    logged_in: Mutex<HashMap<IpAddr, Instant>>,
     /// Failures per address in the current report window.
     windows: Mutex<HashMap<IpAddr, Window>>,
     /// Failed passwords per account, whatever the address.
@@ -79,24 +78,44 @@ impl Drop for Pending {
     }
 }
 
-/// The caps on connections not logged in yet, from the descriptor limit:
-/// a quarter of it for everyone, half of it for addresses without
-/// failures. Each needs a descriptor, and so does every logged-in session.
-fn pending_caps() -> (u32, u32) {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `l` is a valid out-parameter.
-    let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
-        l.rlim_cur.min(1 << 20) as u32
-    } else {
-        1024
-    };
-    (
-        (files / 4).max(MAX_PENDING),
-        (files / 2).max(2 * MAX_PENDING),
-    )
+/// How many connections that have not logged in yet all addresses
+/// together may hold, by who asks: addresses that failed a login lately
+/// get places up to `failed`, others up to `anyone`, and addresses someone
+/// logged in from lately (`KNOWN_FOR`) up to `known`. A flood from new
+/// addresses so leaves room for the people who use the bastion.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    failed: u32,
+    anyone: u32,
+    known: u32,
+}
+
+/// How long an address someone logged in from keeps the `known` share.
+const KNOWN_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
+
+impl Caps {
+    /// From the descriptor limit. Each such connection holds two
+    /// descriptors (its socket, and a second handle that cuts it at the
+    /// login deadline), so at most half of them go to these connections
+    /// (`known`: a quarter of the limit in connections); the other half is
+    /// for logged-in sessions, which need several each.
+    fn from_limit() -> Caps {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `l` is a valid out-parameter.
+        let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
+            l.rlim_cur.min(1 << 20) as u32
+        } else {
+            1024
+        };
+        Caps {
+            failed: (files / 8).max(MAX_PENDING),
+            anyone: (files / 16 * 3).max(2 * MAX_PENDING),
+            known: (files / 4).max(3 * MAX_PENDING),
+        }
+    }
 }
 
 /// A login attempt being verified; dropping it without a verdict just
@@ -177,8 +196,8 @@ impl Throttle {
             max_failures: max_failures.max(1),
             lockout,
             pending: Arc::default(),
-            cap_soft: pending_caps().0,
-            cap_hard: pending_caps().1,
+            caps: Caps::from_limit(),
+            logged_in: Mutex::default(),
             windows: Mutex::default(),
             accounts: Mutex::default(),
         }
@@ -228,9 +247,18 @@ impl Throttle {
         a.last = Some(now);
     }
 
-    /// `user` logged in from `ip`: that address is theirs from now on.
+    /// `user` logged in from `ip`: that address is theirs from now on, and
+    /// known to the bastion (see [`Caps`]).
     pub(crate) fn account_ok(&self, user: &str, ip: IpAddr) {
         let key = key(ip);
+        let now = Instant::now();
+        {
+            let mut logged_in = self.logged_in.lock().unwrap_or_else(|e| e.into_inner());
+            if logged_in.len() >= PRUNE_AT {
+                logged_in.retain(|_, t| now.duration_since(*t) < KNOWN_FOR);
+            }
+            logged_in.insert(key, now);
+        }
         let mut accounts = self.accounts();
         let a = accounts.entry(account(user).to_string()).or_default();
         if !a.known.contains(&key) {
@@ -288,20 +316,13 @@ impl Throttle {
 
     /// A place for a new connection from `ip`, or `None` when the address
     /// already holds too many that have not logged in, or all addresses
-    /// together do (then addresses that have failed lately go first).
+    /// together hold as many as its kind may ([`Caps`]).
     pub(crate) fn admit(&self, ip: IpAddr) -> Option<Pending> {
         let key = key(ip);
-        let failed = self.entries().get(&key).is_some_and(|e| e.failures > 0)
-            || self
-                .windows
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&key)
-                .is_some_and(|w| w.started.elapsed() < REPORT_WINDOW);
+        let cap = self.cap_for(key);
         let mut counts = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let full = counts.total >= self.cap_hard || (failed && counts.total >= self.cap_soft);
         let n = counts.by_address.get(&key).copied().unwrap_or(0);
-        if n >= MAX_PENDING || full {
+        if n >= MAX_PENDING || counts.total >= cap {
             return None;
         }
         counts.by_address.insert(key, n + 1);
@@ -310,6 +331,33 @@ impl Throttle {
             counts: self.pending.clone(),
             key,
         })
+    }
+
+    /// The cap on all pending connections that applies to `key`: an
+    /// address someone logged in from lately is known even if it failed
+    /// since (people mistype; a locked-out one is refused at its first
+    /// attempt anyway).
+    fn cap_for(&self, key: IpAddr) -> u32 {
+        let known = self
+            .logged_in
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .is_some_and(|t| t.elapsed() < KNOWN_FOR);
+        if known {
+            return self.caps.known;
+        }
+        let failed = self.entries().get(&key).is_some_and(|e| e.failures > 0)
+            || self
+                .windows
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .is_some_and(|w| w.started.elapsed() < REPORT_WINDOW);
+        match failed {
+            true => self.caps.failed,
+            false => self.caps.anyone,
+        }
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Entry>> {
@@ -460,21 +508,33 @@ mod tests {
     }
 
     #[test]
-    fn all_addresses_together_are_capped_and_failed_ones_go_first() {
+    fn all_addresses_together_are_capped_and_known_ones_go_first() {
         let mut t = Throttle::new(5, Duration::from_secs(60));
-        (t.cap_soft, t.cap_hard) = (3, 5);
+        t.caps = Caps {
+            failed: 3,
+            anyone: 5,
+            known: 7,
+        };
         let addr = |i: u8| -> IpAddr { format!("198.51.100.{i}").parse().unwrap() };
-        let failed = addr(200);
+        let (failed, known) = (addr(200), addr(201));
         t.failure(failed, true);
+        t.account_ok("alice", known);
+        t.failure(known, false);
         let held: Vec<Pending> = (0..3).map(|i| t.admit(addr(i)).unwrap()).collect();
         assert!(
             t.admit(failed).is_none(),
-            "past the soft cap, an address that failed waits"
+            "past the first cap, an address that failed waits"
         );
         let more: Vec<Pending> = (3..5).map(|i| t.admit(addr(i)).unwrap()).collect();
-        assert!(t.admit(addr(9)).is_none(), "past the hard cap, nobody");
-        drop(more);
-        drop(held);
+        assert!(
+            t.admit(addr(9)).is_none(),
+            "past the second, new addresses wait"
+        );
+        // A flood of new addresses leaves room for one people log in from,
+        // even after a typo.
+        let theirs: Vec<Pending> = (0..2).map(|_| t.admit(known).unwrap()).collect();
+        assert!(t.admit(known).is_none(), "past the third, nobody");
+        drop((more, held, theirs));
         assert!(t.admit(failed).is_some());
     }
 

@@ -321,8 +321,18 @@ async fn run_session(
                 }
                 _ => None,
             };
-            let screen = match (&request.pty, ctx.live.config.terminal.screen_model) {
-                (Some(p), true) => Some(Screen::start(p.rows, p.cols, &ctx.bastion.screens)),
+            let screen = match (&request.pty, &ctx.live.config.terminal) {
+                (Some(p), t) if t.screen_model => {
+                    let limit = usize::try_from(t.screen_memory_mb.saturating_mul(1 << 20))
+                        .unwrap_or(usize::MAX);
+                    let memory = &ctx.bastion.screen_memory;
+                    let screen = Screen::start(p.rows, p.cols, &ctx.bastion.screens, memory, limit);
+                    if screen.is_none() {
+                        let used_mb = memory.used() >> 20;
+                        tracing::warn!(session = %ids.session, used_mb, "no screen model: [terminal] screen_memory_mb is used up");
+                    }
+                    screen
+                }
                 _ => None,
             };
             let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);

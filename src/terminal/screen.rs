@@ -10,10 +10,17 @@
 //! flood printed is in the command records' head and tail anyway, and a
 //! flood modelled in full would cost a core (vt100 models line-by-line
 //! output at about 30 MiB/s). The agent's context asks it for a [`Snapshot`].
+//!
+//! Models' memory is bounded twice: each is clamped to [`MAX_ROWS`] by
+//! [`MAX_COLS`] whatever the client asks, and all of them together hold
+//! leases on one [`Memory`], the bastion's budget (`[terminal]
+//! screen_memory_mb`). A session whose size does not fit gets a small
+//! model, and none when that does not fit either: a model only helps the
+//! agent, and must never be what refuses a session.
 
 use std::num::NonZeroU16;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -61,6 +68,96 @@ pub(crate) struct Screen {
     tx: mpsc::Sender<Update>,
     stale: AtomicBool,
     budget: Mutex<Budget>,
+    /// The model's share of the bastion's [`Memory`], and its size.
+    lease: Mutex<Lease>,
+}
+
+/// The memory all screen models take together, in bytes: one per bastion.
+#[derive(Default)]
+pub(crate) struct Memory {
+    used: AtomicUsize,
+}
+
+/// One model's part of a [`Memory`], given back when dropped.
+struct Lease {
+    memory: Arc<Memory>,
+    limit: usize,
+    rows: u16,
+    cols: u16,
+}
+
+/// What a model of `rows` by `cols` takes: a cell of each of its two
+/// screens (the normal and the alternate) per position, and a row header.
+fn cost(rows: u16, cols: u16) -> usize {
+    let row = 2 * (usize::from(cols) * std::mem::size_of::<vt100::Cell>() + 32);
+    usize::from(rows) * row
+}
+
+/// The size a model falls back to when the client's does not fit.
+const SMALL: (u16, u16) = (24, 80);
+
+impl Memory {
+    /// Takes `bytes` if fewer than `limit` would then be in use.
+    fn take(&self, bytes: usize, limit: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .is_ok()
+    }
+
+    fn give(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// Bytes held by live models.
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// A lease for a model of the size asked (clamped), or of [`SMALL`]
+    /// when that does not fit, or none.
+    fn lease(self: &Arc<Self>, rows: u32, cols: u32, limit: usize) -> Option<Lease> {
+        let (rows, cols) = (self::rows(rows), self::cols(cols));
+        let small = (rows.min(SMALL.0), cols.min(SMALL.1));
+        [(rows, cols), small]
+            .into_iter()
+            .find(|&(r, c)| self.take(cost(r, c), limit))
+            .map(|(rows, cols)| Lease {
+                memory: self.clone(),
+                limit,
+                rows,
+                cols,
+            })
+    }
+}
+
+impl Lease {
+    /// Changes the model's size to `rows` by `cols` (clamped) if the
+    /// budget allows; otherwise keeps the old size. Returns the size the
+    /// model should now have, if it changed.
+    fn resize(&mut self, rows: u32, cols: u32) -> Option<(u16, u16)> {
+        let (rows, cols) = (self::rows(rows), self::cols(cols));
+        let (old, new) = (cost(self.rows, self.cols), cost(rows, cols));
+        if (rows, cols) == (self.rows, self.cols) {
+            return None;
+        }
+        // Growing takes the difference first; shrinking gives it back after.
+        if new > old && !self.memory.take(new - old, self.limit) {
+            return None;
+        }
+        if new < old {
+            self.memory.give(old - new);
+        }
+        (self.rows, self.cols) = (rows, cols);
+        Some((rows, cols))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.memory.give(cost(self.rows, self.cols));
+    }
 }
 
 /// A token bucket of bytes: [`RATE`] a second, at most [`RATE`] saved.
@@ -93,15 +190,24 @@ impl Budget {
 
 impl Screen {
     /// Starts a model on `on`, a runtime other than the session's own: the
-    /// model must not take turns with the byte path it watches.
-    pub(crate) fn start(rows: u32, cols: u32, on: &tokio::runtime::Handle) -> Screen {
+    /// model must not take turns with the byte path it watches. `None` when
+    /// `memory` cannot hold even a small model within `limit` bytes.
+    pub(crate) fn start(
+        rows: u32,
+        cols: u32,
+        on: &tokio::runtime::Handle,
+        memory: &Arc<Memory>,
+        limit: usize,
+    ) -> Option<Screen> {
+        let lease = memory.lease(rows, cols, limit)?;
         let (tx, rx) = mpsc::channel(QUEUE);
-        on.spawn(run(rx, self::rows(rows), self::cols(cols)));
-        Screen {
+        on.spawn(run(rx, lease.rows, lease.cols));
+        Some(Screen {
             tx,
             stale: AtomicBool::new(false),
             budget: Mutex::new(Budget::new()),
-        }
+            lease: Mutex::new(lease),
+        })
     }
 
     fn budget(&self) -> std::sync::MutexGuard<'_, Budget> {
@@ -134,8 +240,18 @@ impl Screen {
         }
     }
 
+    /// The client's terminal changed size. A model the budget cannot grow
+    /// keeps its size: its lines then wrap where the client's do not,
+    /// which only the heuristic reading of a prompt's line minds.
     pub(crate) fn resize(&self, rows: u32, cols: u32) {
-        self.send_or_stale(Update::Resize(self::rows(rows), self::cols(cols)));
+        let resized = self
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .resize(rows, cols);
+        if let Some((rows, cols)) = resized {
+            self.send_or_stale(Update::Resize(rows, cols));
+        }
     }
 
     /// What the screen shows. A stale model answers at once, without
@@ -241,9 +357,56 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A model on a budget of its own, big enough for it.
+    fn start(rows: u32, cols: u32) -> Screen {
+        let memory = Arc::new(Memory::default());
+        let handle = tokio::runtime::Handle::current();
+        Screen::start(rows, cols, &handle, &memory, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn models_share_one_budget_and_give_it_back() {
+        let memory = Arc::new(Memory::default());
+        let big = cost(MAX_ROWS as u16, MAX_COLS as u16);
+        let small = cost(SMALL.0, SMALL.1);
+        let limit = 2 * big + small;
+        // A client's size beyond the clamp costs no more than the clamp.
+        let a = memory.lease(1000, 1000, limit).unwrap();
+        assert_eq!((a.rows, a.cols), (300, 600));
+        let b = memory.lease(u32::MAX, u32::MAX, limit).unwrap();
+        assert_eq!(memory.used(), 2 * big);
+        // The third does not fit whole, and gets the small model.
+        let c = memory.lease(300, 600, limit).unwrap();
+        assert_eq!((c.rows, c.cols), SMALL);
+        // The fourth gets none; a session with no model still runs.
+        assert!(memory.lease(24, 80, limit).is_none());
+        drop((a, b, c));
+        assert_eq!(memory.used(), 0);
+        // A terminal smaller than the small model is taken as it is.
+        let d = memory.lease(10, 40, limit).unwrap();
+        assert_eq!((d.rows, d.cols), (10, 40));
+    }
+
+    #[test]
+    fn a_resize_grows_only_within_the_budget() {
+        let memory = Arc::new(Memory::default());
+        let limit = cost(100, 200);
+        let mut a = memory.lease(24, 80, limit).unwrap();
+        let _b = memory.lease(50, 200, limit).unwrap();
+        // Growing past what is left is refused: the model keeps its size.
+        assert_eq!(a.resize(60, 200), None);
+        assert_eq!((a.rows, a.cols), (24, 80));
+        assert_eq!(a.resize(50, 200), Some((50, 200)));
+        assert_eq!(memory.used(), 2 * cost(50, 200));
+        // Shrinking gives back the difference.
+        assert_eq!(a.resize(10, 20), Some((10, 20)));
+        assert_eq!(memory.used(), cost(50, 200) + cost(10, 20));
+        assert_eq!(a.resize(10, 20), None);
+    }
+
     #[tokio::test]
     async fn the_model_follows_output_and_resizes() {
-        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
+        let s = start(5, 20);
         s.feed(Bytes::from_static(b"hello\r\n\x1b[1mworld\x1b[0m"));
         let snap = s.snapshot().await.unwrap();
         assert_eq!(snap.contents, "hello\nworld");
@@ -271,7 +434,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_cursor_line_joins_wrapped_rows() {
-        let s = Screen::start(5, 10, &tokio::runtime::Handle::current());
+        let s = start(5, 10);
         s.feed(Bytes::from_static(b"$ echo 0123456789"));
         let snap = s.snapshot().await.unwrap();
         assert_eq!(snap.cursor_line, "$ echo 0123456789");
@@ -301,7 +464,7 @@ mod tests {
 
     #[tokio::test]
     async fn output_past_the_budget_is_not_modelled_until_the_next_prompt() {
-        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
+        let s = start(5, 20);
         let flood = Bytes::from(vec![b'x'; RATE as usize + 1]);
         s.feed(flood);
         assert!(s.snapshot().await.unwrap().stale);
@@ -315,7 +478,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stale_model_starts_over_at_the_next_prompt() {
-        let s = Screen::start(5, 20, &tokio::runtime::Handle::current());
+        let s = start(5, 20);
         s.feed(Bytes::from_static(b"old"));
         s.stale.store(true, Ordering::Relaxed);
         assert!(s.snapshot().await.unwrap().stale);

@@ -317,3 +317,21 @@ fn one_user_opens_at_most_max_sessions_over_all_connections() {
     let third = exec(b.ssh_bob("bob:web1"), "echo THIRD");
     assert_eq!(stdout(&third), "THIRD\n", "{}", stderr(&third));
 }
+
+/// Screen models share one memory budget (`[terminal] screen_memory_mb`):
+/// a session that finds it used up runs without a model, its commands
+/// audited as ever, whatever size its client asks for.
+#[test]
+fn a_session_runs_when_the_screen_models_budget_is_used_up() {
+    let b = Bastion::start_with(Opts {
+        extra_toml: "[terminal]\nscreen_memory_mb = 0\n".into(),
+        ..Opts::default()
+    });
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 1000, 1000);
+    t.send("echo SUM-$((6*7))\r");
+    t.expect("SUM-42");
+    b.log.wait_for("no screen model");
+    let c = b.wait_count("command", 1);
+    assert_eq!(c[0]["command"], "echo SUM-$((6*7))");
+    assert_eq!(c[0]["exit_code"], 0);
+}
