@@ -7,6 +7,7 @@
 
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -56,10 +57,23 @@ pub(crate) struct Verifier {
     /// among the configured hashes, so an unknown user costs what the
     /// slowest known one does.
     dummy: String,
-    /// How long verifying the dummy took: no failure is answered sooner,
-    /// so a user whose hash is cheaper does not stand out from the others
-    /// (nor from unknown users).
-    floor: Duration,
+    /// The dummy's parameters: hashes with them cost what it does.
+    params: (u32, u32, u32),
+    /// How long verifying a hash at the dummy's parameters takes, in
+    /// nanoseconds: measured at start, then at each unknown user and each
+    /// user with the costliest parameters, quick to rise and slow to fall.
+    /// No failure is answered sooner than [`Verifier::floor`], half again
+    /// as long, so a user whose hash is cheaper does not stand out from
+    /// the others, nor from unknown users, whose own verifications finish
+    /// under it.
+    costliest_ns: AtomicU64,
+}
+
+/// How far above the costliest verification's time failures are answered.
+const FLOOR_MARGIN: f64 = 1.5;
+
+fn triple(p: &Params) -> (u32, u32, u32) {
+    (p.m_cost(), p.t_cost(), p.p_cost())
 }
 
 impl Verifier {
@@ -74,19 +88,48 @@ impl Verifier {
             .max_by_key(cost)
             .unwrap_or_default();
         let random: [u8; 32] = rand::random();
+        let costliest = triple(&params);
         let dummy = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
             .hash_password(&random)
             .map_err(|e| format!("cannot prepare password verification: {e}"))?
             .to_string();
         let started = std::time::Instant::now();
         verify("", &dummy);
-        let floor = started.elapsed();
+        let took = started.elapsed();
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Verifier {
             slots: Semaphore::new(cores * 2),
             dummy,
-            floor,
+            params: costliest,
+            costliest_ns: AtomicU64::new(took.as_nanos() as u64),
         })
+    }
+
+    /// No failure is answered sooner than this after it was asked.
+    fn floor(&self) -> Duration {
+        Duration::from_nanos(self.costliest_ns.load(Ordering::Relaxed)).mul_f64(FLOOR_MARGIN)
+    }
+
+    /// Whether `phc` costs what the dummy does.
+    fn costliest(&self, phc: &str) -> bool {
+        PasswordHash::new(phc)
+            .ok()
+            .and_then(|h| Params::try_from(&h).ok())
+            .is_some_and(|p| triple(&p) == self.params)
+    }
+
+    /// Counts one verification at the costliest parameters: half the way
+    /// up to a slower one at once, an eighth of the way down to a faster.
+    fn costliest_took(&self, took: Duration) {
+        let sample = took.as_nanos() as u64;
+        let _ = self
+            .costliest_ns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| {
+                Some(match sample > avg {
+                    true => avg / 2 + sample / 2,
+                    false => avg - avg / 8 + sample / 8,
+                })
+            });
     }
 
     /// Whether `password` matches `phc`. `None` (an unknown user, or one
@@ -100,13 +143,18 @@ impl Verifier {
             };
             let known = phc.is_some();
             let phc = phc.unwrap_or_else(|| self.dummy.clone());
+            let costliest = !known || self.costliest(&phc);
+            let began = std::time::Instant::now();
             let ok = tokio::task::spawn_blocking(move || verify(&password, &phc))
                 .await
                 .unwrap_or(false);
+            if costliest {
+                self.costliest_took(began.elapsed());
+            }
             ok && known
         };
         if !ok {
-            tokio::time::sleep_until(started + self.floor).await;
+            tokio::time::sleep_until(started + self.floor()).await;
         }
         ok
     }
@@ -142,6 +190,16 @@ mod tests {
         assert!(check_hash(cheap).unwrap_err().contains("outside"));
     }
 
+    #[test]
+    fn the_floor_rises_at_once_and_falls_slowly() {
+        let v = Verifier::new(None).unwrap();
+        v.costliest_ns.store(1_000_000, Ordering::Relaxed);
+        v.costliest_took(Duration::from_millis(3));
+        assert_eq!(v.floor(), Duration::from_millis(3));
+        v.costliest_took(Duration::ZERO);
+        assert_eq!(v.costliest_ns.load(Ordering::Relaxed), 1_750_000);
+    }
+
     #[tokio::test]
     async fn unknown_users_never_match() {
         let v = Verifier::new(None).unwrap();
@@ -170,7 +228,7 @@ mod tests {
         assert_eq!((p.m_cost(), p.t_cost()), (MIN_M_KIB * 4, 4));
         let started = tokio::time::Instant::now();
         assert!(!v.verify("wrong".into(), Some(cheap.clone())).await);
-        assert!(started.elapsed() >= v.floor);
+        assert!(started.elapsed() >= v.floor());
         assert!(v.verify("cheap".into(), Some(cheap)).await);
     }
 }
