@@ -353,7 +353,7 @@ async fn load_skill(call: &ToolCall, agent: &Agent, host: &mut impl Host) -> Str
 
 /// `text` scrubbed of secrets, the count kept for the audit.
 fn scrub(agent: &Agent, memory: &mut Memory, text: &str) -> String {
-    let (clean, found) = agent.redactor.redact(text);
+    let (clean, found) = agent.redactor.redact(text, &memory.numbering);
     memory.redactions.add(&found);
     clean
 }

@@ -37,6 +37,7 @@ use crate::audit::Ids;
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
+use crate::context::redact::Numbering;
 use crate::context::store::Memory;
 use crate::terminal::sanitize::Sanitizer;
 use crate::terminal::screen::Screen;
@@ -304,10 +305,11 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         // connections share.
         let agent = &seat.place.live.agent;
         let (context, redactor) = (agent.context.clone(), agent.redactor.clone());
+        let numbering = memory.numbering.clone();
         let restored = tokio::task::spawn_blocking(move || {
             let saved = serde_json::from_str(&saved).ok()?;
             let mut store = Memory::new(&context).store;
-            store.restore(&saved, |t| redactor.redact(t).0);
+            store.restore(&saved, |t| redactor.redact(t, &numbering).0);
             Some(store)
         });
         if let Ok(Some(store)) = restored.await {
@@ -405,7 +407,7 @@ impl Seat<'_> {
             self.release().await;
             return;
         }
-        let brief = self.brief(asked.snapshot).await;
+        let brief = self.brief(asked.snapshot, memory.numbering.clone()).await;
         memory.start();
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
@@ -618,12 +620,13 @@ impl Seat<'_> {
 
     /// What the providers will say of the session: scrubbed and cut on a
     /// blocking thread (regexes over up to the whole history's output).
-    async fn brief(&self, snapshot: Snapshot) -> Brief {
+    async fn brief(&self, snapshot: Snapshot, numbering: std::sync::Arc<Numbering>) -> Brief {
         let agent = &self.place.live.agent;
         let redactor = agent.redactor.clone();
         let (recent, events) = (agent.context.recent_commands, agent.context.key_events);
         let target = snapshot.target.clone();
-        tokio::task::spawn_blocking(move || Brief::new(snapshot, &redactor, recent, events))
+        let scrub = move |t: &str| redactor.redact(t, &numbering).0;
+        tokio::task::spawn_blocking(move || Brief::new(snapshot, &scrub, recent, events))
             .await
             .unwrap_or_else(|_| Brief {
                 target,

@@ -15,7 +15,6 @@
 use std::collections::VecDeque;
 
 use super::errors::error_lines;
-use super::redact::Redactor;
 use super::reduce::tokens;
 use crate::terminal::CommandRecord;
 use crate::upstream::TargetInfo;
@@ -70,11 +69,10 @@ impl Brief {
     /// the whole history's captures: call it on a blocking thread.
     pub(crate) fn new(
         snap: Snapshot,
-        redactor: &Redactor,
+        scrub: &dyn Fn(&str) -> String,
         recent: usize,
         key_events: usize,
     ) -> Brief {
-        let scrub = |t: &str| redactor.redact(t).0;
         let mut recents = Vec::new();
         let mut events: Vec<(String, Vec<String>)> = Vec::new();
         let mut lines = 0;
@@ -399,6 +397,13 @@ fn tail(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fresh redactor and session, as `Brief::new` takes them.
+    fn scrubber() -> impl Fn(&str) -> String {
+        let r = crate::context::redact::Redactor::new(&[], &[]).unwrap();
+        let numbering = crate::context::redact::Numbering::default();
+        move |t: &str| r.redact(t, &numbering).0
+    }
     use crate::terminal::Capture;
     use std::time::SystemTime;
 
@@ -438,7 +443,7 @@ mod tests {
             cwd: Some("/srv".into()),
             history: history.to_vec(),
         };
-        Brief::new(snap, &Redactor::new(&[], &[]).unwrap(), 2, 10)
+        Brief::new(snap, &scrubber(), 2, 10)
     }
 
     #[test]
@@ -491,8 +496,8 @@ mod tests {
             history: vec![record("cat id", 0, &key)],
             ..Snapshot::default()
         };
-        let b = Brief::new(snap, &Redactor::new(&[], &[]).unwrap(), 5, 5);
-        assert_eq!(b.recent[0].output, "[REDACTED:private-key]\n");
+        let b = Brief::new(snap, &scrubber(), 5, 5);
+        assert_eq!(b.recent[0].output, "[REDACTED:private-key#1]\n");
     }
 
     #[test]

@@ -238,6 +238,9 @@ pub(crate) struct Memory {
     current: Vec<Message>,
     /// Secrets scrubbed from what this question sent.
     pub(crate) redactions: Counts,
+    /// The session's secrets' numbers, for placeholders that stay the same
+    /// from question to question.
+    pub(crate) numbering: std::sync::Arc<crate::context::redact::Numbering>,
     /// The session's state: facts every question sets, and what agents
     /// stored under their `output_key`, for instructions' placeholders.
     pub(crate) state: std::collections::HashMap<String, String>,
@@ -252,6 +255,7 @@ impl Memory {
             tools: ToolCache::new(c.tool_cache),
             current: Vec::new(),
             redactions: Counts::default(),
+            numbering: Default::default(),
             state: Default::default(),
             loop_ended: false,
         }
@@ -265,6 +269,7 @@ impl Memory {
             tools: ToolCache::new(self.tools.cap()),
             current: Vec::new(),
             redactions: Counts::default(),
+            numbering: self.numbering.clone(),
             state: self.state.clone(),
             loop_ended: false,
         }

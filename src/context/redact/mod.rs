@@ -22,15 +22,17 @@
 //! nothing. The patterns are heuristics that lean towards redacting: a
 //! false positive costs the model one value, a false negative leaks it.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use regex::{Captures, Regex, RegexSet};
 
+mod plain;
+mod rules;
+
 /// How many secrets of each kind one pass replaced, e.g. `[("aws-key", 2)]`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Counts(pub(crate) BTreeMap<&'static str, usize>);
+pub(crate) struct Counts(pub(crate) BTreeMap<String, usize>);
 
 impl Counts {
     /// Secrets replaced, all kinds together.
@@ -42,7 +44,7 @@ impl Counts {
     /// message and audits once per request).
     pub(crate) fn add(&mut self, other: &Counts) {
         for (kind, n) in &other.0 {
-            *self.0.entry(*kind).or_default() += n;
+            *self.0.entry(kind.clone()).or_default() += n;
         }
     }
 
@@ -329,41 +331,47 @@ impl Rule {
         (!span.is_empty()).then_some(span)
     }
 
-    /// `text` with this rule's secrets replaced, or None if it has none.
-    fn apply(&self, text: &str, counts: &mut Counts) -> Option<String> {
-        let mut out = String::new();
-        let mut done = 0;
-        let mut replaced = 0;
-        // Found on the first match only: most texts have no placeholder.
-        let mut marks: Option<Vec<Range<usize>>> = None;
-        // Matches come in order, so the placeholders before one are behind
-        // us for good: one cursor keeps a text full of secrets linear.
-        let mut next_mark = 0;
-        for caps in self.regex.captures_iter(text) {
-            let Some(span) = self.secret(&caps) else {
-                continue;
-            };
-            let marks = marks.get_or_insert_with(|| placeholders(text));
-            while marks.get(next_mark).is_some_and(|m| m.end <= span.start) {
-                next_mark += 1;
-            }
-            if marks.get(next_mark).is_some_and(|m| m.start < span.end) {
-                continue;
-            }
-            out.push_str(&text[done..span.start]);
-            out.push_str(MARK);
-            out.push_str(self.kind);
-            out.push(']');
-            done = span.end;
-            replaced += 1;
-        }
-        if replaced == 0 {
-            return None;
-        }
-        out.push_str(&text[done..]);
-        *counts.0.entry(self.kind).or_default() += replaced;
-        Some(out)
+    /// This rule's secrets in `text`.
+    fn spans<'t>(&'t self, text: &'t str) -> impl Iterator<Item = Range<usize>> + 't {
+        self.regex
+            .captures_iter(text)
+            .filter_map(|caps| self.secret(&caps))
     }
+}
+
+/// Numbers the secrets of one session: the same secret gets the same
+/// number in every text, so the model can tell that two files hold the
+/// same password without seeing it. Only a keyed hash of each secret is
+/// kept, never the secret.
+#[derive(Default)]
+pub(crate) struct Numbering {
+    key: std::hash::RandomState,
+    numbers: std::sync::Mutex<std::collections::HashMap<u64, usize>>,
+}
+
+impl std::fmt::Debug for Numbering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Numbering")
+    }
+}
+
+impl Numbering {
+    fn number(&self, secret: &str) -> usize {
+        use std::hash::BuildHasher;
+        let h = self.key.hash_one(secret);
+        let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
+        let next = numbers.len() + 1;
+        *numbers.entry(h).or_insert(next)
+    }
+}
+
+/// A secret found: where, of what kind, and how sure the finder is (the
+/// lower the rank, the more specific the rule, whose kind wins when two
+/// findings overlap).
+struct Span {
+    range: Range<usize>,
+    kind: usize,
+    rank: usize,
 }
 
 /// Scrubs secrets from text bound for the model.
@@ -372,6 +380,12 @@ pub(crate) struct Redactor {
     /// Every rule's pattern at once: one scan says which rules can match,
     /// so ordinary output costs one pass however many rules there are.
     any: RegexSet,
+    /// gitleaks' rules, after walissh's own.
+    gitleaks: rules::Rules,
+    /// Every kind a finding may have: walissh's rules', then gitleaks' ids.
+    kinds: Vec<String>,
+    /// What a placeholder looks like.
+    placeholder: Regex,
 }
 
 impl Redactor {
@@ -394,23 +408,138 @@ impl Redactor {
         rules.extend(SHAPES.iter().map(builtin));
         let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
             .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
-        Ok(Redactor { rules, any })
+        let gitleaks = rules::Rules::load()?;
+        let kinds = rules
+            .iter()
+            .map(|r| r.kind.to_string())
+            .chain((0..gitleaks.len()).map(|i| gitleaks.id(i).to_string()))
+            .collect();
+        let placeholder = Regex::new(r"\[REDACTED:[a-z0-9_-]{1,64}(?:#[0-9]{1,9})?\]")
+            .expect("the placeholder pattern compiles");
+        Ok(Redactor {
+            rules,
+            any,
+            gitleaks,
+            kinds,
+            placeholder,
+        })
     }
 
-    /// `text` with every secret replaced by a typed placeholder
-    /// `[REDACTED:<kind>]`, and how many of each kind were replaced.
-    pub(crate) fn redact(&self, text: &str) -> (String, Counts) {
+    /// `text` as the model may see it: without escape sequences or control
+    /// characters (see `plain`), and with every secret replaced by a
+    /// placeholder `[REDACTED:<kind>#<n>]`, `n` from `numbering` (one per
+    /// session); and how many of each kind were replaced. Placeholders
+    /// already in the text are left as they are, so a second pass changes
+    /// nothing.
+    pub(crate) fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
+        let text = plain::plain(text);
+        let spans = merge(self.find(&text), &placeholders(&self.placeholder, &text));
         let mut counts = Counts::default();
-        let hits = self.any.matches(text);
-        let mut text = Cow::Borrowed(text);
-        // `iter` goes in rule order, so the most specific rule goes first.
-        for i in hits.iter() {
-            if let Some(done) = self.rules[i].apply(&text, &mut counts) {
-                text = Cow::Owned(done);
+        if spans.is_empty() {
+            return (text.into_owned(), counts);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut done = 0;
+        for span in spans {
+            let kind = &self.kinds[span.kind];
+            out.push_str(&text[done..span.range.start]);
+            let n = numbering.number(&text[span.range.clone()]);
+            out.push_str(&format!("{MARK}{kind}#{n}]"));
+            done = span.range.end;
+            *counts.0.entry(kind.clone()).or_default() += 1;
+        }
+        out.push_str(&text[done..]);
+        (out, counts)
+    }
+
+    /// Every finding of every rule in `text`, in no order.
+    fn find(&self, text: &str) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for i in self.any.matches(text).iter() {
+            spans.extend(self.rules[i].spans(text).map(|range| Span {
+                range,
+                kind: i,
+                rank: i,
+            }));
+        }
+        // gitleaks' secrets are sometimes wider than the secret (the user
+        // with the password, a webhook's host with its path): where one of
+        // walissh's rules, tuned to keep that context, found the secret,
+        // its span stands.
+        let mut own: Vec<Range<usize>> = spans.iter().map(|s| s.range.clone()).collect();
+        own.sort_by_key(|r| r.start);
+        // The furthest end among the spans so far: one that starts before
+        // `r` ends overlaps it if any of them reaches past its start.
+        let reach: Vec<usize> = own
+            .iter()
+            .scan(0, |end, o| {
+                *end = o.end.max(*end);
+                Some(*end)
+            })
+            .collect();
+        let overlaps_own = |r: &Range<usize>| {
+            let before = own.partition_point(|o| o.start < r.end);
+            before > 0 && reach[before - 1] > r.start
+        };
+        let ours = self.rules.len();
+        for f in self.gitleaks.find(text.as_bytes()) {
+            // A rule's secret group may end inside a character.
+            let range = widen(text, f.span);
+            if !overlaps_own(&range) {
+                spans.push(Span {
+                    range,
+                    kind: ours + f.rule,
+                    rank: ours + f.rule,
+                });
             }
         }
-        (text.into_owned(), counts)
+        spans
     }
+}
+
+/// `range` grown to character boundaries.
+fn widen(text: &str, range: Range<usize>) -> Range<usize> {
+    let mut start = range.start;
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = range.end;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    start..end
+}
+
+/// The findings as disjoint spans, in order. The most specific rule goes
+/// first: a finding that overlaps one already taken, or a placeholder
+/// already in the text, is dropped (a generic `key: rest of the line` rule
+/// must not swallow the text after a token a specific rule found).
+fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
+    spans.retain(|s| !s.range.is_empty());
+    spans.sort_by_key(|s| (s.rank, s.range.start));
+    // Taken spans by start; they never overlap, so the one starting last
+    // before a span's end is the only one that can reach into it.
+    let mut taken: BTreeMap<usize, Span> = BTreeMap::new();
+    for m in marks {
+        taken.insert(
+            m.start,
+            Span {
+                range: m.clone(),
+                kind: usize::MAX,
+                rank: 0,
+            },
+        );
+    }
+    for s in spans {
+        let clashes = taken
+            .range(..s.range.end)
+            .next_back()
+            .is_some_and(|(_, t)| t.range.end > s.range.start);
+        if !clashes {
+            taken.insert(s.range.start, s);
+        }
+    }
+    taken.into_values().filter(|s| s.kind != usize::MAX).collect()
 }
 
 /// Checks one `[ai] redact` pattern, for the config's validation: Err is
@@ -468,13 +597,13 @@ fn is_secret_group(name: &str) -> bool {
 }
 
 /// Where the placeholders already in `text` are.
-fn placeholders(text: &str) -> Vec<Range<usize>> {
-    text.match_indices(MARK)
-        .filter_map(|(start, _)| {
-            let end = text[start..].find(']')? + start + 1;
-            Some(start..end)
-        })
-        .collect()
+/// Only the exact shape counts: a `[REDACTED:` that goes on with anything
+/// else shields nothing that follows it.
+fn placeholders(shape: &Regex, text: &str) -> Vec<Range<usize>> {
+    if !text.contains(MARK) {
+        return Vec::new();
+    }
+    shape.find_iter(text).map(|m| m.range()).collect()
 }
 
 /// The secret of a match: the first `s…` group that took part.
@@ -608,11 +737,24 @@ mod tests {
         Redactor::new(&[], &[]).unwrap()
     }
 
+    /// `r.redact` on a session of its own, with the placeholders' numbers
+    /// taken out (most tests are about what is found, not its number).
+    fn scrub(r: &Redactor, text: &str) -> (String, Counts) {
+        let (out, counts) = r.redact(text, &Numbering::default());
+        let numbers = Regex::new(r"(\[REDACTED:[a-z0-9_-]+)#[0-9]+\]").unwrap();
+        (numbers.replace_all(&out, "$1]").into_owned(), counts)
+    }
+
+    /// The counts as a map of `&str`, to compare with literals.
+    fn counted(c: &Counts) -> BTreeMap<&str, usize> {
+        c.0.iter().map(|(k, v)| (k.as_str(), *v)).collect()
+    }
+
     /// Redacts `text`, checks every `secret` is gone and the placeholder of
     /// `kind` is there `n` times, and returns the result.
     #[track_caller]
     fn check(text: &str, secrets: &[&str], kind: &str, n: usize) -> String {
-        let (out, counts) = redactor().redact(text);
+        let (out, counts) = scrub(&redactor(), text);
         for s in secrets {
             assert!(!out.contains(s), "{s:?} survived in:\n{out}");
         }
@@ -670,7 +812,10 @@ mod tests {
             r#"{{"type": "service_account", "private_key_id": "abc", "private_key": "-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n", "client_email": "x@p.iam.gserviceaccount.com"}}"#
         );
         let out = check(&json, &[&body], "private-key", 1);
-        assert!(out.contains(r#""private_key": "[REDACTED:private-key]\n""#));
+        assert!(
+            out.contains(r#""private_key": "[REDACTED:private-key]\n""#),
+            "{out}"
+        );
         assert!(out.contains("client_email"));
 
         let kubeconfig = format!(
@@ -684,18 +829,18 @@ mod tests {
     fn aws_keys_and_secrets() {
         // AWS's own documentation examples.
         let text = "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1\n";
-        let (out, counts) = redactor().redact(text);
+        let (out, counts) = scrub(&redactor(), text);
         assert_eq!(
             out,
             "[default]\naws_access_key_id = [REDACTED:aws-key]\naws_secret_access_key = [REDACTED:aws-secret]\nregion = eu-west-1\n"
         );
         assert_eq!(
-            counts.0,
+            counted(&counts),
             BTreeMap::from([("aws-key", 1), ("aws-secret", 1)])
         );
 
         let sts = r#"{"Credentials": {"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}"#;
-        let (out, counts) = redactor().redact(sts);
+        let (out, counts) = scrub(&redactor(), sts);
         assert!(!out.contains("EXAMPLE"), "{out}");
         assert_eq!(counts.total(), 2);
     }
@@ -741,11 +886,11 @@ mod tests {
         let token = format!("glpat-{}", fake(20));
         let text =
             format!("origin  https://oauth2:{token}@gitlab.example.com/ops/infra.git (push)");
-        let (out, counts) = redactor().redact(&text);
+        let (out, counts) = scrub(&redactor(), &text);
         assert!(!out.contains(&token));
         assert!(out.contains("https://oauth2:[REDACTED:gitlab-token]@gitlab.example.com"));
         // The URL rule does not redact the placeholder again.
-        assert_eq!(counts.0, BTreeMap::from([("gitlab-token", 1)]));
+        assert_eq!(counted(&counts), BTreeMap::from([("gitlab-token", 1)]));
     }
 
     #[test]
@@ -756,7 +901,10 @@ mod tests {
             "SLACK_BOT={bot}\ncurl -X POST -d '{{\"text\":\"deploy ok\"}}' https://hooks.slack.com/services/{hook}\n"
         );
         let out = check(&text, &[&bot, &hook], "slack-token", 2);
-        assert!(out.contains("https://hooks.slack.com/services/[REDACTED:slack-token]\n"));
+        assert!(
+            out.contains("https://hooks.slack.com/services/[REDACTED:slack-token]\n"),
+            "{out}"
+        );
     }
 
     #[test]
@@ -770,7 +918,7 @@ mod tests {
         check(&text, &[&legacy, &project, &anthropic], "openai-key", 3);
         // Names with an sk- prefix are not keys.
         let host = "ssh sk-prod-cluster-nodes-pool-east.internal";
-        assert_eq!(redactor().redact(host).0, host);
+        assert_eq!(scrub(&redactor(), host).0, host);
     }
 
     #[test]
@@ -781,10 +929,10 @@ mod tests {
             fake(43)
         );
         let text = format!("kubectl --token={jwt} get pods\n{{\"id_token\":\"{jwt}\"}}");
-        let (out, counts) = redactor().redact(&text);
+        let (out, counts) = scrub(&redactor(), &text);
         assert!(!out.contains(&jwt));
         assert_eq!(out.matches("[REDACTED:jwt]").count(), 2, "{out}");
-        assert_eq!(counts.0, BTreeMap::from([("jwt", 2)]));
+        assert_eq!(counted(&counts), BTreeMap::from([("jwt", 2)]));
     }
 
     #[test]
@@ -810,10 +958,10 @@ mod tests {
         );
         assert!(out.contains("'Authorization: Bearer [REDACTED:auth-header]'"));
         assert!(out.contains("> Authorization: Basic [REDACTED:auth-header]\n"));
-        assert!(out.contains("\"X-API-Key: [REDACTED:auth-header]\""));
+        assert!(out.contains("\"X-API-Key: [REDACTED:auth-header]\""), "{out}");
         // Without a scheme, only a credential-looking value is one.
         let prose = "Authorization: required for /admin";
-        assert_eq!(redactor().redact(prose).0, prose);
+        assert_eq!(scrub(&redactor(), prose).0, prose);
     }
 
     #[test]
@@ -911,7 +1059,7 @@ config['password'] => 'phpPw1'
     #[test]
     fn references_and_code_are_not_passwords() {
         let text = "password: ${DB_PASSWORD}\ntoken: {{ vault_token }}\nsecret = null\n    token = get_token(user)\n    password = os.environ[\"DB_PASSWORD\"]\nKeyError: 'password'\ncat: /etc/passwd: Permission denied\n[sudo] password for alice:\nPassword: \nhtpasswd: cannot modify file /etc/nginx/.htpasswd\n    emit(original_token=alias_token)\n    token: Option<Vec<u8>>,\npub const AUTH_TOKEN: u8 = 61;\nNor is reading a secret: `/etc/shadow`, private keys, or anything like it.\n";
-        assert_eq!(redactor().redact(text).0, text);
+        assert_eq!(scrub(&redactor(), text).0, text);
     }
 
     #[test]
@@ -922,14 +1070,14 @@ config['password'] => 'phpPw1'
         )
         .unwrap();
         let text = "echo Wal1ssh-target-pw | sudo -S id\nabc is too short to look for";
-        let (out, counts) = r.redact(text);
+        let (out, counts) = scrub(&r, text);
         assert_eq!(
             out,
             "echo [REDACTED:bastion-credential] | sudo -S id\nabc is too short to look for"
         );
-        assert_eq!(counts.0, BTreeMap::from([("bastion-credential", 1)]));
+        assert_eq!(counted(&counts), BTreeMap::from([("bastion-credential", 1)]));
         // It comes before the generic rules, which leave its placeholder.
-        let (out, counts) = r.redact("password=Wal1ssh-target-pw");
+        let (out, counts) = scrub(&r, "password=Wal1ssh-target-pw");
         assert_eq!(out, "password=[REDACTED:bastion-credential]");
         assert_eq!(counts.total(), 1);
     }
@@ -937,12 +1085,12 @@ config['password'] => 'phpPw1'
     #[test]
     fn custom_patterns_replace_the_whole_match() {
         let r = Redactor::new(&[r"ACME-[0-9]{6}".into()], &[]).unwrap();
-        let (out, counts) = r.redact("ticket ACME-123456 and ACME-654321, not ACME-12");
+        let (out, counts) = scrub(&r, "ticket ACME-123456 and ACME-654321, not ACME-12");
         assert_eq!(
             out,
             "ticket [REDACTED:custom] and [REDACTED:custom], not ACME-12"
         );
-        assert_eq!(counts.0, BTreeMap::from([("custom", 2)]));
+        assert_eq!(counted(&counts), BTreeMap::from([("custom", 2)]));
     }
 
     #[test]
@@ -961,7 +1109,7 @@ config['password'] => 'phpPw1'
     #[test]
     fn placeholders_are_never_redacted_again() {
         let text = "password=[REDACTED:aws-key] Authorization: Bearer [REDACTED:jwt] DB_TOKEN=[REDACTED:custom]";
-        let (out, counts) = redactor().redact(text);
+        let (out, counts) = scrub(&redactor(), text);
         assert_eq!(out, text);
         assert!(counts.is_empty());
     }
@@ -974,9 +1122,9 @@ config['password'] => 'phpPw1'
             fake(30)
         );
         let r = redactor();
-        let (once, counts) = r.redact(&text);
+        let (once, counts) = scrub(&r, &text);
         assert!(counts.total() >= 7, "{counts:?}\n{once}");
-        let (twice, again) = r.redact(&once);
+        let (twice, again) = scrub(&r, &once);
         assert_eq!(twice, once);
         assert!(again.is_empty(), "{again:?}");
     }
@@ -1004,17 +1152,20 @@ The password prompt appeared twice; the token expired at 10:00. Key points: retr
 sshd[991]: Failed password for invalid user admin from 203.0.113.5 port 52144 ssh2
 sshd[992]: Accepted publickey for alice from 198.51.100.4 port 50022 ssh2: ED25519 SHA256:Ab3dEf
 "#;
-        let (out, counts) = redactor().redact(text);
+        let (out, counts) = scrub(&redactor(), text);
         assert_eq!(out, text);
         assert!(counts.is_empty(), "{counts:?}");
     }
 
     #[test]
     fn counts_add_up() {
-        let mut a = Counts(BTreeMap::from([("jwt", 1), ("password", 2)]));
-        a.add(&Counts(BTreeMap::from([("jwt", 2), ("aws-key", 1)])));
+        let counts = |pairs: &[(&str, usize)]| {
+            Counts(pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+        };
+        let mut a = counts(&[("jwt", 1), ("password", 2)]);
+        a.add(&counts(&[("jwt", 2), ("aws-key", 1)]));
         assert_eq!(
-            a.0,
+            counted(&a),
             BTreeMap::from([("aws-key", 1), ("jwt", 3), ("password", 2)])
         );
         assert_eq!(a.total(), 6);
@@ -1028,7 +1179,7 @@ sshd[992]: Accepted publickey for alice from 198.51.100.4 port 50022 ssh2: ED255
         let text = line.repeat(4 << 20 >> 7);
         let r = redactor();
         let start = std::time::Instant::now();
-        let (out, counts) = r.redact(&text);
+        let (out, counts) = scrub(&r, &text);
         let took = start.elapsed();
         assert_eq!(out.len(), text.len());
         assert!(counts.is_empty());

@@ -1,0 +1,100 @@
+//! Text as the model reads it: terminal escape sequences and control
+//! characters taken out before anything is judged.
+//!
+//! The redactor judges and sends the same text, so nothing can hide from
+//! the detectors inside an escape sequence (a secret in a window title, a
+//! key split by `grep --color`'s codes) and nothing is cut half-way through
+//! one: the model never needs colours or cursor moves, and gets none.
+//! What is taken out: CSI sequences (`ESC [` … final byte, and the one-char
+//! C1 form), OSC, DCS, SOS, PM and APC strings (to BEL or `ESC \`, or to
+//! the end of a text cut short), two-character `ESC x` sequences, and C0
+//! controls but tab and newline. A carriage return ends a line: `\r\n` is
+//! one newline, a lone `\r` (a progress line redrawn) is one too, so two
+//! words it separated stay apart. One pass, no backtracking: linear in the
+//! text, whatever it holds.
+
+use std::borrow::Cow;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Text,
+    Esc,
+    Csi,
+    /// An OSC, DCS, SOS, PM or APC string, to its terminator.
+    Str,
+    StrEsc,
+    /// After a `\r`: a `\n` next is the same line end.
+    Cr,
+}
+
+/// `text` without escape sequences and control characters; borrowed when
+/// it had none.
+pub(crate) fn plain(text: &str) -> Cow<'_, str> {
+    let clean = |c: char| (c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t';
+    if text.chars().all(clean) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut state = State::Text;
+    for c in text.chars() {
+        state = match (state, c) {
+            (State::Esc, '[') => State::Csi,
+            (State::Esc, ']' | 'P' | 'X' | '^' | '_') => State::Str,
+            // `ESC ( B` and the like: one more character.
+            (State::Esc, ' '..='/') => State::Esc,
+            (State::Esc, _) => State::Text,
+            (State::Csi, '\u{40}'..='\u{7e}') => State::Text,
+            (State::Csi, _) => State::Csi,
+            (State::Str, '\x07' | '\u{9c}') => State::Text,
+            (State::Str, '\x1b') => State::StrEsc,
+            (State::Str, _) => State::Str,
+            (State::StrEsc, '\\') => State::Text,
+            (State::StrEsc, _) => State::Str,
+            (State::Text | State::Cr, '\x1b') => State::Esc,
+            (State::Text | State::Cr, '\u{9b}') => State::Csi,
+            (State::Text | State::Cr, '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}') => {
+                State::Str
+            }
+            (State::Cr, '\n') => State::Text,
+            (_, '\r') => {
+                out.push('\n');
+                State::Cr
+            }
+            (_, c) if clean(c) => {
+                out.push(c);
+                State::Text
+            }
+            (_, _) => State::Text,
+        };
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_titles_and_controls_go() {
+        assert_eq!(
+            plain("\x1b[01;31m\x1b[KAKIAEXAMPLE\x1b[m\x1b[K rest"),
+            "AKIAEXAMPLE rest"
+        );
+        assert_eq!(plain("a\x1b]0;password=x\x07b"), "ab");
+        assert_eq!(plain("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"), "alinkb");
+        assert_eq!(plain("a\x1b(Bb\x1b=c"), "abc");
+        assert_eq!(plain("a\u{9b}31mb"), "ab");
+        assert_eq!(plain("one\r\ntwo\rthree\x08\x00"), "one\ntwo\nthree");
+    }
+
+    #[test]
+    fn a_string_cut_short_goes_to_the_end() {
+        assert_eq!(plain("ok\x1b]0;never ends"), "ok");
+        assert_eq!(plain("ok\x1b["), "ok");
+    }
+
+    #[test]
+    fn clean_text_is_borrowed() {
+        assert!(matches!(plain("plain\ttext\n"), Cow::Borrowed(_)));
+    }
+}
