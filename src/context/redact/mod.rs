@@ -27,6 +27,9 @@ use std::ops::Range;
 
 use regex::{Captures, Regex, RegexSet};
 
+#[cfg(test)]
+mod corpus;
+mod pairs;
 mod plain;
 mod rules;
 
@@ -380,6 +383,8 @@ pub(crate) struct Redactor {
     /// Every rule's pattern at once: one scan says which rules can match,
     /// so ordinary output costs one pass however many rules there are.
     any: RegexSet,
+    /// Keys that name a secret and tools' password flags.
+    pairs: pairs::Pairs,
     /// gitleaks' rules, after walissh's own.
     gitleaks: rules::Rules,
     /// Every kind a finding may have: walissh's rules', then gitleaks' ids.
@@ -412,6 +417,7 @@ impl Redactor {
         let kinds = rules
             .iter()
             .map(|r| r.kind.to_string())
+            .chain(std::iter::once("password".to_string()))
             .chain((0..gitleaks.len()).map(|i| gitleaks.id(i).to_string()))
             .collect();
         let placeholder = Regex::new(r"\[REDACTED:[a-z0-9_-]{1,64}(?:#[0-9]{1,9})?\]")
@@ -419,6 +425,7 @@ impl Redactor {
         Ok(Redactor {
             rules,
             any,
+            pairs: pairs::Pairs::new(),
             gitleaks,
             kinds,
             placeholder,
@@ -462,6 +469,12 @@ impl Redactor {
                 rank: i,
             }));
         }
+        let ours = self.rules.len();
+        spans.extend(self.pairs.find(text).into_iter().map(|range| Span {
+            range,
+            kind: ours,
+            rank: ours,
+        }));
         // gitleaks' secrets are sometimes wider than the secret (the user
         // with the password, a webhook's host with its path): where one of
         // walissh's rules, tuned to keep that context, found the secret,
@@ -481,15 +494,14 @@ impl Redactor {
             let before = own.partition_point(|o| o.start < r.end);
             before > 0 && reach[before - 1] > r.start
         };
-        let ours = self.rules.len();
         for f in self.gitleaks.find(text.as_bytes()) {
             // A rule's secret group may end inside a character.
             let range = widen(text, f.span);
             if !overlaps_own(&range) {
                 spans.push(Span {
                     range,
-                    kind: ours + f.rule,
-                    rank: ours + f.rule,
+                    kind: ours + 1 + f.rule,
+                    rank: ours + 1 + f.rule,
                 });
             }
         }
@@ -539,7 +551,10 @@ fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
             taken.insert(s.range.start, s);
         }
     }
-    taken.into_values().filter(|s| s.kind != usize::MAX).collect()
+    taken
+        .into_values()
+        .filter(|s| s.kind != usize::MAX)
+        .collect()
 }
 
 /// Checks one `[ai] redact` pattern, for the config's validation: Err is
@@ -958,7 +973,10 @@ mod tests {
         );
         assert!(out.contains("'Authorization: Bearer [REDACTED:auth-header]'"));
         assert!(out.contains("> Authorization: Basic [REDACTED:auth-header]\n"));
-        assert!(out.contains("\"X-API-Key: [REDACTED:auth-header]\""), "{out}");
+        assert!(
+            out.contains("\"X-API-Key: [REDACTED:auth-header]\""),
+            "{out}"
+        );
         // Without a scheme, only a credential-looking value is one.
         let prose = "Authorization: required for /admin";
         assert_eq!(scrub(&redactor(), prose).0, prose);
@@ -1075,7 +1093,10 @@ config['password'] => 'phpPw1'
             out,
             "echo [REDACTED:bastion-credential] | sudo -S id\nabc is too short to look for"
         );
-        assert_eq!(counted(&counts), BTreeMap::from([("bastion-credential", 1)]));
+        assert_eq!(
+            counted(&counts),
+            BTreeMap::from([("bastion-credential", 1)])
+        );
         // It comes before the generic rules, which leave its placeholder.
         let (out, counts) = scrub(&r, "password=Wal1ssh-target-pw");
         assert_eq!(out, "password=[REDACTED:bastion-credential]");

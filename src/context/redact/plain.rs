@@ -30,7 +30,9 @@ enum State {
 /// `text` without escape sequences and control characters; borrowed when
 /// it had none.
 pub(crate) fn plain(text: &str) -> Cow<'_, str> {
-    let clean = |c: char| (c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t';
+    let clean = |c: char| {
+        (c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t'
+    };
     if text.chars().all(clean) {
         return Cow::Borrowed(text);
     }
@@ -81,7 +83,10 @@ mod tests {
             "AKIAEXAMPLE rest"
         );
         assert_eq!(plain("a\x1b]0;password=x\x07b"), "ab");
-        assert_eq!(plain("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"), "alinkb");
+        assert_eq!(
+            plain("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"),
+            "alinkb"
+        );
         assert_eq!(plain("a\x1b(Bb\x1b=c"), "abc");
         assert_eq!(plain("a\u{9b}31mb"), "ab");
         assert_eq!(plain("one\r\ntwo\rthree\x08\x00"), "one\ntwo\nthree");
