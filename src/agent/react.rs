@@ -252,7 +252,7 @@ pub(crate) async fn answer(
     } = ask;
     let model = spec.model.as_ref().unwrap_or(model);
     let limits = agent.limits;
-    let question = scrub(agent, memory, question);
+    let question = scrub(agent, memory, question).await;
     memory.question(&question);
     let tools = tools(&spec.tools, in_loop);
     let budget = agent.request_budget(&tools);
@@ -310,7 +310,7 @@ pub(crate) async fn answer(
             // Every result, refusals included, may quote the command line
             // (the model's or the user's edit); the output in it was
             // scrubbed whole already, which a second pass leaves as it is.
-            let content = scrub(agent, memory, &result);
+            let content = scrub(agent, memory, &result).await;
             memory.push(Message::Tool {
                 call_id: call.id.clone(),
                 content,
@@ -351,11 +351,22 @@ async fn load_skill(call: &ToolCall, agent: &Agent, host: &mut impl Host) -> Str
     skill.render()
 }
 
-/// `text` scrubbed of secrets, the count kept for the audit.
-fn scrub(agent: &Agent, memory: &mut Memory, text: &str) -> String {
-    let (clean, found) = agent.redactor.redact(text, &memory.numbering);
-    memory.redactions.add(&found);
-    clean
+/// `text` scrubbed of secrets, the count kept for the audit. The regexes
+/// run on a blocking thread: this task shares its worker with other
+/// connections' bytes.
+async fn scrub(agent: &Agent, memory: &mut Memory, text: &str) -> String {
+    let (redactor, numbering) = (agent.redactor.clone(), memory.numbering.clone());
+    let text = text.to_string();
+    let scrubbed = tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering)).await;
+    match scrubbed {
+        Ok((clean, found)) => {
+            memory.redactions.add(&found);
+            clean
+        }
+        // Never reached in practice (the closure does not panic); if it
+        // were, nothing unscrubbed may go out.
+        Err(_) => "[output withheld: it could not be checked for secrets]".to_string(),
+    }
 }
 
 async fn fail(host: &mut impl Host, message: &str) -> Result<String, String> {
@@ -432,7 +443,7 @@ async fn run_tool(
     host.audit("ai_tool_call", ev).await;
     let mut outcome = host.run(&command, clean.as_deref()).await;
     // Scrubbed whole, before anything is cut from it.
-    outcome.output = scrub(agent, memory, &outcome.output);
+    outcome.output = scrub(agent, memory, &outcome.output).await;
     let fields = vec![
         ("command", command.clone().into()),
         ("exit_code", outcome.exit_code.into()),
@@ -444,7 +455,7 @@ async fn run_tool(
     }
     // The user's edit may hold a secret; the tool cache reaches the model
     // in the prompt, which is not scrubbed again.
-    let shown = scrub(agent, memory, &command);
+    let shown = scrub(agent, memory, &command).await;
     memory.tools.add(&shown, &status(&outcome), &outcome.output);
     Ok(describe(&shown, &outcome))
 }

@@ -309,7 +309,10 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         let restored = tokio::task::spawn_blocking(move || {
             let saved = serde_json::from_str(&saved).ok()?;
             let mut store = Memory::new(&context).store;
-            store.restore(&saved, |t| redactor.redact(t, &numbering).0);
+            store.restore(&saved, |t| {
+                numbering.start_above(t);
+                redactor.redact(t, &numbering).0
+            });
             Some(store)
         });
         if let Ok(Some(store)) = restored.await {

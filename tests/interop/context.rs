@@ -223,11 +223,16 @@ fn secrets_never_reach_the_model() {
             .rfind(|m| m["role"] == "user")
             .unwrap(),
     );
+    // (The placeholder's number is the session's, whatever it is.)
+    let question = last_user
+        .rsplit("\n\nQuestion: ")
+        .next()
+        .unwrap_or_default();
+    let numbered = question
+        .strip_prefix("why does curl -H 'Authorization: Bearer [REDACTED:auth-header#")
+        .and_then(|rest| rest.strip_suffix("]' fail"));
     assert!(
-        last_user.ends_with(
-            "\n\nQuestion: why does curl -H 'Authorization: Bearer [REDACTED:auth-header]' fail"
-        ) || last_user
-            .contains("Question: why does curl -H 'Authorization: [REDACTED:auth-header]' fail"),
+        numbered.is_some_and(|n| n.parse::<u32>().is_ok()),
         "{last_user}"
     );
     let redacted = b.wait_kind("ai_redacted");
@@ -317,26 +322,36 @@ fn a_local_targets_environment_is_its_accounts() {
     assert!(!c.contains("\nuser: root\n"), "{c}");
 }
 
+/// A bastion that keeps conversations (`[context] restore`).
+fn restoring(model: &Model) -> Bastion {
+    bastion_with(
+        model,
+        Opts {
+            extra_toml: "[context]\nrestore = true\n".into(),
+            ..Opts::default()
+        },
+    )
+}
+
+/// The user logs out, and the session is over.
+fn leave(b: &Bastion, t: &mut Terminal) {
+    t.send("exit\r");
+    t.wait();
+    b.wait_kind("session_end");
+}
+
 #[test]
 fn a_conversation_comes_back_when_restore_is_on() {
     let model = Model::start(vec![
         Reply::Sse(answer("First answer.")),
         Reply::Sse(answer("Second answer.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: "[context]\nrestore = true\n".into(),
-            ..Opts::default()
-        },
-    );
+    let b = restoring(&model);
     let mut t = bob(&b);
     let at = ask(&t, "? the first question");
     let at = t.expect_from("First answer.", at);
     back_at_prompt(&b, &t, at);
-    t.send("exit\r");
-    t.wait();
-    b.wait_kind("session_end");
+    leave(&b, &mut t);
     // A new session of the same user on the same target.
     let t = bob(&b);
     let at = ask(&t, "? the second question");
@@ -350,4 +365,102 @@ fn a_conversation_comes_back_when_restore_is_on() {
     assert_eq!(texts[1], ("user", "the first question"), "{texts:?}");
     assert_eq!(texts[2], ("assistant", "First answer."), "{texts:?}");
     assert_prefixed_once(second, "the second question");
+}
+
+/// Secrets of the classes an outside corpus got past the first redactor:
+/// a password flag, a label in Chinese, a key inside `grep --color`'s
+/// codes, docker's base64 `auth`. None reaches the model, in the recent
+/// commands' context, in the question or in the agent's command output;
+/// the same password keeps one number in every place; and a conversation
+/// restored in a new session brings none of them back.
+#[test]
+fn secrets_of_every_class_never_reach_the_model_and_keep_their_number() {
+    const FLAG_PW: &str = "Fl4g-Pass_91x";
+    const LABEL_PW: &str = "Zh0ngWen-Mima7";
+    const COLOURED: &str = "AKIAQ7TESTKEYZ7XAMP";
+    const DOCKER_TOKEN: &str = "Dock3r-T0ken-x9Yq";
+    let docker_auth = base64(&format!("deployer:{DOCKER_TOKEN}"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ops.txt");
+    std::fs::write(
+        &file,
+        format!(
+            "  512  mysql -u root -p'{FLAG_PW}' -h db.internal\n\
+             数据库密码: {LABEL_PW}\n\
+             /etc/app/env:AWS_ACCESS_KEY_ID=\x1b[01;31m\x1b[K{COLOURED}\x1b[m\x1b[K\n\
+             {{\"auths\": {{\"https://index.docker.io/v1/\": {{\"auth\": \"{docker_auth}\"}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &format!("cat {file}"), "read it")),
+        Reply::Sse(answer("They match.")),
+        Reply::Sse(answer("Still rotated.")),
+    ]);
+    let b = restoring(&model);
+    let mut t = bob(&b);
+    t.send(&format!("cat {file}; echo SHOWN-$((2+2))\r"));
+    let at = t.expect("SHOWN-4");
+    b.wait_event(|e| {
+        e["kind"] == "command" && e["command"].as_str().unwrap_or("").starts_with("cat ")
+    });
+    let at = ask(&t, &format!("? does mysql -p'{FLAG_PW}' match the file")).max(at);
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("They match.", at);
+    back_at_prompt(&b, &t, at);
+    leave(&b, &mut t);
+    let t = bob(&b);
+    let at = ask(&t, "? and now");
+    t.expect_from("Still rotated.", at);
+    let requests = model.wait_requests(3);
+    for r in &requests {
+        let text = r.to_string();
+        for secret in [
+            FLAG_PW,
+            LABEL_PW,
+            COLOURED,
+            DOCKER_TOKEN,
+            docker_auth.as_str(),
+        ] {
+            assert!(!text.contains(secret), "{secret} reached the model:\n{r:#}");
+        }
+    }
+    // The flag's password: one number in the context, the question and
+    // the command's output alike.
+    let second = requests[1].to_string();
+    let numbers: Vec<&str> = second
+        .match_indices("-p'[REDACTED:")
+        .map(|(i, _)| {
+            let rest = &second[i..];
+            &rest[rest.find('#').unwrap()..rest.find(']').unwrap()]
+        })
+        .collect();
+    assert!(numbers.len() >= 3, "{second}");
+    assert!(numbers.iter().all(|n| *n == numbers[0]), "{numbers:?}");
+    // The restored conversation came back, scrubbed.
+    let third = requests[2].to_string();
+    assert!(third.contains("They match."), "{third}");
+    assert!(third.contains("[REDACTED:"), "{third}");
+}
+
+fn base64(s: &str) -> String {
+    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in s.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                T[((n >> (18 - 6 * i)) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
 }

@@ -126,6 +126,7 @@ fn expand(template: &str, rng: &mut Rng) -> String {
             "l" => Some(rng.pick(b"abcdefghijkmnopqrstuvwxyz0123456789", n)),
             "u" => Some(rng.pick(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", n)),
             "h" => Some(rng.pick(b"0123456789abcdef", n)),
+            "c" => Some(rng.pick(b"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", n)),
             "d" => Some(rng.pick(b"0123456789", n)),
             "b" => Some(rng.pick(
                 b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
@@ -149,11 +150,16 @@ fn expand(template: &str, rng: &mut Rng) -> String {
             _ => None,
         };
         match made {
-            Some(s) => out.push_str(&s),
-            // Not a fill (`{{ .Values }}`, JSON): as it is.
-            None => out.push_str(&tail[..=end]),
+            Some(s) => {
+                out.push_str(&s);
+                rest = &tail[end + 1..];
+            }
+            // Not a fill (`{{ .Values }}`, JSON): the brace as it is.
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
         }
-        rest = &tail[end + 1..];
     }
     out.push_str(rest);
     out
@@ -283,7 +289,112 @@ mod tests {
     }
 
     /// Percent of the corpus's secrets that must be found.
-    const RECALL_FLOOR: usize = 0;
+    const RECALL_FLOOR: usize = 99;
     /// Percent of the look-alikes that may be changed.
-    const FP_CEILING: usize = 100;
+    const FP_CEILING: usize = 1;
+}
+
+/// Redaction's speed, for `bench/redact` (a benchmark, not a test: it
+/// asserts nothing about time). Prints the median of 5 runs per input, at
+/// 64 KiB and at 512 KiB: linear means the second is about 8 times the
+/// first.
+#[cfg(test)]
+#[test]
+#[ignore = "a benchmark: bench/redact runs it in release"]
+fn redaction_speed() {
+    let r = Redactor::new(&[], &[]).unwrap();
+    let inputs: Vec<(&str, fn(usize) -> String)> = vec![
+        ("the corpus, secrets and look-alikes", bulk),
+        ("ordinary output (ls -l lines)", |n| {
+            "-rw-r--r-- 1 app app  1679 Nov 30 10:00 report-2026.csv\n".repeat(n / 56 + 1)
+        }),
+        ("one line of `password=`", |n| "password=".repeat(n / 9 + 1)),
+        ("keywords without a gap", |n| {
+            "passwordtokensecret".repeat(n / 19 + 1)
+        }),
+        ("tool names and flags", |n| {
+            "mysql -pAbc123xyz ".repeat(n / 18 + 1)
+        }),
+        ("one base64 run", |n| "QUJD".repeat(n / 4 + 1)),
+        ("placeholder prefixes", |n| "[REDACTED:".repeat(n / 10 + 1)),
+        ("escape sequences", |n| {
+            "\x1b[01;31m\x1b[Kx".repeat(n / 12 + 1)
+        }),
+        ("key: value lines", |n| {
+            "api_key: abc123\n".repeat(n / 16 + 1)
+        }),
+    ];
+    for (name, make) in inputs {
+        let mut line = format!("{name:40}");
+        for size in [64 << 10, 512 << 10] {
+            let mut text = make(size);
+            text.truncate(text.floor_char_boundary(size));
+            let mut times: Vec<f64> = (0..5)
+                .map(|_| {
+                    let started = std::time::Instant::now();
+                    std::hint::black_box(r.redact(&text, &Numbering::default()));
+                    started.elapsed().as_secs_f64() * 1000.0
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            line.push_str(&format!("  {:>4} KiB: {:8.2} ms", size >> 10, times[2]));
+        }
+        println!("{line}");
+    }
+}
+
+/// Where redaction's time goes, for tuning (`cargo test --release
+/// redaction_parts -- --ignored --nocapture`).
+#[cfg(test)]
+#[test]
+#[ignore = "a benchmark"]
+fn redaction_parts() {
+    let r = Redactor::new(&[], &[]).unwrap();
+    let mut text = "-rw-r--r-- 1 app app  1679 Nov 30 10:00 report-2026.csv\n".repeat(1200);
+    if std::env::var("CUT").is_ok() {
+        text.truncate(64 << 10);
+    }
+    if std::env::var("WARM").is_ok() {
+        let b = bulk(64 << 10);
+        let _ = r.redact(&b, &Numbering::default());
+    }
+    let time = |name: &str, f: &dyn Fn()| {
+        let started = std::time::Instant::now();
+        for _ in 0..5 {
+            std::hint::black_box(f());
+        }
+        println!(
+            "{name:20} {:8.2} ms",
+            started.elapsed().as_secs_f64() * 200.0
+        );
+    };
+    time("plain", &|| {
+        let _ = super::plain::plain(&text);
+    });
+    time("set", &|| {
+        let _ = r.any.matches(&text);
+    });
+    time("own rules", &|| {
+        for i in r.any.matches(&text).iter() {
+            let _ = r.rules[i].spans(&text).count();
+        }
+    });
+    time("pairs", &|| {
+        let _ = r.pairs.find(&text);
+    });
+    time("gitleaks", &|| {
+        let _ = r.gitleaks.find(text.as_bytes());
+    });
+    time("base64", &|| {
+        let _ = r.base64.find_iter(&text).count();
+    });
+    time("find", &|| {
+        let _ = r.find(&text);
+    });
+    time("find_plain", &|| {
+        let _ = r.find_plain(&text);
+    });
+    time("redact", &|| {
+        std::hint::black_box(r.redact(std::hint::black_box(&text), &Numbering::default()));
+    });
 }

@@ -1,26 +1,33 @@
 //! Redaction: scrubbing secrets from everything bound for the model.
 //!
-//! This file owns one judgement: which parts of a text are secrets, and what
-//! the model sees instead. Each secret becomes a typed placeholder,
-//! `[REDACTED:<kind>]`, and the text around it is kept (the key name of an
-//! assignment, the scheme of an `Authorization` header, the user and host of
-//! a URL), so the model still understands what it reads. Patterns are
-//! compiled once, in `Redactor::new`; a text with nothing that could be a
-//! secret costs one scan and comes back unchanged, byte for byte.
+//! This module owns one judgement: which parts of a text are secrets, and
+//! what the model sees instead. The text is first made plain (`plain`: no
+//! escape sequences or control characters; the model gets that text).
+//! Each secret becomes a placeholder `[REDACTED:<kind>#<n>]`, `n` the same
+//! for the same secret within a session (`Numbering`), and the text around
+//! it is kept (the key name of an assignment, the scheme of an
+//! `Authorization` header, the user and host of a URL), so the model still
+//! understands what it reads. Patterns are compiled once, in
+//! `Redactor::new`; a text with nothing that could be a secret costs a few
+//! scans and comes back unchanged.
+//!
+//! The detectors, most specific first: walissh's own patterns here
+//! (private-key blocks, the bastion's own credentials, `[ai] redact`
+//! patterns, tokens with a known prefix, JWTs, passwords in URLs, headers,
+//! hashes, generic assignments), keys and tools' flags (`pairs`), gitleaks'
+//! rules (`rules`), and base64 values whose decoded text holds a secret. A
+//! finding that overlaps one already taken, or a placeholder already in the
+//! text, is dropped, so `password=[REDACTED:aws-key#1]` stays as it is. A
+//! secret that ends its line takes the lines that look like its rest
+//! (`wrapped`). The patterns lean towards redacting: a false positive costs
+//! the model one value, a false negative leaks it. `corpus` measures both.
 //!
 //! What it leaves to others: where it is called and what is done with the
 //! counts. The caller redacts each message (the question, screen text,
-//! command output, tool results) just before it leaves the bastion, and
-//! audits the counts; the config checks `[ai] redact` with `check_pattern`;
-//! the session hands over the credentials the bastion holds.
-//!
-//! Rules run in order, most specific first: private-key blocks, the
-//! bastion's own credentials, `[ai] redact` patterns, tokens with a known
-//! prefix, JWTs, passwords in URLs, headers, then generic assignments. A
-//! later rule never touches a placeholder an earlier one left, so
-//! `password=[REDACTED:aws-key]` stays as it is and a second pass changes
-//! nothing. The patterns are heuristics that lean towards redacting: a
-//! false positive costs the model one value, a false negative leaks it.
+//! command output, tool results) on a blocking thread just before it
+//! leaves the bastion, and audits the counts; the config checks `[ai]
+//! redact` with `check_pattern`; the session hands over the credentials
+//! the bastion holds, and keeps one `Numbering`.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -140,6 +147,64 @@ const SHAPES: &[Pattern] = &[
         None,
     ),
     pattern("gcp-key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", None),
+    // OAuth access tokens Google prints (`gcloud auth print-access-token`).
+    pattern("gcp-token", r"(?-u:\b)ya29\.[0-9A-Za-z_-]{20,}", None),
+    // The secret `aws configure get` prints on its own line.
+    pattern(
+        "aws-secret",
+        r"aws configure get (?:aws_)?secret_access_key[ \t]*\r?\n(?P<s>[A-Za-z0-9/+]{40})",
+        None,
+    ),
+    // Stripe's secret and restricted keys (the publishable pk_ is public).
+    pattern(
+        "stripe-key",
+        r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        None,
+    ),
+    pattern("docker-token", r"(?-u:\b)dckr_pat_[A-Za-z0-9_-]{20,}", None),
+    // Password hashes are secrets too (they can be cracked offline):
+    // shadow and htpasswd lines, `{SHA}` and friends.
+    pattern(
+        "password-hash",
+        r"(?m)^[A-Za-z0-9_.@-]{1,64}:(?P<s>\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|argon2(?:id|i|d)|sha1|md5|pbkdf2[a-z0-9-]*|scrypt)\$[^:\s]{8,}|\{(?:SHA|SSHA|SHA256|SSHA256|SHA512|SSHA512|MD5|SMD5|CRYPT)\}[^:\s]{8,})",
+        None,
+    ),
+    // Cisco: `enable secret 5 …`, `username u secret 9 …`, `password 7 …`.
+    pattern(
+        "password-hash",
+        r"(?im)(?:^|[ \t])(?:secret|password)[ \t]+[0-9][ \t]+(?P<s>[^\s]{4,})",
+        None,
+    ),
+    // ~/.pgpass: host:port:database:user:password.
+    pattern(
+        "password",
+        r"(?m)^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)$",
+        None,
+    ),
+    // PuTTY keys: the private lines and the MAC.
+    pattern(
+        "private-key",
+        r"(?m)^Private-Lines:[ \t]*[0-9]+\r?\n(?P<s>(?:[A-Za-z0-9+/=]+(?:\r?\n|\z))+)",
+        None,
+    ),
+    pattern(
+        "private-key",
+        r"(?m)^Private-MAC:[ \t]*(?P<s>[0-9a-fA-F]{16,})",
+        None,
+    ),
+    // `openssl … -text` dumps of private keys: the private numbers.
+    pattern(
+        "private-key",
+        r"(?m)^(?:priv(?:ateExponent)?|prime[12]|exponent[12]|coefficient|private-key):[ \t]*\r?\n(?P<s>(?:[ \t]+[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*:?[ \t]*(?:\r?\n|\z))+)",
+        None,
+    ),
+    // A directive with a quoted header: nginx's `proxy_set_header
+    // Authorization "Basic …"`.
+    pattern(
+        "auth-header",
+        r#"(?i)authorization["']?[ \t]+["'](?:basic|bearer|token)[ \t]+(?P<s>[^\s"']+)"#,
+        None,
+    ),
     // Storage and Service Bus connection strings, and SAS signatures.
     pattern(
         "azure-key",
@@ -167,6 +232,11 @@ const SHAPES: &[Pattern] = &[
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{8,})",
         None,
     ),
+    pattern(
+        "webhook",
+        r"(?:discord(?:app)?\.com|hooks\.zapier\.com|outlook\.office\.com)/(?:api/webhooks|hooks/catch|webhook)/(?P<s>[A-Za-z0-9/_@.-]{8,})",
+        None,
+    ),
     // OpenAI (sk-, sk-proj-, sk-svcacct-), Anthropic (sk-ant-api03-). The
     // check asks for a random-looking body, so a host called
     // `sk-prod-cluster-nodes-pool` is left alone.
@@ -185,7 +255,7 @@ const SHAPES: &[Pattern] = &[
     // may not hold a `/`.
     pattern(
         "url-password",
-        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>[^\s/?#"'<>]+)@"#,
+        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>[^\s/"'<>]+)@"#,
         None,
     ),
     pattern(
@@ -237,7 +307,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?i)(?:^|[^A-Za-z0-9_./-])"#,
+            r#"(?i)(?:^|[^A-Za-z0-9_./${-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?="#,
             quoted_value!(),
@@ -253,7 +323,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?im)(?:^|[^A-Za-z0-9_./-])"#,
+            r#"(?im)(?:^|[^A-Za-z0-9_./${-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?(?:[ \t]*(?:=>|:=|:)|[ \t]+=|=[ \t])[ \t]*"#,
             quoted_value!(),
@@ -265,7 +335,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         r#"(?i)(?:^|\s)--?[A-Za-z-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'-][^\s"']*))"#,
-        Some(assigned_value),
+        Some(flag_value),
     ),
     // curl -u user:password, mysql -ppassword, sshpass -p password.
     pattern(
@@ -350,6 +420,8 @@ impl Rule {
 pub(crate) struct Numbering {
     key: std::hash::RandomState,
     numbers: std::sync::Mutex<std::collections::HashMap<u64, usize>>,
+    /// Numbers up to this one are taken (see `start_above`).
+    after: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Numbering {
@@ -363,8 +435,26 @@ impl Numbering {
         use std::hash::BuildHasher;
         let h = self.key.hash_one(secret);
         let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
-        let next = numbers.len() + 1;
+        let next = numbers.len() + 1 + self.after.load(std::sync::atomic::Ordering::Relaxed);
         *numbers.entry(h).or_insert(next)
+    }
+
+    /// New numbers start above those in `text` (a conversation restored
+    /// from an earlier session, numbered there): the model must not take
+    /// a new secret for an old one.
+    pub(crate) fn start_above(&self, text: &str) {
+        let highest = text
+            .match_indices(MARK)
+            .filter_map(|(i, _)| {
+                let rest = &text[i..text.len().min(i + 80)];
+                let hash = rest.find('#')?;
+                let end = rest.find(']')?;
+                rest.get(hash + 1..end)?.parse::<usize>().ok()
+            })
+            .max()
+            .unwrap_or(0);
+        self.after
+            .fetch_max(highest, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -391,6 +481,8 @@ pub(crate) struct Redactor {
     kinds: Vec<String>,
     /// What a placeholder looks like.
     placeholder: Regex,
+    /// A base64 value long enough to hold a secret.
+    base64: Regex,
 }
 
 impl Redactor {
@@ -411,7 +503,12 @@ impl Redactor {
             rules.push(Rule::new("custom", regex, None));
         }
         rules.extend(SHAPES.iter().map(builtin));
-        let any = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))
+        // A cache big enough that the lazy DFA of this many patterns does
+        // not thrash: once it does, the regex crate falls back to a slower
+        // engine (100 times slower here, measured by bench/redact).
+        let any = regex::RegexSetBuilder::new(rules.iter().map(|r| r.regex.as_str()))
+            .dfa_size_limit(64 << 20)
+            .build()
             .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
         let gitleaks = rules::Rules::load()?;
         let kinds = rules
@@ -419,10 +516,13 @@ impl Redactor {
             .map(|r| r.kind.to_string())
             .chain(std::iter::once("password".to_string()))
             .chain((0..gitleaks.len()).map(|i| gitleaks.id(i).to_string()))
+            .chain(std::iter::once("base64-secret".to_string()))
             .collect();
         let placeholder = Regex::new(r"\[REDACTED:[a-z0-9_-]{1,64}(?:#[0-9]{1,9})?\]")
             .expect("the placeholder pattern compiles");
+        let base64 = Regex::new(r"[A-Za-z0-9+/]{24,}={0,2}").expect("the base64 pattern compiles");
         Ok(Redactor {
+            base64,
             rules,
             any,
             pairs: pairs::Pairs::new(),
@@ -436,11 +536,11 @@ impl Redactor {
     /// characters (see `plain`), and with every secret replaced by a
     /// placeholder `[REDACTED:<kind>#<n>]`, `n` from `numbering` (one per
     /// session); and how many of each kind were replaced. Placeholders
-    /// already in the text are left as they are, so a second pass changes
-    /// nothing.
+    /// already in the text are left as they are.
     pub(crate) fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
         let text = plain::plain(text);
-        let spans = merge(self.find(&text), &placeholders(&self.placeholder, &text));
+        let mut spans = merge(self.find(&text), &placeholders(&self.placeholder, &text));
+        wrapped(&text, &mut spans);
         let mut counts = Counts::default();
         if spans.is_empty() {
             return (text.into_owned(), counts);
@@ -459,8 +559,31 @@ impl Redactor {
         (out, counts)
     }
 
-    /// Every finding of every rule in `text`, in no order.
+    /// Every finding in `text`, in no order: of every rule, and base64
+    /// values whose decoded text holds a secret.
     fn find(&self, text: &str) -> Vec<Span> {
+        let mut spans = self.find_plain(text);
+        let kind = self.kinds.len() - 1;
+        for m in self.base64.find_iter(text) {
+            let Some(decoded) = decode_base64(m.as_str()) else {
+                continue;
+            };
+            let secret = decoded.contains("PRIVATE KEY")
+                || credentials(&decoded)
+                || !self.find_plain(&decoded).is_empty();
+            if secret {
+                spans.push(Span {
+                    range: m.range(),
+                    kind,
+                    rank: kind,
+                });
+            }
+        }
+        spans
+    }
+
+    /// Every finding of every rule in `text`, in no order.
+    fn find_plain(&self, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
         for i in self.any.matches(text).iter() {
             spans.extend(self.rules[i].spans(text).map(|range| Span {
@@ -507,6 +630,81 @@ impl Redactor {
         }
         spans
     }
+}
+
+/// A secret that ends its line goes on over lines that look like its
+/// rest: the terminal (or a program) wrapped it at the width. A following
+/// line is its rest when it is one long token of secret characters (16 or
+/// more, with a digit or both cases), up to four lines, and never into the
+/// next finding.
+fn wrapped(text: &str, spans: &mut [Span]) {
+    const MAX_LINES: usize = 4;
+    let rest_of_secret = |line: &str| {
+        // Base64 may end with padding; an `=` elsewhere is an assignment.
+        let line = line.trim_end_matches('=');
+        line.len() >= 16
+            && !line.starts_with('/')
+            && line
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+/_-".contains(&b))
+            && (line.bytes().any(|b| b.is_ascii_digit())
+                || (line.bytes().any(|b| b.is_ascii_uppercase())
+                    && line.bytes().any(|b| b.is_ascii_lowercase())))
+    };
+    for i in 0..spans.len() {
+        let limit = spans.get(i + 1).map_or(text.len(), |n| n.range.start);
+        let mut end = spans[i].range.end;
+        for _ in 0..MAX_LINES {
+            let Some(after) = text[end..].strip_prefix('\n') else {
+                break;
+            };
+            let line = after.split('\n').next().unwrap_or("");
+            let line_end = end + 1 + line.len();
+            if line_end > limit || !rest_of_secret(line) {
+                break;
+            }
+            end = line_end;
+        }
+        spans[i].range.end = end;
+    }
+}
+
+/// Base64 `text` decoded, if it is base64 of printable UTF-8 text.
+fn decode_base64(text: &str) -> Option<String> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' | b'-' => Some(62),
+        b'/' | b'_' => Some(63),
+        _ => None,
+    };
+    let body = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in body.bytes() {
+        acc = (acc << 6) | u32::from(value(c)?);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    let printable = text
+        .chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
+    printable.then_some(text)
+}
+
+/// `user:password` (docker's `auth`, HTTP basic), the password a secret.
+fn credentials(decoded: &str) -> bool {
+    decoded.split_once(':').is_some_and(|(user, pass)| {
+        !user.is_empty()
+            && user.len() <= 128
+            && !user.contains(char::is_whitespace)
+            && pairs::is_secret_value(pass.trim_end())
+    })
 }
 
 /// `range` grown to character boundaries.
@@ -638,7 +836,25 @@ fn is_literal(v: &str) -> bool {
     if v.bytes().all(|b| matches!(b, b'*' | b'.' | b'x' | b'X')) {
         return false;
     }
-    if ["${", "$(", "{{", "%("].iter().any(|p| v.starts_with(p)) {
+    if ["${", "$(", "{{", "%(", "!", "&", "*"]
+        .iter()
+        .any(|p| v.starts_with(p))
+    {
+        return false;
+    }
+    // `<YOUR_TOKEN>`, `process.env.STRIPE_KEY`, `vault:secret/data/db#pw`.
+    if (v.starts_with('<') && v.ends_with('>'))
+        || [
+            "process.env.",
+            "os.environ",
+            "env:",
+            "vault:",
+            "file:",
+            "ENV[",
+        ]
+        .iter()
+        .any(|p| v.starts_with(p))
+    {
         return false;
     }
     // `$DB_PASSWORD` is a variable; `$ecret1` in a config file is a password.
@@ -661,8 +877,21 @@ fn is_literal(v: &str) -> bool {
 fn assigned_value(caps: &Captures) -> bool {
     let v = value(caps);
     let unquoted = caps.name("s3").is_some();
-    let prose = v.split_whitespace().nth(4).is_some();
+    // Five words are a sentence; so are three of lower-case letters only
+    // (`invalid token: signature has expired`).
+    let words = v.split_whitespace();
+    let prose = words.clone().nth(4).is_some()
+        || (words.clone().nth(2).is_some()
+            && words
+                .clone()
+                .all(|w| w.bytes().all(|b| b.is_ascii_lowercase())));
     is_literal(v) && !(unquoted && (looks_like_code(v) || prose))
+}
+
+/// For `--password value`: an unquoted value must look like a secret
+/// (`--password     prompt for the password` is help text).
+fn flag_value(caps: &Captures) -> bool {
+    assigned_value(caps) && (caps.name("s3").is_none() || pairs::is_secret_value(value(caps)))
 }
 
 /// For `key: value` lines: as `assigned_value`, but nsswitch.conf's
@@ -703,8 +932,30 @@ fn env_secret(caps: &Captures) -> bool {
 fn secret_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase();
     let last = name.rsplit('_').next().unwrap_or("");
-    if matches!(last, "FILE" | "PATH" | "DIR") || name.contains("PUBLIC") || name.contains("PUBKEY")
-    {
+    // Where a secret is, or a measure of one (`PASSWORD_MIN_LENGTH`,
+    // `TOKEN_EXPIRY_SECONDS`), not the secret.
+    let measure = matches!(
+        last,
+        "FILE"
+            | "PATH"
+            | "DIR"
+            | "LENGTH"
+            | "LEN"
+            | "SECONDS"
+            | "TTL"
+            | "EXPIRY"
+            | "TIMEOUT"
+            | "COUNT"
+            | "SIZE"
+            | "ROUNDS"
+            | "MIN"
+            | "MAX"
+            | "BITS"
+            | "AGE"
+            | "DAYS"
+            | "HOURS"
+    );
+    if measure || name.contains("PUBLIC") || name.contains("PUBKEY") {
         return false;
     }
     name.split('_').any(|part| {
@@ -724,7 +975,9 @@ fn secret_name(name: &str) -> bool {
 /// if it looks like one, so that `Authorization: required` stays readable.
 fn credential_header(caps: &Captures) -> bool {
     let v = value(caps);
-    caps.name("scheme").is_some() || (v.len() >= 8 && v.bytes().any(|b| b.is_ascii_digit()))
+    is_literal(v)
+        && (caps.name("scheme").is_some()
+            || (v.len() >= 8 && v.bytes().any(|b| b.is_ascii_digit())))
 }
 
 /// Generated keys mix upper case, lower case and digits; names do not.
@@ -1125,6 +1378,24 @@ config['password'] => 'phpPw1'
         assert!(!err.contains('\n') && !err.is_empty(), "{err}");
         assert!(check_pattern("x*").is_err());
         assert!(check_pattern(r"corp-[a-z]{8}").is_ok());
+    }
+
+    #[test]
+    fn one_secret_one_number_within_a_session() {
+        let r = redactor();
+        let session = Numbering::default();
+        let (a, _) = r.redact("DB_PASSWORD=S4me-pass-1\nAPI_TOKEN=0ther-t0ken-2", &session);
+        let (b, _) = r.redact("db_password: S4me-pass-1", &session);
+        assert_eq!(
+            a,
+            "DB_PASSWORD=[REDACTED:env-secret#1]\nAPI_TOKEN=[REDACTED:env-secret#2]"
+        );
+        assert_eq!(b, "db_password: [REDACTED:password#1]");
+        // A restored conversation's numbers are not given out again.
+        let next = Numbering::default();
+        next.start_above(&a);
+        let (c, _) = r.redact("db_password: N3w-pass-3", &next);
+        assert_eq!(c, "db_password: [REDACTED:password#3]");
     }
 
     #[test]

@@ -195,10 +195,11 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
         _ => {}
     }
     for w in words {
-        if let Some(rest) = w.text.strip_prefix("pass:") {
-            if !rest.is_empty() {
-                out.push(w.value.start + 5..w.value.end);
-            }
+        if w.text
+            .strip_prefix("pass:")
+            .is_some_and(|rest| !rest.is_empty())
+        {
+            out.extend(rest_of_word(w, "pass:".len()));
         }
         // smbclient -U user%password
         if matches!(tool, "smbclient" | "rpcclient" | "net" | "mount.cifs")
@@ -207,7 +208,7 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                 .chars()
                 .all(|c| c.is_alphanumeric() || "._-\\@".contains(c))
         {
-            out.push(w.value.start + i + 1..w.value.end);
+            out.extend(rest_of_word(w, i + 1));
         }
     }
 }
@@ -218,6 +219,20 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
 struct Word {
     text: String,
     value: Range<usize>,
+    /// The word as written, quotes and all, from `value.start`.
+    raw: String,
+}
+
+/// The span of `w` after its first `skip` bytes of text, as written:
+/// quotes inside count as part of it. None when the word as written does
+/// not begin with those characters (they were quoted apart).
+fn rest_of_word(w: &Word, skip: usize) -> Option<Range<usize>> {
+    let head = w.text.get(..skip)?;
+    let rest = w.raw.strip_prefix(head)?;
+    let rest = rest.strip_prefix('=').unwrap_or(rest);
+    let rest = rest.trim_start_matches(['\'', '"']);
+    let start = w.value.end - rest.len();
+    (start < w.value.end).then_some(start..w.value.end)
 }
 
 /// The words of a command line, by simple shell rules: blanks separate,
@@ -248,9 +263,11 @@ fn words(line: &str) -> Vec<Word> {
             chars.next();
         }
         let from = first.unwrap_or(start);
+        let end = last.max(from);
         out.push(Word {
             text,
-            value: from..last.max(from),
+            value: from..end,
+            raw: line[from..end].to_string(),
         });
     }
     out
@@ -281,10 +298,10 @@ fn flag_secrets(flags: &[&str], words: &[Word], out: &mut Vec<Range<usize>>) {
                 } else {
                     None
                 };
-                if let Some(v) = value.filter(|v| !v.is_empty()) {
-                    // The value is the end of the word's text.
-                    let at = w.value.end - v.len();
-                    out.push(at..w.value.end);
+                if value.is_some_and(|v| !v.is_empty()) {
+                    // The value is the rest of the word as written: after
+                    // the flag (and `=`), quotes and all.
+                    out.extend(rest_of_word(w, flag.len()));
                 }
             }
         }
@@ -465,7 +482,15 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
         // `k: v` and `k = v` need the separator then a blank or a value;
         // `k:v` in a URL or a log is left to other rules.
         (sep.len(), Sep::Assign)
-    } else if spaces > 0 && directive {
+    } else if spaces > 0
+        && directive
+        && key
+            .to_lowercase()
+            .ends_with(&line[hit.clone()].to_lowercase())
+    {
+        // A directive's key ends with the word (`requirepass`,
+        // `AuthLDAPBindPassword`); `default-token-x7k2p   kubernetes.io/…`
+        // is a name in a table.
         (0, Sep::Directive)
     } else {
         return None;
@@ -499,7 +524,8 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
     // Never look further than a value may be long.
     let r = &line[from..];
     let r = &r[..r.floor_char_boundary(VALUE_MAX + 2)];
-    let limit = |n: usize| n.min(VALUE_MAX);
+    // A value longer than a value may be is cut, on a character boundary.
+    let limit = |n: usize| r.floor_char_boundary(n.min(VALUE_MAX));
     if kind == Sep::Element {
         let end = r.find('<').unwrap_or(r.len());
         return Some(from..from + limit(end));
@@ -507,7 +533,7 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
     if let Some(q) = r.chars().next().filter(|c| *c == '"' || *c == '\'') {
         let inner = &r[1..];
         let end = inner.find(q)?;
-        return Some(from + 1..from + 1 + limit(end));
+        return Some(from + 1..from + 1 + inner.floor_char_boundary(end.min(VALUE_MAX)));
     }
     let end = r
         .find(|c: char| c.is_whitespace() || ";,<>\"'`()[]".contains(c))
@@ -702,6 +728,21 @@ mod tests {
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }
+    }
+
+    #[test]
+    fn long_values_are_cut_on_a_character_boundary() {
+        // Found by the fuzz target: a value past the length bound was cut
+        // inside a character.
+        let line = format!("password={}", "é".repeat(300));
+        let spans = Pairs::new().find(&line);
+        assert!(
+            spans
+                .iter()
+                .all(|r| line.is_char_boundary(r.start) && line.is_char_boundary(r.end))
+        );
+        let quoted = format!("mysql -p'a1{}' db", "é".repeat(10));
+        assert_eq!(found(&quoted), [format!("a1{}", "é".repeat(10)).as_str()]);
     }
 
     #[test]
