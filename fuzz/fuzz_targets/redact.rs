@@ -3,8 +3,8 @@
 //! and newline; a second pass over its output keeps every placeholder the
 //! first made (it may find more: gitleaks' rules span lines, and a
 //! placeholder changes what surrounds it); and a secret planted in a known
-//! shape (appended as `password=…`) never survives, whatever text comes
-//! before it.
+//! shape (appended as `password=…` on a line of its own) never survives,
+//! whatever text comes before it.
 //!
 //! Run: cargo +nightly fuzz run redact (from the repository's top).
 
@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
         let (again, _) = r.redact(&out, &session);
         let marks = |t: &str| t.matches("[REDACTED:").count();
         assert!(marks(&again) >= marks(&out), "a second pass lost a placeholder");
-        let planted = format!("{text}\npassword=Fz9-planted-Secret\n");
+        // CAN ends any escape sequence the text left open (a string runs
+        // to its terminator, and may hide anything: it never reaches the
+        // model).
+        let planted = format!("{text}\x18\npassword=Fz9-planted-Secret\n");
         let (out, _) = r.redact(&planted, &session);
         assert!(!out.contains("Fz9-planted-Secret"), "the planted secret survived: {out:?}");
     });

@@ -8,7 +8,8 @@
 //! What is taken out: CSI sequences (`ESC [` … final byte, and the one-char
 //! C1 form), OSC, DCS, SOS, PM and APC strings (to BEL or `ESC \`, or to
 //! the end of a text cut short), two-character `ESC x` sequences, and C0
-//! controls but tab and newline. A carriage return ends a line: `\r\n` is
+//! controls but tab and newline. CAN and SUB cancel a sequence, and a line
+//! break ends a control sequence cut short. A carriage return ends a line: `\r\n` is
 //! one newline, a lone `\r` (a progress line redrawn) is one too, so two
 //! words it separated stay apart. One pass, no backtracking: linear in the
 //! text, whatever it holds.
@@ -40,6 +41,14 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
     let mut state = State::Text;
     for c in text.chars() {
         state = match (state, c) {
+            // CAN and SUB cancel any sequence (ECMA-48).
+            (State::Esc | State::Csi | State::Str | State::StrEsc, '\x18' | '\x1a') => State::Text,
+            // A line break ends a control sequence cut short: its
+            // parameters never span lines, and what follows is text.
+            (State::Esc | State::Csi, '\n' | '\r') => {
+                out.push('\n');
+                if c == '\r' { State::Cr } else { State::Text }
+            }
             (State::Esc, '[') => State::Csi,
             (State::Esc, ']' | 'P' | 'X' | '^' | '_') => State::Str,
             // `ESC ( B` and the like: one more character.
@@ -96,6 +105,15 @@ mod tests {
     fn a_string_cut_short_goes_to_the_end() {
         assert_eq!(plain("ok\x1b]0;never ends"), "ok");
         assert_eq!(plain("ok\x1b["), "ok");
+        assert_eq!(plain("ok\x1b]0;cancelled\x18password=x"), "okpassword=x");
+    }
+
+    #[test]
+    fn a_control_sequence_cut_short_ends_at_the_line() {
+        // Found by the fuzz target: the `p` of the next line ended the
+        // sequence, and `password=` read as `assword=`.
+        assert_eq!(plain("a\x1b[01;3\npassword=x"), "a\npassword=x");
+        assert_eq!(plain("a\x1b\r\npassword=x"), "a\npassword=x");
     }
 
     #[test]
