@@ -171,7 +171,10 @@ fn questions_at_the_prompt_are_caught_and_nothing_else_is() {
     t.expect_from("> ", at);
     t.send("? continued\r");
     t.expect("CONT ? continued");
-    t.send("read -r L; echo \"READ-[$L]\"\r");
+    // Typed once `read` runs: a line typed while readline still holds the
+    // terminal in raw mode is no line to `read` (direct to sshd too).
+    t.send("echo READING-$((1+2)); read -r L; echo \"READ-[$L]\"\r");
+    t.expect("READING-3");
     t.send("? to read\r");
     t.expect("READ-[? to read]");
     let prompts = b.wait_count("ai_prompt", 2);
