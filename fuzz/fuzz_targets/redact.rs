@@ -28,17 +28,24 @@ fuzz_target!(|data: &[u8]| {
         let session = Numbering::default();
         let (out, _) = r.redact(&text, &session);
         assert!(
-            !out.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            !out.chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
             "a control character survived: {out:?}"
         );
         let (again, _) = r.redact(&out, &session);
         let marks = |t: &str| t.matches("[REDACTED:").count();
-        assert!(marks(&again) >= marks(&out), "a second pass lost a placeholder");
+        assert!(
+            marks(&again) >= marks(&out),
+            "a second pass lost a placeholder"
+        );
         // CAN ends any escape sequence the text left open (a string runs
         // to its terminator, and may hide anything: it never reaches the
         // model).
         let planted = format!("{text}\x18\npassword=Fz9-planted-Secret\n");
         let (out, _) = r.redact(&planted, &session);
-        assert!(!out.contains("Fz9-planted-Secret"), "the planted secret survived: {out:?}");
+        assert!(
+            !out.contains("Fz9-planted-Secret"),
+            "the planted secret survived: {out:?}"
+        );
     });
 });
