@@ -185,50 +185,54 @@ fn survived(secret: &str, out: &str) -> bool {
 /// Per class: (found, all).
 pub(crate) type Tally = BTreeMap<String, (usize, usize)>;
 
-/// Recall over the secrets corpus: per class, and the formats with a
-/// miss, and the worst time of one record.
-pub(crate) fn recall(r: &Redactor) -> (Tally, Vec<String>) {
-    let mut tally = Tally::new();
-    let mut missed = Vec::new();
-    for (i, rec) in records(SECRETS).iter().enumerate() {
+/// Each record of `file`, filled `FILLS` times (a sequence per record and
+/// fill, from `seed`), redacted in a session of its own: `judge` gets the
+/// record, the text, its secrets and what redaction made of it.
+fn each_fill(file: &str, seed: u64, mut judge: impl FnMut(&Record, &str, &[String], &str)) {
+    let r = Redactor::new(&[], &[]).unwrap();
+    for (i, rec) in records(file).iter().enumerate() {
         for f in 0..FILLS {
-            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((i as u64) << 8 | f));
+            let mut rng = Rng(seed ^ ((i as u64) << 8 | f));
             let (text, secrets) = fill(rec.template, &mut rng);
             let (out, _) = r.redact(&text, &Numbering::default());
-            let t = tally.entry(rec.class.to_string()).or_default();
-            for s in &secrets {
-                t.1 += 1;
-                if survived(s, &out) {
-                    missed.push(format!("{}: {} ({s:?})", rec.class, rec.format));
-                } else {
-                    t.0 += 1;
-                }
-            }
+            judge(rec, &text, &secrets, &out);
         }
     }
+}
+
+/// Recall over the secrets corpus: per class, and the formats with a miss.
+pub(crate) fn recall() -> (Tally, Vec<String>) {
+    let mut tally = Tally::new();
+    let mut missed = Vec::new();
+    each_fill(SECRETS, 0x9e37_79b9_7f4a_7c15, |rec, _, secrets, out| {
+        let t = tally.entry(rec.class.to_string()).or_default();
+        for s in secrets {
+            t.1 += 1;
+            if survived(s, out) {
+                missed.push(format!("{}: {} ({s:?})", rec.class, rec.format));
+            } else {
+                t.0 += 1;
+            }
+        }
+    });
     missed.dedup();
     (tally, missed)
 }
 
 /// False positives over the look-alikes: per class, (untouched, all), and
 /// the formats that were changed.
-pub(crate) fn lookalikes(r: &Redactor) -> (Tally, Vec<String>) {
+pub(crate) fn lookalikes() -> (Tally, Vec<String>) {
     let mut tally = Tally::new();
     let mut changed = Vec::new();
-    for (i, rec) in records(LOOKALIKES).iter().enumerate() {
-        for f in 0..FILLS {
-            let mut rng = Rng(0x51_7cc1_b727_220a ^ ((i as u64) << 8 | f));
-            let (text, _) = fill(rec.template, &mut rng);
-            let (out, _) = r.redact(&text, &Numbering::default());
-            let t = tally.entry(rec.class.to_string()).or_default();
-            t.1 += 1;
-            if out == super::plain::plain(&text) {
-                t.0 += 1;
-            } else {
-                changed.push(format!("{}: {}: {out:?}", rec.class, rec.format));
-            }
+    each_fill(LOOKALIKES, 0x51_7cc1_b727_220a, |rec, text, _, out| {
+        let t = tally.entry(rec.class.to_string()).or_default();
+        t.1 += 1;
+        if out == super::plain::plain(text) {
+            t.0 += 1;
+        } else {
+            changed.push(format!("{}: {}: {out:?}", rec.class, rec.format));
         }
-    }
+    });
     (tally, changed)
 }
 
@@ -256,14 +260,13 @@ mod tests {
 
     #[test]
     fn redaction_corpus() {
-        let r = Redactor::new(&[], &[]).unwrap();
         let formats = records(SECRETS).len();
         let looks = records(LOOKALIKES).len();
         assert!(
             formats >= 60 && looks >= 80,
             "{formats} formats, {looks} look-alikes"
         );
-        let (tally, missed) = recall(&r);
+        let (tally, missed) = recall();
         let (found, all) = sum(&tally);
         println!("recall: {found} of {all} secrets, {formats} formats");
         for (class, (f, a)) in &tally {
@@ -272,7 +275,7 @@ mod tests {
         for m in &missed {
             println!("  missed {m}");
         }
-        let (tally, changed) = lookalikes(&r);
+        let (tally, changed) = lookalikes();
         let (kept, seen) = sum(&tally);
         println!("look-alikes: {kept} of {seen} untouched, {looks} formats");
         for c in &changed {

@@ -458,13 +458,12 @@ impl Numbering {
     }
 }
 
-/// A secret found: where, of what kind, and how sure the finder is (the
-/// lower the rank, the more specific the rule, whose kind wins when two
-/// findings overlap).
+/// A secret found: where, and of what kind, an index into the redactor's
+/// kinds. Kinds are in the order of the detectors, most specific first,
+/// so the lower one wins when two findings overlap (`merge`).
 struct Span {
     range: Range<usize>,
     kind: usize,
-    rank: usize,
 }
 
 /// Scrubs secrets from text bound for the model.
@@ -575,7 +574,6 @@ impl Redactor {
                 spans.push(Span {
                     range: m.range(),
                     kind,
-                    rank: kind,
                 });
             }
         }
@@ -586,48 +584,34 @@ impl Redactor {
     fn find_plain(&self, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
         for i in self.any.matches(text).iter() {
-            spans.extend(self.rules[i].spans(text).map(|range| Span {
-                range,
-                kind: i,
-                rank: i,
-            }));
+            spans.extend(
+                self.rules[i]
+                    .spans(text)
+                    .map(|range| Span { range, kind: i }),
+            );
         }
-        let ours = self.rules.len();
-        spans.extend(self.pairs.find(text).into_iter().map(|range| Span {
-            range,
-            kind: ours,
-            rank: ours,
-        }));
+        let pairs = self.rules.len();
+        spans.extend(
+            self.pairs
+                .find(text)
+                .into_iter()
+                .map(|range| Span { range, kind: pairs }),
+        );
         // gitleaks' secrets are sometimes wider than the secret (the user
         // with the password, a webhook's host with its path): where one of
-        // walissh's rules, tuned to keep that context, found the secret,
-        // its span stands.
-        let mut own: Vec<Range<usize>> = spans.iter().map(|s| s.range.clone()).collect();
-        own.sort_by_key(|r| r.start);
-        // The furthest end among the spans so far: one that starts before
-        // `r` ends overlaps it if any of them reaches past its start.
-        let reach: Vec<usize> = own
-            .iter()
-            .scan(0, |end, o| {
-                *end = o.end.max(*end);
-                Some(*end)
-            })
-            .collect();
-        let overlaps_own = |r: &Range<usize>| {
-            let before = own.partition_point(|o| o.start < r.end);
-            before > 0 && reach[before - 1] > r.start
-        };
-        for f in self.gitleaks.find(text.as_bytes()) {
-            // A rule's secret group may end inside a character.
-            let range = widen(text, f.span);
-            if !overlaps_own(&range) {
-                spans.push(Span {
-                    range,
-                    kind: ours + 1 + f.rule,
-                    rank: ours + 1 + f.rule,
-                });
-            }
-        }
+        // walissh's rules, tuned to keep that context, found it too, its
+        // span wins in `merge`. A rule's secret group may end inside a
+        // character.
+        spans.extend(
+            self.gitleaks
+                .find(text.as_bytes())
+                .into_iter()
+                .map(|f| Span {
+                    range: text.floor_char_boundary(f.span.start)
+                        ..text.ceil_char_boundary(f.span.end),
+                    kind: pairs + 1 + f.rule,
+                }),
+        );
         spans
     }
 }
@@ -670,27 +654,17 @@ fn wrapped(text: &str, spans: &mut [Span]) {
 }
 
 /// Base64 `text` decoded, if it is base64 of printable UTF-8 text.
+/// Padding may be there or not, as programs print it either way.
 fn decode_base64(text: &str) -> Option<String> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' | b'-' => Some(62),
-        b'/' | b'_' => Some(63),
-        _ => None,
-    };
-    let body = text.trim_end_matches('=');
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in body.bytes() {
-        acc = (acc << 6) | u32::from(value(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    let text = String::from_utf8(out).ok()?;
+    use base64::Engine;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let text = String::from_utf8(LENIENT.decode(text).ok()?).ok()?;
     let printable = text
         .chars()
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
@@ -707,26 +681,13 @@ fn credentials(decoded: &str) -> bool {
     })
 }
 
-/// `range` grown to character boundaries.
-fn widen(text: &str, range: Range<usize>) -> Range<usize> {
-    let mut start = range.start;
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = range.end;
-    while !text.is_char_boundary(end) {
-        end += 1;
-    }
-    start..end
-}
-
 /// The findings as disjoint spans, in order. The most specific rule goes
 /// first: a finding that overlaps one already taken, or a placeholder
 /// already in the text, is dropped (a generic `key: rest of the line` rule
 /// must not swallow the text after a token a specific rule found).
 fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
     spans.retain(|s| !s.range.is_empty());
-    spans.sort_by_key(|s| (s.rank, s.range.start));
+    spans.sort_by_key(|s| (s.kind, s.range.start));
     // Taken spans by start; they never overlap, so the one starting last
     // before a span's end is the only one that can reach into it.
     let mut taken: BTreeMap<usize, Span> = BTreeMap::new();
@@ -736,7 +697,6 @@ fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
             Span {
                 range: m.clone(),
                 kind: usize::MAX,
-                rank: 0,
             },
         );
     }

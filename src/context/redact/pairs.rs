@@ -163,11 +163,7 @@ const FLAGS: &[(&[&str], &[&str])] = &[
 fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
     let plain: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
     match tool {
-        "htpasswd"
-            if plain
-                .iter()
-                .any(|w| w.starts_with("-b") || (w.starts_with('-') && w.contains('b'))) =>
-        {
+        "htpasswd" if plain.iter().any(|w| w.starts_with('-') && w.contains('b')) => {
             let operands: Vec<&Word> = words.iter().filter(|w| !w.text.starts_with('-')).collect();
             if let Some(w) = operands.get(2) {
                 out.push(w.value.clone());
@@ -469,12 +465,10 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
     let trimmed = rest.trim_start_matches([' ', '\t']);
     let spaces = rest.len() - trimmed.len();
     let (sep_len, kind) = if xml_element {
-        if let Some(r) = trimmed.strip_prefix('>') {
-            let _ = r;
-            (1, Sep::Element)
-        } else {
+        if !trimmed.starts_with('>') {
             return None;
         }
+        (1, Sep::Element)
     } else if let Some(sep) = ["=>", ":=", "=", ":", "：", "＝"]
         .iter()
         .find(|s| trimmed.starts_with(**s))
@@ -601,20 +595,14 @@ pub(crate) fn is_secret_value(v: &str) -> bool {
     if n < 4 || n > VALUE_MAX {
         return false;
     }
+    // References and placeholders (`process.env.X`, `<TOKEN>`, `!vault`)
+    // are `is_literal`'s; a reference inside a value, a path and a
+    // placeholder already made are not secrets either.
     if !super::is_literal(v)
-        || v.starts_with('<') && v.ends_with('>')
-        || v.starts_with('!')
-        || v.starts_with('&')
-        || v.starts_with('*')
         || v.contains("${")
         || v.contains("$(")
-        || v.starts_with("process.env")
-        || v.starts_with("os.environ")
-        || v.starts_with("vault:")
-        || v.starts_with("env:")
-        || v.starts_with("file:")
         || v.starts_with('/')
-        || v.starts_with("[REDACTED:")
+        || v.starts_with(super::MARK)
     {
         return false;
     }

@@ -232,20 +232,19 @@ impl Allow {
             Target::Match => matched,
             Target::Line => line,
         };
-        let lower = String::from_utf8_lossy(secret).to_lowercase();
-        let mut results = Vec::with_capacity(3);
-        if !self.regexes.is_empty() {
-            results.push(self.regexes.iter().any(|r| r.is_match(target)));
-        }
-        if !self.stopwords.is_empty() {
-            results.push(self.stopwords.iter().any(|w| lower.contains(w.as_str())));
-        }
-        if self.has_paths {
-            results.push(false);
-        }
+        // Each criterion the list has, as a verdict; paths never match
+        // terminal text. The stop-words' lower case is made only if asked.
+        let regexes =
+            (!self.regexes.is_empty()).then(|| self.regexes.iter().any(|r| r.is_match(target)));
+        let stopwords = (!self.stopwords.is_empty()).then(|| {
+            let lower = String::from_utf8_lossy(secret).to_lowercase();
+            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
+        });
+        let paths = self.has_paths.then_some(false);
+        let mut verdicts = [regexes, stopwords, paths].into_iter().flatten().peekable();
         match self.all {
-            true => !results.is_empty() && results.iter().all(|&r| r),
-            false => results.iter().any(|&r| r),
+            true => verdicts.peek().is_some() && verdicts.all(|v| v),
+            false => verdicts.any(|v| v),
         }
     }
 }
