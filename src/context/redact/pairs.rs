@@ -31,6 +31,8 @@ const KEY_WORDS: &[&str] = &[
     "passwd",
     "passphrase",
     "pwd",
+    "pass",
+    "pw",
     "secret",
     "token",
     "apikey",
@@ -70,6 +72,21 @@ const KEY_WORDS: &[&str] = &[
     "parola",
     "şifre",
 ];
+
+/// Key words that are parts of other words too: they count only where
+/// they end the key.
+const SHORT_WORDS: &[&str] = &["pass", "pw"];
+
+/// Whether `word` ends `key` as a part of its own: after a separator or a
+/// lower-case letter (camel case), or as the whole key.
+fn last_part(key: &str, word: &str) -> bool {
+    let Some(prefix) = key.strip_suffix(word) else {
+        return false;
+    };
+    let camel = word.starts_with(|c: char| c.is_ascii_uppercase())
+        && prefix.ends_with(|c: char| c.is_ascii_lowercase());
+    prefix.is_empty() || prefix.ends_with(['_', '-', '.']) || camel
+}
 
 /// How far from a keyword a key and its separator may reach, and how long
 /// a value may be: bounds that keep each look short, so the whole is
@@ -319,7 +336,9 @@ pub(crate) struct Pairs {
 
 impl Pairs {
     pub(crate) fn new() -> Pairs {
+        // The longest word at a place: `password`, not the `pass` in it.
         let keys = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
             .ascii_case_insensitive(true)
             .build(KEY_WORDS)
             .expect("the key words build");
@@ -431,6 +450,13 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
         end = hit.end + i + c.len_utf8();
     }
     let key = &line[start..end];
+    // Short words stand for a secret only as the last part of a key
+    // (`pass`, `smtp_pass`, `db-pw`, `smtpPass`), not inside a word
+    // (`bypass`, `compass`, `pwm`).
+    let word = &line[hit.clone()];
+    if SHORT_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)) && !last_part(key, word) {
+        return None;
+    }
     // A path or a file name, not a key: `/etc/passwd`, `.htpasswd`,
     // `secret.key`; and a key for where a secret is, or how it is used.
     if line[..start].ends_with(['/', '\\', '.', '$', '{', '%'])
@@ -662,6 +688,9 @@ mod tests {
             ("AuthLDAPBindPassword B1nd-pw", "B1nd-pw"),
             ("rocommunity c0mmun1ty 10.0.0.0/8", "c0mmun1ty"),
             ("  password = \"H3llo-w0rld\"", "H3llo-w0rld"),
+            ("https://h/login?user=a&pass=Qu3ry-pw9", "Qu3ry-pw9"),
+            ("db_pw: Sh0rt-key7", "Sh0rt-key7"),
+            ("smtpPass = Cam3l-case", "Cam3l-case"),
         ] {
             assert_eq!(found(text), [secret], "{text}");
         }
@@ -713,6 +742,8 @@ mod tests {
             "[sudo] password for alice:",
             "mysql -u root -p app",
             "token_ttl = 3600",
+            "compass=N3rth-by-west",
+            "bypass_cache=Tru3-or-false",
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }

@@ -7,8 +7,10 @@
 //! one: the model never needs colours or cursor moves, and gets none.
 //! What is taken out: CSI sequences (`ESC [` … final byte, and the one-char
 //! C1 form), OSC, DCS, SOS, PM and APC strings (to BEL or `ESC \`, or to
-//! the end of a text cut short), two-character `ESC x` sequences, and C0
-//! controls but tab and newline. CAN and SUB cancel a sequence, and a line
+//! the end of a text cut short), two-character `ESC x` sequences, C0
+//! controls but tab and newline, and characters that show nothing
+//! (zero-width ones, bidi controls, Unicode tags: see `invisible`); and
+//! full-width ASCII is read as ASCII. CAN and SUB cancel a sequence, and a line
 //! break ends a control sequence cut short. A carriage return ends a line: `\r\n` is
 //! one newline, a lone `\r` (a progress line redrawn) is one too, so two
 //! words it separated stay apart. One pass, no backtracking: linear in the
@@ -28,12 +30,44 @@ enum State {
     Cr,
 }
 
-/// `text` without escape sequences and control characters; borrowed when
-/// it had none.
+/// Characters that show nothing: zero-width ones, the soft hyphen, bidi
+/// controls, the BOM and Unicode tags. Inside a key they hide it from the
+/// detectors (`pass\u{200b}word=…` reads as `password=…` on a screen), and
+/// tags carry text the user never sees to the model.
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
+    )
+}
+
+/// Full-width ASCII (`ｐａｓｓｗｏｒｄ＝`, common in CJK text) as ASCII, so a
+/// key written that way is read as one; the model reads either alike.
+fn halfwidth(c: char) -> char {
+    match c {
+        '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+        '\u{3000}' => ' ',
+        c => c,
+    }
+}
+
+/// `text` without escape sequences, control characters and invisible
+/// ones, full-width ASCII as ASCII; borrowed when it had none.
 pub(crate) fn plain(text: &str) -> Cow<'_, str> {
-    let clean = |c: char| {
-        (c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t'
+    // What is kept (full-width ASCII made ASCII), and what is kept as it is.
+    let keep = |c: char| {
+        ((c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t')
+            && !invisible(c)
     };
+    let clean = |c: char| keep(c) && halfwidth(c) == c;
     if text.chars().all(clean) {
         return Cow::Borrowed(text);
     }
@@ -71,8 +105,8 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
                 out.push('\n');
                 State::Cr
             }
-            (_, c) if clean(c) => {
-                out.push(c);
+            (_, c) if keep(c) => {
+                out.push(halfwidth(c));
                 State::Text
             }
             (_, _) => State::Text,
@@ -114,6 +148,14 @@ mod tests {
         // sequence, and `password=` read as `assword=`.
         assert_eq!(plain("a\x1b[01;3\npassword=x"), "a\npassword=x");
         assert_eq!(plain("a\x1b\r\npassword=x"), "a\npassword=x");
+    }
+
+    #[test]
+    fn invisible_characters_hide_nothing() {
+        assert_eq!(plain("pass\u{200b}word=x\u{feff}y"), "password=xy");
+        assert_eq!(plain("ok\u{e0041}\u{e0042}\u{202e}done\u{ad}"), "okdone");
+        assert!(matches!(plain("密码: é ü"), Cow::Borrowed(_)));
+        assert_eq!(plain("ｐａｓｓｗｏｒｄ＝Ｘ１　密码："), "password=X1 密码:");
     }
 
     #[test]
