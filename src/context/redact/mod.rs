@@ -15,7 +15,9 @@
 //! (private-key blocks, the bastion's own credentials, `[ai] redact`
 //! patterns, tokens with a known prefix, JWTs, passwords in URLs, headers,
 //! hashes, generic assignments), keys and tools' flags (`pairs`), gitleaks'
-//! rules (`rules`), and base64 values whose decoded text holds a secret. A
+//! rules (`rules`), the same in URL-encoded text once decoded (mapped back
+//! to the characters that spell the secret), and base64 values whose
+//! decoded text holds a secret. A
 //! finding that overlaps one already taken, or a placeholder already in the
 //! text, is dropped, so `password=[REDACTED:aws-key#1]` stays as it is. A
 //! secret that ends its line takes the lines that look like its rest
@@ -469,9 +471,15 @@ struct Span {
 /// Scrubs secrets from text bound for the model.
 pub(crate) struct Redactor {
     rules: Vec<Rule>,
-    /// Every rule's pattern at once: one scan says which rules can match,
-    /// so ordinary output costs one pass however many rules there are.
+    /// The patterns of the rules that stay within a line (`within_line`),
+    /// at once: one scan of a piece of text says which can match in it,
+    /// so ordinary output costs one pass however many rules there are, and
+    /// a rule runs only on the pieces where it can match.
     any: RegexSet,
+    /// The rule each pattern of `any` belongs to.
+    local: Vec<usize>,
+    /// Rules that may match over lines: they run on the whole text.
+    wide: Vec<usize>,
     /// Keys that name a secret and tools' password flags.
     pairs: pairs::Pairs,
     /// gitleaks' rules, after walissh's own.
@@ -482,6 +490,8 @@ pub(crate) struct Redactor {
     placeholder: Regex,
     /// A base64 value long enough to hold a secret.
     base64: Regex,
+    /// A run of URL-encoded text: it holds at least one `%XX`.
+    url_encoded: Regex,
 }
 
 impl Redactor {
@@ -505,7 +515,9 @@ impl Redactor {
         // A cache big enough that the lazy DFA of this many patterns does
         // not thrash: once it does, the regex crate falls back to a slower
         // engine (100 times slower here, measured by bench/redact).
-        let any = regex::RegexSetBuilder::new(rules.iter().map(|r| r.regex.as_str()))
+        let (local, wide): (Vec<usize>, Vec<usize>) =
+            (0..rules.len()).partition(|&i| within_line(rules[i].regex.as_str()));
+        let any = regex::RegexSetBuilder::new(local.iter().map(|&i| rules[i].regex.as_str()))
             .dfa_size_limit(64 << 20)
             .build()
             .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
@@ -520,10 +532,17 @@ impl Redactor {
         let placeholder = Regex::new(r"\[REDACTED:[a-z0-9_-]{1,64}(?:#[0-9]{1,9})?\]")
             .expect("the placeholder pattern compiles");
         let base64 = Regex::new(r"[A-Za-z0-9+/]{24,}={0,2}").expect("the base64 pattern compiles");
+        let url_encoded = Regex::new(
+            r"[A-Za-z0-9._~!*'()+=&:/?@%-]*%[0-9A-Fa-f]{2}[A-Za-z0-9._~!*'()+=&:/?@%-]*",
+        )
+        .expect("the URL-encoding pattern compiles");
         Ok(Redactor {
             base64,
+            url_encoded,
             rules,
             any,
+            local,
+            wide,
             pairs: pairs::Pairs::new(),
             gitleaks,
             kinds,
@@ -558,10 +577,12 @@ impl Redactor {
         (out, counts)
     }
 
-    /// Every finding in `text`, in no order: of every rule, and base64
-    /// values whose decoded text holds a secret.
+    /// Every finding in `text`, in no order: of every rule, in URL-encoded
+    /// text once decoded, and base64 values whose decoded text holds a
+    /// secret.
     fn find(&self, text: &str) -> Vec<Span> {
         let mut spans = self.find_plain(text);
+        spans.extend(self.find_url_encoded(text));
         let kind = self.kinds.len() - 1;
         for m in self.base64.find_iter(text) {
             let Some(decoded) = decode_base64(m.as_str()) else {
@@ -580,16 +601,57 @@ impl Redactor {
         spans
     }
 
+    /// The findings of walissh's own rules. A rule that stays within a line
+    /// runs only on the pieces of whole lines (`PIECE` bytes or so) where
+    /// the set says it can match: on text dense with secrets, each piece
+    /// holds a few kinds, not all of them. The others read all of `text`.
+    fn find_own(&self, text: &str) -> Vec<Span> {
+        let mut spans = Vec::new();
+        let mut add = |i: usize, piece: &str, offset: usize| {
+            let rule = &self.rules[i];
+            spans.extend(rule.spans(piece).map(|r| Span {
+                range: offset + r.start..offset + r.end,
+                kind: i,
+            }));
+        };
+        for &i in &self.wide {
+            add(i, text, 0);
+        }
+        let mut start = 0;
+        while start < text.len() {
+            let end = (start + PIECE).min(text.len());
+            let end =
+                memchr::memchr(b'\n', &text.as_bytes()[end..]).map_or(text.len(), |n| end + n + 1);
+            let piece = &text[start..end];
+            for j in self.any.matches(piece).iter() {
+                add(self.local[j], piece, start);
+            }
+            start = end;
+        }
+        spans
+    }
+
+    /// The secrets in URL-encoded runs of `text` (`p%40ss`, a query string
+    /// inside a redirect URL, JSON sent as a form), found in the decoded
+    /// text and mapped back to the encoded characters that spell them, so
+    /// only the secret goes and the rest of the URL stays.
+    fn find_url_encoded(&self, text: &str) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for m in self.url_encoded.find_iter(text) {
+            let Some((decoded, from)) = decode_url(m.as_str()) else {
+                continue;
+            };
+            spans.extend(self.find_plain(&decoded).into_iter().map(|s| Span {
+                range: m.start() + from[s.range.start]..m.start() + from[s.range.end],
+                kind: s.kind,
+            }));
+        }
+        spans
+    }
+
     /// Every finding of every rule in `text`, in no order.
     fn find_plain(&self, text: &str) -> Vec<Span> {
-        let mut spans = Vec::new();
-        for i in self.any.matches(text).iter() {
-            spans.extend(
-                self.rules[i]
-                    .spans(text)
-                    .map(|range| Span { range, kind: i }),
-            );
-        }
+        let mut spans = self.find_own(text);
         let pairs = self.rules.len();
         spans.extend(
             self.pairs
@@ -617,7 +679,10 @@ impl Redactor {
 }
 
 /// A secret that ends its line goes on over lines that look like its
-/// rest: the terminal (or a program) wrapped it at the width. A following
+/// rest: a program (`base64`, `fold`) or a copy from a terminal broke it
+/// at a width. (A line the terminal itself wrapped never gets here as two:
+/// command output comes from the byte stream, and the screen model
+/// rejoins the rows it wrapped.) A following
 /// line is its rest when it is one long token of secret characters (16 or
 /// more, with a digit or both cases), up to four lines, and never into the
 /// next finding.
@@ -669,6 +734,40 @@ fn decode_base64(text: &str) -> Option<String> {
         .chars()
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
     printable.then_some(text)
+}
+
+/// URL-encoded `text` (`%XX`, and `+` for a space) decoded, and for each
+/// byte of the decoded text (and its end) where it starts in `text`; None
+/// when the decoded bytes are not UTF-8.
+fn decode_url(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut from = Vec::with_capacity(bytes.len() + 1);
+    let mut i = 0;
+    while i < bytes.len() {
+        from.push(i);
+        let escaped = match bytes.get(i..i + 3) {
+            Some([b'%', hi, lo]) => hex(*hi).zip(hex(*lo)).map(|(h, l)| h << 4 | l),
+            _ => None,
+        };
+        match (escaped, bytes[i]) {
+            (Some(b), _) => {
+                out.push(b);
+                i += 3;
+            }
+            (None, b'+') => {
+                out.push(b' ');
+                i += 1;
+            }
+            (None, b) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    from.push(bytes.len());
+    Some((String::from_utf8(out).ok()?, from))
 }
 
 /// `user:password` (docker's `auth`, HTTP basic), the password a secret.
@@ -729,6 +828,36 @@ fn compile(p: &str) -> Result<Regex, String> {
         return Err("it matches the empty string".to_string());
     }
     Ok(regex)
+}
+
+/// How many bytes of whole lines `find_own` reads at a time.
+const PIECE: usize = 1024;
+
+/// Whether every match of `pattern` stays within one line: nothing in it
+/// matches a line break. Then it finds the same in a piece of whole lines
+/// as in the whole text (an anchor at a piece's edge stands next to a line
+/// break either way). Decided on the parsed pattern, so it is exact; a
+/// pattern that does not parse here is taken to cross lines.
+fn within_line(pattern: &str) -> bool {
+    use regex_syntax::hir::{Class, Hir, HirKind};
+    fn crosses(hir: &Hir) -> bool {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => false,
+            HirKind::Literal(l) => l.0.contains(&b'\n'),
+            HirKind::Class(Class::Unicode(c)) => c
+                .ranges()
+                .iter()
+                .any(|r| r.start() <= '\n' && '\n' <= r.end()),
+            HirKind::Class(Class::Bytes(c)) => c
+                .ranges()
+                .iter()
+                .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
+            HirKind::Repetition(r) => crosses(&r.sub),
+            HirKind::Capture(c) => crosses(&c.sub),
+            HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(crosses),
+        }
+    }
+    regex_syntax::parse(pattern).is_ok_and(|hir| !crosses(&hir))
 }
 
 /// A regex error says where it failed over several lines, with a caret;
@@ -1170,6 +1299,75 @@ mod tests {
         assert!(out.contains("postgres://app:[REDACTED:url-password]@db.internal:5432/app"));
         assert!(out.contains("redis://:[REDACTED:url-password]@cache:6379/0"));
         assert!(out.contains("http://127.0.0.1:8080/api"));
+    }
+
+    #[test]
+    fn url_encoded_secrets_go_and_the_rest_of_the_url_stays() {
+        let r = redactor();
+        let text = "POST /login body=%7B%22user%22%3A%22ops%22%2C%22password%22%3A%22Tr0ub4dor%2633%21x%22%7D\n\
+                    GET /cb?next=%2Fhome%3Fapi_key%3D9f8e7d6c5b4a39281706f5e4d3c2b1a0 HTTP/1.1\n";
+        let (out, counts) = scrub(&r, text);
+        assert_eq!(counts.total(), 2, "{out}");
+        for gone in ["Tr0ub4dor", "%2633%21x", "9f8e7d6c5b4a"] {
+            assert!(!out.contains(gone), "{gone} in {out}");
+        }
+        // Only the secret's own characters go.
+        assert!(out.contains("%22password%22%3A%22[REDACTED:"), "{out}");
+        assert!(out.contains("%22%7D\n"), "{out}");
+        assert!(out.contains("next=%2Fhome%3Fapi_key%3D[REDACTED:"), "{out}");
+        // Encoded text without a secret is left as it is.
+        let plain = "GET /search?q=hello%20world&lang=en%2Dgb&page=2 200\n";
+        assert_eq!(scrub(&r, plain), (plain.to_string(), Counts::default()));
+    }
+
+    #[test]
+    fn rules_within_a_line_are_told_from_those_that_cross() {
+        assert!(within_line(r"(?i)password=[^\s]+$"));
+        assert!(within_line(r"(?m)^key:[ \t]*(?P<s>[a-z]{8,})\z"));
+        for crosses in [
+            r"a\s+b",
+            r#"[^"]+"#,
+            r"(?s:.)",
+            r"x\ny",
+            r"(?s)a.b",
+            "[\\x00-\\x7f]",
+        ] {
+            assert!(!within_line(crosses), "{crosses}");
+        }
+        // Most of walissh's own rules stay within a line.
+        let r = redactor();
+        assert!(
+            r.local.len() > r.wide.len(),
+            "{} local, {} wide",
+            r.local.len(),
+            r.wide.len()
+        );
+    }
+
+    #[test]
+    fn reading_in_pieces_finds_what_reading_everything_finds() {
+        let r = redactor();
+        let text = corpus::bulk(128 << 10);
+        let mut pieces: Vec<_> = r
+            .find_own(&text)
+            .into_iter()
+            .map(|s| (s.kind, s.range))
+            .collect();
+        let mut whole: Vec<_> = (0..r.rules.len())
+            .flat_map(|i| r.rules[i].spans(&text).map(move |range| (i, range)))
+            .collect();
+        pieces.sort_by_key(|(k, s)| (*k, s.start));
+        whole.sort_by_key(|(k, s)| (*k, s.start));
+        assert!(whole.len() > 300, "{} findings", whole.len());
+        assert_eq!(pieces, whole);
+    }
+
+    #[test]
+    fn url_decoding_maps_every_byte_back() {
+        let (decoded, from) = decode_url("a%40b+c%E4%BD%A0%zz").unwrap();
+        assert_eq!(decoded, "a@b c你%zz");
+        assert_eq!(from, vec![0, 1, 4, 5, 6, 7, 10, 13, 16, 17, 18, 19]);
+        assert_eq!(decode_url("%ff%fe"), None, "not UTF-8");
     }
 
     #[test]

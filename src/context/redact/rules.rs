@@ -74,8 +74,9 @@ enum Target {
 struct Allow {
     regexes: Vec<Regex>,
     target: Target,
-    /// Lower case; a secret holding one is allowed.
-    stopwords: Vec<String>,
+    /// Words a secret holding one is allowed for, any case: one automaton,
+    /// as generic rules have about 1500 of them.
+    stopwords: Option<AhoCorasick>,
     /// All its criteria must match (`condition = "AND"`), not any.
     all: bool,
     /// It also names paths, which terminal text never matches.
@@ -89,6 +90,8 @@ struct Rule {
     secret_group: usize,
     entropy: Option<f64>,
     allows: Vec<Allow>,
+    /// It may match over any number of lines (see `wide`).
+    wide: bool,
 }
 
 /// One secret a rule found, in the text it was given.
@@ -219,7 +222,7 @@ impl Allow {
         Ok(Allow {
             regexes,
             target,
-            stopwords: raw.stopwords.iter().map(|w| w.to_lowercase()).collect(),
+            stopwords: stopwords(&raw.stopwords)?,
             all: raw.condition.as_deref() == Some("AND"),
             has_paths: !raw.paths.is_empty(),
         })
@@ -233,13 +236,10 @@ impl Allow {
             Target::Line => line,
         };
         // Each criterion the list has, as a verdict; paths never match
-        // terminal text. The stop-words' lower case is made only if asked.
+        // terminal text.
         let regexes =
             (!self.regexes.is_empty()).then(|| self.regexes.iter().any(|r| r.is_match(target)));
-        let stopwords = (!self.stopwords.is_empty()).then(|| {
-            let lower = String::from_utf8_lossy(secret).to_lowercase();
-            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
-        });
+        let stopwords = self.stopwords.as_ref().map(|words| words.is_match(secret));
         let paths = self.has_paths.then_some(false);
         let mut verdicts = [regexes, stopwords, paths].into_iter().flatten().peekable();
         match self.all {
@@ -247,6 +247,19 @@ impl Allow {
             false => verdicts.any(|v| v),
         }
     }
+}
+
+/// An automaton for an allow-list's stop-words, matched in any case as
+/// gitleaks does; None when there are none.
+fn stopwords(words: &[String]) -> Result<Option<AhoCorasick>, String> {
+    if words.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(words)
+        .map(Some)
+        .map_err(|e| format!("stop-words: {e}"))
 }
 
 /// Shannon entropy of `s`, in bits per byte.
@@ -267,6 +280,68 @@ pub(crate) fn entropy(s: &[u8]) -> f64 {
             -p * p.log2()
         })
         .sum()
+}
+
+/// Where a text's lines start, to find the lines around a position in
+/// logarithmic time: a text with a keyword every few bytes on one long
+/// line must not cost a walk back to its start for each.
+struct Lines {
+    /// The start of every line; the first is 0.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+/// How many lines before and after a keyword's own a rule reads. The
+/// rules let a key and its value stand apart by a few bounded runs of
+/// white space (`[\s'"]{0,3}`, `[\x60'"\s=]{0,5}`): eight line breaks at
+/// most. Rules that reach further are `wide`.
+const LINES_BEFORE: usize = 2;
+const LINES_AFTER: usize = 8;
+
+/// Whether a pattern can reach over any number of lines (`(?s:.)`,
+/// `[\s\S]`, `\s+`, a class of line breaks): such a rule reads from the
+/// lines before its first keyword to the end of the text. The unit test
+/// `reading_around_keywords_finds_what_reading_everything_finds` holds
+/// the vendored rules to this on the corpus.
+fn wide(pattern: &str) -> bool {
+    [
+        "(?s", r"\s\S", r"\S\s", r"\r\n", r"\n\r", r"\s*", r"\s+", r"\s{",
+    ]
+    .iter()
+    .any(|p| pattern.contains(p))
+}
+
+impl Lines {
+    fn new(text: &[u8]) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text).map(|i| i + 1));
+        Lines {
+            starts,
+            len: text.len(),
+        }
+    }
+
+    /// Whole lines around `span`: `LINES_BEFORE` lines before its first,
+    /// `LINES_AFTER` after its last.
+    fn around(&self, span: Range<usize>) -> Range<usize> {
+        let line = |at: usize| self.starts.partition_point(|&s| s <= at) - 1;
+        let first = line(span.start).saturating_sub(LINES_BEFORE);
+        let last = line(span.end.saturating_sub(1).max(span.start)) + LINES_AFTER + 1;
+        self.starts[first]..self.starts.get(last).map_or(self.len, |&s| s)
+    }
+}
+
+/// `windows` sorted and joined where they touch or overlap.
+fn merged(mut windows: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    windows.sort_by_key(|w| w.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(windows.len());
+    for w in windows {
+        match out.last_mut() {
+            Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
+            _ => out.push(w),
+        }
+    }
+    out
 }
 
 /// The line of `text` around `span`.
@@ -293,6 +368,7 @@ impl Rules {
             // Rules on file names only: nothing to look for in text.
             let Some(pattern) = raw.regex else { continue };
             let id = raw.id;
+            let wide = wide(&pattern);
             let regex = compile(&pattern).map_err(|e| format!("gitleaks rule {id}: {e}"))?;
             let allows = raw
                 .allowlists
@@ -314,6 +390,7 @@ impl Rules {
                 secret_group: raw.secret_group,
                 entropy: raw.entropy,
                 allows,
+                wide,
             });
         }
         let keywords = AhoCorasick::builder()
@@ -340,37 +417,62 @@ impl Rules {
     }
 
     /// Every secret the rules find in `text`, rule by rule.
+    ///
+    /// gitleaks runs a rule over a whole file once its keyword is anywhere
+    /// in it. Here a rule reads only the lines around its keywords
+    /// (`around`): on output dense with secrets nearly every keyword is
+    /// somewhere, and 200 rules each reading all of it cost more than the
+    /// budget. A rule's keyword is a literal part of what it matches, so
+    /// its secrets are there; the lines around take in a key and a value
+    /// that a rule lets stand on different lines.
     pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
-        let mut run = vec![false; self.rules.len()];
+        let lines = Lines::new(text);
+        let mut windows: Vec<Vec<Range<usize>>> = vec![Vec::new(); self.rules.len()];
         for &i in &self.always {
-            run[i] = true;
+            windows[i].push(0..text.len());
         }
         for m in self.keywords.find_overlapping_iter(text) {
-            run[self.keyword_rule[m.pattern().as_usize()]] = true;
+            let i = self.keyword_rule[m.pattern().as_usize()];
+            let mut window = lines.around(m.range());
+            if self.rules[i].wide {
+                window.end = text.len();
+            }
+            windows[i].push(window);
         }
         let mut found = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate().filter(|(i, _)| run[*i]) {
-            for caps in rule.regex.captures_iter(text) {
-                let Some(whole) = caps.get(0) else { continue };
-                let secret = match rule.secret_group {
-                    0 => (1..caps.len())
-                        .find_map(|g| caps.get(g).filter(|m| !m.is_empty()))
-                        .unwrap_or(whole),
-                    g => match caps.get(g) {
-                        Some(m) => m,
-                        None => continue,
-                    },
-                };
-                if secret.is_empty() || !self.keeps(rule, text, secret.range(), whole.range()) {
-                    continue;
-                }
-                found.push(Found {
-                    rule: i,
-                    span: secret.range(),
-                });
+        for (i, windows) in windows.into_iter().enumerate() {
+            for window in merged(windows) {
+                self.find_in(i, text, window, &mut found);
             }
         }
         found
+    }
+
+    /// The secrets rule `i` finds in `text[window]`, a window of whole
+    /// lines, with their positions in `text`.
+    fn find_in(&self, i: usize, text: &[u8], window: Range<usize>, found: &mut Vec<Found>) {
+        let rule = &self.rules[i];
+        let offset = window.start;
+        let text = &text[window];
+        for caps in rule.regex.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            let secret = match rule.secret_group {
+                0 => (1..caps.len())
+                    .find_map(|g| caps.get(g).filter(|m| !m.is_empty()))
+                    .unwrap_or(whole),
+                g => match caps.get(g) {
+                    Some(m) => m,
+                    None => continue,
+                },
+            };
+            if secret.is_empty() || !self.keeps(rule, text, secret.range(), whole.range()) {
+                continue;
+            }
+            found.push(Found {
+                rule: i,
+                span: offset + secret.start()..offset + secret.end(),
+            });
+        }
     }
 
     /// Whether a secret a rule matched passes its entropy floor and no
@@ -440,6 +542,64 @@ mod tests {
         // A keyword with nothing secret after it: nothing found, and the
         // rules without the keyword never ran.
         assert!(ids("the api answered in 20 ms").is_empty());
+    }
+
+    /// Each rule over the whole text once one of its keywords is anywhere
+    /// in it, as gitleaks runs them.
+    fn find_whole(rules: &Rules, text: &[u8]) -> Vec<Found> {
+        let mut run = vec![false; rules.len()];
+        for &i in &rules.always {
+            run[i] = true;
+        }
+        for m in rules.keywords.find_overlapping_iter(text) {
+            run[rules.keyword_rule[m.pattern().as_usize()]] = true;
+        }
+        let mut found = Vec::new();
+        for i in (0..rules.len()).filter(|&i| run[i]) {
+            rules.find_in(i, text, 0..text.len(), &mut found);
+        }
+        found
+    }
+
+    #[test]
+    fn reading_around_keywords_finds_what_reading_everything_finds() {
+        let rules = Rules::load().unwrap();
+        let text = crate::context::redact::corpus::bulk(256 << 10);
+        let windowed = rules.find(text.as_bytes());
+        let whole = find_whole(&rules, text.as_bytes());
+        assert!(whole.len() > 300, "{} findings", whole.len());
+        let missed: Vec<_> = whole
+            .iter()
+            .filter(|f| !windowed.contains(f))
+            .map(|f| format!("{}: {:?}", rules.id(f.rule), &text[f.span.clone()]))
+            .collect();
+        assert!(missed.is_empty(), "{missed:#?}");
+    }
+
+    #[test]
+    fn lines_around_a_keyword() {
+        let text: String = (0..20).map(|i| format!("line{i}\n")).collect();
+        let lines = Lines::new(text.as_bytes());
+        let at = text.find("line10").unwrap();
+        assert_eq!(
+            &text[lines.around(at..at + 6)],
+            &text[text.find("line8").unwrap()..text.find("line19").unwrap()]
+        );
+        // At the ends, as much as there is.
+        assert_eq!(
+            &text[lines.around(0..1)],
+            &text[..text.find("line9").unwrap()]
+        );
+        let end = text.len();
+        assert_eq!(
+            &text[lines.around(end - 1..end)],
+            &text[text.find("line17").unwrap()..]
+        );
+        // One long line is read once, however many keywords it holds.
+        let long = b"key ".repeat(1000);
+        let lines = Lines::new(&long);
+        let windows = (0..1000).map(|i| lines.around(i * 4..i * 4 + 3)).collect();
+        assert_eq!(merged(windows), vec![0..long.len()]);
     }
 
     #[test]
