@@ -76,7 +76,10 @@ fn check_auto_run(p: &Policy, line: &str, auto: &Verdict) {
         "the quoted form of {line:?} is not run as itself"
     );
     if let (Some(a), Some(b)) = (commands(line), commands(script)) {
-        assert_eq!(a, b, "{line:?} and its quoted form {script:?} differ in commands");
+        assert_eq!(
+            a, b,
+            "{line:?} and its quoted form {script:?} differ in commands"
+        );
     }
 }
 

@@ -32,7 +32,10 @@ fn allowed(out: &[u8]) -> Result<(), String> {
         match b {
             0x1b => {
                 let next = out.get(i + 1).copied();
-                if !matches!(next, Some(b'[' | b'7' | b'8' | b'D' | b'M' | b'E' | b'=' | b'>' | b'(')) {
+                if !matches!(
+                    next,
+                    Some(b'[' | b'7' | b'8' | b'D' | b'M' | b'E' | b'=' | b'>' | b'(')
+                ) {
                     return Err(format!("ESC {next:?} at {i}"));
                 }
             }

@@ -192,11 +192,16 @@ impl Painter {
         self.line(&format!("{YELLOW}! {}{RESET}", printable(what)))
     }
 
-    /// The approval question; the cursor stays after it.
-    pub(crate) fn ask(&mut self) -> Vec<u8> {
+    /// The approval question, naming the account in a nested shell
+    /// (`Run as root@web1?`); the cursor stays after it.
+    pub(crate) fn ask(&mut self, account: Option<&str>) -> Vec<u8> {
         let mut out = self.end_line();
-        out.extend_from_slice(format!("{GUTTER}Run? [y/N/e] ").as_bytes());
-        self.col = GUTTER_WIDTH + 13;
+        let question = match account {
+            Some(a) => format!("Run as {}? [y/N/e] ", printable(a)),
+            None => "Run? [y/N/e] ".to_string(),
+        };
+        out.extend_from_slice(format!("{GUTTER}{question}").as_bytes());
+        self.col = GUTTER_WIDTH + question.chars().count();
         out
     }
 
@@ -405,7 +410,7 @@ mod tests {
         let mut p = Painter::new(80);
         let mut out = p.text("Let me look");
         out.extend(p.command("df -h", "disk"));
-        out.extend(p.ask());
+        out.extend(p.ask(None));
         out.extend(p.answered("y"));
         out.extend(p.outcome(Some(1), None));
         out.extend(p.error("the model endpoint answered 500: x"));

@@ -294,6 +294,7 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         abandoned: false,
         speaking: None,
         rotated: false,
+        account: None,
     };
     let mut memory = Memory::new(&seat.place.live.agent.context);
     let (audit, ids) = (&seat.place.bastion.audit, seat.place.ids);
@@ -364,9 +365,37 @@ struct Seat<'a> {
     /// before the user has it back, so nothing the agent's commands ran
     /// knows the one in use.
     rotated: bool,
+    /// `user@host` of the nested shell the question was asked in (after
+    /// `sudo -i`): commands run there, as that account.
+    account: Option<String>,
+}
+
+/// `user@host` of the nested shell a question was asked in; None at the
+/// login shell.
+fn account(brief: &Brief) -> Option<String> {
+    let place = &brief.place;
+    if place.depth == 0 {
+        return None;
+    }
+    let host = place
+        .host
+        .clone()
+        .or_else(|| brief.info.as_ref().and_then(|i| i.host.clone()))
+        .unwrap_or_else(|| brief.target.clone());
+    Some(format!("{}@{host}", place.user.as_deref().unwrap_or("?")))
 }
 
 impl Seat<'_> {
+    /// The mode for commands in the shell the question was asked in. A
+    /// nested root shell's commands run as root, so none runs there
+    /// unasked, as `sudo ls` is asked in `auto` elsewhere.
+    fn mode_here(&self) -> AiMode {
+        match self.account.as_deref() {
+            Some(a) if a.starts_with("root@") => self.place.mode.min(AiMode::Confirm),
+            _ => self.place.mode,
+        }
+    }
+
     async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>, memory: &mut Memory) {
         while self.keys.try_recv().is_ok() {}
         self.settle_lines().await;
@@ -411,6 +440,7 @@ impl Seat<'_> {
             return;
         }
         let brief = self.brief(asked.snapshot, memory.numbering.clone()).await;
+        self.account = account(&brief);
         memory.start();
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
@@ -490,7 +520,7 @@ impl Seat<'_> {
                     let ask = Ask {
                         model: run.model,
                         agent,
-                        mode: self.place.mode,
+                        mode: self.mode_here(),
                         brief: run.brief,
                         spec,
                         in_loop,
@@ -554,7 +584,7 @@ impl Seat<'_> {
         self.show(out);
         let live = self.place.live.clone();
         let agent = &live.agent;
-        let mode = self.place.mode;
+        let mode = self.mode_here();
         let cwd = self.place.shared.cwd();
         let target = Target {
             runner: self.place.runner,
@@ -974,7 +1004,7 @@ impl Host for Seat<'_> {
         if let Some(changes) = &asked.changes {
             out.extend(self.painter.changes(changes));
         }
-        out.extend(self.painter.ask());
+        out.extend(self.painter.ask(self.account.as_deref()));
         self.show(out);
         self.shown = Some(command.to_string());
         let Some(keys) = self.keys.recv().await else {

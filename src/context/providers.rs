@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use super::errors::error_lines;
 use super::reduce::tokens;
-use crate::terminal::CommandRecord;
+use crate::terminal::{CommandRecord, Place};
 use crate::upstream::TargetInfo;
 
 /// Output of one recent command shown to the model, at most.
@@ -37,6 +37,8 @@ pub(crate) struct Snapshot {
     pub(crate) cwd: Option<String>,
     /// Commands at the prompt (the agent's included), oldest first.
     pub(crate) history: Vec<CommandRecord>,
+    /// The shell the question was asked in (a nested one after `sudo -i`).
+    pub(crate) place: Place,
 }
 
 /// One recent command, scrubbed and cut.
@@ -56,6 +58,8 @@ pub(crate) struct Brief {
     pub(crate) target: String,
     pub(crate) info: Option<TargetInfo>,
     pub(crate) cwd: Option<String>,
+    /// The shell the question was asked in, its `via` scrubbed.
+    pub(crate) place: Place,
     /// The most recent commands, oldest first.
     pub(crate) recent: Vec<Recent>,
     /// Error lines of recent commands, grouped by the command that printed
@@ -105,10 +109,19 @@ impl Brief {
         }
         recents.reverse();
         events.reverse();
+        let place = Place {
+            via: snap
+                .place
+                .via
+                .as_deref()
+                .map(|v| cut(&scrub(v), COMMAND_MAX)),
+            ..snap.place
+        };
         Brief {
             target: snap.target,
             info: snap.info,
             cwd: snap.cwd,
+            place,
             recent: recents,
             key_events: events,
         }
@@ -224,12 +237,28 @@ impl Provider for Environment {
             ("shell", info.shell),
             ("cwd", view.brief.cwd.clone()),
         ];
-        let lines: Vec<String> = facts
+        let mut lines: Vec<String> = facts
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| format!("{k}: {v}")))
             .collect();
+        lines.extend(nested(&view.brief.place, &view.brief.target));
         Some(lines.join("\n"))
     }
+}
+
+/// What the model must know of a nested shell: whose it is, where, and
+/// how the user got there; its commands run there, as that account.
+fn nested(place: &Place, target: &str) -> Option<String> {
+    if place.depth == 0 {
+        return None;
+    }
+    let user = place.user.as_deref().unwrap_or("an unknown account");
+    let host = place.host.as_deref().unwrap_or(target);
+    let via = place.via.as_deref().unwrap_or("a command");
+    Some(format!(
+        "nested shell (depth {}): you are {user} on {host} via `{via}`; commands run in this shell, as {user}",
+        place.depth
+    ))
 }
 
 /// The last commands at the prompt, with exit codes and bounded output.
@@ -417,6 +446,7 @@ mod tests {
             started: SystemTime::now(),
             ended: SystemTime::now(),
             output: capture,
+            place: Place::default(),
         }
     }
 
@@ -442,6 +472,7 @@ mod tests {
             info: Some(info),
             cwd: Some("/srv".into()),
             history: history.to_vec(),
+            place: Place::default(),
         };
         Brief::new(snap, &scrubber(), 2, 10)
     }

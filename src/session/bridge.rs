@@ -90,18 +90,22 @@ impl Pumps<'_> {
         };
         // The keys forwarded to the shell, which its marks must fit.
         let typed = terminal.as_ref().map(|t| t.typed());
+        // What the terminal model types into the shell itself (a nested
+        // shell's probe and bootstrap).
+        let (inject_tx, inject_rx) = mpsc::channel(4);
         let end = {
             let down = self.to_client(
                 &mut up_rx,
                 &client_tx,
                 &mut terminal,
-                &ready_tx,
+                (&ready_tx, &inject_tx),
                 client_ends,
                 &mut totals,
             );
             let keys = Keys {
                 early: early_input,
                 typed: typed.as_deref(),
+                inject: inject_rx,
             };
             let up = self.to_target(
                 &mut client_rx,
@@ -168,7 +172,7 @@ impl Pumps<'_> {
         up_rx: &mut upstream::Reader,
         client: &ChannelWriteHalf<Msg>,
         terminal: &mut Option<Terminal>,
-        ready: &watch::Sender<bool>,
+        (ready, inject): (&watch::Sender<bool>, &mpsc::Sender<Bytes>),
         mut agent: Option<ClientEnds>,
         totals: &mut Totals,
     ) -> End {
@@ -258,8 +262,15 @@ impl Pumps<'_> {
                                     self.shared.set_cwd(t.cwd());
                                 }
                             }
-                            if t.deadline().is_none() && !*ready.borrow() {
-                                let _ = ready.send(true);
+                            // The user's keys wait while the shell has
+                            // walissh's own lines to read (they must not
+                            // join them), then flow again.
+                            let waiting = t.deadline().is_some();
+                            if waiting == *ready.borrow() {
+                                let _ = ready.send(!waiting);
+                            }
+                            if let Some(keys) = p.type_in {
+                                let _ = inject.send(Bytes::from(keys)).await;
                             }
                             self.lines_done(p.finished, p.line_done, agent.as_ref())
                                 .await;
@@ -429,6 +440,7 @@ impl Pumps<'_> {
                     info: self.info.cloned(),
                     cwd: terminal.cwd().map(str::to_string),
                     history: terminal.history.iter().cloned().collect(),
+                    place: terminal.place().clone(),
                 };
                 let _ = a.questions.send(Asked {
                     question: q,
@@ -498,6 +510,7 @@ impl Pumps<'_> {
         let Keys {
             early: early_input,
             typed,
+            mut inject,
         } = keys;
         // Every key that reaches the shell is seen by its marks' check.
         let saw = |keys: &[u8]| {
@@ -512,11 +525,13 @@ impl Pumps<'_> {
             let msg = tokio::select! {
                 // What the agent types goes before keys typed after it.
                 biased;
+                Some(keys) = inject.recv() => {
+                    forward(up_tx, keys, &mut target_reads).await;
+                    continue;
+                }
                 Some(keys) = next(agent.as_mut().map(|a| &mut a.typed)) => {
                     saw(&keys);
-                    if target_reads && up_tx.data(keys).await.is_err() {
-                        target_reads = false;
-                    }
+                    forward(up_tx, keys, &mut target_reads).await;
                     continue;
                 }
                 msg = client.wait() => msg,
@@ -543,10 +558,18 @@ impl Pumps<'_> {
                         }
                         continue;
                     }
-                    saw(&data);
-                    if target_reads && up_tx.data(data).await.is_err() {
-                        target_reads = false;
+                    // The user's keys wait while walissh types its own
+                    // lines into the shell (a nested shell's probe and
+                    // bootstrap): they must not join them.
+                    while !*ready.borrow() {
+                        tokio::select! {
+                            biased;
+                            Some(keys) = inject.recv() => forward(up_tx, keys, &mut target_reads).await,
+                            changed = ready.changed() => if changed.is_err() { break },
+                        }
                     }
+                    saw(&data);
+                    forward(up_tx, data, &mut target_reads).await;
                 }
                 ChannelMsg::Eof => up_tx.eof().await,
                 ChannelMsg::WindowChange {
@@ -576,6 +599,15 @@ impl Pumps<'_> {
 struct Keys<'a> {
     early: Vec<u8>,
     typed: Option<&'a std::sync::Mutex<Typed>>,
+    /// What the terminal model types itself: not the user's keys.
+    inject: mpsc::Receiver<Bytes>,
+}
+
+/// Writes keys to the target, while it still reads them.
+async fn forward(up_tx: &mut upstream::Writer, keys: Bytes, target_reads: &mut bool) {
+    if *target_reads && up_tx.data(keys).await.is_err() {
+        *target_reads = false;
+    }
 }
 
 /// A line to the client that must not hold the session up: a client that

@@ -317,7 +317,8 @@ async fn run_session(
                     let prefixes = &ctx.live.agent.prefixes;
                     let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
                     let _ = writer.data(Bytes::from(input)).await;
-                    Some(Terminal::integrated(&nonce, mode != AiMode::Off))
+                    let terminal = Terminal::integrated(&nonce, mode != AiMode::Off);
+                    Some(terminal.follow_nested(prefixes.to_vec()))
                 }
                 _ => None,
             };

@@ -67,14 +67,31 @@ pub(crate) fn input(shell: Shell, nonce: &str, echo: bool, prefixes: &[String]) 
 /// The line walissh typed first, as the shells' history holds it.
 const FIRST_LINE: &str = r#"'eval "$(head -n1)"'"#;
 
+/// What a line of the probe holds, as the shells' history holds it.
+const PROBE_MARK: &str = "133;P;w=";
+
+/// The probe walissh types at what looks like a nested shell's prompt:
+/// one line that bash and zsh answer with a P mark holding their
+/// versions, and that other shells answer with empty versions (dash, fish)
+/// or an error (tcsh). Nothing in it changes the shell. Its leading space
+/// keeps it out of histories that ignore such lines; the bootstrap
+/// deletes it from the others.
+pub(crate) fn probe(nonce: &str) -> Vec<u8> {
+    format!(
+        " printf '\\033]{PROBE_MARK}%s;bash=%s;zsh=%s\\007' {nonce} \"$BASH_VERSION\" \"$ZSH_VERSION\"\r"
+    )
+    .into_bytes()
+}
+
 fn bash(n: &str, stty: &str, prefixes: &str) -> String {
     [
         stty,
         // Before 4.4 there is no PS0 nor ${PS1@P}: no integration.
         &format!(r#"if ((BASH_VERSINFO[0]*100+BASH_VERSINFO[1]<404));then builtin printf '\e]133;W;w={n};plain=1\a';else "#),
-        // Only if the first line is there: with ignorespace it is not, and
-        // the user's own last command must stay.
-        &format!(r#"[[ $(HISTTIMEFORMAT= builtin history 1) == *{FIRST_LINE} ]]&&builtin history -d $HISTCMD 2>/dev/null;"#),
+        // Only if the first line is there (with ignorespace it is not, and
+        // the user's own last command must stay), then the probe's, if a
+        // nested shell got one.
+        &format!(r#"for __ws_e in 1 2;do __ws_e=$(HISTTIMEFORMAT= builtin history 1);[[ $__ws_e == *{FIRST_LINE} || $__ws_e == *"{PROBE_MARK}"* ]]||break;__ws_e=${{__ws_e#"${{__ws_e%%[! ]*}}"}};builtin history -d ${{__ws_e%%[!0-9]*}} 2>/dev/null;done;unset __ws_e;"#),
         // The nonce lives in unexported variables only: PS1 refers to them
         // by name, so an exported PS1 shows children no nonce.
         &format!(r#"__ws_n={n};__ws_A=$'\e]133;A;w={n}\a';__ws_B=$'\e]133;B;w={n}\a';"#),
@@ -106,7 +123,9 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         // Newlines, not ';': the user's PROMPT_COMMAND may end with one.
         r#"else PROMPT_COMMAND="__ws_d"$'\n'"$PROMPT_COMMAND"$'\n'"__ws_p";fi;"#,
         r#"PS0='$(__ws_c)'"$PS0";"#,
-        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1;keys=1;paste=1\a' "$__ws_n" "${#__ws_l}";fi"#,
+        // Who the shell runs as and where, without a fork.
+        r#"__ws_u='\u';__ws_h='\H';"#,
+        r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1;keys=1;paste=1;user=%s;host=%s\a' "$__ws_n" "${#__ws_l}" "${__ws_u@P}" "${__ws_h@P}";unset __ws_u __ws_h;fi"#,
     ]
     .concat()
 }
@@ -119,8 +138,9 @@ fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
         // list from that. The old list gets no file, so it is never saved.
         // (fc -W writes at most SAVEHIST entries: the whole list here.)
         r#"__ws_t=$(mktemp 2>/dev/null)&&{ (){ local SAVEHIST=$HISTSIZE;fc -W $__ws_t;};__ws_l=("${(@f)$(<$__ws_t)}");"#,
-        &format!(r#"if [[ ${{__ws_l[-1]}} == *{FIRST_LINE} ]];then __ws_l=("${{(@)__ws_l[1,-2]}}");"#),
-        r#"if ((${#__ws_l}));then print -rl -- $__ws_l >|$__ws_t;else :>|$__ws_t;fi;"#,
+        // The probe's line goes too, if a nested shell got one.
+        &format!(r#"__ws_f=${{#__ws_l}};[[ ${{__ws_l[-1]}} == *{FIRST_LINE} ]]&&__ws_l=("${{(@)__ws_l[1,-2]}}");[[ ${{__ws_l[-1]}} == *"{PROBE_MARK}"* ]]&&__ws_l=("${{(@)__ws_l[1,-2]}}");"#),
+        r#"if ((${#__ws_l}!=__ws_f));then if ((${#__ws_l}));then print -rl -- $__ws_l >|$__ws_t;else :>|$__ws_t;fi;"#,
         r#"__ws_f=$HISTFILE;HISTFILE=;fc -p $__ws_t;HISTFILE=$__ws_f;fi;command rm -f $__ws_t;};unset __ws_t __ws_f __ws_l;"#,
         // The prompt gets the nonce: it must not travel to children.
         r#"typeset +x PS1 PROMPT 2>/dev/null;"#,
@@ -141,7 +161,7 @@ fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1=$'%{\e]133;A;w='$__ws_n$'\a%}'$PS1$'%{\e]133;B;w='$__ws_n$'\a%}';};"#,
         r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${${1//[$'\a\e']/}[1,4000]}$'\a';};"#,
         r#"precmd_functions=(__ws_d $precmd_functions __ws_p);preexec_functions+=(__ws_c);"#,
-        r#"print -rn -- $'\e]133;W;w='$__ws_n';lines='${#__ws_l}$';nl=1;keys=1;paste='$__ws_k$'\a';unset __ws_k"#,
+        r#"print -rn -- $'\e]133;W;w='$__ws_n';lines='${#__ws_l}$';nl=1;keys=1;paste='$__ws_k';user='${(%):-%n}';host='${(%):-%M}$'\a';unset __ws_k"#,
     ]
     .concat()
 }
@@ -172,6 +192,32 @@ mod tests {
             assert!(!script.contains(['\r', '\n']));
             assert!(script.contains("w=%s") || script.contains("w='$__ws_n"));
             assert!(script.contains(r"__ws_pf=('?' 'it'\''s:')"), "{script}");
+        }
+    }
+
+    /// Each script parses in its real shell (`-n`: read, not run), and
+    /// the probe in bash, zsh and dash.
+    #[test]
+    fn scripts_and_the_probe_parse_in_the_real_shells() {
+        let parses = |shell: &str, text: &str| match std::process::Command::new(shell)
+            .args(["-n", "-c", text])
+            .output()
+        {
+            Ok(out) => assert!(
+                out.status.success(),
+                "{shell}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(_) => eprintln!("{shell} is not installed here"),
+        };
+        for (shell, name) in [(Shell::Bash, "bash"), (Shell::Zsh, "zsh")] {
+            let input = String::from_utf8(input(shell, "0123abcd", true, &["?".into()])).unwrap();
+            let script = input.split_once('\r').unwrap().1;
+            parses(name, script.trim_end());
+        }
+        let probe = String::from_utf8(probe("0123abcd")).unwrap();
+        for shell in ["bash", "zsh", "dash"] {
+            parses(shell, probe.trim());
         }
     }
 }

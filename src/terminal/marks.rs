@@ -8,6 +8,13 @@
 //! own OSC 133 setup) and passes through untouched, without effect. A mark
 //! may be split across reads; the unfinished part is held until the rest
 //! arrives. Output without an ESC byte is passed on without a copy.
+//!
+//! Each shell walissh integrated has a nonce of its own: the login shell's,
+//! then one per nested shell (`sudo -i`, `bash`), a stack. A mark says
+//! which level's nonce it carries, so the terminal knows a nested shell has
+//! ended when the shell below it speaks again. A nested shell being
+//! installed has a pending nonce, believed only for its answer (P) and its
+//! ready mark (W).
 
 use std::borrow::Cow;
 
@@ -43,41 +50,86 @@ pub(crate) enum Mark {
         /// (`keys`), bracketed paste (`paste`).
         keys: bool,
         paste: bool,
+        /// Who the shell runs as, and on which host.
+        account: Account,
     },
     /// 133;R — the shell took the nonce walissh gave it; marks with the
     /// old one mean nothing from here on.
     Rotated,
+    /// 133;P — a nested shell answered walissh's probe: its bash and zsh
+    /// versions (empty when it is neither).
+    Probed { bash: String, zsh: String },
+}
+
+/// Who the shell that sent a W mark runs as, and where.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Account {
+    pub(crate) user: Option<String>,
+    pub(crate) host: Option<String>,
+}
+
+/// Which shell a mark came from: the index in the stack (0: the login
+/// shell), or the nested shell being installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    At(usize),
+    Pending,
 }
 
 /// The scanner of one session's output.
 pub(crate) struct Scanner {
-    tag: String,
-    /// The nonce walissh has given the shell and the shell has not yet
-    /// confirmed (with an R mark): marks with it are ours too.
+    /// `w=NONCE` of each integrated shell, the login shell first.
+    tags: Vec<String>,
+    /// The nonce walissh has given the innermost shell and the shell has
+    /// not yet confirmed (with an R mark): marks with it are ours too.
     next: Option<String>,
+    /// The nonce of a nested shell being installed, and whether it
+    /// replaces the innermost shell (`exec bash`) rather than nesting in it.
+    pending: Option<(String, bool)>,
     held: Vec<u8>,
 }
 
 /// One chunk after scanning: the bytes for the client, and the marks with
-/// their offsets in those bytes.
+/// their offsets in those bytes and the level they came from.
 pub(crate) struct Scanned<'a> {
     pub(crate) out: Cow<'a, [u8]>,
-    pub(crate) marks: Vec<(usize, Mark)>,
+    pub(crate) marks: Vec<(usize, Level, Mark)>,
 }
 
 impl Scanner {
     pub(crate) fn new(nonce: &str) -> Scanner {
         Scanner {
-            tag: format!("w={nonce}"),
+            tags: vec![format!("w={nonce}")],
             next: None,
+            pending: None,
             held: Vec::new(),
         }
     }
 
-    /// walissh is giving the shell `nonce`: marks with it are ours, and
-    /// once the shell confirms it, only those.
+    /// walissh is giving the innermost shell `nonce`: marks with it are
+    /// ours, and once the shell confirms it, only those.
     pub(crate) fn expect(&mut self, nonce: &str) {
         self.next = Some(format!("w={nonce}"));
+    }
+
+    /// A nested shell is being installed with `nonce` (None: no longer);
+    /// `replaces` the innermost shell, which `exec`-ed it.
+    pub(crate) fn pending(&mut self, nonce: Option<&str>, replaces: bool) {
+        self.pending = nonce.map(|n| (format!("w={n}"), replaces));
+    }
+
+    /// The shells above `level` have ended: their nonces mean nothing now.
+    pub(crate) fn pop_to(&mut self, level: usize) {
+        if level + 1 < self.tags.len() {
+            self.tags.truncate(level + 1);
+            self.next = None;
+        }
+    }
+
+    /// The innermost level.
+    #[cfg(test)]
+    pub(crate) fn depth(&self) -> usize {
+        self.tags.len() - 1
     }
 
     pub(crate) fn scan<'a>(&mut self, input: &'a [u8]) -> Scanned<'a> {
@@ -102,14 +154,28 @@ impl Scanner {
                         marks,
                     };
                 }
-                Seq::Ours { len, mark } => {
+                Seq::Ours { len, level, mark } => {
                     if let Some(m) = mark {
                         if m == Mark::Rotated
                             && let Some(next) = self.next.take()
+                            && let Some(top) = self.tags.last_mut()
                         {
-                            self.tag = next;
+                            *top = next;
                         }
-                        marks.push((out.len(), m));
+                        // The nested shell being installed is ready: its
+                        // marks are the innermost level's from here on,
+                        // those later in this output too.
+                        if level == Level::Pending
+                            && matches!(m, Mark::Ready { plain: false, .. })
+                            && let Some((tag, replaces)) = self.pending.take()
+                        {
+                            match self.tags.last_mut() {
+                                Some(top) if replaces => *top = tag,
+                                _ => self.tags.push(tag),
+                            }
+                            self.next = None;
+                        }
+                        marks.push((out.len(), level, m));
                     }
                     i = esc + len;
                 }
@@ -167,24 +233,32 @@ impl Scanner {
         };
         let len = 2 + j + term;
         match self.parse(&body[..j]) {
-            Some(mark) => Seq::Ours { len, mark },
+            Some((level, mark)) => Seq::Ours { len, level, mark },
             None => Seq::Other { len },
         }
     }
 
-    /// `Some(mark)` when the OSC body is ours (the inner `None` for one of
-    /// ours that says nothing we use).
-    fn parse(&self, body: &[u8]) -> Option<Option<Mark>> {
+    /// The level whose tag `has` finds: the innermost shell's (or the
+    /// nonce it is being given), then the shells below it, innermost first.
+    fn level(&self, has: impl Fn(&str) -> bool) -> Option<usize> {
+        let top = self.tags.len() - 1;
+        if self.next.as_deref().is_some_and(&has) {
+            return Some(top);
+        }
+        (0..=top).rev().find(|&i| has(&self.tags[i]))
+    }
+
+    /// `Some((level, mark))` when the OSC body is ours (`mark` None for one
+    /// of ours that says nothing we use).
+    fn parse(&self, body: &[u8]) -> Option<(Level, Option<Mark>)> {
         // Lossy: a command or directory that is not UTF-8 is still ours.
         let body = String::from_utf8_lossy(body);
         let body = body.as_ref();
         if let Some(rest) = body.strip_prefix("7;") {
             // 7;w=NONCE;PATH — the path last, as it may hold ';'.
-            let path = rest
-                .strip_prefix(self.tag.as_str())
-                .or_else(|| rest.strip_prefix(self.next.as_deref()?))?
-                .strip_prefix(';')?;
-            return Some(Some(Mark::Cwd(path.to_string())));
+            let (tag, path) = rest.split_once(';')?;
+            let level = self.level(|t| t == tag)?;
+            return Some((Level::At(level), Some(Mark::Cwd(path.to_string()))));
         }
         let rest = body.strip_prefix("133;")?;
         // 133;KIND;...;w=NONCE[;cmd=TEXT|;text=TEXT] — free text last, as it
@@ -200,46 +274,80 @@ impl Scanner {
         let mut fields = fields.split(';');
         let kind = fields.next()?;
         let params: Vec<&str> = fields.collect();
-        let next = self.next.as_deref().is_some_and(|n| params.contains(&n));
-        if kind == "R" {
-            // Only the nonce walissh is giving confirms itself.
-            return next.then_some(Some(Mark::Rotated));
-        }
-        if !params.contains(&self.tag.as_str()) && !next {
-            return None;
-        }
         let value = |key: &str| {
             params
                 .iter()
                 .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
         };
-        Some(match kind {
-            "A" => Some(Mark::PromptStart),
-            "B" => Some(Mark::InputStart),
-            "C" => Some(Mark::OutputStart { command }),
-            "D" => Some(Mark::CommandEnd {
-                exit: params.first().and_then(|p| p.parse().ok()),
-            }),
-            "Q" => Some(Mark::Question {
-                text: command.unwrap_or_default(),
-                kept: value("kept") == Some("1"),
-            }),
-            "W" => Some(Mark::Ready {
-                lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
-                newline: value("nl") == Some("1"),
-                plain: value("plain") == Some("1"),
-                keys: value("keys") == Some("1"),
-                paste: value("paste") == Some("1"),
-            }),
-            _ => None,
-        })
+        if kind == "R" {
+            // Only the nonce walissh is giving confirms itself.
+            let next = self.next.as_deref().is_some_and(|n| params.contains(&n));
+            return next.then_some((Level::At(self.tags.len() - 1), Some(Mark::Rotated)));
+        }
+        // A nested shell being installed answers the probe and says it is
+        // ready; nothing else it says counts until then.
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|(n, _)| params.contains(&n.as_str()))
+        {
+            let mark = match kind {
+                "P" => Mark::Probed {
+                    bash: value("bash").unwrap_or_default().to_string(),
+                    zsh: value("zsh").unwrap_or_default().to_string(),
+                },
+                "W" => ready(&value),
+                _ => return Some((Level::Pending, None)),
+            };
+            return Some((Level::Pending, Some(mark)));
+        }
+        let level = Level::At(self.level(|t| params.contains(&t))?);
+        Some((
+            level,
+            match kind {
+                "A" => Some(Mark::PromptStart),
+                "B" => Some(Mark::InputStart),
+                "C" => Some(Mark::OutputStart { command }),
+                "D" => Some(Mark::CommandEnd {
+                    exit: params.first().and_then(|p| p.parse().ok()),
+                }),
+                "Q" => Some(Mark::Question {
+                    text: command.unwrap_or_default(),
+                    kept: value("kept") == Some("1"),
+                }),
+                "W" => Some(ready(&value)),
+                _ => None,
+            },
+        ))
+    }
+}
+
+/// A W mark's fields.
+fn ready<'a>(value: &impl Fn(&str) -> Option<&'a str>) -> Mark {
+    let text = |key: &str| value(key).filter(|v| !v.is_empty()).map(str::to_string);
+    Mark::Ready {
+        lines: value("lines").and_then(|v| v.parse().ok()).unwrap_or(0),
+        newline: value("nl") == Some("1"),
+        plain: value("plain") == Some("1"),
+        keys: value("keys") == Some("1"),
+        paste: value("paste") == Some("1"),
+        account: Account {
+            user: text("user"),
+            host: text("host"),
+        },
     }
 }
 
 enum Seq {
     Incomplete,
-    Ours { len: usize, mark: Option<Mark> },
-    Other { len: usize },
+    Ours {
+        len: usize,
+        level: Level,
+        mark: Option<Mark>,
+    },
+    Other {
+        len: usize,
+    },
 }
 
 #[cfg(test)]
@@ -253,7 +361,7 @@ mod tests {
         let mut marks = Vec::new();
         for c in chunks {
             let r = s.scan(c);
-            for (at, m) in r.marks {
+            for (at, _, m) in r.marks {
                 marks.push((out.len() + at, m));
             }
             out.extend_from_slice(&r.out);
@@ -344,7 +452,7 @@ mod tests {
     #[test]
     fn ready_mark() {
         let mut s = Scanner::new(N);
-        let input = format!("\x1b]133;W;w={N};lines=1;nl=1;keys=1;paste=0\x07");
+        let input = format!("\x1b]133;W;w={N};lines=1;nl=1;keys=1;paste=0;user=root;host=web1\x07");
         let (_, marks) = scan_all(&mut s, &[input.as_bytes()]);
         assert_eq!(
             marks[0].1,
@@ -354,6 +462,10 @@ mod tests {
                 plain: false,
                 keys: true,
                 paste: false,
+                account: Account {
+                    user: Some("root".into()),
+                    host: Some("web1".into()),
+                },
             }
         );
         let mut s = Scanner::new(N);
@@ -398,5 +510,44 @@ mod tests {
                 Mark::CommandEnd { exit: Some(1) },
             ]
         );
+    }
+
+    #[test]
+    fn nested_shells_have_levels_and_a_pending_one_only_answers() {
+        const M: &str = "4567cdef";
+        let mut s = Scanner::new(N);
+        s.pending(Some(M), false);
+        // Before it is ready, the pending shell's other marks do nothing.
+        let early =
+            format!("\x1b]133;C;w={M};cmd=x\x07\x1b]133;P;w={M};bash=5.2.15(1)-release;zsh=\x07");
+        let r = s.scan(early.as_bytes());
+        assert!(r.out.is_empty());
+        assert_eq!(r.marks.len(), 1);
+        assert_eq!(r.marks[0].1, Level::Pending);
+        assert_eq!(
+            r.marks[0].2,
+            Mark::Probed {
+                bash: "5.2.15(1)-release".into(),
+                zsh: String::new()
+            }
+        );
+        let ready = format!("\x1b]133;W;w={M};lines=0\x07\x1b]133;A;w={M}\x07");
+        let r = s.scan(ready.as_bytes());
+        assert_eq!(r.marks[0].1, Level::Pending);
+        assert_eq!(
+            r.marks[1].1,
+            Level::At(1),
+            "ready: the next mark is the nested shell's"
+        );
+        assert_eq!(s.depth(), 1);
+        let both = format!("\x1b]133;D;0;w={M}\x07\x1b]7;w={M};/root\x07\x1b]133;D;0;w={N}\x07");
+        let r = s.scan(both.as_bytes());
+        let levels: Vec<_> = r.marks.iter().map(|(_, l, _)| *l).collect();
+        assert_eq!(levels, vec![Level::At(1), Level::At(1), Level::At(0)]);
+        s.pop_to(0);
+        assert_eq!(s.depth(), 0);
+        // The ended shell's nonce means nothing now.
+        let late = format!("\x1b]133;D;0;w={M}\x07");
+        assert!(s.scan(late.as_bytes()).marks.is_empty());
     }
 }

@@ -18,6 +18,7 @@
 
 pub(crate) mod bootstrap;
 pub(crate) mod marks;
+mod nested;
 mod output;
 pub(crate) mod sanitize;
 pub(crate) mod screen;
@@ -32,7 +33,8 @@ use tokio::time::Instant;
 
 use crate::agent::Question;
 pub(crate) use bootstrap::Shell;
-use marks::{Mark, Scanner};
+use marks::{Account, Level, Mark, Scanner};
+use nested::Nesting;
 pub(crate) use output::Capture;
 use sanitize::Sanitizer;
 use typed::Typed;
@@ -61,18 +63,27 @@ pub(crate) struct CommandRecord {
     pub(crate) started: SystemTime,
     pub(crate) ended: SystemTime,
     pub(crate) output: Capture,
+    /// The shell it ran in.
+    pub(crate) place: Place,
 }
 
 impl CommandRecord {
     /// The record's `command` audit event.
     pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
         let duration = self.ended.duration_since(self.started).unwrap_or_default();
-        ids.event("command")
+        let event = ids
+            .event("command")
             .field("command", self.command.clone())
             .field("exit_code", self.exit_code)
             .field("cwd", self.cwd.clone())
             .field("duration_ms", duration.as_millis() as u64)
             .field("output_bytes", self.output.total())
+            .field("depth", self.place.depth as u64)
+            .field("shell_user", self.place.user.clone());
+        match &self.place.host {
+            Some(host) => event.field("host", host.as_str()),
+            None => event,
+        }
     }
 }
 
@@ -106,15 +117,53 @@ struct Running {
     output: Capture,
 }
 
-pub(crate) struct Terminal {
-    scanner: Scanner,
-    phase: Phase,
+/// One integrated shell: the login shell, or one nested in it.
+#[derive(Default)]
+struct ShellState {
     cwd: Option<String>,
     running: Option<Running>,
     /// The prompt being drawn (between the A and B marks), and the last
     /// line of the last one drawn: a question's echo redraws it.
     prompt: Option<Vec<u8>>,
     last_prompt: Vec<u8>,
+    /// The echo of the line being typed at the prompt (since B).
+    echo: Option<Vec<u8>>,
+    /// Output bytes since the shell's last prompt ended (B), while no
+    /// command has started and nothing looked like another program: the
+    /// shell is at a fresh prompt.
+    since_prompt: Option<usize>,
+    /// What the shell's bootstrap bound.
+    caps: Caps,
+    /// Who it runs as and where, and the command line that started it
+    /// (none for the login shell).
+    place: Place,
+}
+
+/// Where a shell runs, for the audit and the agent's context.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// 0 for the login shell, 1 for a shell started from it, …
+    pub(crate) depth: usize,
+    pub(crate) user: Option<String>,
+    /// Its host, when it is not the login shell's.
+    pub(crate) host: Option<String>,
+    /// The command line that started it.
+    pub(crate) via: Option<String>,
+}
+
+pub(crate) struct Terminal {
+    scanner: Scanner,
+    phase: Phase,
+    /// The innermost integrated shell, and those it was started from,
+    /// the login shell first.
+    shell: ShellState,
+    outer: Vec<ShellState>,
+    /// Following the user into a shell started from the prompt, with the
+    /// `[ai] prefixes` its bootstrap gets; None: not followed.
+    follow: Option<Vec<String>>,
+    nesting: Option<Nesting>,
+    /// The login shell's host, to tell a nested shell's apart.
+    login_host: Option<String>,
     /// Whether a question hands the screen to the agent.
     agent: bool,
     shown: Shown,
@@ -122,17 +171,9 @@ pub(crate) struct Terminal {
     sanitizer: Sanitizer,
     /// What was typed: marks must fit it.
     typed: Arc<Mutex<Typed>>,
-    /// The echo of the line being typed at the prompt (since B).
-    echo: Option<Vec<u8>>,
     /// Marks dropped since the last report, and when that was.
     dropped: u64,
     reported: Option<Instant>,
-    /// Output bytes since the shell's last prompt ended (B), while no
-    /// command has started and nothing looked like another program: the
-    /// shell is at a fresh prompt.
-    since_prompt: Option<usize>,
-    /// What the shell's bootstrap bound.
-    caps: Caps,
     /// The most recent commands, oldest first.
     pub(crate) history: std::collections::VecDeque<CommandRecord>,
 }
@@ -154,6 +195,10 @@ pub(crate) struct Processed {
     /// Marks were dropped that did not fit what was typed: reported at
     /// most once a minute.
     pub(crate) integrity: Option<Integrity>,
+    /// What walissh must type into the shell now: the probe or the
+    /// bootstrap of a nested shell. The user's keys wait while
+    /// [`Terminal::deadline`] is set.
+    pub(crate) type_in: Option<Vec<u8>>,
 }
 
 /// The keys of walissh's own the bootstrap bound in the shell.
@@ -211,19 +256,17 @@ impl Terminal {
                 held: Vec::new(),
                 until: Instant::now() + BOOTSTRAP_TIMEOUT,
             },
-            cwd: None,
-            running: None,
-            prompt: None,
-            last_prompt: Vec::new(),
+            shell: ShellState::default(),
+            outer: Vec::new(),
+            follow: None,
+            nesting: None,
+            login_host: None,
             agent,
             shown: Shown::All,
             sanitizer: Sanitizer::default(),
             typed: Arc::default(),
-            echo: None,
             dropped: 0,
             reported: None,
-            since_prompt: None,
-            caps: Caps::default(),
             history: Default::default(),
         }
     }
@@ -240,16 +283,28 @@ impl Terminal {
         };
     }
 
+    /// Follow the user into shells started from the prompt, giving each
+    /// the bootstrap with `prefixes` (the `[ai] prefixes`).
+    pub(crate) fn follow_nested(mut self, prefixes: Vec<String>) -> Terminal {
+        self.follow = Some(prefixes);
+        self
+    }
+
+    /// Where the innermost integrated shell runs.
+    pub(crate) fn place(&self) -> &Place {
+        &self.shell.place
+    }
+
     /// What the shell's bootstrap bound.
     pub(crate) fn caps(&self) -> Caps {
-        self.caps
+        self.shell.caps
     }
 
     /// Whether the shell is at a fresh prompt: its last prompt ended (B),
     /// no command started since, and what it printed after was a short
     /// tail on the same line, not another program's screen.
     pub(crate) fn at_prompt(&self) -> bool {
-        self.since_prompt.is_some()
+        self.shell.since_prompt.is_some()
     }
 
     /// walissh is giving the shell `nonce` (typed after [`ROTATE`]).
@@ -264,7 +319,7 @@ impl Terminal {
 
     /// The shell's directory, as it last reported it.
     pub(crate) fn cwd(&self) -> Option<&str> {
-        self.cwd.as_deref()
+        self.shell.cwd.as_deref()
     }
 
     /// Whether the shell's output is shown now: while the agent works or
@@ -272,15 +327,17 @@ impl Terminal {
     fn visible(&self) -> bool {
         match self.shown {
             Shown::All => true,
-            Shown::Commands | Shown::UntilPrompt { .. } => self.running.is_some(),
+            Shown::Commands | Shown::UntilPrompt { .. } => self.shell.running.is_some(),
         }
     }
 
-    /// When the bootstrap must have answered by, while it has not.
+    /// When the bootstrap (the login shell's, or a nested shell's probe
+    /// or bootstrap) must have answered by, while it has not. The user's
+    /// keys wait meanwhile.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         match &self.phase {
             Phase::Withholding { until, .. } => Some(*until),
-            _ => None,
+            _ => self.nesting.as_ref().and_then(Nesting::deadline),
         }
     }
 
@@ -288,6 +345,16 @@ impl Terminal {
     /// what was held back, as it was. Marks that come later are still read
     /// (a slow rc file must not turn the audit off).
     pub(crate) fn give_up(&mut self) -> Vec<u8> {
+        if !matches!(self.phase, Phase::Withholding { .. }) {
+            // A nested shell that did not answer: what it printed stays
+            // dropped (the screen still shows its prompt), and it is left
+            // as it is.
+            if self.nesting.take().is_some_and(|n| n.deadline().is_some()) {
+                tracing::info!("a nested shell did not answer walissh's probe; left as it is");
+                self.scanner.pending(None, false);
+            }
+            return Vec::new();
+        }
         match std::mem::replace(&mut self.phase, Phase::Integrated) {
             Phase::Withholding { held, .. } => {
                 tracing::info!(
@@ -314,12 +381,15 @@ impl Terminal {
         let untouched = match self.phase {
             Phase::Plain => true,
             Phase::Integrated => {
-                self.visible() && self.scanner.is_idle() && memchr::memchr(0x1b, &data).is_none()
+                self.visible()
+                    && self.nesting.is_none()
+                    && self.scanner.is_idle()
+                    && memchr::memchr(0x1b, &data).is_none()
             }
             Phase::Withholding { .. } => false,
         };
         if untouched {
-            if let (Phase::Integrated, Some(r)) = (&self.phase, self.running.as_mut()) {
+            if let (Phase::Integrated, Some(r)) = (&self.phase, self.shell.running.as_mut()) {
                 r.output.push(&data);
             }
             self.keep_prompt(&data);
@@ -341,6 +411,7 @@ impl Terminal {
                 line_done: false,
                 cwd: false,
                 integrity: None,
+                type_in: None,
             };
         }
         let scanned = self.scanner.scan(&data);
@@ -352,10 +423,21 @@ impl Terminal {
         let mut line_done = false;
         let mut cwd = false;
         let mut integrity = None;
+        let mut type_in = None;
         let mut from = 0;
-        for (at, mark) in scanned.marks {
+        for (at, level, mark) in scanned.marks {
             self.pass(&out[from..at], &mut to_client);
             from = at;
+            let level = match level {
+                Level::Pending => {
+                    type_in = self.nested_answer(mark, &mut finished).or(type_in);
+                    continue;
+                }
+                Level::At(level) => level,
+            };
+            if level < self.outer.len() {
+                self.leave_to(level, &mut finished);
+            }
             if let Some(why) = self.misfit(&mark) {
                 integrity = self.dropped(why).or(integrity);
                 if let Mark::Question { kept: false, .. } = mark {
@@ -366,7 +448,7 @@ impl Terminal {
             }
             match mark {
                 Mark::Question { text, kept } if matches!(self.phase, Phase::Integrated) => {
-                    let prompt = self.last_prompt.clone();
+                    let prompt = self.shell.last_prompt.clone();
                     questions.push((to_client.len(), Question { text, kept, prompt }));
                     if self.agent {
                         self.shown = Shown::Commands;
@@ -375,8 +457,8 @@ impl Terminal {
                 }
                 Mark::PromptStart => {
                     prompt = true;
-                    self.prompt = Some(Vec::new());
-                    self.since_prompt = None;
+                    self.shell.prompt = Some(Vec::new());
+                    self.shell.since_prompt = None;
                     if self.shown == (Shown::UntilPrompt { line_done: true }) {
                         self.shown = Shown::All;
                     }
@@ -401,7 +483,139 @@ impl Terminal {
             line_done,
             cwd,
             integrity,
+            type_in: type_in.or_else(|| self.probe()),
         }
+    }
+
+    /// Types the probe once a command that starts a shell shows what looks
+    /// like its prompt, if nothing was typed since the output before it
+    /// (keys typed ahead would join the probe's line).
+    fn probe(&mut self) -> Option<Vec<u8>> {
+        let watching = matches!(self.nesting, Some(Nesting::Watching { .. }));
+        if !watching || self.shown != Shown::All {
+            return None;
+        }
+        // Asked at every chunk: "since" means since the output before.
+        let quiet = self.typed.lock().unwrap_or_else(|e| e.into_inner()).quiet();
+        if !quiet || !self.nesting.as_ref().is_some_and(Nesting::at_prompt) {
+            return None;
+        }
+        let nonce = nonce();
+        self.scanner.pending(Some(&nonce), self.replacing());
+        let probe = bootstrap::probe(&nonce);
+        self.nesting = Some(Nesting::asking(nonce, false));
+        Some(probe)
+    }
+
+    /// Whether the nested shell being followed replaces the innermost one
+    /// (its command line starts with `exec`).
+    fn replacing(&self) -> bool {
+        self.shell
+            .running
+            .as_ref()
+            .and_then(|r| r.command.as_deref())
+            .is_some_and(|c| c.trim_start().starts_with("exec "))
+    }
+
+    /// A nested shell being installed answered: the probe, with its
+    /// versions (then the bootstrap is typed, if it is bash 4.4 or later
+    /// or zsh), or the bootstrap, ready (then it becomes the innermost
+    /// shell).
+    fn nested_answer(&mut self, mark: Mark, finished: &mut Vec<CommandRecord>) -> Option<Vec<u8>> {
+        let Some(Nesting::Asking {
+            nonce, installing, ..
+        }) = &self.nesting
+        else {
+            return None;
+        };
+        let nonce = nonce.clone();
+        match (mark, *installing) {
+            (Mark::Probed { bash, zsh }, false) => {
+                let prefixes = self.follow.as_deref().unwrap_or_default();
+                match nested::shell_of(&bash, &zsh) {
+                    Some(shell) => {
+                        let input = bootstrap::input(shell, &nonce, false, prefixes);
+                        self.nesting = Some(Nesting::asking(nonce, true));
+                        Some(input)
+                    }
+                    None => {
+                        self.scanner.pending(None, false);
+                        self.nesting = Some(Nesting::dropping());
+                        None
+                    }
+                }
+            }
+            (
+                Mark::Ready {
+                    plain: false,
+                    keys,
+                    paste,
+                    account,
+                    ..
+                },
+                true,
+            ) => {
+                self.enter_nested(Caps { keys, paste }, account, finished);
+                None
+            }
+            (Mark::Ready { .. }, true) => {
+                self.scanner.pending(None, false);
+                self.nesting = Some(Nesting::dropping());
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The nested shell is integrated: the shell that started it waits
+    /// (its command runs until the nested one exits), and marks come from
+    /// the new one (the scanner took its nonce as the innermost on its W). Its first prompt is drawn again, over the one the
+    /// screen already shows: that is dropped until the prompt ends.
+    fn enter_nested(&mut self, caps: Caps, account: Account, finished: &mut Vec<CommandRecord>) {
+        let via = self.shell.running.as_ref().and_then(|r| r.command.clone());
+        let host = account.host.filter(|h| Some(h) != self.login_host.as_ref());
+        let replacing = self.replacing();
+        let outer = std::mem::take(&mut self.shell);
+        let via = if replacing {
+            // `exec bash`: the new shell takes the old one's place, and the
+            // command that replaced it ends there, without a status.
+            if let Some(r) = outer.running {
+                finished.push(self.record(r, None, outer.place.clone()));
+            }
+            outer.place.via
+        } else {
+            self.outer.push(outer);
+            via
+        };
+        self.shell = ShellState {
+            caps,
+            place: Place {
+                depth: self.outer.len(),
+                user: account.user,
+                host,
+                via,
+            },
+            ..ShellState::default()
+        };
+        self.nesting = Some(Nesting::Settling);
+        // What was typed before its first prompt (a password) is not a
+        // line for it.
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Typed::default();
+        tracing::info!(depth = self.outer.len(), user = ?self.shell.place.user, "followed into a nested shell");
+    }
+
+    /// The shell at `level` spoke: the shells above it have ended. A
+    /// command they left running is recorded without an exit status.
+    fn leave_to(&mut self, level: usize, finished: &mut Vec<CommandRecord>) {
+        while self.outer.len() > level {
+            let Some(outer) = self.outer.pop() else { break };
+            let inner = std::mem::replace(&mut self.shell, outer);
+            if let Some(r) = inner.running {
+                finished.push(self.record(r, None, inner.place));
+            }
+        }
+        self.scanner.pop_to(level);
+        self.nesting = None;
     }
 
     /// Why `mark` does not fit what was typed, if it does not: a question
@@ -416,14 +630,14 @@ impl Terminal {
         let mut typed = self.typed.lock().unwrap_or_else(|e| e.into_inner());
         match mark {
             Mark::Question { text, .. } => {
-                let echo = self.echo.as_deref().unwrap_or_default();
+                let echo = self.shell.echo.as_deref().unwrap_or_default();
                 let fits = typed.take_question(text, || echoed(echo, text));
                 (!fits).then_some(("Q", "a question that was not typed at the prompt"))
             }
             Mark::OutputStart { .. } => {
                 (!typed.take_enter()).then_some(("C", "a command start with no Enter typed"))
             }
-            Mark::CommandEnd { .. } if self.running.is_none() => {
+            Mark::CommandEnd { .. } if self.shell.running.is_none() => {
                 typed.take_empty();
                 None
             }
@@ -450,25 +664,25 @@ impl Terminal {
     /// The echo of the line at the prompt is kept, up to a bound; and
     /// output after a prompt may show another program took the screen.
     fn keep_echo(&mut self, bytes: &[u8]) {
-        if let Some(e) = self.echo.as_mut() {
+        if let Some(e) = self.shell.echo.as_mut() {
             let room = ECHO_MAX.saturating_sub(e.len());
             e.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
-        if let Some(n) = self.since_prompt.as_mut() {
+        if let Some(n) = self.shell.since_prompt.as_mut() {
             *n += bytes.len();
             let elsewhere = *n > PROMPT_TAIL
                 || memchr::memchr(b'\n', bytes).is_some()
                 || memchr::memmem::find(bytes, b"\x1b[?10").is_some()
                 || memchr::memmem::find(bytes, b"\x1b[?47").is_some();
             if elsewhere {
-                self.since_prompt = None;
+                self.shell.since_prompt = None;
             }
         }
     }
 
     /// Bytes of a prompt being drawn are kept, up to a bound.
     fn keep_prompt(&mut self, bytes: &[u8]) {
-        if let Some(p) = self.prompt.as_mut() {
+        if let Some(p) = self.shell.prompt.as_mut() {
             let room = PROMPT_MAX.saturating_sub(p.len());
             p.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
@@ -478,6 +692,15 @@ impl Terminal {
     fn pass(&mut self, bytes: &[u8], to_client: &mut Vec<u8>) {
         self.keep_prompt(bytes);
         self.keep_echo(bytes);
+        if let Some(n) = self.nesting.as_mut() {
+            let hides = n.hides();
+            if !n.output(bytes) {
+                self.nesting = None;
+            }
+            if hides {
+                return;
+            }
+        }
         let visible = self.visible();
         match &mut self.phase {
             Phase::Withholding { held, .. } => {
@@ -488,7 +711,7 @@ impl Terminal {
                 }
             }
             _ if visible => {
-                if let Some(r) = self.running.as_mut() {
+                if let Some(r) = self.shell.running.as_mut() {
                     r.output.push(bytes);
                 }
                 if self.shown == Shown::Commands {
@@ -509,8 +732,11 @@ impl Terminal {
                 plain,
                 keys,
                 paste,
+                account,
             } => {
-                self.caps = Caps { keys, paste };
+                self.shell.caps = Caps { keys, paste };
+                self.login_host = account.host;
+                self.shell.place.user = account.user;
                 if let Phase::Withholding { held, .. } = &mut self.phase {
                     let keep = cut_first_prompt(held, lines + usize::from(newline));
                     to_client.extend_from_slice(&held[..keep]);
@@ -521,13 +747,19 @@ impl Terminal {
                     };
                 }
             }
-            Mark::Cwd(dir) => self.cwd = Some(dir),
+            Mark::Cwd(dir) => self.shell.cwd = Some(dir),
             Mark::OutputStart { command } => {
-                self.echo = None;
-                self.since_prompt = None;
-                self.running = Some(Running {
+                self.shell.echo = None;
+                self.shell.since_prompt = None;
+                // A command that starts a shell is watched for its prompt,
+                // unless the agent runs it.
+                let follow = self.follow.is_some()
+                    && self.shown == Shown::All
+                    && command.as_deref().is_some_and(nested::starts_shell);
+                self.nesting = follow.then(Nesting::watching);
+                self.shell.running = Some(Running {
                     command,
-                    cwd: self.cwd.clone(),
+                    cwd: self.shell.cwd.clone(),
                     started: SystemTime::now(),
                     output: Capture::default(),
                 });
@@ -535,35 +767,50 @@ impl Terminal {
             Mark::CommandEnd { exit } => {
                 // A D with no C before it ends nothing (an empty line, the
                 // first prompt after the bootstrap).
-                if let Some(r) = self.running.take() {
+                // The command that was to start a shell ended first.
+                if self.nesting.as_ref().is_some_and(|n| !n.started()) {
+                    self.nesting = None;
+                    self.scanner.pending(None, false);
+                }
+                if let Some(r) = self.shell.running.take() {
                     if self.shown == Shown::Commands {
                         to_client.extend(self.sanitizer.finish());
                     }
-                    let record = CommandRecord {
-                        command: r.command,
-                        cwd: r.cwd,
-                        exit_code: exit,
-                        started: r.started,
-                        ended: SystemTime::now(),
-                        output: r.output,
-                    };
-                    if self.history.len() == KEEP_COMMANDS {
-                        self.history.pop_front();
-                    }
-                    self.history.push_back(record.clone());
-                    finished.push(record);
+                    let place = self.shell.place.clone();
+                    finished.push(self.record(r, exit, place));
                 }
             }
             Mark::InputStart => {
-                self.echo = Some(Vec::new());
-                self.since_prompt = Some(0);
-                if let Some(p) = self.prompt.take() {
+                if matches!(self.nesting, Some(Nesting::Settling)) {
+                    self.nesting = None;
+                }
+                self.shell.echo = Some(Vec::new());
+                self.shell.since_prompt = Some(0);
+                if let Some(p) = self.shell.prompt.take() {
                     let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
-                    self.last_prompt = p[start..].to_vec();
+                    self.shell.last_prompt = p[start..].to_vec();
                 }
             }
-            Mark::PromptStart | Mark::Question { .. } | Mark::Rotated => {}
+            Mark::PromptStart | Mark::Question { .. } | Mark::Rotated | Mark::Probed { .. } => {}
         }
+    }
+
+    /// A finished command's record, kept for the agent's context.
+    fn record(&mut self, r: Running, exit_code: Option<i32>, place: Place) -> CommandRecord {
+        let record = CommandRecord {
+            command: r.command,
+            cwd: r.cwd,
+            exit_code,
+            started: r.started,
+            ended: SystemTime::now(),
+            output: r.output,
+            place,
+        };
+        if self.history.len() == KEEP_COMMANDS {
+            self.history.pop_front();
+        }
+        self.history.push_back(record.clone());
+        record
     }
 }
 
@@ -814,5 +1061,204 @@ mod tests {
         t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
         t.feed(b"commit 1\r\ncommit 2\r\n:");
         assert!(!t.at_prompt());
+    }
+
+    fn ids() -> crate::audit::Ids {
+        crate::audit::Ids {
+            session: "s".into(),
+            user: "u".into(),
+            target: "web1".into(),
+        }
+    }
+
+    /// A login shell integrated as alice on web1, following nested shells.
+    fn following() -> Terminal {
+        let mut t = Terminal::integrated(N, false).follow_nested(vec!["?".into()]);
+        t.feed(
+            m("\x1b]133;W;w={N};lines=0;nl=1;keys=1;paste=1;user=alice;host=web1\x07").as_bytes(),
+        );
+        t
+    }
+
+    /// The nonce in a probe walissh typed.
+    fn probe_nonce(probe: &[u8]) -> String {
+        let text = String::from_utf8(probe.to_vec()).unwrap();
+        let after = text.split("\\007' ").nth(1).unwrap();
+        after.split(' ').next().unwrap().to_string()
+    }
+
+    /// Runs `starter` at the login shell up to the nested shell's prompt,
+    /// and returns the nonce walissh gave it.
+    fn nest(t: &mut Terminal, starter: &str, prompt: &str, user: &str) -> String {
+        t.typed_keys(&format!("{starter}\r"));
+        let start = t.feed(m(&format!("\x1b]133;C;w={{N}};cmd={starter}\x07")).as_bytes());
+        assert!(start.type_in.is_none());
+        let shown = t.feed(prompt.as_bytes());
+        assert_eq!(
+            &shown.to_client[..],
+            prompt.as_bytes(),
+            "its prompt is shown"
+        );
+        let probe = shown.type_in.expect("a probe at the prompt");
+        assert!(
+            probe.starts_with(b" printf '"),
+            "{:?}",
+            String::from_utf8_lossy(&probe)
+        );
+        assert!(t.deadline().is_some(), "keys wait while walissh types");
+        let n = probe_nonce(&probe);
+        let answer = t.feed(
+            format!(" printf ...\r\n\x1b]133;P;w={n};bash=5.2.15(1)-release;zsh=\x07\r\n{prompt}")
+                .as_bytes(),
+        );
+        assert!(answer.to_client.is_empty(), "the probe leaves no trace");
+        let bootstrap = answer.type_in.expect("the bootstrap after the answer");
+        assert!(bootstrap.starts_with(b" eval \"$(head -n1)\"\r"));
+        assert!(String::from_utf8_lossy(&bootstrap).contains(&format!("__ws_n={n};")));
+        let ready = t.feed(
+            format!(" eval \"$(head -n1)\"\r\n\x1b]133;W;w={n};lines=0;nl=1;keys=1;paste=1;user={user};host=web1\x07\x1b]133;D;0;w={n}\x07\x1b]133;A;w={n}\x07{prompt}\x1b]133;B;w={n}\x07").as_bytes(),
+        );
+        assert!(
+            ready.to_client.is_empty(),
+            "the prompt drawn again is not shown twice"
+        );
+        assert!(t.deadline().is_none());
+        n
+    }
+
+    #[test]
+    fn sudo_i_is_followed_and_its_commands_carry_depth_and_account() {
+        let mut t = following();
+        let n = nest(&mut t, "sudo -i", "root@web1:~# ", "root");
+        assert_eq!(t.place().depth, 1);
+        assert_eq!(t.place().user.as_deref(), Some("root"));
+        assert_eq!(t.place().via.as_deref(), Some("sudo -i"));
+        t.typed_keys("id -u\r");
+        let out = t.feed(
+            format!("id -u\r\n\x1b]133;C;w={n};cmd=id -u\x070\r\n\x1b]133;D;0;w={n}\x07\x1b]133;A;w={n}\x07root@web1:~# \x1b]133;B;w={n}\x07").as_bytes(),
+        );
+        assert_eq!(&out.to_client[..], b"id -u\r\n0\r\nroot@web1:~# ");
+        let r = &out.finished[0];
+        assert_eq!(r.command.as_deref(), Some("id -u"));
+        assert_eq!(r.exit_code, Some(0));
+        assert_eq!(r.place.depth, 1);
+        assert_eq!(r.place.user.as_deref(), Some("root"));
+        assert_eq!(r.place.host, None, "the same host");
+        // A question at the nested prompt is caught with its nonce.
+        t.typed_keys("? why\r");
+        let q = t.feed(format!("\r\x1b[K\x1b]133;Q;w={n};kept=0;text=? why\x07").as_bytes());
+        assert_eq!(q.questions.len(), 1);
+        // `exit`: the login shell speaks again, and `sudo -i` ends.
+        t.typed_keys("exit\r");
+        let back = t.feed(
+            m("exit\r\nlogout\r\n\x1b]133;D;0;w={N}\x07\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07")
+                .as_bytes(),
+        );
+        assert_eq!(&back.to_client[..], b"exit\r\nlogout\r\n$ ");
+        let starter = back.finished.last().unwrap();
+        assert_eq!(starter.command.as_deref(), Some("sudo -i"));
+        assert_eq!(starter.exit_code, Some(0));
+        assert_eq!(starter.place.depth, 0);
+        assert_eq!(starter.place.user.as_deref(), Some("alice"));
+        assert_eq!(t.place().depth, 0);
+        // The nested shell's nonce means nothing now.
+        let late = format!("\x1b]133;D;0;w={n}\x07");
+        assert_eq!(&t.feed(late.as_bytes()).to_client[..], late.as_bytes());
+    }
+
+    #[test]
+    fn two_levels_and_a_host_that_differs() {
+        let mut t = following();
+        let n1 = nest(&mut t, "sudo -i", "root@web1:~# ", "root");
+        // From the root shell, `ssh db1` into a bash there.
+        let inner = {
+            let prompt = "app@db1:~$ ";
+            t.typed_keys("ssh db1\r");
+            t.feed(format!("\x1b]133;C;w={n1};cmd=ssh db1\x07").as_bytes());
+            let probe = t.feed(prompt.as_bytes()).type_in.unwrap();
+            let n = probe_nonce(&probe);
+            t.feed(format!("\x1b]133;P;w={n};bash=5.1.4(1)-release;zsh=\x07").as_bytes());
+            t.feed(format!("\x1b]133;W;w={n};lines=0;nl=1;keys=1;paste=1;user=app;host=db1\x07\x1b]133;A;w={n}\x07{prompt}\x1b]133;B;w={n}\x07").as_bytes());
+            n
+        };
+        assert_eq!(t.place().depth, 2);
+        assert_eq!(t.place().host.as_deref(), Some("db1"));
+        t.typed_keys("ls\r");
+        let out =
+            t.feed(format!("\x1b]133;C;w={inner};cmd=ls\x07\x1b]133;D;0;w={inner}\x07").as_bytes());
+        assert_eq!(out.finished[0].place.depth, 2);
+        assert_eq!(out.finished[0].event(&ids()).fields["host"], "db1");
+        // The login shell speaks: both nested shells have ended.
+        let back = t.feed(m("\x1b]133;D;130;w={N}\x07").as_bytes());
+        assert_eq!(t.place().depth, 0);
+        assert_eq!(
+            back.finished.last().unwrap().command.as_deref(),
+            Some("sudo -i")
+        );
+        assert_eq!(back.finished.last().unwrap().exit_code, Some(130));
+    }
+
+    #[test]
+    fn programs_and_password_prompts_get_nothing_typed() {
+        let mut t = following();
+        for (line, screen) in [
+            ("python3", "Python 3.11\r\n>>> "),
+            ("read -p 'mysql> ' x", "mysql> "),
+            ("sudo -k -i", "[sudo] password for alice: "),
+            ("less /etc/hosts", "\x1b[?1049h127.0.0.1 localhost\r\n~ $ "),
+        ] {
+            t.typed_keys(&format!("{line}\r"));
+            t.feed(m(&format!("\x1b]133;C;w={{N}};cmd={line}\x07")).as_bytes());
+            let out = t.feed(screen.as_bytes());
+            assert!(out.type_in.is_none(), "{line}");
+            assert_eq!(&out.to_client[..], screen.as_bytes());
+            t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
+        }
+    }
+
+    #[test]
+    fn su_after_its_password_is_followed_but_type_ahead_is_not_joined() {
+        let mut t = following();
+        t.typed_keys("su -\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=su -\x07").as_bytes());
+        assert!(t.feed(b"Password: ").type_in.is_none());
+        t.typed_keys("secret\r");
+        assert!(t.feed(b"\r\n").type_in.is_none());
+        assert!(t.feed(b"root@web1:~# ").type_in.is_some());
+        // A line being typed at the prompt: no probe joins it.
+        let mut t = following();
+        t.typed_keys("bash\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=bash\x07").as_bytes());
+        t.typed_keys("ls");
+        assert!(t.feed(b"alice@web1:~$ ").type_in.is_none());
+    }
+
+    #[test]
+    fn a_shell_that_does_not_answer_is_left_as_it_is() {
+        let mut t = following();
+        t.typed_keys("ssh old\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=ssh old\x07").as_bytes());
+        let probe = t.feed(b"old% ").type_in.unwrap();
+        // tcsh: an error, and its prompt again; nothing is shown.
+        let out = t.feed(b" printf ...\r\nIllegal variable name.\r\nold% ");
+        assert!(out.to_client.is_empty());
+        assert!(t.give_up().is_empty());
+        assert!(t.deadline().is_none());
+        assert_eq!(t.place().depth, 0);
+        // From here on its output is shown as it is, and its marks (none)
+        // would not count with the probe's nonce.
+        let n = probe_nonce(&probe);
+        let late = format!("ls\r\n\x1b]133;W;w={n};lines=0\x07");
+        assert_eq!(&t.feed(late.as_bytes()).to_client[..], late.as_bytes());
+        // A shell that answers it is not bash or zsh: its redraw is dropped.
+        let mut t = following();
+        t.typed_keys("sh\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=sh\x07").as_bytes());
+        let probe = t.feed(b"$ ").type_in.unwrap();
+        let n = probe_nonce(&probe);
+        let out = t.feed(format!(" printf ...\r\n\x1b]133;P;w={n};bash=;zsh=\x07").as_bytes());
+        assert!(out.type_in.is_none() && out.to_client.is_empty());
+        assert!(t.feed(b"$ ").to_client.is_empty());
+        assert_eq!(&t.feed(b"ls\r\n").to_client[..], b"ls\r\n");
     }
 }

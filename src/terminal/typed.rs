@@ -41,6 +41,8 @@ pub(crate) struct Typed {
     /// Bytes of a new nonce still to come (after `ROTATE`): not keys.
     nonce_left: usize,
     entered: VecDeque<Entered>,
+    /// Keys forwarded since [`Typed::quiet`] last asked.
+    since_asked: usize,
 }
 
 /// A bracketed paste's markers: the text between them is literal.
@@ -54,6 +56,7 @@ const NONCE_LEN: usize = 32;
 impl Typed {
     /// Keys forwarded to the shell.
     pub(crate) fn keys(&mut self, data: &[u8]) {
+        self.since_asked = self.since_asked.saturating_add(data.len());
         for &b in data {
             if self.nonce_left > 0 {
                 self.nonce_left -= 1;
@@ -109,6 +112,13 @@ impl Typed {
                 break;
             }
         }
+    }
+
+    /// Whether nothing was typed since the last time this was asked, and
+    /// the line at the prompt is empty: a line walissh types now would
+    /// not join the user's.
+    pub(crate) fn quiet(&mut self) -> bool {
+        std::mem::take(&mut self.since_asked) == 0 && self.line.is_empty()
     }
 
     /// A command started: it took the oldest Enter not yet taken. `false`

@@ -12,6 +12,7 @@ mod hardening;
 mod integrity;
 mod lifecycle;
 mod login;
+mod nested;
 mod proxy;
 mod targets;
 mod team;

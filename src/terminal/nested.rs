@@ -1,0 +1,458 @@
+//! Nested shells: which command lines start one, and when the screen
+//! shows its prompt.
+//!
+//! walissh follows the user into a shell started from an integrated
+//! prompt (`sudo -i`, `su - app`, `bash`, `docker exec -it c bash`, `ssh
+//! host`): once such a command shows a prompt, it types a probe, then the
+//! bootstrap (see `Terminal`). Only command lines read here as starting a
+//! shell are ever probed, so nothing is typed into `python3`, `mysql`, a
+//! `read` prompt or a password prompt. The reading is an allow-list of
+//! plain words: a line with quotes, expansions, redirections or several
+//! commands is not followed. Both functions here are total and linear.
+//! What it leaves to others: typing, the marks, the stack of shells
+//! (`Terminal`).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Shell;
+
+/// How long a nested shell has to answer the probe, and then the
+/// bootstrap; and to draw its prompt again after a probe it did not take.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bytes of a starting shell's output kept to spot its prompt.
+const TAIL_MAX: usize = 512;
+
+/// Following the user into a shell started from the prompt.
+pub(crate) enum Nesting {
+    /// The running command starts a shell: its output's tail, to spot the
+    /// prompt.
+    Watching { tail: Vec<u8> },
+    /// walissh typed the probe (or, once it was answered, the bootstrap)
+    /// with `nonce`. What the shell prints meanwhile (the line's echo, its
+    /// prompt again) is dropped: the screen keeps the prompt it showed.
+    Asking {
+        nonce: String,
+        installing: bool,
+        until: Instant,
+    },
+    /// The nested shell is integrated: its first prompt, drawn again over
+    /// the one on the screen, is dropped until it ends (B).
+    Settling,
+    /// The shell answered that it is not one walissh integrates: its
+    /// prompt, drawn again, is dropped until something looks like one.
+    Dropping { tail: Vec<u8>, until: Instant },
+}
+
+impl Nesting {
+    pub(crate) fn watching() -> Nesting {
+        Nesting::Watching { tail: Vec::new() }
+    }
+
+    pub(crate) fn asking(nonce: String, installing: bool) -> Nesting {
+        Nesting::Asking {
+            nonce,
+            installing,
+            until: Instant::now() + ANSWER_TIMEOUT,
+        }
+    }
+
+    pub(crate) fn dropping() -> Nesting {
+        Nesting::Dropping {
+            tail: Vec::new(),
+            until: Instant::now() + ANSWER_TIMEOUT,
+        }
+    }
+
+    /// Until when the user's keys wait.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match self {
+            Nesting::Asking { until, .. } | Nesting::Dropping { until, .. } => Some(*until),
+            Nesting::Watching { .. } | Nesting::Settling => None,
+        }
+    }
+
+    /// Whether walissh has typed anything yet.
+    pub(crate) fn started(&self) -> bool {
+        !matches!(self, Nesting::Watching { .. })
+    }
+
+    /// Whether the output is kept from the client.
+    pub(crate) fn hides(&self) -> bool {
+        self.started()
+    }
+
+    /// Whether a watched command's output ends at what looks like a prompt.
+    pub(crate) fn at_prompt(&self) -> bool {
+        matches!(self, Nesting::Watching { tail } if prompt_like(tail))
+    }
+
+    /// Takes output; false when there is nothing more to follow (a full
+    /// screen program took over, or the dropped redraw is done).
+    pub(crate) fn output(&mut self, bytes: &[u8]) -> bool {
+        match self {
+            Nesting::Watching { tail } => {
+                keep_tail(tail, bytes);
+                // A program that takes the whole screen (tmux, screen, an
+                // editor) is not a prompt walissh types at.
+                !(memchr::memmem::find(bytes, b"\x1b[?1049h").is_some()
+                    || memchr::memmem::find(bytes, b"\x1b[?47h").is_some()
+                    || memchr::memmem::find(bytes, b"\x1b[?1047h").is_some())
+            }
+            Nesting::Dropping { tail, .. } => {
+                keep_tail(tail, bytes);
+                !prompt_like(tail)
+            }
+            Nesting::Asking { .. } | Nesting::Settling => true,
+        }
+    }
+}
+
+fn keep_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
+    tail.extend_from_slice(&bytes[bytes.len().saturating_sub(TAIL_MAX)..]);
+    if tail.len() > TAIL_MAX {
+        tail.drain(..tail.len() - TAIL_MAX);
+    }
+}
+
+/// The shell that answered the probe with these versions, if walissh
+/// integrates it: bash 4.4 or later, or zsh.
+pub(crate) fn shell_of(bash: &str, zsh: &str) -> Option<Shell> {
+    if !zsh.is_empty() && bash.is_empty() {
+        return Some(Shell::Zsh);
+    }
+    let mut parts = bash.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    (major * 100 + minor >= 404).then_some(Shell::Bash)
+}
+
+/// Shells by their program's name.
+const SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "dash", "ksh", "mksh", "fish", "tcsh", "csh", "ash", "busybox",
+];
+
+/// Whether `command` (the line the shell ran) starts an interactive shell.
+pub(crate) fn starts_shell(command: &str) -> bool {
+    // Plain words only: anything the shell would expand or split is not
+    // followed.
+    let plain = command
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b" \t-_./=@:+,%".contains(&b));
+    if !plain || command.len() > 512 {
+        return false;
+    }
+    let words: Vec<&str> = command.split_ascii_whitespace().collect();
+    starts(&words)
+}
+
+fn starts(words: &[&str]) -> bool {
+    let Some((&first, rest)) = words.split_first() else {
+        return false;
+    };
+    match first.rsplit('/').next().unwrap_or(first) {
+        "exec" | "command" => starts(rest),
+        "sudo" => sudo(rest),
+        "su" => su(rest),
+        "ssh" => ssh(rest),
+        "docker" | "podman" => container(rest),
+        "kubectl" => kubectl(rest),
+        name if SHELLS.contains(&name) => shell_options(rest),
+        _ => false,
+    }
+}
+
+/// A shell's own arguments: options only (`-l`, `--login`), never a
+/// script or `-c`.
+fn shell_options(args: &[&str]) -> bool {
+    args.iter()
+        .all(|a| a.starts_with('-') && !a.contains('c') && *a != "--")
+}
+
+/// `sudo -i`, `sudo -s`, `sudo -iu app`, `sudo -u app -i`, or sudo before
+/// a command that starts a shell (`sudo su -`, `sudo bash`).
+fn sudo(args: &[&str]) -> bool {
+    let mut login = false;
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        match a {
+            "--login" | "--shell" => login = true,
+            "-u" | "--user" | "-g" | "--group" | "-h" | "--host" => i += 1,
+            "--preserve-env" | "-E" | "-H" | "--set-home" | "-n" | "--non-interactive" | "-k"
+            | "-K" => {}
+            _ if a.starts_with("--user=") || a.starts_with("--group=") => {}
+            _ if a.starts_with("--") => return false,
+            _ if a.starts_with('-') => {
+                // Short flags run together: `-iu app`, `-sE`.
+                let flags = &a[1..];
+                if !flags.bytes().all(|b| b"isuEHnkKgh".contains(&b)) {
+                    return false;
+                }
+                login |= flags.contains(['i', 's']);
+                if flags.ends_with(['u', 'g', 'h']) {
+                    i += 1;
+                }
+            }
+            _ => return starts(&args[i..]),
+        }
+        i += 1;
+    }
+    login
+}
+
+/// `su`, `su -`, `su - app`, `su -l app`: never `su -c …`.
+fn su(args: &[&str]) -> bool {
+    let mut users = 0;
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        match a {
+            "-" | "-l" | "--login" | "-m" | "-p" | "--preserve-environment" | "-P" | "--pty" => {}
+            "-s" | "--shell" => i += 1,
+            _ if a.starts_with("--shell=") => {}
+            _ if a.starts_with('-') => return false,
+            _ => users += 1,
+        }
+        i += 1;
+    }
+    users <= 1
+}
+
+/// `ssh [options] host`, with no remote command but a shell.
+fn ssh(args: &[&str]) -> bool {
+    const WITH_VALUE: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        if let Some(flags) = a.strip_prefix('-') {
+            if flags.is_empty() || !flags.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return false;
+            }
+            // The first flag that takes a value takes the rest of the
+            // word, or the next word.
+            if let Some(at) = flags.find(|c| WITH_VALUE.contains(c))
+                && at + 1 == flags.len()
+            {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        let rest = &args[i + 1..];
+        return rest.is_empty() || starts(rest);
+    }
+    false
+}
+
+/// `docker exec -it CONTAINER bash` (and podman's): interactive, with a
+/// terminal, running a shell.
+fn container(args: &[&str]) -> bool {
+    let Some((&"exec", args)) = args.split_first() else {
+        return false;
+    };
+    let (mut stdin, mut tty) = (false, false);
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        match a {
+            "--interactive" => stdin = true,
+            "--tty" => tty = true,
+            "-u" | "--user" | "-w" | "--workdir" | "-e" | "--env" => i += 1,
+            _ if a.starts_with("--") && a.contains('=') => {}
+            _ if a.starts_with("--") => return false,
+            _ if a.starts_with('-') => {
+                let flags = &a[1..];
+                if !flags.bytes().all(|b| b"itduwe".contains(&b)) {
+                    return false;
+                }
+                stdin |= flags.contains('i');
+                tty |= flags.contains('t');
+                if flags.ends_with(['u', 'w', 'e']) {
+                    i += 1;
+                }
+            }
+            _ => return stdin && tty && starts(&args[i + 1..]),
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `kubectl exec -it POD -- bash`.
+fn kubectl(args: &[&str]) -> bool {
+    let Some((&"exec", args)) = args.split_first() else {
+        return false;
+    };
+    let (mut stdin, mut tty, mut pod) = (false, false, false);
+    let mut i = 0;
+    while let Some(&a) = args.get(i) {
+        match a {
+            "--" => return stdin && tty && pod && starts(&args[i + 1..]),
+            "--stdin" => stdin = true,
+            "--tty" => tty = true,
+            "-n" | "--namespace" | "-c" | "--container" | "--context" => i += 1,
+            _ if a.starts_with("--") && a.contains('=') => {}
+            _ if a.starts_with("--") => return false,
+            _ if a.starts_with('-') => {
+                let flags = &a[1..];
+                if !flags.bytes().all(|b| b"itnc".contains(&b)) {
+                    return false;
+                }
+                stdin |= flags.contains('i');
+                tty |= flags.contains('t');
+                if flags.ends_with(['n', 'c']) {
+                    i += 1;
+                }
+            }
+            _ => pod = true,
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether output that ends with `tail` leaves the cursor after what looks
+/// like a shell's prompt: the last line, escape sequences aside, ends with
+/// `$ `, `# `, `% ` or `> ` and is short. A password prompt (`: `) does
+/// not.
+pub(crate) fn prompt_like(tail: &[u8]) -> bool {
+    let line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
+    let text = visible(line);
+    // A carriage return redraws the line from its start.
+    let text = text.rsplit(|&b| b == b'\r').next().unwrap_or(&text);
+    text.len() >= 2
+        && text.len() <= 256
+        && [b"$ ", b"# ", b"% ", b"> "]
+            .iter()
+            .any(|end| text.ends_with(*end))
+}
+
+/// `line` without escape sequences (CSI, OSC, and two-byte ones).
+fn visible(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] != 0x1b {
+            out.push(line[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        match line.get(i) {
+            Some(b'[') => {
+                i += 1;
+                while i < line.len() && !(0x40..=0x7e).contains(&line[i]) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            Some(b']') => {
+                while i < line.len() && line[i] != 0x07 && line[i] != 0x1b {
+                    i += 1;
+                }
+                // ST (ESC \) or BEL ends it.
+                i += if line.get(i) == Some(&0x1b) { 2 } else { 1 };
+            }
+            Some(_) => i += 1,
+            None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shells_walissh_integrates_by_their_answer() {
+        assert_eq!(shell_of("5.2.15(1)-release", ""), Some(Shell::Bash));
+        assert_eq!(shell_of("4.4.20(1)-release", ""), Some(Shell::Bash));
+        assert_eq!(shell_of("4.3.48(1)-release", ""), None);
+        assert_eq!(shell_of("", "5.9"), Some(Shell::Zsh));
+        assert_eq!(shell_of("", ""), None);
+        assert_eq!(shell_of("x", ""), None);
+    }
+
+    #[test]
+    fn shell_starting_lines_are_told_from_the_rest() {
+        for line in [
+            "sudo -i",
+            "sudo -s",
+            "sudo su -",
+            "sudo su - app",
+            "sudo -iu app",
+            "sudo -u app -i",
+            "sudo -E bash",
+            "su",
+            "su -",
+            "su - app",
+            "su -l app",
+            "bash",
+            "zsh -l",
+            "/bin/bash --login",
+            "exec bash",
+            "exec zsh",
+            "docker exec -it web bash",
+            "docker exec -u root -it web /bin/zsh",
+            "podman exec -i -t db sh",
+            "kubectl exec -it pod-1 -- bash",
+            "kubectl exec -n prod -it pod-1 -c app -- /bin/bash",
+            "ssh otherhost",
+            "ssh -p 2222 -l app otherhost",
+            "ssh -t host bash",
+        ] {
+            assert!(starts_shell(line), "{line}");
+        }
+        for line in [
+            "python3",
+            "mysql -u root",
+            "read -p 'mysql> ' x",
+            "sudo systemctl restart nginx",
+            "sudo -u app id",
+            "su -c id",
+            "su - app -c 'id'",
+            "bash -c 'echo hi'",
+            "bash script.sh",
+            "bash; id",
+            "sudo -i < /dev/null",
+            "docker exec web bash",
+            "docker exec -it web ls",
+            "kubectl exec -it pod -- ls",
+            "ssh host uptime",
+            "ssh",
+            "vi /etc/hosts",
+            "less log",
+            "sudo",
+            "",
+        ] {
+            assert!(!starts_shell(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn prompts_are_told_from_other_screens() {
+        for tail in [
+            &b"root@web1:~# "[..],
+            b"\r\n\x1b[01;32malice@web1\x1b[00m:\x1b[01;34m~\x1b[00m$ ",
+            b"\x1b]0;root@h: ~\x07root@h:~# ",
+            b"[app@db ~]$ ",
+            b"h% ",
+            b"~> ",
+        ] {
+            assert!(prompt_like(tail), "{:?}", String::from_utf8_lossy(tail));
+        }
+        for tail in [
+            &b"Password: "[..],
+            b"[sudo] password for alice: ",
+            b"Last login: today\r\n",
+            b"$",
+            b"\x1b[?1049h\x1b[H",
+            b"",
+        ] {
+            assert!(!prompt_like(tail), "{:?}", String::from_utf8_lossy(tail));
+        }
+        // Total on anything, including unfinished sequences.
+        assert!(!prompt_like(b"\x1b[12"));
+        assert!(!prompt_like(b"\x1b]0;title"));
+        assert!(!prompt_like(b"\x1b"));
+    }
+}

@@ -1,0 +1,184 @@
+//! Nested shells: the audit and the agent follow the user into `sudo -i`,
+//! `bash` and `exec bash`, and nothing is typed into programs that are
+//! not shells (issue 16). Run as root against the local sshd, so `sudo -i`
+//! needs no password.
+
+use serde_json::Value;
+
+use crate::agent::{ask, bob, content, last_turn, messages};
+use crate::harness::*;
+use crate::model::*;
+use crate::terminal::prompt_end;
+
+/// The `command` row of `command`, once it is audited.
+fn row(b: &Bastion, command: &str) -> Value {
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == command)
+}
+
+/// Types `line` and waits for the next prompt after what it prints;
+/// returns the offset past that prompt.
+fn run(t: &Terminal, line: &str, prints: &str, from: usize) -> usize {
+    t.send(&format!("{line}\r"));
+    let at = t.expect_from(prints, from);
+    t.expect_from(prompt_end(), at)
+}
+
+/// Starts a nested shell with `starter` and waits for its prompt. Keys
+/// typed after it wait while walissh installs its integration.
+fn enter(t: &Terminal, starter: &str, from: usize) -> usize {
+    t.send(&format!("{starter}\r"));
+    // The line ends (the shell may draw it again first), then the new
+    // shell's prompt comes.
+    let at = t.screen.wait_for_from(&format!("{starter}\r\n"), from);
+    t.expect_from(prompt_end(), at)
+}
+
+#[test]
+fn sudo_i_is_audited_inside_and_the_agent_works_there() {
+    if !is_root()
+        || std::process::Command::new("sudo")
+            .arg("-V")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root and sudo (CI installs sudo and runs as root)");
+        return;
+    }
+    let model = Model::start(vec![
+        Reply::Sse(call("call_1", "id -u", "which account")),
+        Reply::Sse(answer("You are root here.")),
+        Reply::Sse(answer("Back in the login shell.")),
+    ]);
+    let b = crate::agent::auto_bastion(&model);
+    let t = bob(&b);
+    let at = enter(&t, "sudo -i", t.screen.end());
+    run(&t, "id -u; echo ID-DONE", "ID-DONE", at);
+    let id = row(&b, "id -u; echo ID-DONE");
+    assert_eq!(id["depth"], 1, "{id}");
+    assert_eq!(id["shell_user"], "root", "{id}");
+    assert_eq!(id["exit_code"], 0, "{id}");
+    assert!(id.get("host").is_none(), "the same host: {id}");
+    assert_eq!(id["cwd"], "/root", "{id}");
+
+    // A question at the nested prompt: the agent's command runs there, as
+    // root, and is asked even in `auto` (a root shell is judged as root).
+    let asked = ask(&t, "? who am i here");
+    let at_run = t.expect_from("Run as root@", asked);
+    t.send("y");
+    let done = t.expect_from("You are root here.", at_run);
+    let at = t.expect_from(prompt_end(), done);
+    let reqs = model.wait_requests(2);
+    let first = content(&messages(&reqs[0])[1]).to_string();
+    assert!(first.contains("you are root on"), "{first}");
+    assert!(first.contains("via `sudo -i`"), "{first}");
+    let (_, results) = last_turn(&reqs[1]);
+    assert!(content(results[0]).contains('0'), "{}", results[0]);
+
+    // Nothing of walissh's in the nested shell's history.
+    let at = run(&t, "history 6; echo HIST-DONE", "HIST-DONE", at);
+    let shown = t.screen.since(asked);
+    assert!(
+        !shown.contains("133;P") && !shown.contains("head -n1") && !shown.contains("__ws"),
+        "{shown}"
+    );
+
+    // `exit`: `sudo -i` gets its row, with its exit status, at depth 0.
+    run(&t, "exit", "logout", at);
+    let sudo = row(&b, "sudo -i");
+    assert_eq!(sudo["depth"], 0, "{sudo}");
+    assert_eq!(sudo["exit_code"], 0, "{sudo}");
+    let back = ask(&t, "? and now");
+    t.expect_from("Back in the login shell.", back);
+    let reqs = model.wait_requests(3);
+    let third = content(&messages(&reqs[2])[1]).to_string();
+    assert!(!third.contains("nested shell"), "{third}");
+    assert!(!t.screen.text().contains(";w="), "walissh's marks leaked");
+}
+
+#[test]
+fn bash_two_levels_deep_and_exec_bash() {
+    let b = Bastion::start();
+    let t = bob(&b);
+    let at = enter(&t, "bash", t.screen.end());
+    let at = enter(&t, "bash", at);
+    let at = run(&t, "echo TWO-$((1+1))", "TWO-2", at);
+    assert_eq!(row(&b, "echo TWO-$((1+1))")["depth"], 2);
+    // `exec bash` replaces the innermost shell: the same depth.
+    let at = enter(&t, "exec bash", at);
+    let at = run(&t, "echo EXEC-$((2+1))", "EXEC-3", at);
+    assert_eq!(row(&b, "echo EXEC-$((2+1))")["depth"], 2);
+    let at = run(&t, "exit", "exit", at);
+    let at = run(&t, "echo ONE-$((0+1))", "ONE-1", at);
+    assert_eq!(row(&b, "echo ONE-$((0+1))")["depth"], 1);
+    let at = run(&t, "exit", "exit", at);
+    run(&t, "echo ZERO-$((0+0))", "ZERO-0", at);
+    assert_eq!(row(&b, "echo ZERO-$((0+0))")["depth"], 0);
+    // Each `bash` has its row, with the depth it was typed at.
+    let starters: Vec<Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "command" && e["command"] == "bash")
+        .map(|e| e["depth"].clone())
+        .collect();
+    assert_eq!(starters, vec![Value::from(1), Value::from(0)]);
+    assert!(!t.screen.text().contains(";w="), "walissh's marks leaked");
+}
+
+#[test]
+fn prompts_of_programs_get_nothing_typed() {
+    let (model, b, t) = crate::agent::bob_with_model(vec![]);
+    // A `read` prompt that looks like mysql's: `?` reaches it as input.
+    let at = t.screen.end();
+    t.send("read -p 'mysql> ' x; echo \"GOT-$x\"\r");
+    let at = t.expect_from("mysql> ", at);
+    t.send("? hello\r");
+    let at = t.expect_from("GOT-? hello", at);
+    t.expect_from(prompt_end(), at);
+    // python3's prompt: nothing is typed into it either.
+    let at = t.screen.end();
+    t.send("python3 -q\r");
+    let at = t.expect_from(">>> ", at);
+    t.send("print('PY-' + str(6*7))\r");
+    let at = t.expect_from("PY-42", at);
+    t.send("exit()\r");
+    t.expect_from(prompt_end(), at);
+    let text = t.screen.plain();
+    assert!(
+        !text.contains("133;P") && !text.contains("printf '"),
+        "{text}"
+    );
+    assert_eq!(model.count(), 0, "no question reached the model");
+    let _ = b;
+}
+
+#[test]
+fn the_screen_is_what_the_shell_alone_shows() {
+    if !is_root()
+        || std::process::Command::new("sudo")
+            .arg("-V")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root and sudo");
+        return;
+    }
+    let b = Bastion::start();
+    let steps = |t: &Terminal| -> String {
+        t.send("echo READY-$((1+1))\r");
+        let from = t.expect("READY-2");
+        let at = t.expect_from(prompt_end(), from);
+        let at = enter(t, "sudo -i", at);
+        let at = run(t, "echo IN-$((3+4))", "IN-7", at);
+        run(t, "exit", "logout", at);
+        // As a terminal draws it: walissh's Enter redraws the line in
+        // place, which shows the same.
+        let nz = |n| std::num::NonZeroU16::new(n).unwrap();
+        let mut screen = vt100::Parser::new(nz(24), nz(80), 0);
+        screen.process(t.screen.text().as_bytes());
+        let text = screen.screen().contents();
+        text[text.find("READY-2").unwrap()..].to_string()
+    };
+    let direct = steps(&Terminal::spawn(&b.ssh_direct(), 24, 80));
+    let via = steps(&Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80));
+    assert_eq!(via, direct);
+}
