@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     let _ = prompt_like(data);
-    let (a, b) = text.split_at(text.len() / 2);
+    let (a, b) = text.split_at(text.floor_char_boundary(text.len() / 2));
     let _ = shell_of(a, b);
     // Output in pieces, as a session gets it.
     let mut n = Nesting::watching();

@@ -125,7 +125,7 @@ pub(crate) fn shell_of(bash: &str, zsh: &str) -> Option<Shell> {
     let mut parts = bash.split(|c: char| !c.is_ascii_digit());
     let major: u32 = parts.next()?.parse().ok()?;
     let minor: u32 = parts.next()?.parse().ok()?;
-    (major * 100 + minor >= 404).then_some(Shell::Bash)
+    ((major, minor) >= (4, 4)).then_some(Shell::Bash)
 }
 
 /// Shells by their program's name.
@@ -370,6 +370,9 @@ mod tests {
         assert_eq!(shell_of("", "5.9"), Some(Shell::Zsh));
         assert_eq!(shell_of("", ""), None);
         assert_eq!(shell_of("x", ""), None);
+        // Found by the fuzz target: a version past u32's room.
+        assert_eq!(shell_of("555377775.555553777", ""), Some(Shell::Bash));
+        assert_eq!(shell_of("55537777755555537777", ""), None);
     }
 
     #[test]
