@@ -29,7 +29,8 @@ fn enter(t: &Terminal, starter: &str, from: usize) -> usize {
     t.send(&format!("{starter}\r"));
     // The line ends (the shell may draw it again first), then the new
     // shell's prompt comes.
-    let at = t.screen.wait_for_from(&format!("{starter}\r\n"), from);
+    let at = t.expect_from(starter, from);
+    let at = t.screen.wait_for_from("\n", at);
     t.expect_from(prompt_end(), at)
 }
 
@@ -181,4 +182,95 @@ fn the_screen_is_what_the_shell_alone_shows() {
     let direct = steps(&Terminal::spawn(&b.ssh_direct(), 24, 80));
     let via = steps(&Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80));
     assert_eq!(via, direct);
+}
+
+#[test]
+fn ssh_to_another_sshd_from_the_target_is_followed() {
+    if !is_root() {
+        eprintln!("skipped: needs root (the second sshd takes root's key)");
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("id_ed25519");
+    let other = Sshd::start(&keygen(&key));
+    let b = Bastion::start();
+    let t = bob(&b);
+    let config = keys.path().join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host other\n HostName 127.0.0.1\n Port {}\n User root\n IdentityFile {}\n \
+             StrictHostKeyChecking no\n UserKnownHostsFile /dev/null\n LogLevel ERROR\n",
+            other.port,
+            key.display()
+        ),
+    )
+    .unwrap();
+    let login = format!("ssh -F {} other", config.display());
+    let at = enter(&t, &login, t.screen.end());
+    let at = run(&t, "echo SSH-$((5+5))", "SSH-10", at);
+    let inside = row(&b, "echo SSH-$((5+5))");
+    assert_eq!(inside["depth"], 1, "{inside}");
+    assert_eq!(inside["shell_user"], "root", "{inside}");
+    run(&t, "exit", "logout", at);
+    let ssh = row(&b, &login);
+    assert_eq!(ssh["depth"], 0, "{ssh}");
+    assert_eq!(ssh["exit_code"], 0, "{ssh}");
+}
+
+#[test]
+fn from_zsh_a_password_prompt_gets_nothing_and_zsh_and_bash_are_followed() {
+    let Some(zsh_user) = zsh_user() else {
+        eprintln!("skipped: needs root and zsh (CI installs zsh and runs as root)");
+        return;
+    };
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_pw("carol:zsh", CAROL_PW), 24, 80);
+    // zsh's prompt here is `host% ` (its mark for a line without an end
+    // is a `%` too).
+    let host = String::from_utf8(
+        std::process::Command::new("uname")
+            .arg("-n")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let prompt = format!("{}% ", host.trim());
+    t.send("echo READY-$((1+1))\r");
+    let at = t.expect("READY-2");
+    let at = t.expect_from(&prompt, at);
+    // `su -` asks for root's password: nothing is typed into it.
+    t.send("su -\r");
+    let asked = t.expect_from("Password:", at);
+    t.send("\x03");
+    let at = t.expect_from(&prompt, asked);
+    // A nested zsh, then a bash inside it.
+    t.send("zsh\r");
+    let at = t.expect_from("zsh", at);
+    let at = t.screen.wait_for_from("\n", at);
+    let at = t.expect_from(&prompt, at);
+    t.send("echo ZSH-$((2+2))\r");
+    let at = t.expect_from("ZSH-4", at);
+    let at = t.expect_from(&prompt, at);
+    let z = row(&b, "echo ZSH-$((2+2))");
+    assert_eq!(z["depth"], 1, "{z}");
+    assert_eq!(z["shell_user"], zsh_user, "{z}");
+    t.send("bash\r");
+    let at = t.expect_from("bash", at);
+    let at = t.screen.wait_for_from("\n", at);
+    let at = t.expect_from("$ ", at);
+    // The account's bash keeps its history with `ignoredups`: a line the
+    // same as the last one saved gets no entry, and so no command line in
+    // its mark. This one is new every run.
+    let line = format!("echo BASH-$((3+3)) {}", std::process::id());
+    t.send(&format!("{line}\r"));
+    t.expect_from("BASH-6", at);
+    let inner = row(&b, &line);
+    assert_eq!(inner["depth"], 2, "{inner}");
+    let text = t.screen.plain();
+    assert!(
+        !text.contains("133;P") && !text.contains("head -n1"),
+        "{text}"
+    );
 }
