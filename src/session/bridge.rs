@@ -90,6 +90,7 @@ impl Pumps<'_> {
         };
         // The keys forwarded to the shell, which its marks must fit.
         let typed = terminal.as_ref().map(|t| t.typed());
+        let unfollowed = terminal.as_ref().map(|t| t.unfollowed());
         // What the terminal model types into the shell itself (a nested
         // shell's probe and bootstrap).
         let (inject_tx, inject_rx) = mpsc::channel(4);
@@ -106,6 +107,7 @@ impl Pumps<'_> {
                 early: early_input,
                 typed: typed.as_deref(),
                 inject: inject_rx,
+                unfollowed: unfollowed.as_deref(),
             };
             let up = self.to_target(
                 &mut client_rx,
@@ -457,7 +459,7 @@ impl Pumps<'_> {
     /// no directory: the screen does not say). A heuristic, documented as
     /// such: it reads what the screen shows, so input typed with echo off
     /// is never seen, and it can mistake a program's prompt for the shell's.
-    async fn read_command_off_screen(&self, typed: &[u8]) {
+    async fn read_command_off_screen(&self, typed: &[u8], depth: usize) {
         let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
             return;
         };
@@ -481,7 +483,8 @@ impl Pumps<'_> {
                 .field("command", command)
                 .field("exit_code", serde_json::Value::Null)
                 .field("cwd", serde_json::Value::Null)
-                .field("detected", "screen");
+                .field("detected", "screen")
+                .field("depth", depth as u64);
             self.ctx.bastion.audit.event(ev).await;
         }
     }
@@ -511,6 +514,7 @@ impl Pumps<'_> {
             early: early_input,
             typed,
             mut inject,
+            unfollowed,
         } = keys;
         // Every key that reaches the shell is seen by its marks' check.
         let saw = |keys: &[u8]| {
@@ -542,9 +546,6 @@ impl Pumps<'_> {
             match msg {
                 ChannelMsg::Data { data } => {
                     *bytes_in += data.len() as u64;
-                    if self.heuristic {
-                        self.read_command_off_screen(&data).await;
-                    }
                     if let Some(t) = track.as_mut() {
                         t.write(&data).await;
                     }
@@ -567,6 +568,13 @@ impl Pumps<'_> {
                             Some(keys) = inject.recv() => forward(up_tx, keys, &mut target_reads).await,
                             changed = ready.changed() => if changed.is_err() { break },
                         }
+                    }
+                    // Commands of a shell without integration are read off
+                    // the screen: the login shell's, or a nested one's.
+                    let nested =
+                        unfollowed.map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
+                    if self.heuristic || nested > 0 {
+                        self.read_command_off_screen(&data, nested).await;
                     }
                     saw(&data);
                     forward(up_tx, data, &mut target_reads).await;
@@ -601,6 +609,8 @@ struct Keys<'a> {
     typed: Option<&'a std::sync::Mutex<Typed>>,
     /// What the terminal model types itself: not the user's keys.
     inject: mpsc::Receiver<Bytes>,
+    /// The depth of a nested shell walissh did not integrate (0: none).
+    unfollowed: Option<&'a std::sync::atomic::AtomicUsize>,
 }
 
 /// Writes keys to the target, while it still reads them.

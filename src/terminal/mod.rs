@@ -24,6 +24,7 @@ pub(crate) mod sanitize;
 pub(crate) mod screen;
 pub(crate) mod typed;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -171,6 +172,10 @@ pub(crate) struct Terminal {
     sanitizer: Sanitizer,
     /// What was typed: marks must fit it.
     typed: Arc<Mutex<Typed>>,
+    /// The depth of a shell started from the prompt that walissh did not
+    /// integrate (dash, a shell that did not answer), 0 when there is
+    /// none: the input side reads its commands off the screen.
+    unfollowed: Arc<AtomicUsize>,
     /// Marks dropped since the last report, and when that was.
     dropped: u64,
     reported: Option<Instant>,
@@ -265,6 +270,7 @@ impl Terminal {
             shown: Shown::All,
             sanitizer: Sanitizer::default(),
             typed: Arc::default(),
+            unfollowed: Arc::default(),
             dropped: 0,
             reported: None,
             history: Default::default(),
@@ -312,6 +318,20 @@ impl Terminal {
         self.scanner.expect(nonce);
     }
 
+    /// Where the input side learns that a shell walissh did not integrate
+    /// runs (its depth; 0: none).
+    pub(crate) fn unfollowed(&self) -> Arc<AtomicUsize> {
+        self.unfollowed.clone()
+    }
+
+    /// A shell started from the innermost one was not integrated: its
+    /// commands are read off the screen until it ends.
+    fn not_followed(&mut self) {
+        self.scanner.pending(None, false);
+        self.unfollowed
+            .store(self.outer.len() + 1, Ordering::Relaxed);
+    }
+
     /// What the input side feeds: the keys forwarded to the shell.
     pub(crate) fn typed(&self) -> Arc<Mutex<Typed>> {
         self.typed.clone()
@@ -351,7 +371,7 @@ impl Terminal {
             // as it is.
             if self.nesting.take().is_some_and(|n| n.deadline().is_some()) {
                 tracing::info!("a nested shell did not answer walissh's probe; left as it is");
-                self.scanner.pending(None, false);
+                self.not_followed();
             }
             return Vec::new();
         }
@@ -539,7 +559,7 @@ impl Terminal {
                         Some(input)
                     }
                     None => {
-                        self.scanner.pending(None, false);
+                        self.not_followed();
                         self.nesting = Some(Nesting::dropping());
                         None
                     }
@@ -559,7 +579,7 @@ impl Terminal {
                 None
             }
             (Mark::Ready { .. }, true) => {
-                self.scanner.pending(None, false);
+                self.not_followed();
                 self.nesting = Some(Nesting::dropping());
                 None
             }
@@ -616,6 +636,7 @@ impl Terminal {
         }
         self.scanner.pop_to(level);
         self.nesting = None;
+        self.unfollowed.store(0, Ordering::Relaxed);
     }
 
     /// Why `mark` does not fit what was typed, if it does not: a question
@@ -772,6 +793,7 @@ impl Terminal {
                     self.nesting = None;
                     self.scanner.pending(None, false);
                 }
+                self.unfollowed.store(0, Ordering::Relaxed);
                 if let Some(r) = self.shell.running.take() {
                     if self.shown == Shown::Commands {
                         to_client.extend(self.sanitizer.finish());
@@ -1245,6 +1267,8 @@ mod tests {
         assert!(t.give_up().is_empty());
         assert!(t.deadline().is_none());
         assert_eq!(t.place().depth, 0);
+        // Its commands are read off the screen, at depth 1.
+        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 1);
         // From here on its output is shown as it is, and its marks (none)
         // would not count with the probe's nonce.
         let n = probe_nonce(&probe);
@@ -1260,5 +1284,10 @@ mod tests {
         assert!(out.type_in.is_none() && out.to_client.is_empty());
         assert!(t.feed(b"$ ").to_client.is_empty());
         assert_eq!(&t.feed(b"ls\r\n").to_client[..], b"ls\r\n");
+        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 1);
+        // `exit`: the login shell speaks, and `sh` ends.
+        let back = t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
+        assert_eq!(back.finished[0].command.as_deref(), Some("sh"));
+        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 0);
     }
 }

@@ -256,6 +256,15 @@ fn from_zsh_a_password_prompt_gets_nothing_and_zsh_and_bash_are_followed() {
     let z = row(&b, "echo ZSH-$((2+2))");
     assert_eq!(z["depth"], 1, "{z}");
     assert_eq!(z["shell_user"], zsh_user, "{z}");
+    // Nothing of walissh's in the nested zsh's history.
+    t.send("fc -l -5; echo FC-$((1+1))\r");
+    let listed = t.expect_from("FC-2", at);
+    let history = t.screen.since(at)[..listed - at].to_string();
+    assert!(
+        !history.contains("133;P") && !history.contains("head -n1"),
+        "{history}"
+    );
+    let at = t.expect_from(&prompt, listed);
     t.send("bash\r");
     let at = t.expect_from("bash", at);
     let at = t.screen.wait_for_from("\n", at);
@@ -271,6 +280,32 @@ fn from_zsh_a_password_prompt_gets_nothing_and_zsh_and_bash_are_followed() {
     let text = t.screen.plain();
     assert!(
         !text.contains("133;P") && !text.contains("head -n1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dash_started_from_the_prompt_is_read_off_the_screen() {
+    let b = Bastion::start();
+    let t = bob(&b);
+    let at = t.screen.end();
+    t.send("dash\r");
+    let at = t.expect_from("dash", at);
+    let at = t.screen.wait_for_from("\n", at);
+    let at = t.expect_from(prompt_end(), at);
+    t.send("echo DASH-$((2+2))\r");
+    let at = t.expect_from("DASH-4", at);
+    let at = t.expect_from(prompt_end(), at);
+    let inside = row(&b, "echo DASH-$((2+2))");
+    assert_eq!(inside["detected"], "screen", "{inside}");
+    assert_eq!(inside["depth"], 1, "{inside}");
+    run(&t, "exit", "exit", at);
+    let dash = row(&b, "dash");
+    assert_eq!(dash["depth"], 0, "{dash}");
+    assert_eq!(dash["exit_code"], 0, "{dash}");
+    let text = t.screen.plain();
+    assert!(
+        !text.contains("133;P") && !text.contains("printf '"),
         "{text}"
     );
 }
