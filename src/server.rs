@@ -247,7 +247,7 @@ impl Credential {
 /// A name from the client (the user or target part of a login name), cut
 /// to [`MAX_NAME`] bytes before it is stored.
 fn bounded_name(name: &str) -> String {
-    name[..name.floor_char_boundary(MAX_NAME)].to_string()
+    crate::text::prefix(name, MAX_NAME).to_string()
 }
 
 /// Sessions open per user, over all their connections.

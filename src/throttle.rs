@@ -127,7 +127,7 @@ pub(crate) struct Attempt<'a> {
 
 /// The name an account is counted under: cut to a bound.
 fn account(user: &str) -> &str {
-    &user[..user.floor_char_boundary(MAX_ACCOUNT)]
+    crate::text::prefix(user, MAX_ACCOUNT)
 }
 
 /// The address the throttle counts under: IPv4 as is, IPv6 by /64.

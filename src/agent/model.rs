@@ -163,15 +163,14 @@ impl Model {
             }
             OpenAIError::StreamError(e) if e.to_string().contains("timed out") => self.silent(),
             OpenAIError::JSONDeserialize(_, content) => {
-                let mut content = content;
-                content.truncate(content.floor_char_boundary(80));
+                let content = crate::text::head(&content, 80);
                 format!(
                     "the model endpoint sent something that is not a chat completion: {content:?}"
                 )
             }
             other => {
-                let mut text = other.to_string();
-                text.truncate(text.floor_char_boundary(200));
+                let text = other.to_string();
+                let text = crate::text::head(&text, 200);
                 format!("the model request failed: {}", text.replace('\n', " "))
             }
         }

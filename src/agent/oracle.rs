@@ -630,7 +630,7 @@ impl Oracle {
             Err(e) => Err(format!(
                 "{e} ({} programs had started; output: {})",
                 records.len(),
-                output.chars().take(400).collect::<String>()
+                crate::text::head(&output, 400)
             )),
         }
     }

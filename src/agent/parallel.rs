@@ -225,13 +225,8 @@ impl Host for Member<'_> {
         }
         // The command is named in the prompt: other members' lines may
         // come between it and its `$` line.
-        let short: String = command.chars().take(60).collect();
-        let more = if short.len() < command.len() {
-            "…"
-        } else {
-            ""
-        };
-        let mut prompt = labelled(self.label, &format!("Run `{short}{more}`? [y/N] "));
+        let short = crate::text::head(command, 60);
+        let mut prompt = labelled(self.label, &format!("Run `{short}`? [y/N] "));
         // The prompt waits on its line: no line break after it.
         prompt.truncate(prompt.len() - 2);
         self.console.wait_on(Some(prompt));

@@ -475,16 +475,7 @@ async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
 fn describe(command: &str, o: &Outcome) -> String {
     let status = status(o);
     let out = &o.output;
-    let body = if out.len() <= OUTPUT_HEAD + OUTPUT_TAIL {
-        out.clone()
-    } else {
-        let head = &out[..out.floor_char_boundary(OUTPUT_HEAD)];
-        let tail = &out[out.ceil_char_boundary(out.len() - OUTPUT_TAIL)..];
-        format!(
-            "{head}\n[... {} bytes cut ...]\n{tail}",
-            out.len() - head.len() - tail.len()
-        )
-    };
+    let body = crate::text::ends(out, OUTPUT_HEAD, OUTPUT_TAIL);
     format!("$ {command}\n{status}\n{}", quote_output(&body))
 }
 

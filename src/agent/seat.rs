@@ -748,7 +748,7 @@ impl Seat<'_> {
         let asks = line.ends_with([':', '?', ']', ')', '>'])
             || line.contains("--More--")
             || line.contains("(END)");
-        (asks && snap.cursor.1 > 0).then(|| line.chars().take(80).collect())
+        (asks && snap.cursor.1 > 0).then(|| crate::text::head(line, 80).into_owned())
     }
 
     /// Waits for the command line typed to finish, interrupting it when it

@@ -89,12 +89,10 @@ const MAX_NAME: usize = 256;
 /// Bytes of any other text kept in one field.
 const MAX_TEXT: usize = 64 * 1024;
 
-/// Cuts `s` to `max` bytes (on a character boundary), saying so.
+/// Cuts `s` to `max` bytes, saying so (`text::head`).
 fn cut(s: &mut String, max: usize) {
-    if s.len() > max {
-        let total = s.len();
-        s.truncate(s.floor_char_boundary(max));
-        s.push_str(&format!("…[{} bytes cut]", total - s.len()));
+    if let std::borrow::Cow::Owned(cut) = crate::text::head(s, max) {
+        *s = cut;
     }
 }
 
@@ -268,9 +266,9 @@ mod tests {
         ev.target = Some("t".repeat(10_000));
         let ev = ev.bounded();
         assert!(ev.user.as_ref().unwrap().len() < MAX_NAME + 32);
-        assert!(ev.target.as_ref().unwrap().ends_with("bytes cut]"));
+        assert!(ev.target.as_ref().unwrap().ends_with("bytes cut ...]"));
         let c = ev.fields["command"].as_str().unwrap();
         assert!(c.len() < MAX_TEXT + 32);
-        assert!(c.ends_with(&format!("[{} bytes cut]", 200_000 - MAX_TEXT)));
+        assert!(c.ends_with(&crate::text::marker(200_000 - MAX_TEXT)));
     }
 }

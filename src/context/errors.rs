@@ -63,9 +63,8 @@ pub(crate) fn is_error_line(line: &str) -> bool {
 
 /// The error lines of an output, trimmed: at most `max`, the last ones
 /// (the end of an output usually says what finally failed), each cut to
-/// 200 bytes on a char boundary (200 characters of ASCII) so one long line
-/// cannot crowd out the others.
-pub(crate) fn error_lines(text: &str, max: usize) -> Vec<&str> {
+/// 200 bytes (`text::head`) so one long line cannot crowd out the others.
+pub(crate) fn error_lines(text: &str, max: usize) -> Vec<std::borrow::Cow<'_, str>> {
     const MAX_LEN: usize = 200;
     let mut found: Vec<&str> = text
         .lines()
@@ -74,10 +73,10 @@ pub(crate) fn error_lines(text: &str, max: usize) -> Vec<&str> {
         .collect();
     let skip = found.len().saturating_sub(max);
     found.drain(..skip);
-    for l in &mut found {
-        *l = &l[..l.floor_char_boundary(MAX_LEN)];
-    }
     found
+        .into_iter()
+        .map(|l| crate::text::head(l, MAX_LEN))
+        .collect()
 }
 
 /// A line that is one path or file name and nothing else (`ls` or `find`
@@ -282,9 +281,10 @@ mod tests {
         let long = format!("error: {}", "é".repeat(300));
         let got = error_lines(&long, 1);
         assert_eq!(got.len(), 1);
-        assert!(got[0].len() <= 200);
-        assert!(got[0].len() >= 198);
-        assert!(long.starts_with(got[0]));
+        let kept = got[0].split("[... ").next().unwrap();
+        assert!(kept.len() <= 200 && kept.len() >= 198);
+        assert!(long.starts_with(kept));
+        assert!(got[0].ends_with("bytes cut ...]"));
     }
 
     #[test]

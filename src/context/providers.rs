@@ -92,7 +92,7 @@ impl Brief {
             if lines < key_events {
                 let found: Vec<String> = error_lines(&output, key_events - lines)
                     .into_iter()
-                    .map(str::to_string)
+                    .map(std::borrow::Cow::into_owned)
                     .collect();
                 if !found.is_empty() {
                     lines += found.len();
@@ -407,20 +407,14 @@ pub(crate) fn quote_inline(text: &str) -> String {
     format!("«{}»", text.replace(['«', '»'], "\""))
 }
 
-/// At most `max` bytes of `text`, from its start, on a char boundary.
+/// At most `max` bytes of `text`, from its start (see `text::head`).
 pub(crate) fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    format!("{}…", &text[..text.floor_char_boundary(max)])
+    crate::text::head(text, max).into_owned()
 }
 
-/// At most `max` bytes of `text`, from its end, on a char boundary.
+/// At most `max` bytes of `text`, from its end (see `text::tail`).
 fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    format!("…{}", &text[text.ceil_char_boundary(text.len() - max)..])
+    crate::text::tail(text, max).into_owned()
 }
 
 #[cfg(test)]

@@ -343,29 +343,11 @@ fn largest_cuttable(
     best.map(|(at, _)| at)
 }
 
-/// What replaces the `n` bytes cut out of a text.
-pub(crate) fn cut_marker(n: usize) -> String {
-    format!("\n[... {n} bytes cut to fit the context ...]\n")
-}
-
-/// `text` with at least `want` bytes fewer (or as few as it can keep: just
-/// the marker), cut in the middle on char boundaries, half of what is
-/// kept before the marker and half after. None if cutting would not make
-/// it shorter.
+/// `text` with at least `want` bytes fewer (or as few as it can keep:
+/// just the marker), cut in the middle (`text::middle`). None if cutting
+/// would not make it shorter.
 fn cut_middle(text: &str, want: usize) -> Option<String> {
-    let len = text.len();
-    // The marker is counted at its longest (its number is at most `len`),
-    // so the result is never longer than planned.
-    let keep = len.saturating_sub(want.saturating_add(cut_marker(len).len()));
-    let head = text.floor_char_boundary(keep / 2);
-    let tail = text.ceil_char_boundary(len - (keep - keep / 2));
-    let cut = format!(
-        "{}{}{}",
-        &text[..head],
-        cut_marker(tail - head),
-        &text[tail..]
-    );
-    (cut.len() < len).then_some(cut)
+    crate::text::middle(text, text.len().saturating_sub(want))
 }
 
 #[cfg(test)]
@@ -643,7 +625,7 @@ mod tests {
         };
         assert!(content.starts_with("HEAD"), "{content}");
         assert!(content.ends_with("TAIL"), "{content}");
-        assert!(content.contains("bytes cut to fit the context"));
+        assert!(content.contains("bytes cut ...]"));
         assert_eq!(gs[1].messages[1], result("c1", "small"));
         assert_eq!(gs[0].messages[0], user("q"));
     }
@@ -690,7 +672,7 @@ mod tests {
             assert!(want == 0 || cut.is_some(), "{want}");
             if let Some(cut) = cut {
                 assert!(cut.len() < text.len());
-                assert!(cut.len() + want <= text.len() || cut.trim() == cut_marker(300).trim());
+                assert!(cut.len() + want <= text.len() || cut.trim() == crate::text::marker(300));
             }
         }
     }
@@ -867,7 +849,8 @@ mod tests {
         /// assistant text cut down to a bare marker (or left as it is, if
         /// shorter), everything else as it is.
         fn floor(gs: &[Group]) -> usize {
-            let shrink = |t: &String| "m".repeat(t.len().min(cut_marker(t.len()).len()));
+            let shrink =
+                |t: &String| "m".repeat(t.len().min(crate::text::marker(t.len()).len() + 2));
             gs.iter()
                 .flat_map(|g| &g.messages)
                 .map(|m| match m {

@@ -168,26 +168,15 @@ pub(crate) fn bare_question(text: &str) -> &str {
     text.rsplit_once(QUESTION_MARK).map_or(text, |(_, q)| q)
 }
 
-/// The cut marker's start.
-const CUT: &str = "\n[... cut: ";
-
-/// At most `max` characters, with the cut said. A text cut before (a
-/// restored one) is not cut again.
+/// At most `max` characters (the unit of `[context] tool_chars` and
+/// `assistant_chars`), cut by `text::head`; a text cut before (a restored
+/// one) is not cut again.
 fn cut_chars(text: &str, max: usize) -> String {
-    if let Some(at) = text.find(CUT)
-        && text[..at].chars().count() <= max
-        && !text[at + 1..].contains('\n')
-    {
-        return text.to_string();
-    }
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((at, _)) => format!(
-            "{}\n[... cut: {} more bytes ...]",
-            &text[..at],
-            text.len() - at
-        ),
-    }
+    let bytes = text
+        .char_indices()
+        .nth(max)
+        .map_or(text.len(), |(at, _)| at);
+    crate::text::head(text, bytes).into_owned()
 }
 
 impl Message {
@@ -387,11 +376,11 @@ mod tests {
         let Message::Tool { content, .. } = &h[2] else {
             panic!("{h:?}")
         };
-        assert!(content.starts_with("xxxxxxxxxx\n[... cut: 40 more bytes"));
+        assert_eq!(content, "xxxxxxxxxx[... 40 bytes cut ...]");
         let Message::Assistant { text, .. } = &h[3] else {
             panic!("{h:?}")
         };
-        assert!(text.starts_with("answer 1 answer 1 an\n[... cut"));
+        assert!(text.starts_with("answer 1 answer 1 an[... "), "{text}");
     }
 
     #[test]

@@ -53,7 +53,8 @@ impl Capture {
             }
             let cut = self.total - self.head_raw - self.tail.len() as u64;
             if cut > 0 {
-                out.push_str(&format!("\n[... {cut} bytes of output cut ...]\n"));
+                let cut = usize::try_from(cut).unwrap_or(usize::MAX);
+                out.push_str(&format!("\n{}\n", crate::text::marker(cut)));
             }
             out.push_str(&String::from_utf8_lossy(&clean));
         }
@@ -119,7 +120,7 @@ mod tests {
         assert!(c.head_raw > HEAD as u64);
         let cut = c.total() - c.head_raw - TAIL as u64;
         assert!(
-            text.contains(&format!("[... {cut} bytes of output cut ...]\n")),
+            text.contains(&format!("{}\n", crate::text::marker(cut as usize))),
             "{text}"
         );
         assert!(text.ends_with("line 9999\n"));

@@ -1,0 +1,247 @@
+//! walissh: an SSH bastion with an AI agent inside.
+//!
+//! This file is the command line: it parses arguments, loads the config,
+//! and hands over to `bastion::serve` or to one of the small admin
+//! commands. Exit codes: 0 success, 1 a user error (one line on stderr),
+//! 2 bad usage. `main.rs` only calls [`main`]; being a library lets the
+//! doctests (`text`) use the crate.
+//!
+//! The data path: client → `server` (russh handler, auth) → `session` (one
+//! user's bridge) → `upstream` (russh client or local PTY), with `audit`
+//! (SQLite, recordings) beside it.
+
+mod agent;
+mod audit;
+mod bastion;
+mod config;
+mod context;
+mod keys;
+mod password;
+mod route;
+mod server;
+mod session;
+mod shutdown;
+mod socket;
+mod terminal;
+pub mod text;
+mod throttle;
+mod upstream;
+mod workers;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "walissh",
+    version,
+    about = "An SSH bastion with an AI agent inside"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the bastion (the embedded default when there is no config).
+    Serve {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Validate the config: exit 0, or 1 naming the file, line and key.
+    CheckConfig {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Read a password from stdin and print its argon2id PHC string.
+    HashPassword,
+    /// Print the bastion's upstream public key (creating it if needed).
+    Pubkey {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// List sessions.
+    Sessions {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List audit events, oldest first.
+    Audit {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Only this session's events.
+        #[arg(long)]
+        session: Option<String>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The program: parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = if matches!(cli.command, Cmd::Serve { .. }) {
+        "info"
+    } else {
+        "warn"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("walissh: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn load(given: Option<PathBuf>) -> Result<Config, String> {
+    Config::load(Config::resolve(given).as_deref()).map_err(|e| e.to_string())
+}
+
+fn run(cmd: Cmd) -> Result<(), String> {
+    match cmd {
+        Cmd::Serve { config } => {
+            let config = load(config)?;
+            config.check_files().map_err(|e| e.to_string())?;
+            // The main runtime listens, catches signals and reloads; the
+            // connections run on the workers (see `workers`).
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            let workers = workers::Workers::start()?;
+            let result = runtime.block_on(bastion::serve(config, &workers));
+            workers.stop();
+            // Do not wait on blocking tasks stuck on a dead peer or disk.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
+        }
+        Cmd::CheckConfig { config } => {
+            let config = load(config)?;
+            config.check_files().map_err(|e| e.to_string())?;
+            println!("{}: ok", config.source);
+            Ok(())
+        }
+        Cmd::HashPassword => {
+            let password = read_password()?;
+            println!("{}", password::hash(&password)?);
+            Ok(())
+        }
+        Cmd::Pubkey { config } => {
+            let config = load(config)?;
+            keys::create_private_dir(config.state_dir())?;
+            let key = keys::load_or_generate(&config.identity_path())?;
+            println!("{}", keys::public_line(&key));
+            Ok(())
+        }
+        Cmd::Sessions { config, json } => {
+            let config = load(config)?;
+            let mut out = Lines::new(json);
+            audit::db::sessions_json(&config.audit_db_path(), &mut out)?;
+            out.finish()
+        }
+        Cmd::Audit {
+            config,
+            session,
+            json,
+        } => {
+            let config = load(config)?;
+            let mut out = Lines::new(json);
+            audit::db::audit_json(&config.audit_db_path(), session.as_deref(), &mut out)?;
+            out.finish()
+        }
+    }
+}
+
+/// One password from stdin: without echo on a terminal, else its first line.
+fn read_password() -> Result<String, String> {
+    let password = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password("Password: ")
+            .map_err(|e| format!("cannot read password: {e}"))?
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read password: {e}"))?;
+        line.trim_end_matches(['\n', '\r']).to_string()
+    };
+    if password.is_empty() {
+        return Err("empty password".into());
+    }
+    Ok(password)
+}
+
+/// Prints JSON lines as they are, or as `key=value` text for people.
+struct Lines {
+    json: bool,
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    fn new(json: bool) -> Lines {
+        Lines {
+            json,
+            buf: Vec::new(),
+        }
+    }
+
+    fn finish(self) -> Result<(), String> {
+        let mut stdout = std::io::stdout().lock();
+        let result = if self.json {
+            stdout.write_all(&self.buf)
+        } else {
+            self.buf
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .try_for_each(|line| writeln!(stdout, "{}", human(line)))
+        };
+        result.map_err(|e| format!("cannot write output: {e}"))
+    }
+}
+
+impl Write for Lines {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.write(data)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn human(line: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(o)) => o
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| match v {
+                // Login names and commands come from clients: never let
+                // them put control characters on an administrator's terminal.
+                serde_json::Value::String(s) if s.chars().any(|c| c.is_control() || c == ' ') => {
+                    format!("{k}={s:?}")
+                }
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::from_utf8_lossy(line).into_owned(),
+    }
+}
