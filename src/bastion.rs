@@ -304,9 +304,6 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
     Ok(())
 }
 
-/// A local target's shell must not be able to read walissh's keys or
-/// rewrite its audit. With `run_as` it runs as another account (which needs
-/// root); without, it runs as walissh's own account, and we say so loudly.
 /// Paths stored in the audit (recordings) must not depend on the directory
 /// walissh was started from.
 fn absolute_state_dir(config: &mut Config) -> Result<(), String> {
@@ -315,6 +312,9 @@ fn absolute_state_dir(config: &mut Config) -> Result<(), String> {
     Ok(())
 }
 
+/// A local target's shell must not be able to read walissh's keys or
+/// rewrite its audit. With `run_as` it runs as another account (which needs
+/// root); without, it runs as walissh's own account, and we say so loudly.
 fn check_local_targets(config: &Config, me: &crate::config::Account) -> Result<(), String> {
     for t in config
         .targets

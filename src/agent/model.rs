@@ -124,7 +124,6 @@ impl Model {
         Ok(acc.finish())
     }
 
-    /// One line for the user: what went wrong, in their terms.
     /// The same endpoint and client (one connection pool), another model.
     pub(crate) fn with_model(&self, model: &str) -> Model {
         Model {
@@ -140,6 +139,7 @@ impl Model {
         )
     }
 
+    /// One line for the user: what went wrong, in their terms.
     fn explain(&self, e: OpenAIError) -> String {
         match e {
             OpenAIError::ApiError(r) => match r.status_code.as_u16() {

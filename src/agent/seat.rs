@@ -88,8 +88,10 @@ pub(crate) enum Draw {
     Nonce(String),
 }
 
-/// State the pumps and the seat share. They run in one task, so it is
-/// never contended; atomics only because the task moves between threads.
+/// State the pumps and the seat share. They run in one task on one
+/// worker thread (see `workers`), so it is never contended; atomics
+/// because the session's future must be `Send` to be spawned, and a
+/// shared reference to plain cells would not be.
 pub(crate) struct Shared {
     /// A question is being answered: the user's keys go to the seat.
     active: AtomicBool,

@@ -1,7 +1,7 @@
 //! Context governance: what the model sees each turn, and what a session
 //! remembers between questions.
 //!
-//! Two layers, as in the design seeds. Each turn, providers describe the
+//! Two layers. Each turn, providers describe the
 //! session (`providers`) and the prompt builder renders them as a dynamic
 //! prefix on the current question, for that turn only; the history is cut
 //! to a token budget by a reducer over message groups (`reduce`), so a tool
