@@ -62,38 +62,47 @@ impl Capture {
     }
 }
 
-/// A byte-at-a-time remover of terminal escape sequences and carriage
-/// returns.
-#[derive(Debug, Clone, Copy, Default)]
-enum Strip {
-    #[default]
-    Text,
-    Esc,
-    Csi,
-    Osc,
-    OscEsc,
-}
+/// A remover of terminal escape sequences (CSI, OSC, DCS and the other
+/// strings, charset selections such as `ESC ( B`) and of control
+/// characters but line feed and tab, fed a byte at a time: `vte`'s parser
+/// (the one vt100 uses) does the reading, so every sequence a terminal
+/// knows ends where the terminal ends it.
+#[derive(Default)]
+struct Strip(vte::Parser);
 
 impl Strip {
     fn feed(&mut self, b: u8, out: &mut Vec<u8>) {
-        *self = match (*self, b) {
-            (Strip::Text, 0x1b) => Strip::Esc,
-            (Strip::Text, b'\r') => Strip::Text,
-            (Strip::Text, b) if b < 0x20 && b != b'\n' && b != b'\t' => Strip::Text,
-            (Strip::Text, b) => {
-                out.push(b);
-                Strip::Text
-            }
-            (Strip::Esc, b'[') => Strip::Csi,
-            (Strip::Esc, b']') => Strip::Osc,
-            (Strip::Esc, _) => Strip::Text,
-            (Strip::Csi, 0x40..=0x7e) => Strip::Text,
-            (Strip::Csi, _) => Strip::Csi,
-            (Strip::Osc, 0x07) => Strip::Text,
-            (Strip::Osc, 0x1b) => Strip::OscEsc,
-            (Strip::Osc, _) => Strip::Osc,
-            (Strip::OscEsc, _) => Strip::Text,
-        };
+        self.0.advance(&mut Keep(out), &[b]);
+    }
+}
+
+/// A copy starts reading afresh: a capture is only copied once its
+/// command has finished.
+impl Clone for Strip {
+    fn clone(&self) -> Strip {
+        Strip::default()
+    }
+}
+
+impl std::fmt::Debug for Strip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Strip")
+    }
+}
+
+/// What `Strip` keeps: text, line feeds and tabs.
+struct Keep<'a>(&'a mut Vec<u8>);
+
+impl vte::Perform for Keep<'_> {
+    fn print(&mut self, c: char) {
+        let mut buf = [0; 4];
+        self.0.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+
+    fn execute(&mut self, byte: u8) {
+        if matches!(byte, b'\n' | b'\t') {
+            self.0.push(byte);
+        }
     }
 }
 
@@ -106,6 +115,11 @@ mod tests {
         let mut c = Capture::default();
         c.push(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07ok\r\n");
         assert_eq!(c.text(), "red ok\n");
+        // `tput sgr0` (a charset selection), DCS and APC payloads, a C1
+        // CSI: nothing of them is left.
+        let mut c = Capture::default();
+        c.push(b"a\x1b(B\x1b[mb \x1bPq#0;2;0;0;0\x1b\\c \x1b_hidden\x1b\\d\r\n");
+        assert_eq!(c.text(), "ab c d\n");
     }
 
     #[test]
