@@ -6,6 +6,8 @@
 //! The [`Painter`] only produces bytes and keeps track of the column its
 //! last byte left the cursor in; the session decides when they are shown.
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
 /// The gutter in front of every line the agent writes: a cyan bar.
 const GUTTER: &str = "\x1b[36m\u{2502}\x1b[0m ";
 /// The gutter's width on screen.
@@ -85,8 +87,10 @@ impl Painter {
         out.into_bytes()
     }
 
-    /// One character of a word.
+    /// One character of a word. Columns are counted as the terminal
+    /// counts them: CJK and most emoji take two, combining marks none.
     fn letter(&mut self, c: char, out: &mut String) {
+        let w = c.width().unwrap_or(0);
         let end = GUTTER_WIDTH + self.width();
         if self.word.is_empty() && std::mem::take(&mut self.space) {
             if self.col + 2 > end {
@@ -100,8 +104,8 @@ impl Painter {
             out.push_str(GUTTER);
             self.col = GUTTER_WIDTH;
         }
-        if self.col >= end {
-            let on_line = self.word.chars().count();
+        if w > 0 && self.col + w > end {
+            let on_line = self.word.width();
             if on_line > 0 && on_line < self.width() {
                 // Take the word back and put it on the next line.
                 out.push_str(&format!("\x1b[{on_line}D\x1b[K"));
@@ -118,7 +122,7 @@ impl Painter {
         }
         out.push(c);
         self.word.push(c);
-        self.col += 1;
+        self.col += w;
     }
 
     fn newline(&mut self, out: &mut String) {
@@ -201,7 +205,7 @@ impl Painter {
             None => "Run? [y/N/e] ".to_string(),
         };
         out.extend_from_slice(format!("{GUTTER}{question}").as_bytes());
-        self.col = GUTTER_WIDTH + question.chars().count();
+        self.col = GUTTER_WIDTH + question.width();
         out
     }
 
@@ -215,9 +219,20 @@ impl Painter {
     /// when it is wider than the terminal.
     pub(crate) fn edit_line(&mut self, text: &str) -> Vec<u8> {
         let room = self.width().saturating_sub(7).max(1);
-        let chars: Vec<char> = printable(text).chars().collect();
-        let shown: String = chars[chars.len().saturating_sub(room)..].iter().collect();
-        self.col = GUTTER_WIDTH + 6 + shown.chars().count();
+        let text = printable(text);
+        // The widest tail that fits, in columns.
+        let mut used = 0;
+        let start = text
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| {
+                used += c.width().unwrap_or(0);
+                used <= room
+            })
+            .last()
+            .map_or(text.len(), |(at, _)| at);
+        let shown = &text[start..];
+        self.col = GUTTER_WIDTH + 6 + shown.width();
         format!("\r\x1b[K{GUTTER}edit> {shown}").into_bytes()
     }
 
@@ -320,6 +335,39 @@ pub(crate) fn printable(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_characters_are_wrapped_by_the_columns_they_take() {
+        for answer in [
+            "磁盘已满。请删除旧的日志文件，然后重新启动服务。检查 /var/log 目录。",
+            "Done 🎉🎉 the disk 🧹 is clean now 🚀🚀🚀 and nginx runs again ✅",
+            "e\u{301}e\u{301}e\u{301} combining marks take no column at all here",
+        ] {
+            let cols = 20;
+            let mut p = Painter::new(u32::from(cols));
+            let mut out = Vec::new();
+            // Streamed a few characters at a time, as the model sends it.
+            let chars: Vec<char> = answer.chars().collect();
+            for piece in chars.chunks(3) {
+                out.extend(p.text(&piece.iter().collect::<String>()));
+            }
+            out.extend(p.end_line());
+            let rows = screen(cols, &out);
+            let shown: String = rows
+                .iter()
+                .map(|l| l.trim_start_matches('\u{2502}').trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            // Every character is on the screen, none cut or overwritten.
+            let squash = |s: &str| s.split_whitespace().collect::<String>();
+            assert_eq!(squash(&shown), squash(answer), "{rows:#?}");
+            // Each row is the painter's, behind its gutter: the terminal
+            // never had to wrap a line the painter thought fitted.
+            for row in rows.iter().filter(|r| !r.is_empty()) {
+                assert!(row.starts_with('\u{2502}'), "{rows:#?}");
+            }
+        }
+    }
 
     /// What a terminal `cols` wide shows, row by row, after `bytes`.
     fn screen(cols: u16, bytes: &[u8]) -> Vec<String> {
