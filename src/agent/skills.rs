@@ -2,7 +2,8 @@
 //!
 //! A skills directory (`[ai] skills_dir`) holds one folder per skill. Each
 //! folder has a `SKILL.md`: a front matter block between `---` lines with
-//! a `name:` and a one-line `description:` (other keys are ignored), then
+//! a `name:` and a `description:` (YAML, read by `yaml-rust2`; other keys
+//! are ignored), then
 //! markdown instructions. Any other regular file in the folder is one of
 //! the skill's scripts, shown to the model as text.
 //!
@@ -162,7 +163,9 @@ struct SkillMd {
 }
 
 /// Parses a SKILL.md. Err is "LINE: what is wrong", for the caller to put
-/// the file name in front of.
+/// the file name in front of. The front matter is YAML, read by a YAML
+/// parser (`description: >-` and quoted or folded values mean what YAML
+/// says); lines are found by their unindented `key:` for the messages.
 fn parse_skill_md(text: &str) -> Result<SkillMd, String> {
     // Editors on some systems save a byte order mark; it is not content.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -170,40 +173,59 @@ fn parse_skill_md(text: &str) -> Result<SkillMd, String> {
     if lines.next().map(|(_, l)| l.trim_end()) != Some("---") {
         return Err("1: a SKILL.md starts with a front matter block between `---` lines".into());
     }
-    let mut name = None;
-    let mut description = None;
+    let mut block = Vec::new();
+    let mut at: [Option<usize>; 2] = [None, None];
     let mut end = None;
     for (n, line) in lines.by_ref() {
         if line.trim_end() == "---" {
             end = Some(n);
             break;
         }
-        // Only unindented `key: value` lines are keys; anything else
-        // (another key's list items, say) belongs to keys we ignore.
-        let Some((key, value)) = line.split_once(':') else {
+        block.push(line);
+        let Some((key, _)) = line.split_once(':') else {
             continue;
         };
         let slot = match key {
-            "name" => &mut name,
-            "description" => &mut description,
+            "name" => &mut at[0],
+            "description" => &mut at[1],
             _ => continue,
         };
         if slot.is_some() {
             return Err(format!("{n}: `{key}` is given twice"));
         }
-        *slot = Some((n, unquote(value.trim()).to_string()));
+        *slot = Some(n);
     }
     let Some(end) = end else {
         return Err("1: the front matter has no closing `---` line".into());
     };
-    let name = check_name(name, end)?;
-    let description = check_description(description, end)?;
+    let doc = front_matter(&block.join("\n"))?;
+    let value = |key: &str, line: Option<usize>| -> Result<Option<(usize, String)>, String> {
+        let n = line.unwrap_or(end);
+        match &doc[key] {
+            yaml_rust2::Yaml::BadValue | yaml_rust2::Yaml::Null => Ok(None),
+            yaml_rust2::Yaml::String(s) => Ok(Some((n, s.trim().to_string()))),
+            _ => Err(format!("{n}: `{key}` must be text")),
+        }
+    };
+    let name = check_name(value("name", at[0])?, end)?;
+    let description = check_description(value("description", at[1])?, end)?;
     let instructions = lines.map(|(_, l)| l).collect::<Vec<_>>().join("\n");
     Ok(SkillMd {
         name,
         description,
         instructions: instructions.trim().to_string(),
     })
+}
+
+/// The front matter block (the file's lines 2 on) as a YAML mapping.
+fn front_matter(block: &str) -> Result<yaml_rust2::Yaml, String> {
+    let docs = yaml_rust2::YamlLoader::load_from_str(block)
+        .map_err(|e| format!("{}: {}", e.marker().line() + 1, e.info()))?;
+    match docs.into_iter().next() {
+        None => Ok(yaml_rust2::Yaml::Null),
+        Some(doc @ yaml_rust2::Yaml::Hash(_)) => Ok(doc),
+        Some(_) => Err("2: the front matter is not a list of `key: value` lines".into()),
+    }
 }
 
 /// The name must be present and [a-z0-9-]+: it is what the model passes
@@ -236,16 +258,6 @@ fn check_description(description: Option<(usize, String)>, end: usize) -> Result
         ));
     }
     Ok(description)
-}
-
-/// Drops one pair of matching quotes, as YAML writers often add them.
-fn unquote(value: &str) -> &str {
-    for q in ['"', '\''] {
-        if let Some(inner) = value.strip_prefix(q).and_then(|v| v.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    value
 }
 
 /// The folder's scripts: every regular file but SKILL.md, sorted by name.
@@ -408,6 +420,26 @@ mod tests {
         let dir = tree(&[]);
         let err = Skills::load(&dir.path().join("nope")).unwrap_err();
         assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn the_front_matter_is_read_as_yaml() {
+        let md = "---\nname: disk-usage\ndescription: >-\n  Finds what fills a disk\n  and says what to remove.\nmetadata:\n  tags: [ops, disk]\n---\n# Steps\n";
+        let doc = parse_skill_md(md).unwrap();
+        assert_eq!(doc.name, "disk-usage");
+        assert_eq!(
+            doc.description,
+            "Finds what fills a disk and says what to remove."
+        );
+        assert_eq!(doc.instructions, "# Steps");
+        let quoted =
+            parse_skill_md("---\nname: 'a'\ndescription: \"say: \\\"hi\\\"\"\n---\n").unwrap();
+        assert_eq!(quoted.description, "say: \"hi\"");
+        // YAML's own errors keep the file's line.
+        let err = parse_skill_md("---\nname: a\ndescription: [unclosed\n---\n").unwrap_err();
+        assert!(err.starts_with("4:") || err.starts_with("3:"), "{err}");
+        let err = parse_skill_md("---\nname: [a, b]\ndescription: d\n---\n").unwrap_err();
+        assert_eq!(err, "2: `name` must be text");
     }
 
     #[test]
