@@ -1,0 +1,312 @@
+//! The configuration: the TOML schema (`schema`), the embedded default,
+//! validation (`validate`, and `team` for agents and workflows), and the
+//! system's accounts (`account`).
+//!
+//! Everything a config file can say is parsed into plain structs, and
+//! every mistake is reported as one line naming the file, the line and the key.
+//! Unknown keys are errors: a typo must never silently weaken policy. This
+//! module does not open sockets or read key files' contents beyond checking
+//! that they parse; `keys` and `server` do that at start. This file owns
+//! loading, the error type and its locator, and the paths the config
+//! implies.
+
+mod account;
+mod schema;
+mod team;
+mod validate;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub(crate) use account::*;
+pub(crate) use schema::*;
+pub(crate) use team::placeholders;
+
+/// A config problem, already rendered as `file:line: key `k`: message`.
+#[derive(Debug)]
+pub(crate) struct ConfigError(pub(crate) String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Renders a problem at a byte span of `text`, naming the line and the
+/// dotted key found there.
+struct Locator<'a> {
+    source: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn error(&self, span: std::ops::Range<usize>, key: Option<&str>, msg: &str) -> ConfigError {
+        let start = span.start.min(self.text.len());
+        let line = self.text[..start].matches('\n').count() + 1;
+        let key = key
+            .map(str::to_string)
+            .or_else(|| self.key_at(start))
+            .map(|k| format!(" key `{k}`:"))
+            .unwrap_or_default();
+        ConfigError(format!("{}:{line}:{key} {msg}", self.source))
+    }
+
+    /// The dotted key a byte offset belongs to: the `[table]` header above it
+    /// and the `key =` on its line.
+    fn key_at(&self, offset: usize) -> Option<String> {
+        let before = &self.text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        let line = &self.text[line_start..line_end];
+        let table = before[..line_start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        let key = line
+            .split_once('=')
+            .map(|(k, _)| k.trim().to_string())
+            .filter(|k| !k.is_empty() && !k.starts_with('#'));
+        match (table, key) {
+            (Some(t), Some(k)) => Some(format!("{t}.{k}")),
+            (None, Some(k)) => Some(k),
+            (Some(t), None) => Some(t),
+            (None, None) => None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates the config at `path`, or the embedded default when
+    /// `path` is `None`.
+    pub(crate) fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError(format!("{}: cannot read: {e}", path.display())))?;
+                Config::parse(&text, &path.display().to_string(), false)
+            }
+            None => Config::parse(EMBEDDED_DEFAULT, EMBEDDED_NAME, true),
+        }
+    }
+
+    /// The config file `serve` should use: the one given, else the system
+    /// one if it exists, else none (the embedded default).
+    pub(crate) fn resolve(given: Option<PathBuf>) -> Option<PathBuf> {
+        given.or_else(|| {
+            let system = PathBuf::from(SYSTEM_CONFIG);
+            system.exists().then_some(system)
+        })
+    }
+
+    pub(crate) fn parse(text: &str, source: &str, embedded: bool) -> Result<Config, ConfigError> {
+        let loc = Locator { source, text };
+        let mut config: Config = toml::from_str(text).map_err(|e| {
+            let msg = e.message().trim().to_string();
+            loc.error(e.span().unwrap_or(0..0), None, &msg)
+        })?;
+        config.source = source.to_string();
+        config.embedded = embedded;
+        config.validate(&loc)?;
+        for u in &mut config.users {
+            u.compile();
+        }
+        if let Some(dir) = &config.ai.skills_dir {
+            config.ai.skills = crate::agent::skills::Skills::load(dir.get_ref())
+                .map_err(|e| loc.error(dir.span(), Some("ai.skills_dir"), &e))?;
+        }
+        Ok(config)
+    }
+}
+
+impl Config {
+    /// The state directory, where audit.db and recordings/ live.
+    pub(crate) fn state_dir(&self) -> &Path {
+        &self.server.state_dir
+    }
+
+    pub(crate) fn host_key_path(&self) -> PathBuf {
+        self.server
+            .host_key
+            .as_ref()
+            .map(|p| p.get_ref().clone())
+            .unwrap_or_else(|| self.state_dir().join("host_ed25519"))
+    }
+
+    pub(crate) fn identity_path(&self) -> PathBuf {
+        self.upstream
+            .identity
+            .as_ref()
+            .map(|p| p.get_ref().clone())
+            .unwrap_or_else(|| self.state_dir().join("upstream_ed25519"))
+    }
+
+    pub(crate) fn known_hosts_path(&self) -> PathBuf {
+        self.upstream
+            .known_hosts
+            .clone()
+            .unwrap_or_else(|| self.state_dir().join("known_hosts"))
+    }
+
+    pub(crate) fn audit_db_path(&self) -> PathBuf {
+        self.state_dir().join("audit.db")
+    }
+
+    pub(crate) fn recordings_dir(&self) -> PathBuf {
+        self.state_dir().join("recordings")
+    }
+
+    pub(crate) fn listen_addrs(&self) -> Vec<SocketAddr> {
+        // Validated in `validate`.
+        self.server
+            .listen
+            .iter()
+            .filter_map(|a| a.get_ref().parse().ok())
+            .collect()
+    }
+
+    pub(crate) fn user(&self, name: &str) -> Option<&UserConfig> {
+        self.users.iter().find(|u| u.name.get_ref() == name)
+    }
+
+    pub(crate) fn target(&self, name: &str) -> Option<&TargetConfig> {
+        self.targets.iter().find(|t| t.name.get_ref() == name)
+    }
+
+    /// The targets `user` may reach, in config order.
+    pub(crate) fn allowed_targets(&self, user: &UserConfig) -> Vec<&TargetConfig> {
+        self.targets
+            .iter()
+            .filter(|t| user.may_reach(t.name.get_ref()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_parses() {
+        let c = Config::load(None).unwrap();
+        assert_eq!(c.listen_addrs(), vec!["127.0.0.1:2222".parse().unwrap()]);
+        assert_eq!(c.targets[0].kind, TargetKind::Local);
+        assert_eq!(c.user("demo").unwrap().ai, AiMode::Confirm);
+    }
+
+    /// The error `text` gets from check-config.
+    fn team_error(text: &str) -> String {
+        Config::parse(text, "t.toml", false).unwrap_err().0
+    }
+
+    const TEAM: &str = "[[agents]]\nname = \"collect\"\ninstruction = \"Collect facts about {question}.\"\noutput_key = \"facts\"\n\n\
+        [[agents]]\nname = \"diagnose\"\ninstruction = \"Diagnose from {facts}.\"\n\n\
+        [[workflows]]\nname = \"triage\"\nkind = \"sequential\"\nmembers = [\"collect\", \"diagnose\"]\n";
+
+    #[test]
+    fn a_team_assembles() {
+        let c = Config::parse(
+            &format!("{TEAM}\n[ai]\nentry = \"triage\"\n"),
+            "t.toml",
+            false,
+        )
+        .unwrap();
+        assert_eq!(c.agents.len(), 2);
+        assert_eq!(c.workflows[0].kind, WorkflowKind::Sequential);
+    }
+
+    #[test]
+    fn team_errors_name_file_line_and_name() {
+        let e = team_error(&TEAM.replace("\"diagnose\"]", "\"diagnosis\"]"));
+        assert!(e.starts_with("t.toml:13: key `workflows.members`:"), "{e}");
+        assert!(e.contains("no agent or workflow named `diagnosis`"), "{e}");
+        let e = team_error(&TEAM.replace("{facts}", "{fatcs}"));
+        assert!(e.starts_with("t.toml:8: key `agents.instruction`:"), "{e}");
+        assert!(
+            e.contains("agent `diagnose`: unknown placeholder {fatcs}"),
+            "{e}"
+        );
+        let cycle = format!(
+            "{TEAM}\n[[workflows]]\nname = \"a\"\nkind = \"loop\"\nmax_iterations = 2\nmembers = [\"b\"]\n\n\
+             [[workflows]]\nname = \"b\"\nkind = \"sequential\"\nmembers = [\"collect\", \"a\"]\n"
+        );
+        let e = team_error(&cycle);
+        assert!(e.contains("workflow `a` contains itself"), "{e}");
+        assert!(e.starts_with("t.toml:16:"), "{e}");
+        let e = team_error(&format!("{TEAM}\n[ai]\nentry = \"nope\"\n"));
+        assert!(
+            e.contains("key `ai.entry`: no agent or workflow named `nope`"),
+            "{e}"
+        );
+        let e = team_error(&TEAM.replace("name = \"diagnose\"", "name = \"collect\""));
+        assert!(e.contains("`collect` is defined twice"), "{e}");
+        let e = team_error(&TEAM.replace("kind = \"sequential\"", "kind = \"loop\""));
+        assert!(e.contains("loop `triage` needs max_iterations"), "{e}");
+        let e = team_error(&TEAM.replace("output_key", "tools = [\"rm\"]\noutput_key"));
+        assert!(e.contains("unknown tool `rm`"), "{e}");
+        let e = team_error(&TEAM.replace("name = \"collect\"", "name = \"walissh\""));
+        assert!(e.contains("`walissh` is defined twice"), "{e}");
+    }
+
+    #[test]
+    fn a_wide_acyclic_team_is_checked_once_per_workflow() {
+        // Each of 40 workflows lists every later one: a walk without marks
+        // would take 2^40 steps.
+        let mut text = String::from("[[agents]]\nname = \"x\"\ninstruction = \"x\"\n");
+        for i in 0..40 {
+            let later: Vec<String> = (i + 1..40)
+                .map(|j| format!("\"w{j}\""))
+                .chain(["\"x\"".into()])
+                .collect();
+            text.push_str(&format!(
+                "[[workflows]]\nname = \"w{i}\"\nkind = \"sequential\"\nmembers = [{}]\n",
+                later.join(", ")
+            ));
+        }
+        assert!(Config::parse(&text, "t.toml", false).is_ok());
+        let cyclic = text.replace("members = [\"x\"]", "members = [\"w0\"]");
+        assert!(team_error(&cyclic).contains("contains itself"));
+    }
+
+    #[test]
+    fn placeholders_are_lowercase_identifiers_in_braces() {
+        let found: Vec<&str> =
+            placeholders("a {x} {y_2} {\"json\": 1} ${HOME} {Z} {} {q").collect();
+        assert_eq!(found, ["x", "y_2"]);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let text = "[server]\nlisten = [\"127.0.0.1:1\"]\nstate_dri = \"/tmp\"\n";
+        let e = Config::parse(text, "x.toml", false).unwrap_err().0;
+        assert!(e.starts_with("x.toml:3: key `server.state_dri`:"), "{e}");
+        assert!(e.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn bad_glob_is_located() {
+        let text = "[[targets]]\nname = \"a\"\nhost = \"h\"\n\n[[users]]\nname = \"u\"\n\
+                    authorized_keys = []\npassword_hash = \"$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$ixF1BqkRDQwdhmLu6mG7wKcQ5FwjOJbbSSMvNQ9OUnI\"\n\
+                    targets = [\"web[\"]\n";
+        let e = Config::parse(text, "x.toml", false).unwrap_err().0;
+        assert!(
+            e.starts_with("x.toml:9: key `users.targets`: bad glob"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn globs_deny_by_default() {
+        let text = "[[users]]\nname = \"u\"\nauthorized_keys = [\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S u@h\"]\ntargets = [\"db-*\"]\n";
+        let c = Config::parse(text, "x.toml", false).unwrap();
+        let u = c.user("u").unwrap();
+        assert!(u.may_reach("db-1"));
+        assert!(!u.may_reach("web1"));
+    }
+}

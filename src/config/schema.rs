@@ -1,0 +1,505 @@
+//! The config's schema: every section as a plain struct, with its
+//! defaults, and the embedded default config.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Where `serve` looks when no `--config` is given.
+pub(crate) const SYSTEM_CONFIG: &str = "/etc/walissh/walissh.toml";
+
+/// The configuration `walissh serve` runs on when there is no config file.
+/// The `demo` user's password hash is filled in from the state directory at
+/// start (see `keys::demo_password`), so it is absent here.
+pub(crate) const EMBEDDED_DEFAULT: &str = r#"
+[server]
+listen = ["127.0.0.1:2222"]
+state_dir = "./walissh-state"
+
+[[targets]]
+name = "local"
+kind = "local"
+
+[[users]]
+name = "demo"
+targets = ["local"]
+ai = "confirm"
+"#;
+
+/// The name the embedded default is reported under in messages.
+pub(crate) const EMBEDDED_NAME: &str = "<embedded default>";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    #[serde(default)]
+    pub(crate) server: ServerConfig,
+    #[serde(default)]
+    pub(crate) upstream: UpstreamConfig,
+    #[serde(default)]
+    pub(crate) targets: Vec<TargetConfig>,
+    #[serde(default)]
+    pub(crate) users: Vec<UserConfig>,
+    #[serde(default)]
+    pub(crate) agents: Vec<AgentConfig>,
+    #[serde(default)]
+    pub(crate) workflows: Vec<WorkflowConfig>,
+    #[serde(default)]
+    pub(crate) llm: LlmConfig,
+    #[serde(default)]
+    pub(crate) ai: AiConfig,
+    #[serde(default)]
+    pub(crate) audit: AuditConfig,
+    #[serde(default)]
+    pub(crate) terminal: TerminalConfig,
+    #[serde(default)]
+    pub(crate) context: ContextConfig,
+    /// Where this config came from, for messages. Not a TOML key.
+    #[serde(skip)]
+    pub(crate) source: String,
+    /// Whether this is the embedded default (no file).
+    #[serde(skip)]
+    pub(crate) embedded: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerConfig {
+    #[serde(default = "default_listen")]
+    pub(crate) listen: Vec<Spanned<String>>,
+    pub(crate) host_key: Option<Spanned<PathBuf>>,
+    #[serde(default = "default_state_dir")]
+    pub(crate) state_dir: PathBuf,
+    /// Failed logins from one address before it is locked out.
+    #[serde(default = "default_max_failures")]
+    pub(crate) auth_max_failures: Spanned<u32>,
+    /// How long a locked-out address stays locked out.
+    #[serde(default = "default_lockout_s")]
+    pub(crate) auth_lockout_s: Spanned<u64>,
+    /// How long a client may take from connecting to logging in.
+    #[serde(default = "default_login_grace_s")]
+    pub(crate) login_grace_s: u64,
+    /// Sessions (shells, commands, sftp) one connection may have open at
+    /// once, as OpenSSH's `MaxSessions`.
+    #[serde(default = "default_max_sessions")]
+    pub(crate) max_sessions_per_connection: Spanned<u32>,
+    /// Sessions one user may have open at once, over all connections.
+    #[serde(default = "default_max_user_sessions")]
+    pub(crate) max_sessions_per_user: Spanned<u32>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: default_listen(),
+            host_key: None,
+            state_dir: default_state_dir(),
+            auth_max_failures: default_max_failures(),
+            auth_lockout_s: default_lockout_s(),
+            login_grace_s: default_login_grace_s(),
+            max_sessions_per_connection: default_max_sessions(),
+            max_sessions_per_user: default_max_user_sessions(),
+        }
+    }
+}
+
+fn default_listen() -> Vec<Spanned<String>> {
+    vec![Spanned::new(0..0, "0.0.0.0:2222".to_string())]
+}
+fn default_state_dir() -> PathBuf {
+    PathBuf::from("/var/lib/walissh")
+}
+fn default_max_sessions() -> Spanned<u32> {
+    Spanned::new(0..0, 10)
+}
+fn default_max_user_sessions() -> Spanned<u32> {
+    Spanned::new(0..0, 50)
+}
+fn default_max_failures() -> Spanned<u32> {
+    Spanned::new(0..0, 5)
+}
+fn default_lockout_s() -> Spanned<u64> {
+    Spanned::new(0..0, 300)
+}
+fn default_login_grace_s() -> u64 {
+    60
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpstreamConfig {
+    pub(crate) identity: Option<Spanned<PathBuf>>,
+    pub(crate) known_hosts: Option<PathBuf>,
+    #[serde(default)]
+    pub(crate) host_key_policy: HostKeyPolicy,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum HostKeyPolicy {
+    Strict,
+    #[default]
+    AcceptNew,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TargetKind {
+    #[default]
+    Ssh,
+    Local,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TargetConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) kind: TargetKind,
+    pub(crate) host: Option<Spanned<String>>,
+    /// Default 22; for kind = "ssh" only.
+    pub(crate) port: Option<Spanned<u16>>,
+    pub(crate) user: Option<Spanned<String>>,
+    pub(crate) password_env: Option<Spanned<String>>,
+    pub(crate) run_as: Option<Spanned<String>>,
+}
+
+/// From the strictest to the most permissive (the order `min` uses).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AiMode {
+    Off,
+    #[default]
+    Confirm,
+    Auto,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UserConfig {
+    pub(crate) name: Spanned<String>,
+    pub(crate) password_hash: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) authorized_keys: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) targets: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) ai: AiMode,
+    /// `targets` and `authorized_keys`, parsed once at load (validation
+    /// has checked that they parse).
+    #[serde(skip)]
+    target_patterns: Vec<glob::Pattern>,
+    #[serde(skip)]
+    keys: Vec<russh::keys::PublicKey>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LlmConfig {
+    #[serde(default = "default_base_url")]
+    pub(crate) base_url: String,
+    #[serde(default = "default_model")]
+    pub(crate) model: String,
+    pub(crate) api_key_env: Option<String>,
+    #[serde(default = "default_timeout")]
+    pub(crate) timeout_s: u64,
+    /// Sampling temperature; the endpoint's default when unset.
+    pub(crate) temperature: Option<f32>,
+    /// Longest answer per turn, in tokens; the endpoint's default when unset.
+    pub(crate) max_tokens: Option<u32>,
+    /// The model's context window, in tokens: each request stays within it.
+    #[serde(default = "default_context_tokens")]
+    pub(crate) context_tokens: usize,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: default_base_url(),
+            model: default_model(),
+            api_key_env: None,
+            timeout_s: default_timeout(),
+            temperature: None,
+            max_tokens: None,
+            context_tokens: default_context_tokens(),
+        }
+    }
+}
+
+fn default_context_tokens() -> usize {
+    8192
+}
+
+fn default_base_url() -> String {
+    "http://127.0.0.1:11434/v1".into()
+}
+fn default_model() -> String {
+    "qwen2.5:7b-instruct".into()
+}
+fn default_timeout() -> u64 {
+    60
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AiConfig {
+    #[serde(default = "default_prefixes")]
+    pub(crate) prefixes: Vec<Spanned<String>>,
+    #[serde(default = "default_max_steps")]
+    pub(crate) max_steps: u32,
+    /// How long one question may take, model turns, approvals and commands
+    /// included.
+    #[serde(default = "default_max_time")]
+    pub(crate) max_time_s: u64,
+    /// How long one command the agent runs may take before it is
+    /// interrupted.
+    #[serde(default = "default_command_timeout")]
+    pub(crate) command_timeout_s: u64,
+    #[serde(default)]
+    pub(crate) deny: Vec<Spanned<String>>,
+    /// In `auto`, programs that resolve names or open connections (`host`,
+    /// `dig`, `nslookup`, `ping -c`, `getent hosts`) run unasked too. Off:
+    /// a lookup can carry data out.
+    #[serde(default)]
+    pub(crate) auto_network: bool,
+    /// Extra secret patterns (regexes), redacted before anything reaches
+    /// the model.
+    #[serde(default)]
+    pub(crate) redact: Vec<Spanned<String>>,
+    /// What a plain `?` line runs: an agent or a workflow. Default: the
+    /// built-in agent, `walissh`.
+    pub(crate) entry: Option<Spanned<String>>,
+    /// A directory of skills (folders holding a SKILL.md).
+    pub(crate) skills_dir: Option<Spanned<PathBuf>>,
+    /// The skills of `skills_dir`, read once, when the config is loaded.
+    #[serde(skip)]
+    pub(crate) skills: crate::agent::skills::Skills,
+}
+
+impl Default for AiConfig {
+    fn default() -> Self {
+        AiConfig {
+            prefixes: default_prefixes(),
+            max_steps: default_max_steps(),
+            max_time_s: default_max_time(),
+            command_timeout_s: default_command_timeout(),
+            deny: Vec::new(),
+            auto_network: false,
+            redact: Vec::new(),
+            entry: None,
+            skills_dir: None,
+            skills: Default::default(),
+        }
+    }
+}
+
+fn default_prefixes() -> Vec<Spanned<String>> {
+    ["?", "ai:"]
+        .map(|p| Spanned::new(0..0, p.to_string()))
+        .into()
+}
+fn default_max_steps() -> u32 {
+    8
+}
+fn default_max_time() -> u64 {
+    600
+}
+fn default_command_timeout() -> u64 {
+    60
+}
+
+/// What to do when the audit database or a recording cannot be written.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum OnFailure {
+    /// Refuse new sessions until the storage works again (the default).
+    #[default]
+    Refuse,
+    /// Keep serving, with a warning to every user and in the log.
+    Continue,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuditConfig {
+    /// Record what users type as well as what they see. Off by default:
+    /// typed input can hold passwords.
+    #[serde(default)]
+    pub(crate) record_input: bool,
+    /// Record exec sessions' output too: a shell started through exec
+    /// (`ssh -T host 'python3 -c "import pty; pty.spawn(...)"'`) must not
+    /// escape the recording. Binary output is counted, not kept.
+    #[serde(default = "default_true")]
+    pub(crate) record_exec: bool,
+    #[serde(default)]
+    pub(crate) on_failure: OnFailure,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            record_input: false,
+            record_exec: true,
+            on_failure: OnFailure::default(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TerminalConfig {
+    /// Install shell integration (prompt and command marks) in bash and
+    /// zsh PTY shells.
+    #[serde(default = "default_true")]
+    pub(crate) shell_integration: bool,
+    /// Keep a vt100 model of each PTY session's screen.
+    #[serde(default = "default_true")]
+    pub(crate) screen_model: bool,
+    /// Memory all screen models together may take, in MiB.
+    #[serde(default = "default_screen_memory_mb")]
+    pub(crate) screen_memory_mb: u64,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            shell_integration: true,
+            screen_model: true,
+            screen_memory_mb: default_screen_memory_mb(),
+        }
+    }
+}
+
+fn default_screen_memory_mb() -> u64 {
+    256
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// One agent: an instruction (with `{key}` placeholders filled from the
+/// session's state), the tools it may use, where its answer is stored.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) description: String,
+    pub(crate) instruction: Spanned<String>,
+    /// The session state key its final answer is stored under.
+    pub(crate) output_key: Option<Spanned<String>>,
+    /// The tools it may use; default: all.
+    pub(crate) tools: Option<Vec<Spanned<String>>>,
+    /// Another model than `[llm] model`, on the same endpoint.
+    pub(crate) model: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum WorkflowKind {
+    Sequential,
+    Parallel,
+    Loop,
+}
+
+/// Agents and workflows composed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkflowConfig {
+    pub(crate) name: Spanned<String>,
+    #[serde(default)]
+    pub(crate) description: String,
+    pub(crate) kind: WorkflowKind,
+    pub(crate) members: Vec<Spanned<String>>,
+    /// Loops: at most this many rounds (a member may end it sooner).
+    pub(crate) max_iterations: Option<Spanned<u32>>,
+}
+
+/// The name of the built-in agent, the default entry.
+pub(crate) const BUILTIN_AGENT: &str = "walissh";
+/// The tools an agent may be given.
+pub(crate) const TOOLS: &[&str] = &["run_command", "read_file", "load_skill"];
+/// State keys every question has.
+pub(crate) const STATE_KEYS: &[&str] = &["question", "target", "user", "cwd", "host", "os"];
+
+/// What the model sees each turn, and what a session remembers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct ContextConfig {
+    /// How history is cut to the token budget.
+    pub(crate) reducer: crate::context::reduce::Strategy,
+    /// Restore a user's conversation with a target when they come back.
+    pub(crate) restore: bool,
+    /// Stored tool results are cut to this many characters.
+    pub(crate) tool_chars: usize,
+    /// Stored assistant text is cut to this many characters.
+    pub(crate) assistant_chars: usize,
+    /// Questions (user turns) a session remembers.
+    pub(crate) user_turns: usize,
+    /// Messages a session remembers.
+    pub(crate) messages: usize,
+    /// Recent commands shown to the model.
+    pub(crate) recent_commands: usize,
+    /// Error lines (key events) shown to the model.
+    pub(crate) key_events: usize,
+    /// Tool results kept in the per-question cache.
+    pub(crate) tool_cache: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            reducer: Default::default(),
+            restore: false,
+            tool_chars: 1000,
+            assistant_chars: 2000,
+            user_turns: 4,
+            messages: 20,
+            recent_commands: 10,
+            key_events: 20,
+            tool_cache: 8,
+        }
+    }
+}
+
+impl UserConfig {
+    pub(crate) fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+
+    pub(super) fn compile(&mut self) {
+        self.target_patterns = self
+            .targets
+            .iter()
+            .filter_map(|p| glob::Pattern::new(p.get_ref()).ok())
+            .collect();
+        self.keys = self
+            .authorized_keys
+            .iter()
+            .filter_map(|k| crate::keys::parse_authorized_key(k.get_ref()).ok())
+            .collect();
+    }
+
+    /// Whether this user's `targets` globs allow `target`. Deny by default.
+    pub(crate) fn may_reach(&self, target: &str) -> bool {
+        self.target_patterns.iter().any(|p| p.matches(target))
+    }
+
+    /// Whether `key` is one of this user's authorized keys (key material
+    /// only: comments do not matter).
+    pub(crate) fn knows(&self, key: &russh::keys::PublicKey) -> bool {
+        self.keys.iter().any(|k| k.key_data() == key.key_data())
+    }
+}
+
+impl TargetConfig {
+    pub(crate) fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port.as_ref().map_or(22, |p| *p.get_ref())
+    }
+}

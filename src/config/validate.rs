@@ -1,0 +1,212 @@
+//! Validation of a parsed config: addresses, targets, users, and the
+//! key files it names. Agents and workflows are `team`'s.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+use toml::Spanned;
+
+use super::*;
+
+impl Config {
+    pub(super) fn validate(&self, loc: &Locator) -> Result<(), ConfigError> {
+        for addr in &self.server.listen {
+            addr.get_ref().parse::<SocketAddr>().map_err(|_| {
+                loc.error(
+                    addr.span(),
+                    Some("server.listen"),
+                    &format!("`{}` is not an address:port", addr.get_ref()),
+                )
+            })?;
+        }
+        let s = &self.server;
+        if *s.auth_max_failures.get_ref() == 0 {
+            let why = "must be at least 1";
+            return Err(loc.error(
+                s.auth_max_failures.span(),
+                Some("server.auth_max_failures"),
+                why,
+            ));
+        }
+        if *s.max_sessions_per_connection.get_ref() == 0 {
+            return Err(loc.error(
+                s.max_sessions_per_connection.span(),
+                Some("server.max_sessions_per_connection"),
+                "must be at least 1",
+            ));
+        }
+        if *s.max_sessions_per_user.get_ref() == 0 {
+            return Err(loc.error(
+                s.max_sessions_per_user.span(),
+                Some("server.max_sessions_per_user"),
+                "must be at least 1",
+            ));
+        }
+        if *s.auth_lockout_s.get_ref() == 0 {
+            let why = "must be at least 1 (0 would disable the lockout)";
+            return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));
+        }
+        if self.server.listen.is_empty() {
+            return Err(loc.error(0..0, Some("server.listen"), "no address to listen on"));
+        }
+        self.validate_targets(loc)?;
+        self.validate_users(loc)?;
+        self.validate_team(loc)?;
+        for p in &self.ai.prefixes {
+            if p.get_ref().is_empty() || p.get_ref().chars().any(char::is_control) {
+                let msg = format!(
+                    "prefix {:?} must be non-empty, without control characters",
+                    p.get_ref()
+                );
+                return Err(loc.error(p.span(), Some("ai.prefixes"), &msg));
+            }
+        }
+        for rule in &self.ai.deny {
+            glob::Pattern::new(rule.get_ref())
+                .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
+        }
+        for p in &self.ai.redact {
+            crate::context::redact::check_pattern(p.get_ref())
+                .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn validate_targets(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        for t in &self.targets {
+            let name = t.name.get_ref();
+            new_name(loc, &mut names, &t.name, "targets.name", "target")?;
+            match t.kind {
+                TargetKind::Ssh => {
+                    if t.host.is_none() {
+                        return Err(loc.error(
+                            t.name.span(),
+                            Some("targets.host"),
+                            &format!("target `{name}` (kind \"ssh\") needs a host"),
+                        ));
+                    }
+                    if let Some(r) = &t.run_as {
+                        return Err(loc.error(
+                            r.span(),
+                            Some("targets.run_as"),
+                            "run_as applies to kind = \"local\" only",
+                        ));
+                    }
+                }
+                TargetKind::Local => {
+                    let extra = [&t.host, &t.user, &t.password_env]
+                        .into_iter()
+                        .flatten()
+                        .map(|v| v.span())
+                        .chain(t.port.as_ref().map(|p| p.span()))
+                        .next();
+                    if let Some(v) = extra {
+                        return Err(loc.error(v, None, "applies to kind = \"ssh\" targets only"));
+                    }
+                    if let Some(r) = &t.run_as {
+                        lookup_account(r.get_ref())
+                            .map_err(|e| loc.error(r.span(), Some("targets.run_as"), &e))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_users(&self, loc: &Locator) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        for u in &self.users {
+            let name = u.name.get_ref();
+            new_name(loc, &mut names, &u.name, "users.name", "user")?;
+            if let Some(h) = &u.password_hash {
+                crate::password::check_hash(h.get_ref())
+                    .map_err(|e| loc.error(h.span(), Some("users.password_hash"), &e))?;
+            }
+            for k in &u.authorized_keys {
+                crate::keys::parse_authorized_key(k.get_ref())
+                    .map_err(|e| loc.error(k.span(), Some("users.authorized_keys"), &e))?;
+            }
+            for t in &u.targets {
+                glob::Pattern::new(t.get_ref()).map_err(|e| {
+                    loc.error(t.span(), Some("users.targets"), &format!("bad glob: {e}"))
+                })?;
+            }
+            let embedded_demo = self.embedded && name == "demo";
+            if u.password_hash.is_none() && u.authorized_keys.is_empty() && !embedded_demo {
+                return Err(loc.error(
+                    u.name.span(),
+                    Some("users"),
+                    &format!("user `{name}` has neither password_hash nor authorized_keys"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what can only be checked against the files the config names:
+    /// existing key files must parse. Missing ones are generated at start.
+    pub(crate) fn check_files(&self) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(&self.source).unwrap_or_default();
+        let loc = Locator {
+            source: &self.source,
+            text: &text,
+        };
+        let keys = [
+            (
+                self.server.host_key.as_ref(),
+                "server.host_key",
+                self.host_key_path(),
+            ),
+            (
+                self.upstream.identity.as_ref(),
+                "upstream.identity",
+                self.identity_path(),
+            ),
+        ];
+        for (spanned, key, path) in keys {
+            if path.exists() {
+                crate::keys::load_private(&path)
+                    .map_err(|e| loc.error(spanned.map_or(0..0, |s| s.span()), Some(key), &e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn sorted(keys: &HashSet<&str>) -> String {
+    let mut v: Vec<&str> = keys.iter().copied().collect();
+    v.sort();
+    v.join(", ")
+}
+
+/// Checks that a name (a target's, a user's, an agent's) is well-formed
+/// and not taken.
+pub(super) fn new_name<'a>(
+    loc: &Locator,
+    taken: &mut HashSet<&'a str>,
+    name: &'a Spanned<String>,
+    key: &str,
+    what: &str,
+) -> Result<(), ConfigError> {
+    let n = name.get_ref();
+    if !valid_name(n) {
+        let msg = format!("`{n}`: use letters, digits, '.', '-' and '_'");
+        return Err(loc.error(name.span(), Some(key), &msg));
+    }
+    if !taken.insert(n.as_str()) {
+        return Err(loc.error(
+            name.span(),
+            Some(key),
+            &format!("{what} `{n}` is defined twice"),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
