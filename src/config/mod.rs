@@ -132,19 +132,16 @@ impl Config {
     }
 
     pub(crate) fn host_key_path(&self) -> PathBuf {
-        self.server
-            .host_key
-            .as_ref()
-            .map(|p| p.get_ref().clone())
-            .unwrap_or_else(|| self.state_dir().join("host_ed25519"))
+        self.given_or_state(self.server.host_key.as_ref(), "host_ed25519")
     }
 
     pub(crate) fn identity_path(&self) -> PathBuf {
-        self.upstream
-            .identity
-            .as_ref()
-            .map(|p| p.get_ref().clone())
-            .unwrap_or_else(|| self.state_dir().join("upstream_ed25519"))
+        self.given_or_state(self.upstream.identity.as_ref(), "upstream_ed25519")
+    }
+
+    /// A file the config names, or `name` in the state directory.
+    fn given_or_state(&self, given: Option<&Spanned<PathBuf>>, name: &str) -> PathBuf {
+        given.map_or_else(|| self.state_dir().join(name), |p| p.get_ref().clone())
     }
 
     pub(crate) fn known_hosts_path(&self) -> PathBuf {
