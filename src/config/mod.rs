@@ -140,7 +140,7 @@ impl Config {
     }
 
     /// A file the config names, or `name` in the state directory.
-    fn given_or_state(&self, given: Option<&Spanned<PathBuf>>, name: &str) -> PathBuf {
+    fn given_or_state(&self, given: Option<&toml::Spanned<PathBuf>>, name: &str) -> PathBuf {
         given.map_or_else(|| self.state_dir().join(name), |p| p.get_ref().clone())
     }
 
