@@ -118,18 +118,7 @@ impl Agent {
     }
 }
 
-/// A line the user typed at the prompt that starts with an `[ai] prefixes`
-/// entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Question {
-    /// The line as typed, prefix included.
-    pub(crate) text: String,
-    /// Whether the line is still on the user's screen (zsh keeps it; bash
-    /// wipes it before walissh hears of it).
-    pub(crate) kept: bool,
-    /// The last line of the prompt it was typed at, as drawn.
-    pub(crate) prompt: Vec<u8>,
-}
+pub(crate) use crate::terminal::Question;
 
 /// What a user whose `ai` is off is told, and the audit says.
 pub(crate) const AGENT_OFF: &str = "the agent is off for your account; nothing was run.";

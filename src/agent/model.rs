@@ -21,22 +21,7 @@ use serde_json::{Value, json};
 
 use crate::config::LlmConfig;
 
-/// A tool call the model asked for. `arguments` is the raw text: whether it
-/// is valid JSON is for the caller to check (and to tell the model).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct ToolCall {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) arguments: String,
-}
-
-impl ToolCall {
-    /// Replaces the arguments by their size: what history keeps of a call
-    /// whose arguments are too long to keep.
-    pub(crate) fn cut_arguments(&mut self) {
-        self.arguments = json!({"cut": format!("{} bytes", self.arguments.len())}).to_string();
-    }
-}
+pub(crate) use crate::context::ToolCall;
 
 /// What the model said in one turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

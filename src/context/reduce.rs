@@ -353,7 +353,7 @@ fn cut_middle(text: &str, want: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::model::ToolCall;
+    use crate::context::ToolCall;
 
     fn user(t: &str) -> Message {
         Message::User(t.into())
@@ -679,7 +679,7 @@ mod tests {
 
     mod properties {
         use super::super::*;
-        use crate::agent::model::ToolCall;
+        use crate::context::ToolCall;
         use proptest::prelude::*;
         // The trait, not the reducer's enum of the same name.
         use proptest::strategy::Strategy;

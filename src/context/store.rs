@@ -18,8 +18,8 @@ use super::Message;
 use super::providers::{QUESTION_MARK, ToolCache};
 use super::redact::Counts;
 use super::reduce::{self, Strategy, fit, flatten, groups};
-use crate::agent::model::ToolCall;
 use crate::config::ContextConfig;
+use crate::context::ToolCall;
 
 /// How much of a conversation a session keeps.
 #[derive(Debug, Clone, Copy)]

@@ -32,7 +32,6 @@ use bytes::Bytes;
 
 use tokio::time::Instant;
 
-use crate::agent::Question;
 pub(crate) use bootstrap::Shell;
 use marks::{Account, Level, Mark, Scanner};
 use nested::Nesting;
@@ -53,6 +52,19 @@ const KEEP_COMMANDS: usize = 50;
 const ECHO_MAX: usize = 8 * 1024;
 /// Marks that do not fit are reported at most once in this long.
 const INTEGRITY_EVERY: Duration = Duration::from_secs(60);
+
+/// A line the user typed at the prompt that starts with an `[ai] prefixes`
+/// entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Question {
+    /// The line as typed, prefix included.
+    pub(crate) text: String,
+    /// Whether the line is still on the user's screen (zsh keeps it; bash
+    /// wipes it before walissh hears of it).
+    pub(crate) kept: bool,
+    /// The last line of the prompt it was typed at, as drawn.
+    pub(crate) prompt: Vec<u8>,
+}
 
 /// One command the user ran at the prompt.
 #[derive(Debug, Clone)]
