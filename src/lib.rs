@@ -16,6 +16,7 @@ mod bastion;
 mod config;
 mod context;
 mod keys;
+mod logging;
 mod password;
 mod route;
 mod server;
@@ -95,13 +96,7 @@ pub fn main() -> ExitCode {
     } else {
         "warn"
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    logging::init(default_level);
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

@@ -344,6 +344,10 @@ impl Connection {
         let offer = attempt.is_none() && reason == "unknown_key";
         let failure = self.bastion.throttle.failure(self.peer.ip(), offer);
         if let Some(count) = failure.report {
+            // For fail2ban and CrowdSec: the address, at the audit's
+            // cadence (a flood is a few lines, not one a try). The name
+            // is the client's: quoted, so it cannot forge a line.
+            tracing::warn!(peer = %self.peer, user = ?login.user, method, reason, count, "login failed");
             let mut ev = self
                 .auth_event("auth_fail", &login.user, method)
                 .field("reason", reason)

@@ -64,6 +64,15 @@ fn wrong_passwords_are_throttled_per_address() {
     );
     assert_eq!(fails[0]["reason"], "bad_password");
     assert_eq!(fails[3]["reason"], "locked_out");
+    // The log says it too, with the address, for fail2ban; never the
+    // password tried.
+    b.log.wait_for("login failed peer=127.0.0.1:");
+    let log = b.log.text();
+    assert!(
+        log.contains("user=\"alice\"") && log.contains("reason=\"bad_password\""),
+        "{log}"
+    );
+    assert!(!log.contains("wrong"), "{log}");
 
     // Another address is not affected.
     let mut c = b.ssh_pw("alice:web1", ALICE_PW);
