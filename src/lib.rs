@@ -75,6 +75,13 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print the man page (roff): `walissh man > walissh.1`.
+    Man,
+    /// Print the completion script for a shell: `walissh completions bash`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List audit events, oldest first.
     Audit {
         #[arg(long)]
@@ -132,6 +139,22 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let config = load(config)?;
             config.check_files().map_err(|e| e.to_string())?;
             println!("{}: ok", config.source);
+            Ok(())
+        }
+        Cmd::Man => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut std::io::stdout())
+                .map_err(|e| format!("cannot write the man page: {e}"))
+        }
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "walissh",
+                &mut std::io::stdout(),
+            );
             Ok(())
         }
         Cmd::HashPassword => {

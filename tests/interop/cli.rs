@@ -96,6 +96,55 @@ fn bad_usage_exits_2() {
 }
 
 #[test]
+fn a_man_page_and_completions_that_real_tools_read() {
+    let out = Command::new(walissh_bin()).arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH walissh 1"), "{page}");
+    for sub in ["serve", "check\\-config", "audit", "completions"] {
+        assert!(page.contains(sub), "{sub} missing from the man page");
+    }
+    // groff (man's formatter) reads it without a warning, when installed.
+    if let Ok(mut groff) = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        groff
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(page.as_bytes())
+            .unwrap();
+        let out = groff.wait_with_output().unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Each completion script parses in its shell.
+    for (shell, check) in [("bash", "bash"), ("zsh", "zsh")] {
+        let out = Command::new(walissh_bin())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains("check-config"), "{script}");
+        if let Ok(parsed) = Command::new(check).args(["-n", "-c", &script]).output() {
+            assert!(
+                parsed.status.success(),
+                "{shell}: {}",
+                String::from_utf8_lossy(&parsed.stderr)
+            );
+        }
+    }
+}
+
+#[test]
 fn hash_password_and_pubkey() {
     let hash = hash_of("s3cret");
     assert!(hash.starts_with("$argon2id$v=19$"), "{hash}");
