@@ -34,7 +34,7 @@ pub(crate) struct Bastion {
     pub(crate) recorder: Recorder,
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
-    pub(crate) upstream: crate::upstream::Context,
+    pub(crate) upstream: crate::upstream::UpstreamSettings,
     /// Where sessions start their screen models (see `workers`).
     pub(crate) screens: tokio::runtime::Handle,
     /// What the screen models take together (`[terminal] screen_memory_mb`).
@@ -186,7 +186,7 @@ pub(crate) async fn serve(mut config: Config, workers: &Workers) -> Result<(), S
             *config.server.auth_max_failures.get_ref(),
             Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
         ),
-        upstream: crate::upstream::Context {
+        upstream: crate::upstream::UpstreamSettings {
             identity: Arc::new(identity),
             known_hosts: config.known_hosts_path(),
             policy: config.upstream.host_key_policy,

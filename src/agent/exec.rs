@@ -26,7 +26,7 @@ use crate::upstream::{self, Runner};
 #[derive(Clone, Copy)]
 pub(crate) struct Apart<'a> {
     pub(crate) runner: &'a Runner,
-    pub(crate) upstream: &'a upstream::Context,
+    pub(crate) upstream: &'a upstream::UpstreamSettings,
     /// The bastion user: the default login name on ssh targets.
     pub(crate) user: &'a str,
     pub(crate) timeout: Duration,
@@ -85,13 +85,13 @@ pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl 
     let read = async {
         while let Some(event) = exec.reader.next().await {
             match event {
-                upstream::Event::Data(d) | upstream::Event::Stderr(d) => {
+                upstream::TargetEvent::Data(d) | upstream::TargetEvent::Stderr(d) => {
                     capture.push(&d);
                     show.output(&d).await;
                 }
-                upstream::Event::ExitStatus(code) => exit_code = Some(code as i32),
-                upstream::Event::ExitSignal { .. } => exit_code = Some(128),
-                upstream::Event::Eof => {}
+                upstream::TargetEvent::ExitStatus(code) => exit_code = Some(code as i32),
+                upstream::TargetEvent::ExitSignal { .. } => exit_code = Some(128),
+                upstream::TargetEvent::Eof => {}
             }
         }
     };

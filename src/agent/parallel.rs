@@ -81,7 +81,7 @@ impl<'a> Console<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
     pub(crate) runner: &'a Runner,
-    pub(crate) upstream: &'a upstream::Context,
+    pub(crate) upstream: &'a upstream::UpstreamSettings,
     pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
     pub(crate) timeout: Duration,

@@ -412,7 +412,7 @@ impl Seat<'_> {
             let line = self.painter.error(why);
             self.show(line);
             self.audit("ai_error", vec![("message", why.into())]).await;
-            self.release().await;
+            self.hand_back().await;
             return;
         }
         let question = strip_prefix(&asked.question.text, &agent.prefixes);
@@ -438,7 +438,7 @@ impl Seat<'_> {
                 out.extend(self.painter.end_line());
             }
             self.show(out);
-            self.release().await;
+            self.hand_back().await;
             return;
         }
         let brief = self.brief(asked.snapshot, memory.numbering.clone()).await;
@@ -492,7 +492,7 @@ impl Seat<'_> {
             ];
             self.audit("ai_redacted", fields).await;
         }
-        self.release().await;
+        self.hand_back().await;
     }
 
     /// Runs an agent or a workflow on the question; `depth` > 0 inside a
@@ -694,7 +694,7 @@ impl Seat<'_> {
 
     /// Gives the terminal back to the user: at a fresh prompt, or, when a
     /// command would not stop, in that command.
-    async fn release(&mut self) {
+    async fn hand_back(&mut self) {
         self.settle_lines().await;
         let fresh_prompt = !self.abandoned;
         self.place.shared.set_active(false);
@@ -738,7 +738,7 @@ impl Seat<'_> {
     /// program, or a line that ends like a question (`Password:`, `[y/N]`,
     /// a pager's `:`). Returns what the user would see.
     async fn waiting_for_input(&self) -> Option<String> {
-        let snap = self.place.screen?.snapshot().await?;
+        let snap = self.place.screen?.view().await?;
         if snap.stale {
             // Output outran the model: it cannot say.
             return None;

@@ -228,15 +228,15 @@ impl Pumps<'_> {
                 e = up_rx.next() => e,
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                     // The bootstrap never answered: show what was held back.
-                    if self.release(terminal, ready, client, &mut track, false).await.is_err() {
+                    if self.stop_withholding(terminal, ready, client, &mut track, false).await.is_err() {
                         return End::ClientClosed;
                     }
                     continue;
                 }
             };
-            if matches!(event, None | Some(upstream::Event::Eof))
+            if matches!(event, None | Some(upstream::TargetEvent::Eof))
                 && self
-                    .release(terminal, ready, client, &mut track, true)
+                    .stop_withholding(terminal, ready, client, &mut track, true)
                     .await
                     .is_err()
             {
@@ -246,7 +246,7 @@ impl Pumps<'_> {
                 break;
             };
             let sent = match event {
-                upstream::Event::Data(data) => {
+                upstream::TargetEvent::Data(data) => {
                     totals.bytes_out += data.len() as u64;
                     // Only a seat reads it (is the agent's command silent?).
                     if agent.is_some() {
@@ -290,19 +290,19 @@ impl Pumps<'_> {
                     };
                     self.show(data, client, &mut track).await
                 }
-                upstream::Event::Stderr(data) => {
+                upstream::TargetEvent::Stderr(data) => {
                     totals.bytes_out += data.len() as u64;
                     if let Some(t) = track.as_mut() {
                         t.write(&data).await;
                     }
                     client.extended_data_bytes(1, data).await
                 }
-                upstream::Event::Eof => client.eof().await,
-                upstream::Event::ExitStatus(code) => {
+                upstream::TargetEvent::Eof => client.eof().await,
+                upstream::TargetEvent::ExitStatus(code) => {
                     totals.exit_status = Some(code);
                     client.exit_status(code).await
                 }
-                upstream::Event::ExitSignal {
+                upstream::TargetEvent::ExitSignal {
                     signal,
                     core_dumped,
                     message,
@@ -351,7 +351,7 @@ impl Pumps<'_> {
 
     /// Ends the bootstrap's wait (it timed out, or the target's output
     /// `ended`): what was held back is shown, and input flows again.
-    async fn release(
+    async fn stop_withholding(
         &self,
         terminal: &mut Option<Terminal>,
         ready: &watch::Sender<bool>,
@@ -463,7 +463,7 @@ impl Pumps<'_> {
         let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
             return;
         };
-        let Some(snap) = screen.snapshot().await else {
+        let Some(snap) = screen.view().await else {
             return;
         };
         if snap.stale {
@@ -631,8 +631,8 @@ async fn notify(client: &ChannelWriteHalf<Msg>, msg: &str) {
 async fn drain(up_rx: &mut upstream::Reader, totals: &mut Totals) {
     while let Some(event) = up_rx.next().await {
         match event {
-            upstream::Event::ExitStatus(code) => totals.exit_status = Some(code),
-            upstream::Event::ExitSignal { signal, .. } => {
+            upstream::TargetEvent::ExitStatus(code) => totals.exit_status = Some(code),
+            upstream::TargetEvent::ExitSignal { signal, .. } => {
                 totals.exit_signal = Some(signal_name(&signal))
             }
             _ => {}

@@ -9,7 +9,7 @@
 //! marked stale until the next prompt, where it starts afresh. What a
 //! flood printed is in the command records' head and tail anyway, and a
 //! flood modelled in full would cost a core (vt100 models line-by-line
-//! output at about 30 MiB/s). The agent's context asks it for a [`Snapshot`].
+//! output at about 30 MiB/s). The agent's context asks it for a [`ScreenView`].
 //!
 //! Models' memory is bounded twice: each is clamped to [`MAX_ROWS`] by
 //! [`MAX_COLS`] whatever the client asks, and all of them together hold
@@ -43,12 +43,12 @@ enum Update {
     Resize(u16, u16),
     /// Start afresh: the model was stale and a prompt was drawn.
     Reset,
-    Snapshot(oneshot::Sender<Snapshot>),
+    ScreenView(oneshot::Sender<ScreenView>),
 }
 
 /// What the screen shows.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Snapshot {
+pub(crate) struct ScreenView {
     /// The whole screen; only tests read it, so only they pay for it.
     #[cfg(test)]
     pub(crate) contents: String,
@@ -256,16 +256,16 @@ impl Screen {
 
     /// What the screen shows. A stale model answers at once, without
     /// waiting for the model's thread: it cannot say anyway.
-    pub(crate) async fn snapshot(&self) -> Option<Snapshot> {
-        let stale = || Snapshot {
+    pub(crate) async fn view(&self) -> Option<ScreenView> {
+        let stale = || ScreenView {
             stale: true,
-            ..Snapshot::default()
+            ..ScreenView::default()
         };
         if self.stale.load(Ordering::Relaxed) {
             return Some(stale());
         }
         let (tx, rx) = oneshot::channel();
-        self.tx.send(Update::Snapshot(tx)).await.ok()?;
+        self.tx.send(Update::ScreenView(tx)).await.ok()?;
         let snap = rx.await.ok()?;
         // Output dropped while the request waited its turn.
         Some(match self.stale.load(Ordering::Relaxed) {
@@ -337,9 +337,9 @@ async fn run(mut rx: mpsc::Receiver<Update>, rows: u16, cols: u16) {
                 p.set_size(nz(r), nz(c));
             }
             Update::Reset => p = parser(rows, cols),
-            Update::Snapshot(reply) => {
+            Update::ScreenView(reply) => {
                 let s = p.screen();
-                let _ = reply.send(Snapshot {
+                let _ = reply.send(ScreenView {
                     #[cfg(test)]
                     contents: s.contents(),
                     cursor: s.cursor_position(),
@@ -408,13 +408,13 @@ mod tests {
     async fn the_model_follows_output_and_resizes() {
         let s = start(5, 20);
         s.feed(Bytes::from_static(b"hello\r\n\x1b[1mworld\x1b[0m"));
-        let snap = s.snapshot().await.unwrap();
+        let snap = s.view().await.unwrap();
         assert_eq!(snap.contents, "hello\nworld");
         assert_eq!(snap.cursor, (1, 5));
         assert!(!snap.stale && !snap.alternate);
         s.resize(10, 40);
         s.feed(Bytes::from_static(b"\x1b[?1049h"));
-        assert!(s.snapshot().await.unwrap().alternate);
+        assert!(s.view().await.unwrap().alternate);
     }
 
     #[test]
@@ -436,7 +436,7 @@ mod tests {
     async fn the_cursor_line_joins_wrapped_rows() {
         let s = start(5, 10);
         s.feed(Bytes::from_static(b"$ echo 0123456789"));
-        let snap = s.snapshot().await.unwrap();
+        let snap = s.view().await.unwrap();
         assert_eq!(snap.cursor_line, "$ echo 0123456789");
         assert_eq!(
             prompt_command(&snap.cursor_line).as_deref(),
@@ -467,11 +467,11 @@ mod tests {
         let s = start(5, 20);
         let flood = Bytes::from(vec![b'x'; RATE as usize + 1]);
         s.feed(flood);
-        assert!(s.snapshot().await.unwrap().stale);
+        assert!(s.view().await.unwrap().stale);
         // The prompt after the flood is modelled afresh, on a new budget.
         s.prompt();
         s.feed(Bytes::from_static(b"$ "));
-        let snap = s.snapshot().await.unwrap();
+        let snap = s.view().await.unwrap();
         assert!(!snap.stale);
         assert_eq!(snap.contents.trim_end(), "$");
     }
@@ -481,10 +481,10 @@ mod tests {
         let s = start(5, 20);
         s.feed(Bytes::from_static(b"old"));
         s.stale.store(true, Ordering::Relaxed);
-        assert!(s.snapshot().await.unwrap().stale);
+        assert!(s.view().await.unwrap().stale);
         s.prompt();
         s.feed(Bytes::from_static(b"$ "));
-        let snap = s.snapshot().await.unwrap();
+        let snap = s.view().await.unwrap();
         assert_eq!(snap.contents.trim_end(), "$");
         assert!(!snap.stale);
     }

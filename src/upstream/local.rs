@@ -2,7 +2,7 @@
 //!
 //! A shell (or exec with a PTY) runs on a fresh PTY as a login shell of the
 //! target's account; exec and subsystems without a PTY run on pipes. A
-//! reader task turns the process's output and exit into [`Event`]s on a
+//! reader task turns the process's output and exit into [`TargetEvent`]s on a
 //! small bounded channel, so a slow client stalls the process, not memory.
 
 use std::ffi::{CString, OsString};
@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use super::{Command, Event, Request};
+use super::{Command, Request, TargetEvent};
 use crate::config::Account;
 
 /// Where OpenSSH's sftp-server lives on common distributions.
@@ -150,7 +150,7 @@ fn switch_account(groups: &[libc::gid_t], uid: u32, gid: u32) -> std::io::Result
 }
 
 pub(crate) struct Reader {
-    rx: mpsc::Receiver<Event>,
+    rx: mpsc::Receiver<TargetEvent>,
 }
 
 enum Input {
@@ -400,7 +400,7 @@ async fn until(deadline: Option<Instant>) {
 async fn pump_pty(
     mut read: pty_process::OwnedReadPty,
     mut proc: Proc,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<TargetEvent>,
     mut control: mpsc::Receiver<Control>,
 ) {
     let mut buf = BytesMut::with_capacity(CHUNK);
@@ -411,7 +411,7 @@ async fn pump_pty(
         tokio::select! {
             r = read.read_buf(&mut buf) => match r {
                 Ok(n) if n > 0 => {
-                    if tx.send(Event::Data(buf.split().freeze())).await.is_err() {
+                    if tx.send(TargetEvent::Data(buf.split().freeze())).await.is_err() {
                         // Nobody listens any more: end the process.
                         proc.hang_up(&mut kill_at);
                     }
@@ -433,7 +433,7 @@ async fn pump_pty(
             }
         }
     };
-    let _ = tx.send(Event::Eof).await;
+    let _ = tx.send(TargetEvent::Eof).await;
     report_exit(status, &tx).await;
 }
 
@@ -442,13 +442,17 @@ async fn pump_pty(
 async fn drain_pty(
     read: &mut pty_process::OwnedReadPty,
     buf: &mut BytesMut,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<TargetEvent>,
 ) {
     loop {
         buf.reserve(CHUNK);
         match tokio::time::timeout(Duration::from_millis(100), read.read_buf(buf)).await {
             Ok(Ok(n)) if n > 0 => {
-                if tx.send(Event::Data(buf.split().freeze())).await.is_err() {
+                if tx
+                    .send(TargetEvent::Data(buf.split().freeze()))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -474,15 +478,19 @@ async fn finish(
 
 /// Copies stdout and stderr into events until both close, then reports
 /// how the process exited. Takes signals and the hang-up meanwhile.
-async fn pump_pipes(mut proc: Proc, tx: mpsc::Sender<Event>, mut control: mpsc::Receiver<Control>) {
+async fn pump_pipes(
+    mut proc: Proc,
+    tx: mpsc::Sender<TargetEvent>,
+    mut control: mpsc::Receiver<Control>,
+) {
     let mut out = proc.child.stdout.take();
     let mut err = proc.child.stderr.take();
     let mut kill_at = None;
     let mut control_open = true;
     while out.is_some() || err.is_some() {
         let event = tokio::select! {
-            d = read_some(&mut out) => d.map(Event::Data),
-            d = read_some(&mut err) => d.map(Event::Stderr),
+            d = read_some(&mut out) => d.map(TargetEvent::Data),
+            d = read_some(&mut err) => d.map(TargetEvent::Stderr),
             c = control.recv(), if control_open => {
                 control_open = c.is_some();
                 proc.control(c, &mut kill_at);
@@ -501,7 +509,7 @@ async fn pump_pipes(mut proc: Proc, tx: mpsc::Sender<Event>, mut control: mpsc::
         }
     }
     let status = finish(&mut proc, &mut kill_at).await;
-    let _ = tx.send(Event::Eof).await;
+    let _ = tx.send(TargetEvent::Eof).await;
     report_exit(status, &tx).await;
 }
 
@@ -521,18 +529,21 @@ async fn read_some<R: AsyncRead + Unpin>(slot: &mut Option<R>) -> Option<Bytes> 
     }
 }
 
-async fn report_exit(status: std::io::Result<std::process::ExitStatus>, tx: &mpsc::Sender<Event>) {
+async fn report_exit(
+    status: std::io::Result<std::process::ExitStatus>,
+    tx: &mpsc::Sender<TargetEvent>,
+) {
     let event = match status {
         Ok(s) => match (s.code(), s.signal()) {
-            (Some(code), _) => Event::ExitStatus(code as u32),
-            (None, Some(sig)) => Event::ExitSignal {
+            (Some(code), _) => TargetEvent::ExitStatus(code as u32),
+            (None, Some(sig)) => TargetEvent::ExitSignal {
                 signal: signal_name(sig),
                 core_dumped: s.core_dumped(),
                 message: String::new(),
             },
-            (None, None) => Event::ExitStatus(255),
+            (None, None) => TargetEvent::ExitStatus(255),
         },
-        Err(_) => Event::ExitStatus(255),
+        Err(_) => TargetEvent::ExitStatus(255),
     };
     let _ = tx.send(event).await;
 }
@@ -574,7 +585,7 @@ fn signal_number(sig: &Sig) -> Option<i32> {
 }
 
 impl Reader {
-    pub(crate) async fn next(&mut self) -> Option<Event> {
+    pub(crate) async fn next(&mut self) -> Option<TargetEvent> {
         self.rx.recv().await
     }
 }

@@ -1,7 +1,7 @@
 //! The far side of a session: a channel on the target, reached with the
 //! bastion's own russh client (`ssh`) or a process on this host (`local`).
 //!
-//! Both kinds look the same to `session`: a [`Reader`] of [`Event`]s and a
+//! Both kinds look the same to `session`: a [`Reader`] of [`TargetEvent`]s and a
 //! [`Writer`] for input and control. Reading and writing apply
 //! back-pressure (SSH windows, PTY and pipe buffers), so nothing here
 //! buffers without bound.
@@ -24,7 +24,7 @@ pub(crate) use local::LocalAccount;
 
 /// What the target sends.
 #[derive(Debug)]
-pub(crate) enum Event {
+pub(crate) enum TargetEvent {
     Data(Bytes),
     Stderr(Bytes),
     Eof,
@@ -152,7 +152,7 @@ impl Runner {
     /// input. The error is a sentence.
     pub(crate) async fn exec_clean(
         &self,
-        ctx: &Context,
+        ctx: &UpstreamSettings,
         script: &str,
         cwd: Option<&str>,
         user: &str,
@@ -165,7 +165,7 @@ impl Runner {
     /// Starts `command` with no input. The error is a sentence.
     pub(crate) async fn exec(
         &self,
-        ctx: &Context,
+        ctx: &UpstreamSettings,
         command: &str,
         user: &str,
     ) -> Result<Execution, String> {
@@ -176,7 +176,7 @@ impl Runner {
     /// unless `hold_input`, when it ends as the [`Execution`] is dropped.
     async fn start(
         &self,
-        ctx: &Context,
+        ctx: &UpstreamSettings,
         command: &str,
         user: &str,
         hold_input: bool,
@@ -385,7 +385,7 @@ impl TargetInfo {
 }
 
 /// Bastion-wide settings for reaching targets.
-pub(crate) struct Context {
+pub(crate) struct UpstreamSettings {
     pub(crate) identity: Arc<PrivateKey>,
     pub(crate) known_hosts: PathBuf,
     pub(crate) policy: HostKeyPolicy,
@@ -411,7 +411,7 @@ pub(crate) enum Writer {
 /// Opens the target side. The error is a sentence for the user.
 pub(crate) async fn open(
     target: &TargetConfig,
-    ctx: &Context,
+    ctx: &UpstreamSettings,
     req: &Request,
 ) -> Result<Opened, String> {
     match target.kind {
@@ -459,7 +459,7 @@ pub(crate) async fn open(
 
 impl Reader {
     /// The next event, or `None` once the target side is closed.
-    pub(crate) async fn next(&mut self) -> Option<Event> {
+    pub(crate) async fn next(&mut self) -> Option<TargetEvent> {
         match self {
             Reader::Ssh(r) => r.next().await,
             Reader::Local(r) => r.next().await,

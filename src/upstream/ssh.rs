@@ -15,7 +15,7 @@ use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use tokio::net::TcpStream;
 
-use super::{Command, Context, Event, PROBE, Request, TargetInfo};
+use super::{Command, PROBE, Request, TargetEvent, TargetInfo, UpstreamSettings};
 use crate::config::{HostKeyPolicy, TargetConfig};
 use crate::terminal::Shell;
 
@@ -41,7 +41,7 @@ struct HostKeyCheck {
     host: String,
     port: u16,
     known_hosts: PathBuf,
-    /// See `upstream::Context::known_hosts_lock`.
+    /// See `upstream::UpstreamSettings::known_hosts_lock`.
     lock: Arc<Mutex<()>>,
     policy: HostKeyPolicy,
     verdict: Arc<Mutex<Option<String>>>,
@@ -221,7 +221,7 @@ impl Runner {
 
 pub(crate) async fn open(
     target: &TargetConfig,
-    ctx: &Context,
+    ctx: &UpstreamSettings,
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
@@ -232,7 +232,7 @@ pub(crate) async fn open(
 
 async fn open_inner(
     target: &TargetConfig,
-    ctx: &Context,
+    ctx: &UpstreamSettings,
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     let name = target.name();
@@ -335,7 +335,7 @@ async fn probe(conn: &client::Handle<HostKeyCheck>) -> Option<TargetInfo> {
 async fn authenticate(
     conn: &mut client::Handle<HostKeyCheck>,
     target: &TargetConfig,
-    ctx: &Context,
+    ctx: &UpstreamSettings,
     login: &str,
 ) -> Result<(), String> {
     let name = target.name();
@@ -421,18 +421,18 @@ async fn start_command(
 }
 
 impl Reader {
-    pub(crate) async fn next(&mut self) -> Option<Event> {
+    pub(crate) async fn next(&mut self) -> Option<TargetEvent> {
         loop {
             let msg = match self.pending.pop_front() {
                 Some(m) => m,
                 None => self.ch.wait().await?,
             };
             match msg {
-                ChannelMsg::Data { data } => return Some(Event::Data(data)),
-                ChannelMsg::ExtendedData { data, .. } => return Some(Event::Stderr(data)),
-                ChannelMsg::Eof => return Some(Event::Eof),
+                ChannelMsg::Data { data } => return Some(TargetEvent::Data(data)),
+                ChannelMsg::ExtendedData { data, .. } => return Some(TargetEvent::Stderr(data)),
+                ChannelMsg::Eof => return Some(TargetEvent::Eof),
                 ChannelMsg::ExitStatus { exit_status } => {
-                    return Some(Event::ExitStatus(exit_status));
+                    return Some(TargetEvent::ExitStatus(exit_status));
                 }
                 ChannelMsg::ExitSignal {
                     signal_name,
@@ -440,7 +440,7 @@ impl Reader {
                     error_message,
                     ..
                 } => {
-                    return Some(Event::ExitSignal {
+                    return Some(TargetEvent::ExitSignal {
                         signal: signal_name,
                         core_dumped,
                         message: error_message,
