@@ -15,6 +15,10 @@
 //! When it is done the seat asks the shell for a fresh prompt, and the user
 //! is back where they were.
 
+mod workflow;
+
+use workflow::set_facts;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -495,150 +499,6 @@ impl Seat<'_> {
         self.hand_back().await;
     }
 
-    /// Runs an agent or a workflow on the question; `depth` > 0 inside a
-    /// workflow, where each agent is announced.
-    fn run_item<'s>(
-        &'s mut self,
-        run: &'s Run<'s>,
-        name: &'s str,
-        memory: &'s mut Memory,
-        depth: usize,
-        in_loop: bool,
-    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 's>> {
-        Box::pin(async move {
-            let live = self.place.live.clone();
-            let agent = &live.agent;
-            let Some(item) = agent.team.get(name) else {
-                return Err(format!("no agent or workflow named `{name}`"));
-            };
-            match item {
-                Item::Agent(spec) => {
-                    if depth > 0 {
-                        let line = self.painter.heading(name);
-                        self.show(line);
-                    }
-                    self.speaking =
-                        (name != crate::config::BUILTIN_AGENT).then(|| name.to_string());
-                    let ask = Ask {
-                        model: run.model,
-                        agent,
-                        mode: self.mode_here(),
-                        brief: run.brief,
-                        spec,
-                        in_loop,
-                    };
-                    let answer = react::answer(ask, run.question, memory, self).await?;
-                    let end = self.painter.end_line();
-                    self.show(end);
-                    if let Some(key) = &spec.output_key {
-                        memory.state.insert(key.clone(), answer.clone());
-                    }
-                    Ok(answer)
-                }
-                Item::Workflow(w) => {
-                    let mut last = String::new();
-                    match w.kind {
-                        WorkflowKind::Sequential => {
-                            for m in &w.members {
-                                last = self.run_item(run, m, memory, depth + 1, in_loop).await?;
-                            }
-                        }
-                        WorkflowKind::Loop => {
-                            // An enclosing loop's end request waits for
-                            // this one to finish: it is kept, not reset.
-                            let outer = std::mem::take(&mut memory.loop_ended);
-                            'rounds: for _ in 0..w.max_iterations {
-                                for m in &w.members {
-                                    last = self.run_item(run, m, memory, depth + 1, true).await?;
-                                    if memory.loop_ended {
-                                        break 'rounds;
-                                    }
-                                }
-                            }
-                            memory.loop_ended = outer;
-                        }
-                        WorkflowKind::Parallel => {
-                            last = self.run_parallel(run, w, memory).await?;
-                        }
-                    }
-                    Ok(last)
-                }
-            }
-        })
-    }
-
-    /// Runs a parallel workflow's agents at once, each with a host of its
-    /// own (`parallel`): their commands on channels of their own, their
-    /// lines labelled. What they store joins the session's state; the
-    /// answer is theirs, each under its name.
-    async fn run_parallel(
-        &mut self,
-        run: &Run<'_>,
-        w: &WorkflowSpec,
-        memory: &mut Memory,
-    ) -> Result<String, String> {
-        let mut out = self.painter.end_line();
-        let members = w.members.join(", ");
-        out.extend(
-            self.painter
-                .heading(&format!("{} (in parallel: {members})", w.name)),
-        );
-        self.show(out);
-        let live = self.place.live.clone();
-        let agent = &live.agent;
-        let mode = self.mode_here();
-        let cwd = self.place.shared.cwd();
-        let target = Target {
-            runner: self.place.runner,
-            upstream: &self.place.bastion.upstream,
-            audit: &self.place.bastion.audit,
-            ids: self.place.ids,
-            timeout: agent.command_timeout,
-            cwd: cwd.as_deref(),
-        };
-        let console = Console::new(self.draw.clone(), &mut self.keys);
-        let results = {
-            let specs = w.members.iter().filter_map(|m| match agent.team.get(m) {
-                Some(Item::Agent(spec)) => Some(spec),
-                _ => None,
-            });
-            let runs = specs.map(|spec| {
-                let mut own = memory.fork();
-                let console = &console;
-                async move {
-                    let mut host = Member::new(&spec.name, console, target);
-                    let ask = Ask {
-                        model: run.model,
-                        agent,
-                        mode,
-                        brief: run.brief,
-                        spec,
-                        in_loop: false,
-                    };
-                    let answer = react::answer(ask, run.question, &mut own, &mut host).await;
-                    host.flush();
-                    (spec, answer, own)
-                }
-            });
-            futures_util::future::join_all(runs).await
-        };
-        let mut answers = Vec::new();
-        for (spec, answer, own) in results {
-            memory.redactions.add(&own.redactions);
-            match answer {
-                Ok(text) => {
-                    if let Some(key) = &spec.output_key {
-                        memory.state.insert(key.clone(), text.clone());
-                    }
-                    answers.push(format!("{}: {text}", spec.name));
-                }
-                Err(e) => answers.push(format!("{}: failed: {e}", spec.name)),
-            }
-        }
-        self.painter.at_line_start();
-        Ok(answers.join("\n\n"))
-    }
-
     /// Command lines that finished outside a command of the agent's were
     /// typed by the user (ahead, while a command ran): audited as theirs.
     async fn settle_lines(&mut self) {
@@ -1093,22 +953,6 @@ struct Run<'a> {
     model: &'a super::model::Model,
     brief: &'a Brief,
     question: &'a str,
-}
-
-/// The facts every question sets in the session's state.
-fn set_facts(state: &mut std::collections::HashMap<String, String>, brief: &Brief, question: &str) {
-    let info = brief.info.clone().unwrap_or_default();
-    let facts = [
-        ("question", Some(question.to_string())),
-        ("target", Some(brief.target.clone())),
-        ("user", info.user),
-        ("cwd", brief.cwd.clone()),
-        ("host", info.host),
-        ("os", info.os),
-    ];
-    for (key, value) in facts {
-        state.insert(key.to_string(), value.unwrap_or_default());
-    }
 }
 
 /// Whether a finished command line is the one the agent typed. The shell
