@@ -187,30 +187,7 @@ impl Pumps<'_> {
                 // command must reach the screen before the command's output.
                 biased;
                 Some(draw) = next(agent.as_mut().map(|a| &mut a.draw)) => {
-                    let mut output = 0;
-                    let shown = match draw {
-                        Draw::Show(bytes) => spinner.stop_before(bytes),
-                        Draw::Output(bytes) => {
-                            output = bytes.len();
-                            spinner.stop_before(bytes)
-                        }
-                        Draw::Spin => {
-                            spinner.start();
-                            Bytes::new()
-                        }
-                        Draw::Done { fresh_prompt } => {
-                            if let Some(t) = terminal.as_mut() {
-                                t.agent_done(fresh_prompt);
-                            }
-                            spinner.stop_before(Vec::new())
-                        }
-                        Draw::Nonce(nonce) => {
-                            if let Some(t) = terminal.as_mut() {
-                                t.expect_nonce(&nonce);
-                            }
-                            Bytes::new()
-                        }
-                    };
+                    let (shown, output) = drawn(draw, terminal, &mut spinner);
                     if self.show(shown, client, &mut track).await.is_err() {
                         return End::ClientClosed;
                     }
@@ -254,37 +231,8 @@ impl Pumps<'_> {
                     }
                     let data = match terminal.as_mut() {
                         Some(t) => {
-                            let p = t.output(data);
-                            if let Some(i) = &p.integrity {
-                                self.ctx.bastion.audit.event(i.event(self.ids)).await;
-                            }
-                            if agent.is_some() {
-                                self.shared.set_shell(t.at_prompt(), t.caps());
-                                if p.cwd {
-                                    self.shared.set_cwd(t.cwd());
-                                }
-                            }
-                            // The user's keys wait while the shell has
-                            // walissh's own lines to read (they must not
-                            // join them), then flow again.
-                            let waiting = t.deadline().is_some();
-                            if waiting == *ready.borrow() {
-                                let _ = ready.send(!waiting);
-                            }
-                            if let Some(keys) = p.type_in {
-                                let _ = inject.send(Bytes::from(keys)).await;
-                            }
-                            self.lines_done(p.finished, p.line_done, agent.as_ref())
-                                .await;
-                            let shown = self
-                                .answer_questions(p.to_client, p.questions, t, agent.as_ref())
-                                .await;
-                            if p.prompt
-                                && let Some(s) = self.screen
-                            {
-                                s.prompt();
-                            }
-                            shown
+                            self.through_terminal(data, t, (ready, inject), agent.as_ref())
+                                .await
                         }
                         None => data,
                     };
@@ -327,6 +275,48 @@ impl Pumps<'_> {
             }
         }
         End::TargetClosed
+    }
+
+    /// PTY shell output through the terminal model: marks out, commands
+    /// audited (or handed to the agent), questions caught, and what the
+    /// model types into the shell sent to the input side. Returns what the
+    /// client is shown.
+    async fn through_terminal(
+        &self,
+        data: Bytes,
+        t: &mut Terminal,
+        (ready, inject): (&watch::Sender<bool>, &mpsc::Sender<Bytes>),
+        agent: Option<&ClientEnds>,
+    ) -> Bytes {
+        let p = t.output(data);
+        if let Some(i) = &p.integrity {
+            self.ctx.bastion.audit.event(i.event(self.ids)).await;
+        }
+        if agent.is_some() {
+            self.shared.set_shell(t.at_prompt(), t.caps());
+            if p.cwd {
+                self.shared.set_cwd(t.cwd());
+            }
+        }
+        // The user's keys wait while the shell has walissh's own lines to
+        // read (they must not join them), then flow again.
+        let waiting = t.deadline().is_some();
+        if waiting == *ready.borrow() {
+            let _ = ready.send(!waiting);
+        }
+        if let Some(keys) = p.type_in {
+            let _ = inject.send(Bytes::from(keys)).await;
+        }
+        self.lines_done(p.finished, p.line_done, agent).await;
+        let shown = self
+            .answer_questions(p.to_client, p.questions, t, agent)
+            .await;
+        if p.prompt
+            && let Some(s) = self.screen
+        {
+            s.prompt();
+        }
+        shown
     }
 
     /// Sends output to the client, by way of the screen model and the
@@ -611,6 +601,34 @@ struct Keys<'a> {
     inject: mpsc::Receiver<Bytes>,
     /// The depth of a nested shell walissh did not integrate (0: none).
     unfollowed: Option<&'a std::sync::atomic::AtomicUsize>,
+}
+
+/// What one of the seat's drawing requests shows the client, and how
+/// many of its bytes are a command's output.
+fn drawn(draw: Draw, terminal: &mut Option<Terminal>, spinner: &mut Spinner) -> (Bytes, usize) {
+    match draw {
+        Draw::Show(bytes) => (spinner.stop_before(bytes), 0),
+        Draw::Output(bytes) => {
+            let output = bytes.len();
+            (spinner.stop_before(bytes), output)
+        }
+        Draw::Spin => {
+            spinner.start();
+            (Bytes::new(), 0)
+        }
+        Draw::Done { fresh_prompt } => {
+            if let Some(t) = terminal.as_mut() {
+                t.agent_done(fresh_prompt);
+            }
+            (spinner.stop_before(Vec::new()), 0)
+        }
+        Draw::Nonce(nonce) => {
+            if let Some(t) = terminal.as_mut() {
+                t.expect_nonce(&nonce);
+            }
+            (Bytes::new(), 0)
+        }
+    }
 }
 
 /// Writes keys to the target, while it still reads them.

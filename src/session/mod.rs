@@ -257,27 +257,7 @@ async fn run_session(
     let Ok(recording) = admit(ctx, &ids, &channel, &setup).await else {
         return;
     };
-
-    bastion
-        .audit
-        .session_start(SessionRow {
-            id: ids.session.clone(),
-            user: ids.user.clone(),
-            target: ids.target.clone(),
-            client_addr: ctx.peer.to_string(),
-            started: SystemTime::now(),
-            recording: recording.as_ref().map(|r| r.path.display().to_string()),
-        })
-        .await;
-    bastion
-        .audit
-        .event(
-            ids.event("session_start")
-                .field("client_addr", ctx.peer.to_string())
-                .field("pty", pty),
-        )
-        .await;
-    audit_command(ctx, &ids, &setup.command).await;
+    audit_start(ctx, &ids, &setup, recording.as_ref()).await;
 
     let Setup {
         command,
@@ -309,33 +289,16 @@ async fn run_session(
                 .config
                 .user(&ids.user)
                 .map_or(AiMode::Off, |u| u.ai);
-            // A shell that takes walissh's bootstrap gets it first, typed
-            // into its terminal; the terminal model then hides its traces.
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
-                    let nonce = crate::terminal::nonce();
-                    let prefixes = &ctx.live.agent.prefixes;
-                    let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
-                    let _ = writer.data(Bytes::from(input)).await;
-                    let terminal = Terminal::integrated(&nonce, mode != AiMode::Off);
-                    Some(terminal.follow_nested(prefixes.to_vec()))
+                    Some(integrate(ctx, shell, pty, mode, &mut writer).await)
                 }
                 _ => None,
             };
-            let screen = match (&request.pty, &ctx.live.config.terminal) {
-                (Some(p), t) if t.screen_model => {
-                    let limit = usize::try_from(t.screen_memory_mb.saturating_mul(1 << 20))
-                        .unwrap_or(usize::MAX);
-                    let memory = &ctx.bastion.screen_memory;
-                    let screen = Screen::start(p.rows, p.cols, &ctx.bastion.screens, memory, limit);
-                    if screen.is_none() {
-                        let used_mb = memory.used() >> 20;
-                        tracing::warn!(session = %ids.session, used_mb, "no screen model: [terminal] screen_memory_mb is used up");
-                    }
-                    screen
-                }
-                _ => None,
-            };
+            let screen = request
+                .pty
+                .as_ref()
+                .and_then(|p| screen_model(ctx, &ids, p));
             let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);
             let shared = Shared::new(request.pty.as_ref().map_or(80, |p| p.cols));
             let pumps = Pumps {
@@ -363,28 +326,83 @@ async fn run_session(
             }
         }
     };
+    audit_end(bastion, &ids, &totals, recording).await;
+}
+
+/// The session's row and its `session_start` and command events.
+async fn audit_start(ctx: &Context, ids: &Ids, setup: &Setup, recording: Option<&Recording>) {
+    let audit = &ctx.bastion.audit;
+    audit
+        .session_start(SessionRow {
+            id: ids.session.clone(),
+            user: ids.user.clone(),
+            target: ids.target.clone(),
+            client_addr: ctx.peer.to_string(),
+            started: SystemTime::now(),
+            recording: recording.map(|r| r.path.display().to_string()),
+        })
+        .await;
+    let start = ids
+        .event("session_start")
+        .field("client_addr", ctx.peer.to_string())
+        .field("pty", setup.pty.is_some());
+    audit.event(start).await;
+    audit_command(ctx, ids, &setup.command).await;
+}
+
+/// A shell that takes walissh's bootstrap gets it first, typed into its
+/// terminal; the terminal model then hides its traces, and follows the
+/// user into shells started from the prompt.
+async fn integrate(
+    ctx: &Context,
+    shell: crate::terminal::Shell,
+    pty: &PtySpec,
+    mode: AiMode,
+    writer: &mut upstream::Writer,
+) -> Terminal {
+    let nonce = crate::terminal::nonce();
+    let prefixes = &ctx.live.agent.prefixes;
+    let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
+    let _ = writer.data(Bytes::from(input)).await;
+    Terminal::integrated(&nonce, mode != AiMode::Off).follow_nested(prefixes.to_vec())
+}
+
+/// The session's screen model, within `[terminal] screen_memory_mb`; none
+/// when it is off or the memory is used up (the session goes on).
+fn screen_model(ctx: &Context, ids: &Ids, pty: &PtySpec) -> Option<Screen> {
+    let t = &ctx.live.config.terminal;
+    if !t.screen_model {
+        return None;
+    }
+    let limit = usize::try_from(t.screen_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+    let memory = &ctx.bastion.screen_memory;
+    let screen = Screen::start(pty.rows, pty.cols, &ctx.bastion.screens, memory, limit);
+    if screen.is_none() {
+        let used_mb = memory.used() >> 20;
+        tracing::warn!(session = %ids.session, used_mb, "no screen model: [terminal] screen_memory_mb is used up");
+    }
+    screen
+}
+
+/// How the session ended: the lost upstream, the recording closed, the
+/// `session_end` event and the row's end.
+async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Option<Recording>) {
     if let Some(message) = &totals.lost {
-        bastion
-            .audit
-            .event(
-                ids.event("upstream_error")
-                    .field("message", message.as_str()),
-            )
-            .await;
+        let ev = ids
+            .event("upstream_error")
+            .field("message", message.as_str());
+        bastion.audit.event(ev).await;
     }
     if let Some(r) = recording {
         r.close().await;
     }
-    bastion
-        .audit
-        .event(
-            ids.event("session_end")
-                .field("exit_status", totals.exit_status)
-                .field("exit_signal", totals.exit_signal)
-                .field("bytes_in", totals.bytes_in)
-                .field("bytes_out", totals.bytes_out),
-        )
-        .await;
+    let end = ids
+        .event("session_end")
+        .field("exit_status", totals.exit_status)
+        .field("exit_signal", totals.exit_signal.clone())
+        .field("bytes_in", totals.bytes_in)
+        .field("bytes_out", totals.bytes_out);
+    bastion.audit.event(end).await;
     bastion.audit.session_end(&ids.session).await;
 }
 
