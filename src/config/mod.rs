@@ -189,6 +189,70 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// The keys a table of the config accepts, as serde lists them when
+    /// it meets one it does not know.
+    fn accepted(table: &str) -> std::collections::BTreeSet<String> {
+        let header = match table {
+            "" => String::new(),
+            "targets" | "users" | "agents" | "workflows" => format!("[[{table}]]\n"),
+            t => format!("[{t}]\n"),
+        };
+        let text = format!("{header}zz_not_a_key = 1\n");
+        let err = toml::from_str::<Config>(&text).unwrap_err().to_string();
+        let list = err
+            .split("expected one of ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{table}: {err}"));
+        list.split(',')
+            .filter_map(|k| k.trim().split('`').nth(1).map(str::to_string))
+            .collect()
+    }
+
+    /// Every key the config accepts is in `etc/walissh.toml`, the
+    /// reference operators read (set, or commented out as `# key = …`),
+    /// and every key written there is one the config accepts: the two
+    /// cannot drift.
+    #[test]
+    fn the_reference_config_documents_every_key() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let reference = include_str!("../../etc/walissh.toml");
+        let mut documented: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut table = String::new();
+        for line in reference.lines() {
+            let l = line.trim_start_matches('#').trim();
+            if l.starts_with('[') && l.ends_with(']') {
+                table = l.trim_matches(['[', ']']).to_string();
+                continue;
+            }
+            let Some((key, _)) = l.split_once('=') else {
+                continue;
+            };
+            let key = key.trim();
+            if !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                documented
+                    .entry(table.clone())
+                    .or_default()
+                    .insert(key.to_string());
+            }
+        }
+        for (table, keys) in documented.iter().filter(|(t, _)| !t.is_empty()) {
+            let accepted = accepted(table);
+            let undocumented: Vec<_> = accepted.difference(keys).collect();
+            let unknown: Vec<_> = keys.difference(&accepted).collect();
+            assert!(
+                undocumented.is_empty() && unknown.is_empty(),
+                "[{table}]: not in etc/walissh.toml: {undocumented:?}; not accepted: {unknown:?}"
+            );
+        }
+        // Every table the config has is in the reference.
+        for table in accepted("") {
+            assert!(
+                documented.contains_key(&table),
+                "[{table}] is not in etc/walissh.toml"
+            );
+        }
+    }
+
     #[test]
     fn embedded_default_parses() {
         let c = Config::load(None).unwrap();
