@@ -162,7 +162,7 @@ impl Policy {
     }
 
     /// Why `command` may not run unasked in `auto`, for tests and the
-    /// README's figures.
+    /// figures in docs/agent.md.
     #[cfg(test)]
     pub(crate) fn why_not_auto(&self, command: &str) -> Option<String> {
         auto::allows(&unwrap::see(command), self.rules.network).err()
