@@ -481,7 +481,7 @@ impl Pumps<'_> {
 
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
-        self.ctx.bastion.audit.event(r.event(self.ids)).await;
+        r.audit(&self.ctx.bastion.audit, self.ids).await;
     }
 
     /// Client to target: input, EOF, window changes and signals, until the

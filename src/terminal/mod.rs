@@ -81,6 +81,12 @@ pub(crate) struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// Audits the record as the user's own command: the one place a
+    /// `command` row is written for a command the marks reported.
+    pub(crate) async fn audit(&self, audit: &crate::audit::Audit, ids: &crate::audit::Ids) {
+        audit.event(self.event(ids)).await;
+    }
+
     /// The record's `command` audit event.
     pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
         let duration = self.ended.duration_since(self.started).unwrap_or_default();

@@ -504,11 +504,7 @@ impl Seat<'_> {
     async fn settle_lines(&mut self) {
         while let Ok(line) = self.lines.try_recv() {
             if let Some(r) = line {
-                self.place
-                    .bastion
-                    .audit
-                    .event(r.event(self.place.ids))
-                    .await;
+                r.audit(&self.place.bastion.audit, self.place.ids).await;
             }
         }
     }
@@ -635,7 +631,7 @@ impl Seat<'_> {
                     None => return (None, None),
                     Some(Some(r)) if ours(&r, command) => return (Some(r), None),
                     // A line the user typed ahead ran: theirs, audited so.
-                    Some(Some(r)) => self.place.bastion.audit.event(r.event(self.place.ids)).await,
+                    Some(Some(r)) => r.audit(&self.place.bastion.audit, self.place.ids).await,
                     // An empty line the user typed ahead.
                     Some(None) => {}
                 },
