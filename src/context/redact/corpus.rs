@@ -321,6 +321,9 @@ fn redaction_speed() {
         ("one base64 run", |n| "QUJD".repeat(n / 4 + 1)),
         ("placeholder prefixes", |n| "[REDACTED:".repeat(n / 10 + 1)),
         ("URL-encoded runs", |n| "a%41%42 ".repeat(n / 8 + 1)),
+        ("base64 runs of printable text", |n| {
+            "QUJDREVGR0hJSktMTU5PUFFS ".repeat(n / 25 + 1)
+        }),
         ("escape sequences", |n| {
             "\x1b[01;31m\x1b[Kx".repeat(n / 12 + 1)
         }),

@@ -583,22 +583,45 @@ impl Redactor {
     fn find(&self, text: &str) -> Vec<Span> {
         let mut spans = self.find_plain(text);
         spans.extend(self.find_url_encoded(text));
+        spans.extend(self.find_base64(text));
+        spans
+    }
+
+    /// Base64 values whose decoded text holds a secret, whole. The decoded
+    /// runs are searched as one text, a line each (see
+    /// `find_url_encoded`); a finding marks every run it touches.
+    fn find_base64(&self, text: &str) -> Vec<Span> {
         let kind = self.kinds.len() - 1;
+        let mut secret: Vec<(Range<usize>, bool)> = Vec::new();
+        let mut joined = String::new();
+        // Where each run's decoded text starts in `joined`.
+        let mut starts = Vec::new();
         for m in self.base64.find_iter(text) {
             let Some(decoded) = decode_base64(m.as_str()) else {
                 continue;
             };
-            let secret = decoded.contains("PRIVATE KEY")
-                || credentials(&decoded)
-                || !self.find_plain(&decoded).is_empty();
-            if secret {
-                spans.push(Span {
-                    range: m.range(),
-                    kind,
-                });
+            secret.push((
+                m.range(),
+                decoded.contains("PRIVATE KEY") || credentials(&decoded),
+            ));
+            starts.push(joined.len());
+            joined.push_str(&decoded);
+            joined.push('\n');
+        }
+        if !joined.is_empty() {
+            for f in self.find_plain(&joined) {
+                let first = starts.partition_point(|&s| s <= f.range.start) - 1;
+                let last = starts.partition_point(|&s| s < f.range.end.max(1)) - 1;
+                for run in &mut secret[first..=last.max(first)] {
+                    run.1 = true;
+                }
             }
         }
-        spans
+        secret
+            .into_iter()
+            .filter(|(_, s)| *s)
+            .map(|(range, _)| Span { range, kind })
+            .collect()
     }
 
     /// The findings of walissh's own rules. A rule that stays within a line
@@ -1394,6 +1417,21 @@ mod tests {
         whole.sort_by_key(|(k, s)| (*k, s.start));
         assert!(whole.len() > 300, "{} findings", whole.len());
         assert_eq!(pieces, whole);
+    }
+
+    #[test]
+    fn only_the_base64_values_that_hold_a_secret_go() {
+        let r = redactor();
+        let text = "a: anVzdCBzb21lIG9yZGluYXJ5IHdvcmRzIGhlcmU=\nb: ZGJfcGFzc3dvcmQ9VHIwdWI0ZG9yJjMzeHE=\nc: anVzdCBzb21lIG9yZGluYXJ5IHdvcmRzIGhlcmU=\n".repeat(3);
+        let (out, counts) = scrub(&r, &text);
+        assert_eq!(counts.0.get("base64-secret"), Some(&3), "{out}");
+        assert!(!out.contains("ZGJfcGFzc3dvcmQ9VHIwdWI0ZG9yJjMzeHE="));
+        assert_eq!(
+            out.matches("anVzdCBzb21lIG9yZGluYXJ5IHdvcmRzIGhlcmU=")
+                .count(),
+            6,
+            "{out}"
+        );
     }
 
     #[test]
