@@ -20,6 +20,16 @@ pub(crate) enum Shell {
 #[allow(dead_code)]
 mod nested;
 
+// nested.rs reads prompts through the terminal model's stripper, which
+// marks cuts as text.rs does.
+#[path = "../../src/terminal/output.rs"]
+#[allow(dead_code)]
+mod output;
+
+#[path = "../../src/text.rs"]
+#[allow(dead_code)]
+mod text;
+
 use nested::{Nesting, prompt_like, shell_of, starts_shell};
 
 fuzz_target!(|data: &[u8]| {

@@ -732,7 +732,7 @@ impl Terminal {
         self.keep_prompt(bytes);
         self.keep_echo(bytes);
         if let Some(n) = self.nesting.as_mut() {
-            let hides = n.hides();
+            let hides = n.started();
             if !n.output(bytes) {
                 self.nesting = None;
             }

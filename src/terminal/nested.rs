@@ -23,12 +23,14 @@ use super::Shell;
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Bytes of a starting shell's output kept to spot its prompt.
 const TAIL_MAX: usize = 512;
+/// Output a command that starts a shell may print before its prompt.
+const WATCH_MAX: usize = 1 << 20;
 
 /// Following the user into a shell started from the prompt.
 pub(crate) enum Nesting {
     /// The running command starts a shell: its output's tail, to spot the
     /// prompt.
-    Watching { tail: Vec<u8> },
+    Watching { tail: Vec<u8>, seen: usize },
     /// walissh typed the probe (or, once it was answered, the bootstrap)
     /// with `nonce`. What the shell prints meanwhile (the line's echo, its
     /// prompt again) is dropped: the screen keeps the prompt it showed.
@@ -47,7 +49,10 @@ pub(crate) enum Nesting {
 
 impl Nesting {
     pub(crate) fn watching() -> Nesting {
-        Nesting::Watching { tail: Vec::new() }
+        Nesting::Watching {
+            tail: Vec::new(),
+            seen: 0,
+        }
     }
 
     pub(crate) fn asking(nonce: String, installing: bool) -> Nesting {
@@ -73,32 +78,36 @@ impl Nesting {
         }
     }
 
-    /// Whether walissh has typed anything yet.
+    /// Whether walissh has typed anything yet: from then on the output is
+    /// kept from the client.
     pub(crate) fn started(&self) -> bool {
         !matches!(self, Nesting::Watching { .. })
     }
 
-    /// Whether the output is kept from the client.
-    pub(crate) fn hides(&self) -> bool {
-        self.started()
-    }
-
     /// Whether a watched command's output ends at what looks like a prompt.
     pub(crate) fn at_prompt(&self) -> bool {
-        matches!(self, Nesting::Watching { tail } if prompt_like(tail))
+        matches!(self, Nesting::Watching { tail, .. } if prompt_like(tail))
     }
 
     /// Takes output; false when there is nothing more to follow (a full
     /// screen program took over, or the dropped redraw is done).
     pub(crate) fn output(&mut self, bytes: &[u8]) -> bool {
         match self {
-            Nesting::Watching { tail } => {
+            Nesting::Watching { tail, seen } => {
+                *seen = seen.saturating_add(bytes.len());
                 keep_tail(tail, bytes);
                 // A program that takes the whole screen (tmux, screen, an
-                // editor) is not a prompt walissh types at.
-                !(memchr::memmem::find(bytes, b"\x1b[?1049h").is_some()
-                    || memchr::memmem::find(bytes, b"\x1b[?47h").is_some()
-                    || memchr::memmem::find(bytes, b"\x1b[?1047h").is_some())
+                // editor) is not a prompt walissh types at; the tail holds
+                // a sequence split between two reads.
+                let full_screen = |hay: &[u8]| {
+                    [&b"\x1b[?1049h"[..], b"\x1b[?47h", b"\x1b[?1047h"]
+                        .iter()
+                        .any(|s| memchr::memmem::find(hay, s).is_some())
+                };
+                // A shell shows its prompt soon; a command that prints this
+                // much without one is left alone, and its output goes the
+                // fast way again.
+                *seen <= WATCH_MAX && !full_screen(bytes) && !full_screen(tail)
             }
             Nesting::Dropping { tail, .. } => {
                 keep_tail(tail, bytes);
@@ -246,67 +255,72 @@ fn ssh(args: &[&str]) -> bool {
 /// `docker exec -it CONTAINER bash` (and podman's): interactive, with a
 /// terminal, running a shell.
 fn container(args: &[&str]) -> bool {
-    let Some((&"exec", args)) = args.split_first() else {
-        return false;
+    let flags = ExecFlags {
+        short: "itduwe",
+        takes_value: "uwe",
+        long_values: &["--user", "--workdir", "--env"],
+        dash_dash: false,
     };
-    let (mut stdin, mut tty) = (false, false);
-    let mut i = 0;
-    while let Some(&a) = args.get(i) {
-        match a {
-            "--interactive" => stdin = true,
-            "--tty" => tty = true,
-            "-u" | "--user" | "-w" | "--workdir" | "-e" | "--env" => i += 1,
-            _ if a.starts_with("--") && a.contains('=') => {}
-            _ if a.starts_with("--") => return false,
-            _ if a.starts_with('-') => {
-                let flags = &a[1..];
-                if !flags.bytes().all(|b| b"itduwe".contains(&b)) {
-                    return false;
-                }
-                stdin |= flags.contains('i');
-                tty |= flags.contains('t');
-                if flags.ends_with(['u', 'w', 'e']) {
-                    i += 1;
-                }
-            }
-            _ => return stdin && tty && starts(&args[i + 1..]),
-        }
-        i += 1;
-    }
-    false
+    args.split_first()
+        .is_some_and(|(&verb, rest)| verb == "exec" && flags.start_shell(rest))
 }
 
 /// `kubectl exec -it POD -- bash`.
 fn kubectl(args: &[&str]) -> bool {
-    let Some((&"exec", args)) = args.split_first() else {
-        return false;
+    let flags = ExecFlags {
+        short: "itnc",
+        takes_value: "nc",
+        long_values: &["--namespace", "--container", "--context"],
+        dash_dash: true,
     };
-    let (mut stdin, mut tty, mut pod) = (false, false, false);
-    let mut i = 0;
-    while let Some(&a) = args.get(i) {
-        match a {
-            "--" => return stdin && tty && pod && starts(&args[i + 1..]),
-            "--stdin" => stdin = true,
-            "--tty" => tty = true,
-            "-n" | "--namespace" | "-c" | "--container" | "--context" => i += 1,
-            _ if a.starts_with("--") && a.contains('=') => {}
-            _ if a.starts_with("--") => return false,
-            _ if a.starts_with('-') => {
-                let flags = &a[1..];
-                if !flags.bytes().all(|b| b"itnc".contains(&b)) {
-                    return false;
+    args.split_first()
+        .is_some_and(|(&verb, rest)| verb == "exec" && flags.start_shell(rest))
+}
+
+/// The option grammar of a container tool's `exec`.
+struct ExecFlags {
+    /// Short flags it knows, run together or not (`-it`, `-i -t`).
+    short: &'static str,
+    /// Those that take the next word as their value.
+    takes_value: &'static str,
+    /// Long options that take the next word.
+    long_values: &'static [&'static str],
+    /// The command follows `--` (kubectl), not the container's name.
+    dash_dash: bool,
+}
+
+impl ExecFlags {
+    /// Whether `args` (after `exec`) run a shell interactively, with a
+    /// terminal, in a named container.
+    fn start_shell(&self, args: &[&str]) -> bool {
+        let (mut stdin, mut tty, mut named) = (false, false, false);
+        let mut i = 0;
+        while let Some(&a) = args.get(i) {
+            match a {
+                "--" if self.dash_dash => return stdin && tty && named && starts(&args[i + 1..]),
+                "--interactive" | "--stdin" => stdin = true,
+                "--tty" => tty = true,
+                _ if self.long_values.contains(&a) => i += 1,
+                _ if a.starts_with("--") && a.contains('=') => {}
+                _ if a.starts_with("--") => return false,
+                _ if a.starts_with('-') => {
+                    let flags = &a[1..];
+                    if !flags.bytes().all(|b| self.short.as_bytes().contains(&b)) {
+                        return false;
+                    }
+                    stdin |= flags.contains('i');
+                    tty |= flags.contains('t');
+                    if flags.ends_with(|c| self.takes_value.contains(c)) {
+                        i += 1;
+                    }
                 }
-                stdin |= flags.contains('i');
-                tty |= flags.contains('t');
-                if flags.ends_with(['n', 'c']) {
-                    i += 1;
-                }
+                _ if self.dash_dash => named = true,
+                _ => return stdin && tty && starts(&args[i + 1..]),
             }
-            _ => pod = true,
+            i += 1;
         }
-        i += 1;
+        false
     }
-    false
 }
 
 /// Whether output that ends with `tail` leaves the cursor after what looks
@@ -315,47 +329,13 @@ fn kubectl(args: &[&str]) -> bool {
 /// not.
 pub(crate) fn prompt_like(tail: &[u8]) -> bool {
     let line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
-    let text = visible(line);
-    // A carriage return redraws the line from its start.
-    let text = text.rsplit(|&b| b == b'\r').next().unwrap_or(&text);
+    // The terminal model's own stripper: escapes and carriage returns go.
+    let text = super::output::strip(line);
     text.len() >= 2
         && text.len() <= 256
         && [b"$ ", b"# ", b"% ", b"> "]
             .iter()
             .any(|end| text.ends_with(*end))
-}
-
-/// `line` without escape sequences (CSI, OSC, and two-byte ones).
-fn visible(line: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(line.len());
-    let mut i = 0;
-    while i < line.len() {
-        if line[i] != 0x1b {
-            out.push(line[i]);
-            i += 1;
-            continue;
-        }
-        i += 1;
-        match line.get(i) {
-            Some(b'[') => {
-                i += 1;
-                while i < line.len() && !(0x40..=0x7e).contains(&line[i]) {
-                    i += 1;
-                }
-                i += 1;
-            }
-            Some(b']') => {
-                while i < line.len() && line[i] != 0x07 && line[i] != 0x1b {
-                    i += 1;
-                }
-                // ST (ESC \) or BEL ends it.
-                i += if line.get(i) == Some(&0x1b) { 2 } else { 1 };
-            }
-            Some(_) => i += 1,
-            None => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -429,6 +409,18 @@ mod tests {
         ] {
             assert!(!starts_shell(line), "{line}");
         }
+    }
+
+    #[test]
+    fn watching_ends_at_a_full_screen_program_or_after_much_output() {
+        // The sequence split between two reads still counts.
+        let mut n = Nesting::watching();
+        assert!(n.output(b"starting\x1b[?10"));
+        assert!(!n.output(b"49h\x1b[H~ $ "));
+        let mut n = Nesting::watching();
+        let chunk = vec![b'x'; 64 * 1024];
+        let reads = (0..64).take_while(|_| n.output(&chunk)).count();
+        assert_eq!(reads, WATCH_MAX / chunk.len());
     }
 
     #[test]

@@ -23,10 +23,14 @@ impl Capture {
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let mut rest = bytes;
+        // Fed in pieces that cannot overfill the head (one byte becomes at
+        // most three: U+FFFD for a byte that is not UTF-8), not a byte at a
+        // time: output made of escapes never fills it.
         while self.head.len() < HEAD && !rest.is_empty() {
-            self.head_state.feed(rest[0], &mut self.head);
-            self.head_raw += 1;
-            rest = &rest[1..];
+            let n = ((HEAD - self.head.len()) / 3).clamp(1, rest.len());
+            self.head_state.feed(&rest[..n], &mut self.head);
+            self.head_raw += n as u64;
+            rest = &rest[n..];
         }
         if rest.is_empty() {
             return;
@@ -46,11 +50,7 @@ impl Capture {
     pub(crate) fn text(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
         if !self.tail.is_empty() {
-            let mut clean = Vec::new();
-            let mut s = Strip::default();
-            for &b in &self.tail {
-                s.feed(b, &mut clean);
-            }
+            let clean = strip(&self.tail);
             let cut = self.total - self.head_raw - self.tail.len() as u64;
             if cut > 0 {
                 let cut = usize::try_from(cut).unwrap_or(usize::MAX);
@@ -64,16 +64,24 @@ impl Capture {
 
 /// A remover of terminal escape sequences (CSI, OSC, DCS and the other
 /// strings, charset selections such as `ESC ( B`) and of control
-/// characters but line feed and tab, fed a byte at a time: `vte`'s parser
+/// characters but line feed and tab, fed in pieces: `vte`'s parser
 /// (the one vt100 uses) does the reading, so every sequence a terminal
 /// knows ends where the terminal ends it.
 #[derive(Default)]
 struct Strip(vte::Parser);
 
 impl Strip {
-    fn feed(&mut self, b: u8, out: &mut Vec<u8>) {
-        self.0.advance(&mut Keep(out), &[b]);
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        self.0.advance(&mut Keep(out), bytes);
     }
+}
+
+/// `bytes` as text: without escape sequences and control characters but
+/// line feed and tab (see `Strip`).
+pub(crate) fn strip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    Strip::default().feed(bytes, &mut out);
+    out
 }
 
 /// A copy starts reading afresh: a capture is only copied once its
