@@ -881,31 +881,54 @@ fn compile(p: &str) -> Result<Regex, String> {
 /// How many bytes of whole lines `find_own` reads at a time.
 const PIECE: usize = 1024;
 
-/// Whether every match of `pattern` stays within one line: nothing in it
-/// matches a line break. Then it finds the same in a piece of whole lines
-/// as in the whole text (an anchor at a piece's edge stands next to a line
-/// break either way). Decided on the parsed pattern, so it is exact; a
-/// pattern that does not parse here is taken to cross lines.
+/// Whether every match of `pattern` stays within one line: then it finds
+/// the same in a piece of whole lines as in the whole text (an anchor at a
+/// piece's edge stands next to a line break either way, but for `\A`,
+/// which a piece can only add matches to).
 fn within_line(pattern: &str) -> bool {
+    max_line_breaks(pattern) == Some(0)
+}
+
+/// The most line breaks one match of `pattern` can hold, None when that
+/// is unbounded (or the pattern does not parse here). Decided on the
+/// parsed pattern, so it is exact: both the pieces of `find_own` and the
+/// windows of gitleaks' rules (`rules`) rest on it.
+pub(super) fn max_line_breaks(pattern: &str) -> Option<usize> {
     use regex_syntax::hir::{Class, Hir, HirKind};
-    fn crosses(hir: &Hir) -> bool {
+    fn breaks(hir: &Hir) -> Option<usize> {
         match hir.kind() {
-            HirKind::Empty | HirKind::Look(_) => false,
-            HirKind::Literal(l) => l.0.contains(&b'\n'),
-            HirKind::Class(Class::Unicode(c)) => c
-                .ranges()
+            HirKind::Empty | HirKind::Look(_) => Some(0),
+            HirKind::Literal(l) => Some(l.0.iter().filter(|&&b| b == b'\n').count()),
+            HirKind::Class(Class::Unicode(c)) => Some(usize::from(
+                c.ranges()
+                    .iter()
+                    .any(|r| r.start() <= '\n' && '\n' <= r.end()),
+            )),
+            HirKind::Class(Class::Bytes(c)) => Some(usize::from(
+                c.ranges()
+                    .iter()
+                    .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
+            )),
+            HirKind::Repetition(r) => match breaks(&r.sub)? {
+                0 => Some(0),
+                b => r.max.map(|max| b.saturating_mul(max as usize)),
+            },
+            HirKind::Capture(c) => breaks(&c.sub),
+            HirKind::Concat(v) => v
                 .iter()
-                .any(|r| r.start() <= '\n' && '\n' <= r.end()),
-            HirKind::Class(Class::Bytes(c)) => c
-                .ranges()
-                .iter()
-                .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
-            HirKind::Repetition(r) => crosses(&r.sub),
-            HirKind::Capture(c) => crosses(&c.sub),
-            HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(crosses),
+                .try_fold(0usize, |a, h| Some(a.saturating_add(breaks(h)?))),
+            HirKind::Alternation(v) => v.iter().try_fold(0usize, |a, h| Some(a.max(breaks(h)?))),
         }
     }
-    regex_syntax::parse(pattern).is_ok_and(|hir| !crosses(&hir))
+    // As the rules compile: on bytes first, then with Unicode.
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .or_else(|_| regex_syntax::parse(pattern))
+        .ok()?;
+    breaks(&hir)
 }
 
 /// A regex error says where it failed over several lines, with a caret;
@@ -1375,6 +1398,17 @@ mod tests {
         // Encoded text without a secret is left as it is.
         let plain = "GET /search?q=hello%20world&lang=en%2Dgb&page=2 200\n";
         assert_eq!(scrub(&r, plain), (plain.to_string(), Counts::default()));
+    }
+
+    #[test]
+    fn line_breaks_a_match_can_hold_are_counted_on_the_pattern() {
+        assert_eq!(max_line_breaks(r"key=[a-z]+"), Some(0));
+        assert_eq!(max_line_breaks(r"key[\s'\x22]{0,3}=[\s=]{0,5}v"), Some(8));
+        assert_eq!(max_line_breaks(r"a\r?\nb|c"), Some(1));
+        assert_eq!(max_line_breaks(r"(?s:.){0,100}x"), Some(100));
+        for unbounded in [r"a\s+b", r"[\s\S]*", r"(?s).*", r"x(\ny)*"] {
+            assert_eq!(max_line_breaks(unbounded), None, "{unbounded}");
+        }
     }
 
     #[test]

@@ -90,8 +90,10 @@ struct Rule {
     secret_group: usize,
     entropy: Option<f64>,
     allows: Vec<Allow>,
-    /// It may match over any number of lines (see `wide`).
-    wide: bool,
+    /// The most line breaks one of its matches holds, None when that is
+    /// unbounded: a match holding a keyword lies within that many lines of
+    /// the keyword's, either way.
+    reach: Option<usize>,
 }
 
 /// One secret a rule found, in the text it was given.
@@ -291,26 +293,6 @@ struct Lines {
     len: usize,
 }
 
-/// How many lines before and after a keyword's own a rule reads. The
-/// rules let a key and its value stand apart by a few bounded runs of
-/// white space (`[\s'"]{0,3}`, `[\x60'"\s=]{0,5}`): eight line breaks at
-/// most. Rules that reach further are `wide`.
-const LINES_BEFORE: usize = 2;
-const LINES_AFTER: usize = 8;
-
-/// Whether a pattern can reach over any number of lines (`(?s:.)`,
-/// `[\s\S]`, `\s+`, a class of line breaks): such a rule reads from the
-/// lines before its first keyword to the end of the text. The unit test
-/// `reading_around_keywords_finds_what_reading_everything_finds` holds
-/// the vendored rules to this on the corpus.
-fn wide(pattern: &str) -> bool {
-    [
-        "(?s", r"\s\S", r"\S\s", r"\r\n", r"\n\r", r"\s*", r"\s+", r"\s{",
-    ]
-    .iter()
-    .any(|p| pattern.contains(p))
-}
-
 impl Lines {
     fn new(text: &[u8]) -> Lines {
         let mut starts = vec![0];
@@ -321,12 +303,17 @@ impl Lines {
         }
     }
 
-    /// Whole lines around `span`: `LINES_BEFORE` lines before its first,
-    /// `LINES_AFTER` after its last.
-    fn around(&self, span: Range<usize>) -> Range<usize> {
+    /// Whole lines around `span`: `reach` lines before its first and after
+    /// its last; all of the text when the reach is unbounded.
+    fn around(&self, span: Range<usize>, reach: Option<usize>) -> Range<usize> {
+        let Some(reach) = reach else {
+            return 0..self.len;
+        };
         let line = |at: usize| self.starts.partition_point(|&s| s <= at) - 1;
-        let first = line(span.start).saturating_sub(LINES_BEFORE);
-        let last = line(span.end.saturating_sub(1).max(span.start)) + LINES_AFTER + 1;
+        let first = line(span.start).saturating_sub(reach);
+        let last = line(span.end.saturating_sub(1).max(span.start))
+            .saturating_add(reach)
+            .saturating_add(1);
         self.starts[first]..self.starts.get(last).map_or(self.len, |&s| s)
     }
 }
@@ -368,7 +355,7 @@ impl Rules {
             // Rules on file names only: nothing to look for in text.
             let Some(pattern) = raw.regex else { continue };
             let id = raw.id;
-            let wide = wide(&pattern);
+            let reach = super::max_line_breaks(&from_go(&pattern));
             let regex = compile(&pattern).map_err(|e| format!("gitleaks rule {id}: {e}"))?;
             let allows = raw
                 .allowlists
@@ -390,7 +377,7 @@ impl Rules {
                 secret_group: raw.secret_group,
                 entropy: raw.entropy,
                 allows,
-                wide,
+                reach,
             });
         }
         let keywords = AhoCorasick::builder()
@@ -433,11 +420,7 @@ impl Rules {
         }
         for m in self.keywords.find_overlapping_iter(text) {
             let i = self.keyword_rule[m.pattern().as_usize()];
-            let mut window = lines.around(m.range());
-            if self.rules[i].wide {
-                window.end = text.len();
-            }
-            windows[i].push(window);
+            windows[i].push(lines.around(m.range(), self.rules[i].reach));
         }
         let mut found = Vec::new();
         for (i, windows) in windows.into_iter().enumerate() {
@@ -581,24 +564,25 @@ mod tests {
         let text: String = (0..20).map(|i| format!("line{i}\n")).collect();
         let lines = Lines::new(text.as_bytes());
         let at = text.find("line10").unwrap();
+        let from = |l: &str| text.find(l).unwrap();
         assert_eq!(
-            &text[lines.around(at..at + 6)],
-            &text[text.find("line8").unwrap()..text.find("line19").unwrap()]
+            &text[lines.around(at..at + 6, Some(2))],
+            &text[from("line8")..from("line13")]
         );
-        // At the ends, as much as there is.
-        assert_eq!(
-            &text[lines.around(0..1)],
-            &text[..text.find("line9").unwrap()]
-        );
+        // At the ends, as much as there is; unbounded, everything.
+        assert_eq!(&text[lines.around(0..1, Some(8))], &text[..from("line9")]);
         let end = text.len();
         assert_eq!(
-            &text[lines.around(end - 1..end)],
-            &text[text.find("line17").unwrap()..]
+            &text[lines.around(end - 1..end, Some(2))],
+            &text[from("line17")..]
         );
+        assert_eq!(lines.around(at..at + 6, None), 0..end);
         // One long line is read once, however many keywords it holds.
         let long = b"key ".repeat(1000);
         let lines = Lines::new(&long);
-        let windows = (0..1000).map(|i| lines.around(i * 4..i * 4 + 3)).collect();
+        let windows = (0..1000)
+            .map(|i| lines.around(i * 4..i * 4 + 3, Some(9)))
+            .collect();
         assert_eq!(merged(windows), vec![0..long.len()]);
     }
 
