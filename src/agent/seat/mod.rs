@@ -371,14 +371,25 @@ struct Seat<'a> {
     /// before the user has it back, so nothing the agent's commands ran
     /// knows the one in use.
     rotated: bool,
-    /// `user@host` of the nested shell the question was asked in (after
-    /// `sudo -i`): commands run there, as that account.
-    account: Option<String>,
+    /// The nested shell the question was asked in (after `sudo -i`):
+    /// commands run there, as that account.
+    account: Option<Account>,
 }
 
-/// `user@host` of the nested shell a question was asked in; None at the
-/// login shell.
-fn account(brief: &Brief) -> Option<String> {
+/// The account and host of a nested shell.
+struct Account {
+    user: Option<String>,
+    host: String,
+}
+
+impl std::fmt::Display for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.user.as_deref().unwrap_or("?"), self.host)
+    }
+}
+
+/// The nested shell a question was asked in; None at the login shell.
+fn account(brief: &Brief) -> Option<Account> {
     let place = &brief.place;
     if place.depth == 0 {
         return None;
@@ -388,7 +399,10 @@ fn account(brief: &Brief) -> Option<String> {
         .clone()
         .or_else(|| brief.info.as_ref().and_then(|i| i.host.clone()))
         .unwrap_or_else(|| brief.target.clone());
-    Some(format!("{}@{host}", place.user.as_deref().unwrap_or("?")))
+    Some(Account {
+        user: place.user.clone(),
+        host,
+    })
 }
 
 impl Seat<'_> {
@@ -396,9 +410,13 @@ impl Seat<'_> {
     /// nested root shell's commands run as root, so none runs there
     /// unasked, as `sudo ls` is asked in `auto` elsewhere.
     fn mode_here(&self) -> AiMode {
-        match self.account.as_deref() {
-            Some(a) if a.starts_with("root@") => self.place.mode.min(AiMode::Confirm),
-            _ => self.place.mode,
+        let root = self
+            .account
+            .as_ref()
+            .is_some_and(|a| a.user.as_deref() == Some("root"));
+        match root {
+            true => self.place.mode.min(AiMode::Confirm),
+            false => self.place.mode,
         }
     }
 
@@ -862,7 +880,8 @@ impl Host for Seat<'_> {
         if let Some(changes) = &asked.changes {
             out.extend(self.painter.changes(changes));
         }
-        out.extend(self.painter.ask(self.account.as_deref()));
+        let account = self.account.as_ref().map(Account::to_string);
+        out.extend(self.painter.ask(account.as_deref()));
         self.show(out);
         self.shown = Some(command.to_string());
         let Some(keys) = self.keys.recv().await else {
