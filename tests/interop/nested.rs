@@ -16,11 +16,12 @@ fn row(b: &Bastion, command: &str) -> Value {
 }
 
 /// Types `line` and waits for the next prompt after what it prints;
-/// returns the offset past that prompt. `prints` must not be in `line`
-/// itself (its echo would match first): compute it (`$((1+2))`).
+/// returns the offset past that prompt. What it prints is looked for only
+/// after the line's echo has ended (`exit` prints `exit`).
 fn run(t: &Terminal, line: &str, prints: &str, from: usize) -> usize {
     t.send(&format!("{line}\r"));
-    let at = t.expect_from(prints, from);
+    let at = t.screen.wait_for_from(&format!("{line}\r\n"), from);
+    let at = t.expect_from(prints, at);
     t.expect_from(prompt_end(), at)
 }
 
@@ -302,7 +303,10 @@ fn a_dash_started_from_the_prompt_is_read_off_the_screen() {
     let inside = row(&b, "echo DASH-$((2+2))");
     assert_eq!(inside["detected"], "screen", "{inside}");
     assert_eq!(inside["depth"], 1, "{inside}");
-    run(&t, "exit", "exit", at);
+    // dash prints nothing as it exits: the login shell's prompt follows.
+    t.send("exit\r");
+    let at = t.screen.wait_for_from("exit\r\n", at);
+    t.expect_from(prompt_end(), at);
     let dash = row(&b, "dash");
     assert_eq!(dash["depth"], 0, "{dash}");
     assert_eq!(dash["exit_code"], 0, "{dash}");
