@@ -1,7 +1,7 @@
 //! walissh: an SSH bastion with an AI agent inside.
 //!
 //! This file is the command line: it parses arguments, loads the config,
-//! and hands over to `bastion::serve` or to one of the small admin
+//! and hands over to `daemon::serve` or to one of the small admin
 //! commands. Exit codes: 0 success, 1 a user error (one line on stderr),
 //! 2 bad usage. `main.rs` only calls [`main`]; being a library lets the
 //! doctests (`text`) use the crate.
@@ -15,6 +15,10 @@ mod audit;
 mod bastion;
 mod config;
 mod context;
+mod daemon;
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod keys;
 mod logging;
 mod password;
@@ -117,11 +121,20 @@ fn load(given: Option<PathBuf>) -> Result<Config, String> {
     Config::load(Config::resolve(given).as_deref()).map_err(|e| e.to_string())
 }
 
+/// The config, checked against the files it names, and its skills: what
+/// `serve` runs on and what `check-config` checks, so the two cannot
+/// disagree.
+fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills), String> {
+    let config = load(given)?;
+    config.check_files().map_err(|e| e.to_string())?;
+    let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
+    Ok((config, skills))
+}
+
 fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Serve { config } => {
-            let config = load(config)?;
-            config.check_files().map_err(|e| e.to_string())?;
+            let (config, skills) = checked(config)?;
             // The main runtime listens, catches signals and reloads; the
             // connections run on the workers (see `workers`).
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -129,15 +142,14 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             let workers = workers::Workers::start()?;
-            let result = runtime.block_on(bastion::serve(config, &workers));
+            let result = runtime.block_on(daemon::serve(config, skills, &workers));
             workers.stop();
             // Do not wait on blocking tasks stuck on a dead peer or disk.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             result
         }
         Cmd::CheckConfig { config } => {
-            let config = load(config)?;
-            config.check_files().map_err(|e| e.to_string())?;
+            let (config, _) = checked(config)?;
             println!("{}: ok", config.source);
             Ok(())
         }

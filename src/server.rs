@@ -250,44 +250,6 @@ fn bounded_name(name: &str) -> String {
     crate::text::prefix(name, MAX_NAME).to_string()
 }
 
-/// Sessions open per user, over all their connections.
-#[derive(Default)]
-pub(crate) struct UserSessions(Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>);
-
-/// One of a user's open sessions: given back when dropped.
-struct UserSlot {
-    open: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>,
-    user: String,
-}
-
-impl UserSessions {
-    /// A slot for `user`, unless `max` of theirs are open already.
-    fn take(&self, user: &str, max: u32) -> Option<UserSlot> {
-        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let n = open.entry(user.to_string()).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(UserSlot {
-            open: self.0.clone(),
-            user: user.to_string(),
-        })
-    }
-}
-
-impl Drop for UserSlot {
-    fn drop(&mut self) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = open.get_mut(&self.user) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.user);
-            }
-        }
-    }
-}
-
 /// One of a connection's open sessions: given back when dropped.
 struct SessionSlot(Arc<std::sync::atomic::AtomicU32>);
 

@@ -100,15 +100,10 @@ impl Caps {
     /// (`known`: a quarter of the limit in connections); the other half is
     /// for logged-in sessions, which need several each.
     fn from_limit() -> Caps {
-        let mut l = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `l` is a valid out-parameter.
-        let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
-            l.rlim_cur.min(1 << 20) as u32
-        } else {
-            1024
+        use nix::sys::resource::{Resource, getrlimit};
+        let files = match getrlimit(Resource::RLIMIT_NOFILE) {
+            Ok((soft, _)) => soft.min(1 << 20) as u32,
+            Err(_) => 1024,
         };
         Caps {
             failed: (files / 8).max(MAX_PENDING),

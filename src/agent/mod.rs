@@ -2,10 +2,16 @@
 //!
 //! The terminal model hands over a [`Question`]; the session audits it as
 //! `ai_prompt`. Users whose `ai` is `off` get a notice. For the others the
-//! session's [`seat`] runs the ReAct loop ([`react`]) against the model
-//! ([`model`]), under the approval policy ([`policy`], on command lines
-//! taken apart by [`shell`]), drawing in the user's terminal ([`render`]);
-//! commands that run apart from the user's shell go through [`exec`].
+//! session's seat (`session::seat`, the [`react::Host`] made of the user's
+//! terminal) runs the ReAct loop ([`react`]) against the model ([`model`]),
+//! under the approval policy ([`policy`], on parsed command lines), drawing
+//! in the user's terminal ([`render`]); commands that run apart from the
+//! user's shell go through [`exec`], several targets at once through
+//! [`parallel`]. Agents, workflows ([`team`]) and [`skills`] are assembled
+//! from the config by [`Agent::assemble`], at start and at each reload.
+//!
+//! Nothing here knows the bastion or the session: what the agent may touch
+//! is what its host and its callers hand it.
 
 pub(crate) mod exec;
 pub(crate) mod model;
@@ -17,7 +23,6 @@ pub(crate) mod react;
 pub(crate) mod render;
 #[cfg(test)]
 pub(crate) mod scripted;
-pub(crate) mod seat;
 pub(crate) mod skills;
 pub(crate) mod team;
 
@@ -25,7 +30,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{AiMode, Config, ContextConfig};
+use crate::config::{AiMode, Config, ConfigError, ContextConfig};
 use crate::context::redact::Redactor;
 use crate::context::reduce::tokens;
 use model::Model;
@@ -54,7 +59,15 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
-    pub(crate) fn new(config: &Config) -> Agent {
+    /// Assembles the agents from a checked config, reading the skills
+    /// (blocking: at start or reload, off the runtime). A broken skill is
+    /// an error naming `ai.skills_dir`'s file and line, as `check-config`
+    /// reports it.
+    pub(crate) fn assemble(config: &Config) -> Result<Agent, ConfigError> {
+        Ok(Agent::new(config, skills::Skills::configured(config)?))
+    }
+
+    pub(crate) fn new(config: &Config, skills: skills::Skills) -> Agent {
         let prefixes: Vec<String> = config
             .ai
             .prefixes
@@ -103,7 +116,7 @@ impl Agent {
             context_tokens: config.llm.context_tokens,
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
             team,
-            skills: config.ai.skills.clone(),
+            skills,
         }
     }
 

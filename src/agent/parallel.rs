@@ -21,8 +21,8 @@ use tokio::sync::{Mutex, mpsc};
 use super::exec;
 use super::policy::Prompt;
 use super::react::{Approval, Host, Outcome};
+use super::render::Draw;
 use super::render::{ending, labelled};
-use super::seat::Draw;
 use crate::audit::{Audit, Ids};
 use crate::upstream::{self, Runner};
 

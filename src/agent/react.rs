@@ -563,7 +563,7 @@ mod tests {
             ..Default::default()
         };
         let config = crate::config::Config::parse("", "test.toml", false).unwrap();
-        let mut agent = Agent::new(&config);
+        let mut agent = Agent::new(&config, Default::default());
         agent.limits = LIMITS;
         let brief = Brief::default();
         let Some(crate::agent::team::Item::Agent(spec)) = agent.team.get("walissh") else {

@@ -8,6 +8,22 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+/// What the seat asks of the pump that writes to the client.
+pub(crate) enum Draw {
+    /// Bytes for the client's screen.
+    Show(Vec<u8>),
+    /// A command's output for the client's screen: the seat waits for it
+    /// to be written (`session::Shared::output_written`).
+    Output(Vec<u8>),
+    /// Animate a spinner until the next `Show`.
+    Spin,
+    /// The question is done: see `Terminal::agent_done`.
+    Done { fresh_prompt: bool },
+    /// The seat is giving the shell this nonce: see
+    /// `Terminal::expect_nonce`. Sent before the keys that give it.
+    Nonce(String),
+}
+
 /// The gutter in front of every line the agent writes: a cyan bar.
 const GUTTER: &str = "\x1b[36m\u{2502}\x1b[0m ";
 /// The gutter's width on screen.

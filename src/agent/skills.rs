@@ -18,6 +18,8 @@
 use std::fs;
 use std::path::Path;
 
+use crate::config::{Config, ConfigError};
+
 /// The file in each skill's folder that names and describes it.
 const SKILL_FILE: &str = "SKILL.md";
 /// The largest script shown to the model; bigger files are skipped (they
@@ -46,6 +48,16 @@ pub(crate) struct Skills {
 }
 
 impl Skills {
+    /// The skills of the config's `ai.skills_dir` (none without one). A
+    /// broken skill is an error naming that key's file and line.
+    pub(crate) fn configured(config: &Config) -> Result<Skills, ConfigError> {
+        match &config.ai.skills_dir {
+            Some(dir) => Skills::load(dir.get_ref())
+                .map_err(|e| config.error_at(Some(dir.span()), "ai.skills_dir", &e)),
+            None => Ok(Skills::default()),
+        }
+    }
+
     /// Reads every skill under `dir`. Blocking (call at start/reload, off
     /// the runtime). Err is one line naming the file (and line when it is
     /// about the front matter): a missing SKILL.md in a folder, a missing

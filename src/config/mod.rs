@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 pub(crate) use account::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
+pub(crate) use validate::{compile_pattern, one_line};
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
 #[derive(Debug)]
@@ -116,10 +117,6 @@ impl Config {
         config.validate(&loc)?;
         for u in &mut config.users {
             u.compile();
-        }
-        if let Some(dir) = &config.ai.skills_dir {
-            config.ai.skills = crate::agent::skills::Skills::load(dir.get_ref())
-                .map_err(|e| loc.error(dir.span(), Some("ai.skills_dir"), &e))?;
         }
         Ok(config)
     }

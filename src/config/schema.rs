@@ -272,9 +272,6 @@ pub(crate) struct AiConfig {
     pub(crate) entry: Option<Spanned<String>>,
     /// A directory of skills (folders holding a SKILL.md).
     pub(crate) skills_dir: Option<Spanned<PathBuf>>,
-    /// The skills of `skills_dir`, read once, when the config is loaded.
-    #[serde(skip)]
-    pub(crate) skills: crate::agent::skills::Skills,
 }
 
 impl Default for AiConfig {
@@ -289,7 +286,6 @@ impl Default for AiConfig {
             redact: Vec::new(),
             entry: None,
             skills_dir: None,
-            skills: Default::default(),
         }
     }
 }
@@ -429,7 +425,7 @@ pub(crate) const STATE_KEYS: &[&str] = &["question", "target", "user", "cwd", "h
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct ContextConfig {
     /// How history is cut to the token budget.
-    pub(crate) reducer: crate::context::reduce::Strategy,
+    pub(crate) reducer: Strategy,
     /// Restore a user's conversation with a target when they come back.
     pub(crate) restore: bool,
     /// Stored tool results are cut to this many characters.
@@ -502,4 +498,19 @@ impl TargetConfig {
     pub(crate) fn port(&self) -> u16 {
         self.port.as_ref().map_or(22, |p| *p.get_ref())
     }
+}
+
+/// How the history is cut to the budget (`[context] reducer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Strategy {
+    /// The newest groups that fit, stopping at the first that does not.
+    Window,
+    /// The task, then groups with errors, then the rest, newest first,
+    /// skipping what does not fit.
+    Priority,
+    /// The newest two groups, then by priority: the model sees the step it
+    /// just took in full, and what failed along the way.
+    #[default]
+    Hybrid,
 }

@@ -66,7 +66,7 @@ impl Config {
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
         }
         for p in &self.ai.redact {
-            crate::context::redact::check_pattern(p.get_ref())
+            compile_pattern(p.get_ref())
                 .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;
         }
         Ok(())
@@ -147,11 +147,6 @@ impl Config {
     /// Checks what can only be checked against the files the config names:
     /// existing key files must parse. Missing ones are generated at start.
     pub(crate) fn check_files(&self) -> Result<(), ConfigError> {
-        let text = std::fs::read_to_string(&self.source).unwrap_or_default();
-        let loc = Locator {
-            source: &self.source,
-            text: &text,
-        };
         let keys = [
             (
                 self.server.host_key.as_ref(),
@@ -167,10 +162,32 @@ impl Config {
         for (spanned, key, path) in keys {
             if path.exists() {
                 crate::keys::load_private(&path)
-                    .map_err(|e| loc.error(spanned.map_or(0..0, |s| s.span()), Some(key), &e))?;
+                    .map_err(|e| self.error_at(spanned.map(|s| s.span()), key, &e))?;
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// An error about a key of this config, naming its file and line: for
+    /// what is checked after parsing (key files, skills). The file is read
+    /// again only to find the line.
+    pub(crate) fn error_at(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: &str,
+        msg: &str,
+    ) -> ConfigError {
+        let text = match self.embedded {
+            true => super::EMBEDDED_DEFAULT.to_string(),
+            false => std::fs::read_to_string(&self.source).unwrap_or_default(),
+        };
+        let loc = Locator {
+            source: &self.source,
+            text: &text,
+        };
+        loc.error(span.unwrap_or(0..0), Some(key), msg)
     }
 }
 
@@ -209,4 +226,28 @@ pub(super) fn valid_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// Compiles an operator's pattern (`[ai] redact`): validation checks it
+/// with this, and redaction uses what it gives, so the two agree. Err is
+/// the regex error in one line.
+pub(crate) fn compile_pattern(p: &str) -> Result<regex::Regex, String> {
+    let regex = regex::Regex::new(p).map_err(|e| one_line(&e.to_string()))?;
+    // `x*` would "match" between every two characters; it is a mistake,
+    // and it would redact nothing.
+    if regex.is_match("") {
+        return Err("it matches the empty string".to_string());
+    }
+    Ok(regex)
+}
+
+/// A regex error says where it failed over several lines, with a caret;
+/// a config error is one line, so keep the last one, which says what.
+pub(crate) fn one_line(error: &str) -> String {
+    let last = error
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or(error);
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }

@@ -16,10 +16,9 @@
 
 use std::collections::HashSet;
 
-use serde::Deserialize;
-
 use super::Message;
 use super::errors::is_error_line;
+use crate::config::Strategy;
 
 /// What every message costs beyond its text: the role and the separators
 /// that chat templates wrap around it.
@@ -166,21 +165,6 @@ fn close(out: &mut Vec<Group>, open: Option<(Group, HashSet<String>)>) {
 /// The groups' messages, in order.
 pub(crate) fn flatten(groups: Vec<Group>) -> Vec<Message> {
     groups.into_iter().flat_map(|g| g.messages).collect()
-}
-
-/// How the history is cut to the budget (`[context] reducer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Strategy {
-    /// The newest groups that fit, stopping at the first that does not.
-    Window,
-    /// The task, then groups with errors, then the rest, newest first,
-    /// skipping what does not fit.
-    Priority,
-    /// The newest two groups, then by priority: the model sees the step it
-    /// just took in full, and what failed along the way.
-    #[default]
-    Hybrid,
 }
 
 /// How many of the newest groups hybrid keeps before it goes by priority.
@@ -591,7 +575,7 @@ mod tests {
 
     #[test]
     fn strategy_reads_from_config() {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct C {
             history: Strategy,
         }

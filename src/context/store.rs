@@ -17,8 +17,9 @@ use serde_json::Value;
 use super::Message;
 use super::providers::{QUESTION_MARK, ToolCache};
 use super::redact::Counts;
-use super::reduce::{self, Strategy, fit, flatten, groups};
+use super::reduce::{self, fit, flatten, groups};
 use crate::config::ContextConfig;
+use crate::config::Strategy;
 use crate::context::ToolCall;
 
 /// How much of a conversation a session keeps.

@@ -18,9 +18,11 @@ use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::seat::{self, Asked, ClientEnds, Desk, Settings, TargetEnds};
 use super::{CLOSE_GRACE, Context, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
+use super::{Shared, rows};
+use crate::agent::render::Draw;
 use crate::agent::render::{SPINNER_CLEAR, spinner_frame};
-use crate::agent::seat::{self, Asked, ClientEnds, Draw, Place, Shared, TargetEnds};
 use crate::agent::{self, Question};
 use crate::audit::Ids;
 use crate::audit::recording::{Recording, Track};
@@ -119,7 +121,8 @@ impl Pumps<'_> {
             );
             let assist = async {
                 if let Some(ends) = seat_ends {
-                    seat::serve(self.place(), ends).await;
+                    let settings = || self.settings();
+                    seat::serve(self.desk(&settings), ends).await;
                 }
                 std::future::pending::<()>().await
             };
@@ -290,7 +293,7 @@ impl Pumps<'_> {
     ) -> Bytes {
         let p = t.output(data);
         if let Some(i) = &p.integrity {
-            self.ctx.bastion.audit.event(i.event(self.ids)).await;
+            rows::integrity(&self.ctx.bastion.audit, self.ids, i).await;
         }
         if agent.is_some() {
             self.shared.set_shell(t.at_prompt(), t.caps());
@@ -361,15 +364,36 @@ impl Pumps<'_> {
     }
 
     /// What the agent's seat needs from the session.
-    fn place(&self) -> Place<'_> {
-        Place {
-            bastion: &self.ctx.bastion,
-            live: self.ctx.live.clone(),
-            mode: self.mode,
+    /// The seat's view of this session and the bastion.
+    fn desk<'s>(&'s self, settings: &'s (dyn Fn() -> Settings + Sync)) -> Desk<'s> {
+        Desk {
+            audit: &self.ctx.bastion.audit,
             ids: self.ids,
+            runner: self.runner,
+            upstream: &self.ctx.bastion.upstream,
             screen: self.screen,
             shared: self.shared,
-            runner: self.runner,
+            settings,
+        }
+    }
+
+    /// What the user's next question runs under. It takes the newest
+    /// config, but for a reload that changed the prefixes: this session's
+    /// shell catches the old ones. The mode is the stricter of the one at
+    /// login and today's: a reload never widens a live session's rights,
+    /// and a user gone from the config has none.
+    fn settings(&self) -> Settings {
+        let started = &self.ctx.live;
+        let newest = self.ctx.bastion.live();
+        let today = newest.config.user(&self.ids.user).map(|u| u.ai);
+        let mode = today.unwrap_or(AiMode::Off).min(self.mode);
+        let live = match newest.agent.prefixes == started.agent.prefixes {
+            true => &newest,
+            false => started,
+        };
+        Settings {
+            agent: live.agent.clone(),
+            mode,
         }
     }
 
@@ -467,21 +491,13 @@ impl Pumps<'_> {
         }
         let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));
         if let Some(command) = crate::terminal::screen::prompt_command(&line) {
-            let ev = self
-                .ids
-                .event("command")
-                .field("command", command)
-                .field("exit_code", serde_json::Value::Null)
-                .field("cwd", serde_json::Value::Null)
-                .field("detected", "screen")
-                .field("depth", depth as u64);
-            self.ctx.bastion.audit.event(ev).await;
+            rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
         }
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
-        r.audit(&self.ctx.bastion.audit, self.ids).await;
+        rows::command(&self.ctx.bastion.audit, self.ids, r).await;
     }
 
     /// Client to target: input, EOF, window changes and signals, until the

@@ -4,9 +4,15 @@
 //! subsystem), chooses the target, checks that it can be audited, opens the
 //! upstream side, and then pumps bytes both ways until either side closes
 //! or the bastion shuts down ([`bridge`]: the pumps, the terminal model on
-//! their way, and the agent's seat beside them).
+//! their way, and the agent's [`seat`] beside them, sharing a little state
+//! in [`Shared`]).
 
 mod bridge;
+mod rows;
+mod seat;
+mod shared;
+
+pub(crate) use shared::Shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +22,6 @@ use bytes::Bytes;
 use russh::server::{Handle, Msg};
 use russh::{Channel, ChannelMsg};
 
-use crate::agent::seat::Shared;
 use crate::audit::recording::{Header, Recording};
 use crate::audit::{Event, Ids, SessionRow};
 use crate::bastion::{Bastion, Live};

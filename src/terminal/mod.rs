@@ -18,7 +18,7 @@
 
 pub(crate) mod bootstrap;
 pub(crate) mod marks;
-mod nested;
+pub(crate) mod nested;
 mod output;
 pub(crate) mod sanitize;
 pub(crate) mod screen;
@@ -78,32 +78,6 @@ pub(crate) struct CommandRecord {
     pub(crate) output: Capture,
     /// The shell it ran in.
     pub(crate) place: Place,
-}
-
-impl CommandRecord {
-    /// Audits the record as the user's own command: the one place a
-    /// `command` row is written for a command the marks reported.
-    pub(crate) async fn audit(&self, audit: &crate::audit::Audit, ids: &crate::audit::Ids) {
-        audit.event(self.event(ids)).await;
-    }
-
-    /// The record's `command` audit event.
-    pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
-        let duration = self.ended.duration_since(self.started).unwrap_or_default();
-        let event = ids
-            .event("command")
-            .field("command", self.command.clone())
-            .field("exit_code", self.exit_code)
-            .field("cwd", self.cwd.clone())
-            .field("duration_ms", duration.as_millis() as u64)
-            .field("output_bytes", self.output.total())
-            .field("depth", self.place.depth as u64)
-            .field("shell_user", self.place.user.clone());
-        match &self.place.host {
-            Some(host) => event.field("host", host.as_str()),
-            None => event,
-        }
-    }
 }
 
 enum Phase {
@@ -256,16 +230,6 @@ pub(crate) struct Integrity {
     pub(crate) mark: &'static str,
     pub(crate) reason: &'static str,
     pub(crate) dropped: u64,
-}
-
-impl Integrity {
-    /// Its `integrity` audit event.
-    pub(crate) fn event(&self, ids: &crate::audit::Ids) -> crate::audit::Event {
-        ids.event("integrity")
-            .field("mark", self.mark)
-            .field("reason", self.reason)
-            .field("dropped", self.dropped)
-    }
 }
 
 impl Terminal {
@@ -1103,14 +1067,6 @@ mod tests {
         assert!(!t.at_prompt());
     }
 
-    fn ids() -> crate::audit::Ids {
-        crate::audit::Ids {
-            session: "s".into(),
-            user: "u".into(),
-            target: "web1".into(),
-        }
-    }
-
     /// A login shell integrated as alice on web1, following nested shells.
     fn following() -> Terminal {
         let mut t = Terminal::integrated(N, false).follow_nested(vec!["?".into()]);
@@ -1227,7 +1183,7 @@ mod tests {
         let out =
             t.feed(format!("\x1b]133;C;w={inner};cmd=ls\x07\x1b]133;D;0;w={inner}\x07").as_bytes());
         assert_eq!(out.finished[0].place.depth, 2);
-        assert_eq!(out.finished[0].event(&ids()).fields["host"], "db1");
+        assert_eq!(out.finished[0].place.host.as_deref(), Some("db1"));
         // The login shell speaks: both nested shells have ended.
         let back = t.feed(m("\x1b]133;D;130;w={N}\x07").as_bytes());
         assert_eq!(t.place().depth, 0);

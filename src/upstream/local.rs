@@ -6,6 +6,7 @@
 //! small bounded channel, so a slow client stalls the process, not memory.
 
 use std::ffi::{CString, OsString};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,11 @@ use russh::Sig;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::stat::{Mode, umask};
+use nix::sys::termios;
+use nix::unistd::{Gid, Pid, Uid, getgrouplist, getuid, setgid, setgroups, setsid, setuid};
 
 use super::{Command, Request, TargetEvent};
 use crate::config::Account;
@@ -44,7 +50,7 @@ pub(crate) struct LocalAccount {
     account: Account,
     /// Supplementary groups, looked up before fork (NSS is not safe to call
     /// between fork and exec). `None` when no switch is needed.
-    switch_to: Option<Vec<libc::gid_t>>,
+    switch_to: Option<Vec<Gid>>,
 }
 
 impl LocalAccount {
@@ -55,9 +61,7 @@ impl LocalAccount {
             Some(name) => crate::config::lookup_account(name)?,
             None => own.clone(),
         };
-        // SAFETY: getuid has no preconditions.
-        let me = unsafe { libc::getuid() };
-        let switch_to = (account.uid != me)
+        let switch_to = (account.uid != getuid().as_raw())
             .then(|| groups_of(&account))
             .transpose()?;
         Ok(LocalAccount { account, switch_to })
@@ -72,23 +76,12 @@ impl LocalAccount {
     }
 }
 
-fn groups_of(account: &Account) -> Result<Vec<libc::gid_t>, String> {
+/// The account's groups (its own and the supplementary ones). nix grows
+/// the buffer for members of many groups.
+fn groups_of(account: &Account) -> Result<Vec<Gid>, String> {
     let user = CString::new(account.name.clone()).map_err(|e| e.to_string())?;
-    let mut groups = vec![0 as libc::gid_t; 64];
-    loop {
-        let mut n = groups.len() as libc::c_int;
-        // SAFETY: `groups` has room for `n` entries; `user` is NUL-terminated.
-        let rc =
-            unsafe { libc::getgrouplist(user.as_ptr(), account.gid, groups.as_mut_ptr(), &mut n) };
-        if rc >= 0 {
-            groups.truncate(n.max(0) as usize);
-            return Ok(groups);
-        }
-        if groups.len() >= 65536 {
-            return Err(format!("cannot list the groups of {}", account.name));
-        }
-        groups.resize((n.max(0) as usize).max(groups.len() * 2), 0);
-    }
+    getgrouplist(&user, Gid::from_raw(account.gid))
+        .map_err(|e| format!("cannot list the groups of {}: {e}", account.name))
 }
 
 impl LocalAccount {
@@ -109,11 +102,11 @@ impl LocalAccount {
 /// else one `fcntl` per possible descriptor.
 fn clean_slate() {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-    // SAFETY: integer arguments only.
+    // walissh keeps its own files private (`daemon::keep_files_private`);
+    // the account's processes get the usual mask.
+    umask(Mode::from_bits_truncate(0o022));
+    // SAFETY: integer arguments only. nix has no close_range.
     unsafe {
-        // walissh keeps its own files private (`bastion::keep_files_private`);
-        // the account's processes get the usual mask.
-        libc::umask(0o022);
         let all = libc::syscall(
             libc::SYS_close_range,
             3 as libc::c_uint,
@@ -133,20 +126,11 @@ fn clean_slate() {
 /// works (changing groups needs root, so the user id changes last). Runs
 /// in the child between fork and exec, so it makes only async-signal-safe
 /// system calls.
-fn switch_account(groups: &[libc::gid_t], uid: u32, gid: u32) -> std::io::Result<()> {
-    let check = |rc: libc::c_int| {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    };
-    // SAFETY: `groups` is a valid slice; the other calls take integers.
-    unsafe {
-        check(libc::setgroups(groups.len() as _, groups.as_ptr()))?;
-        check(libc::setgid(gid))?;
-        check(libc::setuid(uid))
-    }
+fn switch_account(groups: &[Gid], uid: u32, gid: u32) -> std::io::Result<()> {
+    setgroups(groups)?;
+    setgid(Gid::from_raw(gid))?;
+    setuid(Uid::from_raw(uid))?;
+    Ok(())
 }
 
 pub(crate) struct Reader {
@@ -161,7 +145,7 @@ enum Input {
 /// What the session asks of the process. The pump task owns the child, so
 /// signals go through it: it knows whether the pid is still ours.
 enum Control {
-    Signal(i32),
+    Signal(Signal),
     HangUp,
 }
 
@@ -243,9 +227,7 @@ pub(crate) fn open(
             // `switch_account`.
             unsafe {
                 cmd.pre_exec(move || {
-                    if libc::setsid() < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
+                    setsid()?;
                     clean_slate();
                     switch.as_mut().map_or(Ok(()), |s| s())
                 })
@@ -265,21 +247,10 @@ pub(crate) fn open(
 }
 
 /// Turns the terminal's echo off (see `PtySpec::modes_without_echo`).
-fn no_echo(pty: &impl std::os::fd::AsRawFd) -> std::io::Result<()> {
-    let fd = pty.as_raw_fd();
-    // SAFETY: `fd` is an open terminal for the duration of the calls, and
-    // `t` is fully written by tcgetattr before it is read.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        t.c_lflag &= !libc::ECHO;
-        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+fn no_echo(pty: &impl AsFd) -> nix::Result<()> {
+    let mut modes = termios::tcgetattr(pty)?;
+    modes.local_flags.remove(termios::LocalFlags::ECHO);
+    termios::tcsetattr(pty, termios::SetArg::TCSANOW, &modes)
 }
 
 fn clamp(n: u32) -> u16 {
@@ -357,15 +328,13 @@ struct Proc {
 impl Proc {
     /// Signals the process, unless it has already been reaped (its pid may
     /// then belong to someone else).
-    fn signal(&self, sig: i32, whole_group: bool) {
+    fn signal(&self, sig: Signal, whole_group: bool) {
         if let Some(pid) = self.child.id() {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe {
-                if whole_group && self.group {
-                    libc::kill(-(pid as i32), sig);
-                }
-                libc::kill(pid as i32, sig);
+            let pid = Pid::from_raw(pid as i32);
+            if whole_group && self.group {
+                let _ = killpg(pid, sig);
             }
+            let _ = kill(pid, sig);
         }
     }
 
@@ -380,7 +349,7 @@ impl Proc {
     /// SIGHUP now, SIGKILL at the deadline if it is still there.
     fn hang_up(&self, deadline: &mut Option<Instant>) {
         if deadline.is_none() {
-            self.signal(libc::SIGHUP, true);
+            self.signal(Signal::SIGHUP, true);
             *deadline = Some(Instant::now() + HANGUP_GRACE);
         }
     }
@@ -428,7 +397,7 @@ async fn pump_pty(
                 proc.control(c, &mut kill_at);
             }
             _ = until(kill_at) => {
-                proc.signal(libc::SIGKILL, true);
+                proc.signal(Signal::SIGKILL, true);
                 kill_at = None;
             }
         }
@@ -469,7 +438,7 @@ async fn finish(
     match tokio::time::timeout(HANGUP_GRACE, proc.child.wait()).await {
         Ok(status) => status,
         Err(_) => {
-            proc.signal(libc::SIGKILL, true);
+            proc.signal(Signal::SIGKILL, true);
             *kill_at = None;
             proc.child.wait().await
         }
@@ -497,7 +466,7 @@ async fn pump_pipes(
                 None
             }
             _ = until(kill_at) => {
-                proc.signal(libc::SIGKILL, false);
+                proc.signal(Signal::SIGKILL, false);
                 kill_at = None;
                 None
             }
@@ -548,38 +517,40 @@ async fn report_exit(
     let _ = tx.send(event).await;
 }
 
+/// The SSH name of the signal that ended a process.
 fn signal_name(sig: i32) -> Sig {
-    match sig {
-        libc::SIGABRT => Sig::ABRT,
-        libc::SIGALRM => Sig::ALRM,
-        libc::SIGFPE => Sig::FPE,
-        libc::SIGHUP => Sig::HUP,
-        libc::SIGILL => Sig::ILL,
-        libc::SIGINT => Sig::INT,
-        libc::SIGKILL => Sig::KILL,
-        libc::SIGPIPE => Sig::PIPE,
-        libc::SIGQUIT => Sig::QUIT,
-        libc::SIGSEGV => Sig::SEGV,
-        libc::SIGTERM => Sig::TERM,
-        libc::SIGUSR1 => Sig::USR1,
-        other => Sig::Custom(other.to_string()),
+    match Signal::try_from(sig) {
+        Ok(Signal::SIGABRT) => Sig::ABRT,
+        Ok(Signal::SIGALRM) => Sig::ALRM,
+        Ok(Signal::SIGFPE) => Sig::FPE,
+        Ok(Signal::SIGHUP) => Sig::HUP,
+        Ok(Signal::SIGILL) => Sig::ILL,
+        Ok(Signal::SIGINT) => Sig::INT,
+        Ok(Signal::SIGKILL) => Sig::KILL,
+        Ok(Signal::SIGPIPE) => Sig::PIPE,
+        Ok(Signal::SIGQUIT) => Sig::QUIT,
+        Ok(Signal::SIGSEGV) => Sig::SEGV,
+        Ok(Signal::SIGTERM) => Sig::TERM,
+        Ok(Signal::SIGUSR1) => Sig::USR1,
+        _ => Sig::Custom(sig.to_string()),
     }
 }
 
-fn signal_number(sig: &Sig) -> Option<i32> {
+/// The signal an SSH client asked to send, if walissh knows it.
+fn signal_of(sig: &Sig) -> Option<Signal> {
     Some(match sig {
-        Sig::ABRT => libc::SIGABRT,
-        Sig::ALRM => libc::SIGALRM,
-        Sig::FPE => libc::SIGFPE,
-        Sig::HUP => libc::SIGHUP,
-        Sig::ILL => libc::SIGILL,
-        Sig::INT => libc::SIGINT,
-        Sig::KILL => libc::SIGKILL,
-        Sig::PIPE => libc::SIGPIPE,
-        Sig::QUIT => libc::SIGQUIT,
-        Sig::SEGV => libc::SIGSEGV,
-        Sig::TERM => libc::SIGTERM,
-        Sig::USR1 => libc::SIGUSR1,
+        Sig::ABRT => Signal::SIGABRT,
+        Sig::ALRM => Signal::SIGALRM,
+        Sig::FPE => Signal::SIGFPE,
+        Sig::HUP => Signal::SIGHUP,
+        Sig::ILL => Signal::SIGILL,
+        Sig::INT => Signal::SIGINT,
+        Sig::KILL => Signal::SIGKILL,
+        Sig::PIPE => Signal::SIGPIPE,
+        Sig::QUIT => Signal::SIGQUIT,
+        Sig::SEGV => Signal::SIGSEGV,
+        Sig::TERM => Signal::SIGTERM,
+        Sig::USR1 => Signal::SIGUSR1,
         Sig::Custom(_) => return None,
     })
 }
@@ -615,7 +586,7 @@ impl Writer {
     }
 
     pub(crate) async fn signal(&mut self, sig: &Sig) {
-        if let Some(n) = signal_number(sig) {
+        if let Some(n) = signal_of(sig) {
             let _ = self.control.send(Control::Signal(n)).await;
         }
     }

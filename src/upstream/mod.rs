@@ -6,6 +6,7 @@
 //! back-pressure (SSH windows, PTY and pipe buffers), so nothing here
 //! buffers without bound.
 
+pub(crate) mod known_hosts;
 mod local;
 mod ssh;
 
@@ -353,26 +354,18 @@ impl TargetInfo {
                         .map(|v| v.trim_matches('"').to_string())
                 })
             });
-        // SAFETY: uname fills the struct it is given; all zeroes is a valid start.
-        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-        let field = |f: &[libc::c_char]| {
-            let bytes: Vec<u8> = f
-                .iter()
-                .take_while(|c| **c != 0)
-                .map(|c| *c as u8)
-                .collect();
-            String::from_utf8_lossy(&bytes).into_owned()
-        };
-        let (kernel, host) = if unsafe { libc::uname(&mut u) } == 0 {
-            let kernel = format!(
-                "{} {} {}",
-                field(&u.sysname),
-                field(&u.release),
-                field(&u.machine)
-            );
-            (Some(kernel), Some(field(&u.nodename)))
-        } else {
-            (None, None)
+        let (kernel, host) = match nix::sys::utsname::uname() {
+            Ok(u) => {
+                let field = |f: &std::ffi::OsStr| f.to_string_lossy().into_owned();
+                let kernel = format!(
+                    "{} {} {}",
+                    field(u.sysname()),
+                    field(u.release()),
+                    field(u.machine())
+                );
+                (Some(kernel), Some(field(u.nodename())))
+            }
+            Err(_) => (None, None),
         };
         TargetInfo {
             shell: Some(account.shell().display().to_string()),
@@ -631,8 +624,8 @@ mod tests {
         let mut first = String::new();
         out.read_line(&mut first).unwrap();
         assert_eq!(first, "STARTED\n");
-        // SAFETY: kill has no memory-safety preconditions.
-        let alive = || unsafe { libc::kill(-group, 0) } == 0;
+        let group = nix::unistd::Pid::from_raw(group);
+        let alive = || nix::sys::signal::killpg(group, None).is_ok();
         assert!(alive());
         // What dropping the channel or the process does to the input.
         drop(child.stdin.take());
@@ -644,7 +637,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let left = alive();
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         child.wait().unwrap();
         assert!(!left, "the pipe's programs outlived the end of the input");
     }

@@ -15,6 +15,7 @@ use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use tokio::net::TcpStream;
 
+use super::known_hosts::{self, Known};
 use super::{Command, PROBE, Request, TargetEvent, TargetInfo, UpstreamSettings};
 use crate::config::{HostKeyPolicy, TargetConfig};
 use crate::terminal::Shell;
@@ -99,31 +100,28 @@ fn check_host_key(
     path: &PathBuf,
     policy: HostKeyPolicy,
 ) -> Result<(), String> {
-    let known = if path.exists() {
-        russh::keys::known_hosts::known_host_keys_path(host, port, path)
-            .map_err(|e| format!("cannot be checked ({}: {e})", path.display()))?
-    } else {
-        Vec::new()
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot be checked ({}: {e})", path.display())),
     };
-    // Compare key material only: comments in known_hosts do not matter.
-    if known.iter().any(|(_, k)| k.key_data() == key.key_data()) {
-        return Ok(());
-    }
-    if known.iter().any(|(_, k)| k.algorithm() == key.algorithm()) {
-        return Err("changed".into());
-    }
-    // russh reads plain and hashed host names only. A file that pins or
-    // revokes keys in ways it cannot read must not let a key through as
-    // merely "unknown".
-    if let Some(line) = unreadable_line(path) {
-        return Err(format!(
-            "cannot be checked ({}:{line} uses markers, wildcards or tabs, which walissh does not read)",
+    let known = known_hosts::look_up(&text, host, port, key).map_err(|(line, why)| {
+        format!(
+            "cannot be checked ({}:{line} cannot be read: {why})",
             path.display()
-        ));
-    }
+        )
+    })?;
+    let known = match known {
+        Known::Listed => return Ok(()),
+        Known::Revoked => return Err("is revoked (@revoked in known_hosts)".into()),
+        Known::Other {
+            same_algorithm: true,
+        } => return Err("changed".into()),
+        other => other,
+    };
     match policy {
         HostKeyPolicy::Strict => Err("is not known (strict host key policy)".into()),
-        HostKeyPolicy::AcceptNew if !known.is_empty() => {
+        HostKeyPolicy::AcceptNew if known != Known::Unknown => {
             // Known with another algorithm only: a new key type for a known
             // host is a change too.
             Err("changed".into())
@@ -138,20 +136,6 @@ fn check_host_key(
             Ok(())
         }
     }
-}
-
-/// The first line of a known_hosts file that walissh cannot interpret:
-/// `@cert-authority`/`@revoked` markers, host patterns, tab separators.
-fn unreadable_line(path: &PathBuf) -> Option<usize> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().enumerate().find_map(|(i, line)| {
-        let line = line.trim_start_matches(' ');
-        let hosts = line.split(' ').next().unwrap_or("");
-        let unreadable = line.starts_with('@')
-            || line.contains('\t')
-            || (!hosts.starts_with("|1|") && hosts.contains(['*', '?', '!']));
-        (!line.is_empty() && !line.starts_with('#') && unreadable).then_some(i + 1)
-    })
 }
 
 pub(crate) struct Reader {

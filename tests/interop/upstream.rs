@@ -177,12 +177,76 @@ fn run_as_keeps_the_local_shell_away_from_walissh_state() {
 }
 
 #[test]
-fn known_hosts_lines_walissh_cannot_read_block_learning() {
+fn a_revoked_host_key_is_refused_whatever_else_lists_it() {
+    let b = Bastion::start_with(Opts {
+        prepare: Some(Box::new(|state, sshd| {
+            std::fs::create_dir_all(state).unwrap();
+            let lines = format!(
+                "[127.0.0.1]:{} {}\n@revoked * {}\n",
+                sshd.port, sshd.host_pub, sshd.host_pub
+            );
+            std::fs::write(state.join("known_hosts"), lines).unwrap();
+        })),
+        ..Opts::default()
+    });
+    refused(
+        with(b.ssh_pw("alice:web1", ALICE_PW), "true"),
+        255,
+        "host key for web1 is revoked",
+    );
+}
+
+#[test]
+fn strict_policy_reads_host_patterns_as_openssh_does() {
+    let b = Bastion::start_with(Opts {
+        host_key_policy: "strict",
+        prepare: Some(Box::new(|state, sshd| {
+            std::fs::create_dir_all(state).unwrap();
+            let line = format!("[127.0.0.?]:{},!nothere {}\n", sshd.port, sshd.host_pub);
+            std::fs::write(state.join("known_hosts"), line).unwrap();
+        })),
+        ..Opts::default()
+    });
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo $((40+2))")),
+        "42\n"
+    );
+}
+
+#[test]
+fn strict_policy_reads_names_hashed_by_ssh_keygen() {
+    let b = Bastion::start_with(Opts {
+        host_key_policy: "strict",
+        prepare: Some(Box::new(|state, sshd| {
+            std::fs::create_dir_all(state).unwrap();
+            let path = state.join("known_hosts");
+            let line = format!("[127.0.0.1]:{} {}\n", sshd.port, sshd.host_pub);
+            std::fs::write(&path, line).unwrap();
+            let hashed = std::process::Command::new("ssh-keygen")
+                .arg("-H")
+                .arg("-f")
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(hashed.status.success(), "{hashed:?}");
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.starts_with("|1|"), "{text}");
+        })),
+        ..Opts::default()
+    });
+    assert_eq!(
+        stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo $((40+3))")),
+        "43\n"
+    );
+}
+
+#[test]
+fn a_known_hosts_line_walissh_cannot_read_blocks_learning() {
     let b = Bastion::start_with(Opts {
         prepare: Some(Box::new(|state, _| {
             std::fs::create_dir_all(state).unwrap();
-            let revoked = "@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S x\n";
-            std::fs::write(state.join("known_hosts"), revoked).unwrap();
+            let broken = "web9 ssh-ed25519 not-a-key\n";
+            std::fs::write(state.join("known_hosts"), broken).unwrap();
         })),
         ..Opts::default()
     });
@@ -192,7 +256,7 @@ fn known_hosts_lines_walissh_cannot_read_block_learning() {
         "host key for web1 cannot be checked",
     );
     assert!(
-        stderr(&out).contains("known_hosts:1 uses markers"),
+        stderr(&out).contains("known_hosts:1 cannot be read"),
         "{}",
         stderr(&out)
     );

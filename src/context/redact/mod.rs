@@ -36,6 +36,8 @@ use std::ops::Range;
 
 use regex::{Captures, Regex, RegexSet};
 
+use crate::config::{compile_pattern, one_line};
+
 #[cfg(test)]
 mod corpus;
 mod pairs;
@@ -507,8 +509,8 @@ impl Redactor {
         // The operator's patterns come before the guesses: they know their
         // secrets better than any heuristic.
         for p in extra {
-            let regex =
-                compile(p).map_err(|e| format!("[ai] redact pattern {p:?} is invalid: {e}"))?;
+            let regex = compile_pattern(p)
+                .map_err(|e| format!("[ai] redact pattern {p:?} is invalid: {e}"))?;
             rules.push(Rule::new("custom", regex, None));
         }
         rules.extend(SHAPES.iter().map(builtin));
@@ -862,22 +864,6 @@ fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
         .collect()
 }
 
-/// Checks one `[ai] redact` pattern, for the config's validation: Err is
-/// the regex error in one line.
-pub(crate) fn check_pattern(p: &str) -> Result<(), String> {
-    compile(p).map(|_| ())
-}
-
-fn compile(p: &str) -> Result<Regex, String> {
-    let regex = Regex::new(p).map_err(|e| one_line(&e.to_string()))?;
-    // `x*` would "match" between every two characters; it is a mistake,
-    // and it would redact nothing.
-    if regex.is_match("") {
-        return Err("it matches the empty string".to_string());
-    }
-    Ok(regex)
-}
-
 /// How many bytes of whole lines `find_own` reads at a time.
 const PIECE: usize = 1024;
 
@@ -929,17 +915,6 @@ pub(super) fn max_line_breaks(pattern: &str) -> Option<usize> {
         .or_else(|_| regex_syntax::parse(pattern))
         .ok()?;
     breaks(&hir)
-}
-
-/// A regex error says where it failed over several lines, with a caret;
-/// the config reports one line, so keep the last one, which says what.
-fn one_line(error: &str) -> String {
-    let last = error
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or(error);
-    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 fn builtin(p: &Pattern) -> Rule {
@@ -1638,10 +1613,10 @@ config['password'] => 'phpPw1'
             .unwrap();
         assert!(err.contains("(unclosed"), "{err}");
         assert!(!err.contains('\n'), "{err}");
-        let err = check_pattern("a[").unwrap_err();
+        let err = compile_pattern("a[").unwrap_err();
         assert!(!err.contains('\n') && !err.is_empty(), "{err}");
-        assert!(check_pattern("x*").is_err());
-        assert!(check_pattern(r"corp-[a-z]{8}").is_ok());
+        assert!(compile_pattern("x*").is_err());
+        assert!(compile_pattern(r"corp-[a-z]{8}").is_ok());
     }
 
     #[test]

@@ -14,12 +14,18 @@
 //! (`Terminal`), so the agent owns the screen but for its commands' output.
 //! When it is done the seat asks the shell for a fresh prompt, and the user
 //! is back where they were.
+//!
+//! The seat is given a [`Desk`]: the audit sink, the runner, the upstream
+//! settings and the user's settings for each question. It never sees the
+//! bastion.
 
 mod workflow;
 
 use workflow::set_facts;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,17 +33,15 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use std::future::Future;
-use std::pin::Pin;
-
-use super::exec;
-use super::parallel::{Console, Member, Target};
-use super::policy::Prompt;
-use super::react::{self, Approval, Ask, Host, Outcome};
-use super::render::Unterminated;
-use super::team::{Item, WorkflowSpec};
-use super::{Question, render::Painter};
-use crate::audit::Ids;
+use super::Shared;
+use crate::agent::Agent;
+use crate::agent::exec;
+use crate::agent::parallel::{Console, Member, Target};
+use crate::agent::policy::Prompt;
+use crate::agent::react::{self, Approval, Ask, Host, Outcome};
+use crate::agent::render::{Draw, Painter, Unterminated};
+use crate::agent::team::{Item, WorkflowSpec};
+use crate::audit::{Audit, Ids};
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
@@ -45,7 +49,8 @@ use crate::context::redact::Numbering;
 use crate::context::store::Memory;
 use crate::terminal::sanitize::Sanitizer;
 use crate::terminal::screen::Screen;
-use crate::terminal::{ACCEPT, Caps, CommandRecord, ROTATE};
+use crate::terminal::{ACCEPT, CommandRecord, Question, ROTATE};
+use crate::upstream::{Runner, UpstreamSettings};
 
 /// How long a command must have been silent, on a line that looks like a
 /// prompt, before walissh takes it to be waiting for input.
@@ -74,140 +79,6 @@ const OUTPUT_AHEAD: usize = 64 * 1024;
 pub(crate) struct Asked {
     pub(crate) question: Question,
     pub(crate) snapshot: Snapshot,
-}
-
-/// What the seat asks of the pump that writes to the client.
-pub(crate) enum Draw {
-    /// Bytes for the client's screen.
-    Show(Vec<u8>),
-    /// A command's output for the client's screen: the seat waits for it
-    /// to be written (`Shared::output_written`).
-    Output(Vec<u8>),
-    /// Animate a spinner until the next `Show`.
-    Spin,
-    /// The question is done: see `Terminal::agent_done`.
-    Done { fresh_prompt: bool },
-    /// The seat is giving the shell this nonce: see
-    /// `Terminal::expect_nonce`. Sent before the keys that give it.
-    Nonce(String),
-}
-
-/// State the pumps and the seat share. They run in one task on one
-/// worker thread (see `workers`), so it is never contended; atomics
-/// because the session's future must be `Send` to be spawned, and a
-/// shared reference to plain cells would not be.
-pub(crate) struct Shared {
-    /// A question is being answered: the user's keys go to the seat.
-    active: AtomicBool,
-    /// When the shell last printed something, in µs since `epoch`.
-    last_output: AtomicU64,
-    epoch: Instant,
-    /// The terminal's width.
-    cols: AtomicU32,
-    /// The shell's directory, as its prompt last reported it (OSC 7):
-    /// where the agent's clean commands start.
-    cwd: std::sync::Mutex<Option<String>>,
-    /// Bytes of `Draw::Output` not written to the client yet, and a wake-up
-    /// each time some are.
-    unwritten: AtomicUsize,
-    written: tokio::sync::Notify,
-    /// The shell is at a fresh prompt (`Terminal::at_prompt`), and a
-    /// wake-up each time that may have changed.
-    at_prompt: AtomicBool,
-    prompt_changed: tokio::sync::Notify,
-    /// What the shell's bootstrap bound (`Terminal::caps`).
-    caps: std::sync::Mutex<Caps>,
-}
-
-impl Shared {
-    pub(crate) fn new(cols: u32) -> Shared {
-        Shared {
-            active: AtomicBool::new(false),
-            last_output: AtomicU64::new(0),
-            epoch: Instant::now(),
-            cols: AtomicU32::new(cols),
-            cwd: std::sync::Mutex::new(None),
-            unwritten: AtomicUsize::new(0),
-            written: tokio::sync::Notify::new(),
-            at_prompt: AtomicBool::new(false),
-            prompt_changed: tokio::sync::Notify::new(),
-            caps: std::sync::Mutex::new(Caps::default()),
-        }
-    }
-
-    /// What the terminal model says of the shell after each chunk.
-    pub(crate) fn set_shell(&self, at_prompt: bool, caps: Caps) {
-        if self.at_prompt.swap(at_prompt, Ordering::Relaxed) != at_prompt {
-            self.prompt_changed.notify_waiters();
-        }
-        *self.caps.lock().unwrap_or_else(|e| e.into_inner()) = caps;
-    }
-
-    fn caps(&self) -> Caps {
-        *self.caps.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits until the shell is at a fresh prompt; `false` if it is not
-    /// by `deadline`.
-    async fn prompt_by(&self, deadline: Instant) -> bool {
-        loop {
-            let changed = self.prompt_changed.notified();
-            if self.at_prompt.load(Ordering::Relaxed) {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.at_prompt.load(Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// The seat typed into the shell: the prompt is no longer fresh.
-    fn typed_at_prompt(&self) {
-        self.at_prompt.store(false, Ordering::Relaxed);
-    }
-
-    pub(crate) fn active(&self) -> bool {
-        self.active.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_active(&self, on: bool) {
-        self.active.store(on, Ordering::Relaxed);
-    }
-
-    pub(crate) fn output_seen(&self) {
-        let us = self.epoch.elapsed().as_micros() as u64;
-        self.last_output.store(us, Ordering::Relaxed);
-    }
-
-    fn last_output(&self) -> Instant {
-        self.epoch + Duration::from_micros(self.last_output.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn cols(&self) -> u32 {
-        self.cols.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_cols(&self, cols: u32) {
-        self.cols.store(cols, Ordering::Relaxed);
-    }
-
-    pub(crate) fn set_cwd(&self, cwd: Option<&str>) {
-        let mut slot = self.cwd.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_deref() != cwd {
-            *slot = cwd.map(str::to_string);
-        }
-    }
-
-    /// The client pump wrote `n` bytes of a `Draw::Output`.
-    pub(crate) fn output_written(&self, n: usize) {
-        self.unwritten.fetch_sub(n, Ordering::Relaxed);
-        // A permit is kept if the seat is not waiting yet: no wake-up is lost.
-        self.written.notify_one();
-    }
-
-    fn cwd(&self) -> Option<String> {
-        self.cwd.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 /// The client pump's ends of the wiring.
@@ -265,21 +136,32 @@ pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
     )
 }
 
-/// What a seat needs from its session.
-pub(crate) struct Place<'a> {
-    pub(crate) bastion: &'a crate::bastion::Bastion,
-    /// The config and agents: each question takes the newest (a reload
-    /// changes what `?` runs in live sessions too).
-    pub(crate) live: std::sync::Arc<crate::bastion::Live>,
-    pub(crate) mode: AiMode,
+/// What the seat is given of its session and of the bastion: where its
+/// rows go, how its commands run, and the user's settings. Nothing more,
+/// so what the agent can touch is read off this struct.
+pub(crate) struct Desk<'a> {
+    pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
+    pub(crate) runner: &'a Runner,
+    pub(crate) upstream: &'a UpstreamSettings,
     pub(crate) screen: Option<&'a Screen>,
     pub(crate) shared: &'a Shared,
-    pub(crate) runner: &'a crate::upstream::Runner,
+    /// The user's settings for the next question: the session decides
+    /// what a reload may change (see `Session::settings`).
+    pub(crate) settings: &'a (dyn Fn() -> Settings + Sync),
+}
+
+/// What a user's question runs under.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    /// The agents, workflows and skills assembled from the config.
+    pub(crate) agent: Arc<Agent>,
+    /// The user's `ai` mode.
+    pub(crate) mode: AiMode,
 }
 
 /// Answers the session's questions, one at a time, until the session ends.
-pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
+pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
     let SeatEnds {
         mut questions,
         draw,
@@ -289,8 +171,9 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         mut cancel,
     } = ends;
     let mut seat = Seat {
-        painter: Painter::new(place.shared.cols()),
-        place,
+        painter: Painter::new(desk.shared.cols()),
+        settings: (desk.settings)(),
+        desk,
         draw,
         lines,
         typed,
@@ -302,15 +185,15 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
         rotated: false,
         account: None,
     };
-    let mut memory = Memory::new(&seat.place.live.agent.context);
-    let (audit, ids) = (&seat.place.bastion.audit, seat.place.ids);
+    let mut memory = Memory::new(&seat.settings.agent.context);
+    let (audit, ids) = (seat.desk.audit, seat.desk.ids);
     // With `[context] restore`, the user's last conversation with this
     // target comes back (stored sanitised and scrubbed).
-    let restore = seat.place.live.agent.context.restore;
+    let restore = seat.settings.agent.context.restore;
     if restore && let Some(saved) = audit.load_conversation(&ids.user, &ids.target).await {
         // Parsing and scrubbing are CPU work: off this worker, which other
         // connections share.
-        let agent = &seat.place.live.agent;
+        let agent = &seat.settings.agent;
         let (context, redactor) = (agent.context.clone(), agent.redactor.clone());
         let numbering = memory.numbering.clone();
         let restored = tokio::task::spawn_blocking(move || {
@@ -326,19 +209,8 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
             memory.store = store;
         }
     }
-    let (started_with, mode_at_login) = (seat.place.live.clone(), seat.place.mode);
     while let Some(asked) = questions.recv().await {
-        // Each question takes the newest config, but for a reload that
-        // changed the prefixes: this session's shell catches the old ones.
-        let newest = seat.place.bastion.live();
-        if newest.agent.prefixes == started_with.agent.prefixes {
-            seat.place.live = newest;
-        }
-        // The stricter of the mode at login and today's: a reload never
-        // widens a live session's rights, and a user gone from the config
-        // has none.
-        let today = seat.place.live.config.user(&ids.user).map(|u| u.ai);
-        seat.place.mode = today.unwrap_or(AiMode::Off).min(mode_at_login);
+        seat.settings = (seat.desk.settings)();
         while cancel.try_recv().is_ok() {}
         // Active since the bridge caught the question.
         seat.answer(asked, &mut cancel, &mut memory).await;
@@ -351,7 +223,9 @@ pub(crate) async fn serve(place: Place<'_>, ends: SeatEnds) {
 }
 
 struct Seat<'a> {
-    place: Place<'a>,
+    desk: Desk<'a>,
+    /// The settings of the question being answered.
+    settings: Settings,
     painter: Painter,
     draw: mpsc::UnboundedSender<Draw>,
     lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
@@ -415,8 +289,8 @@ impl Seat<'_> {
             .as_ref()
             .is_some_and(|a| a.user.as_deref() == Some("root"));
         match root {
-            true => self.place.mode.min(AiMode::Confirm),
-            false => self.place.mode,
+            true => self.settings.mode.min(AiMode::Confirm),
+            false => self.settings.mode,
         }
     }
 
@@ -426,11 +300,11 @@ impl Seat<'_> {
         (self.running, self.shown, self.abandoned) = (false, None, false);
         self.rotated = false;
         self.speaking = None;
-        self.painter = Painter::new(self.place.shared.cols());
-        let live = self.place.live.clone();
-        let agent = &live.agent;
-        if self.place.mode == AiMode::Off {
-            let why = super::AGENT_OFF;
+        self.painter = Painter::new(self.desk.shared.cols());
+        let settings = self.settings.clone();
+        let agent = &settings.agent;
+        if self.settings.mode == AiMode::Off {
+            let why = crate::agent::AGENT_OFF;
             let line = self.painter.error(why);
             self.show(line);
             self.audit("ai_error", vec![("message", why.into())]).await;
@@ -522,7 +396,7 @@ impl Seat<'_> {
     async fn settle_lines(&mut self) {
         while let Ok(line) = self.lines.try_recv() {
             if let Some(r) = line {
-                r.audit(&self.place.bastion.audit, self.place.ids).await;
+                super::rows::command(self.desk.audit, self.desk.ids, &r).await;
             }
         }
     }
@@ -530,7 +404,7 @@ impl Seat<'_> {
     /// What the providers will say of the session: scrubbed and cut on a
     /// blocking thread (regexes over up to the whole history's output).
     async fn brief(&self, snapshot: Snapshot, numbering: std::sync::Arc<Numbering>) -> Brief {
-        let agent = &self.place.live.agent;
+        let agent = &self.settings.agent;
         let redactor = agent.redactor.clone();
         let (recent, events) = (agent.context.recent_commands, agent.context.key_events);
         let target = snapshot.target.clone();
@@ -571,11 +445,11 @@ impl Seat<'_> {
     async fn hand_back(&mut self) {
         self.settle_lines().await;
         let fresh_prompt = !self.abandoned;
-        self.place.shared.set_active(false);
+        self.desk.shared.set_active(false);
         let _ = self.draw.send(Draw::Done { fresh_prompt });
         if fresh_prompt {
             let deadline = Instant::now() + PROMPT_WAIT;
-            if self.rotated && self.place.shared.prompt_by(deadline).await {
+            if self.rotated && self.desk.shared.prompt_by(deadline).await {
                 self.rotate();
             }
             self.type_in(format!("{CLEAR_LINE}\r"));
@@ -612,7 +486,7 @@ impl Seat<'_> {
     /// program, or a line that ends like a question (`Password:`, `[y/N]`,
     /// a pager's `:`). Returns what the user would see.
     async fn waiting_for_input(&self) -> Option<String> {
-        let snap = self.place.screen?.view().await?;
+        let snap = self.desk.screen?.view().await?;
         if snap.stale {
             // Output outran the model: it cannot say.
             return None;
@@ -631,7 +505,7 @@ impl Seat<'_> {
     /// waits for input or runs too long. Keys the user types meanwhile go
     /// to the command: they may answer it themselves.
     async fn follow(&mut self, command: &str) -> (Option<CommandRecord>, Option<String>) {
-        let limit = self.place.live.agent.command_timeout;
+        let limit = self.settings.agent.command_timeout;
         let typed = Instant::now();
         let deadline = typed + limit;
         let mut took_over = false;
@@ -649,7 +523,7 @@ impl Seat<'_> {
                     None => return (None, None),
                     Some(Some(r)) if ours(&r, command) => return (Some(r), None),
                     // A line the user typed ahead ran: theirs, audited so.
-                    Some(Some(r)) => r.audit(&self.place.bastion.audit, self.place.ids).await,
+                    Some(Some(r)) => super::rows::command(self.desk.audit, self.desk.ids, &r).await,
                     // An empty line the user typed ahead.
                     Some(None) => {}
                 },
@@ -662,7 +536,7 @@ impl Seat<'_> {
                     return self.stop_command(why).await;
                 }
                 _ = tokio::time::sleep_until(look_at), if !took_over => {
-                    let last = self.place.shared.last_output();
+                    let last = self.desk.shared.last_output();
                     let now = Instant::now();
                     let quiet = now >= last + INPUT_WAIT;
                     if last > typed && quiet && looked != Some(last) {
@@ -691,7 +565,7 @@ impl Seat<'_> {
     /// walissh's own Enter (no history expansion).
     async fn run_typed(&mut self, command: &str) -> Outcome {
         if !self
-            .place
+            .desk
             .shared
             .prompt_by(Instant::now() + PROMPT_WAIT)
             .await
@@ -728,7 +602,7 @@ impl Seat<'_> {
 
     /// Gives the shell a new nonce, when its bootstrap bound the key.
     fn rotate(&mut self) {
-        if !self.place.shared.caps().keys {
+        if !self.desk.shared.caps().keys {
             return;
         }
         let nonce = crate::terminal::nonce();
@@ -739,8 +613,8 @@ impl Seat<'_> {
 
     /// What to type for `command` at the prompt.
     fn keystrokes(&self, command: &str) -> Vec<u8> {
-        self.place.shared.typed_at_prompt();
-        let caps = self.place.shared.caps();
+        self.desk.shared.typed_at_prompt();
+        let caps = self.desk.shared.caps();
         let mut keys = CLEAR_LINE.as_bytes().to_vec();
         if caps.paste {
             keys.extend_from_slice(b"\x1b[200~");
@@ -764,12 +638,12 @@ impl Seat<'_> {
     /// channel or process, which stops all of it (its input, held open
     /// until then, is its lifeline: `upstream::clean_command`).
     async fn run_apart(&mut self, script: &str) -> Outcome {
-        let cwd = self.place.shared.cwd();
+        let cwd = self.desk.shared.cwd();
         let apart = exec::Apart {
-            runner: self.place.runner,
-            upstream: &self.place.bastion.upstream,
-            user: &self.place.ids.user,
-            timeout: self.place.live.agent.command_timeout,
+            runner: self.desk.runner,
+            upstream: self.desk.upstream,
+            user: &self.desk.ids.user,
+            timeout: self.settings.agent.command_timeout,
         };
         let command = exec::Command::Clean {
             script,
@@ -778,7 +652,7 @@ impl Seat<'_> {
         let mut stream = Stream {
             draw: &self.draw,
             painter: &mut self.painter,
-            shared: self.place.shared,
+            shared: self.desk.shared,
             ends: Unterminated::default(),
             safe: Sanitizer::default(),
         };
@@ -810,11 +684,11 @@ impl Seat<'_> {
     }
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
-        let mut ev = self.place.ids.event(kind);
+        let mut ev = self.desk.ids.event(kind);
         if let Some(agent) = &self.speaking {
             ev = ev.field("agent", agent.as_str());
         }
-        self.place.bastion.audit.event(ev.fields(fields)).await;
+        self.desk.audit.event(ev.fields(fields)).await;
     }
 
     /// Reads one line the user edits, starting from `text`. `None` if
@@ -862,7 +736,7 @@ impl Host for Seat<'_> {
     }
 
     fn stream(&mut self, text: &str) {
-        self.painter.resize(self.place.shared.cols());
+        self.painter.resize(self.desk.shared.cols());
         let bytes = self.painter.text(text);
         self.show(bytes);
     }
@@ -953,19 +827,15 @@ impl exec::Show for Stream<'_> {
         let data = self.safe.clean(data);
         let out = self.ends.feed(&data);
         self.painter.after_output(self.ends.mid_line());
-        self.shared
-            .unwritten
-            .fetch_add(out.len(), Ordering::Relaxed);
+        self.shared.output_sending(out.len());
         let _ = self.draw.send(Draw::Output(out));
-        while self.shared.unwritten.load(Ordering::Relaxed) > OUTPUT_AHEAD {
-            self.shared.written.notified().await;
-        }
+        self.shared.output_ahead(OUTPUT_AHEAD).await;
     }
 }
 
 /// What every agent of one question shares.
 struct Run<'a> {
-    model: &'a super::model::Model,
+    model: &'a crate::agent::model::Model,
     brief: &'a Brief,
     question: &'a str,
 }

@@ -17,8 +17,8 @@ impl Seat<'_> {
         in_loop: bool,
     ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 's>> {
         Box::pin(async move {
-            let live = self.place.live.clone();
-            let agent = &live.agent;
+            let settings = self.settings.clone();
+            let agent = &settings.agent;
             let Some(item) = agent.team.get(name) else {
                 return Err(format!("no agent or workflow named `{name}`"));
             };
@@ -95,15 +95,15 @@ impl Seat<'_> {
                 .heading(&format!("{} (in parallel: {members})", w.name)),
         );
         self.show(out);
-        let live = self.place.live.clone();
-        let agent = &live.agent;
+        let settings = self.settings.clone();
+        let agent = &settings.agent;
         let mode = self.mode_here();
-        let cwd = self.place.shared.cwd();
+        let cwd = self.desk.shared.cwd();
         let target = Target {
-            runner: self.place.runner,
-            upstream: &self.place.bastion.upstream,
-            audit: &self.place.bastion.audit,
-            ids: self.place.ids,
+            runner: self.desk.runner,
+            upstream: self.desk.upstream,
+            audit: self.desk.audit,
+            ids: self.desk.ids,
             timeout: agent.command_timeout,
             cwd: cwd.as_deref(),
         };

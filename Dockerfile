@@ -1,0 +1,35 @@
+# walissh in a container: built in one stage, run from a slim Debian as the
+# unprivileged `walissh` user. Not built on the project's CI machines (they
+# have no container engine); see docs/operations.md.
+#
+#   docker build -t walissh .
+#   docker run -p 2222:2222 -v walissh-state:/var/lib/walissh walissh
+#
+# The shipped config listens on 2222 and keeps its state (audit, recordings,
+# host keys) in /var/lib/walissh: keep that on a volume. Mount your own
+# config over /etc/walissh/walissh.toml.
+
+FROM rust:1.91-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked \
+    && ./target/release/walissh man > walissh.1
+
+FROM debian:bookworm-slim
+# bash: the shell integration's local targets and the agent's clean
+# commands; ca-certificates: the model endpoint over HTTPS.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bash ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --home-dir /var/lib/walissh --shell /usr/sbin/nologin walissh \
+    && install -d -m 0700 -o walissh -g walissh /var/lib/walissh \
+    && install -d -m 0755 /etc/walissh /usr/share/walissh
+COPY --from=build /src/target/release/walissh /usr/bin/walissh
+COPY --from=build /src/walissh.1 /usr/share/man/man1/walissh.1
+COPY --chown=root:walissh --chmod=0640 etc/walissh.toml /etc/walissh/walissh.toml
+COPY etc/skills /usr/share/walissh/skills
+USER walissh
+EXPOSE 2222
+VOLUME ["/var/lib/walissh"]
+ENTRYPOINT ["/usr/bin/walissh"]
+CMD ["serve", "--config", "/etc/walissh/walissh.toml"]

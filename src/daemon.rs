@@ -1,0 +1,239 @@
+//! The life of `walissh serve`: start-up, the listeners, signals and
+//! shutdown. What runs between is `bastion`'s state and `server`'s
+//! connections.
+//!
+//! Start-up prepares the state directory and keys, starts the audit writer
+//! and the recorder, binds every listener, then tells systemd it is ready.
+//! SIGHUP reloads the config (`Bastion::reload`). Shutdown (SIGTERM or
+//! SIGINT) stops accepting, lets each session tell its user and close its
+//! audit rows, disconnects everyone, and flushes the audit database before
+//! exiting.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::agent::Agent;
+use crate::agent::skills::Skills;
+use crate::audit::Audit;
+use crate::audit::recording::Recorder;
+use crate::bastion::{Bastion, Live, absolute_state_dir, check_local_targets};
+use crate::config::Config;
+use crate::shutdown::Shutdown;
+use crate::throttle::Throttle;
+use crate::workers::Workers;
+
+/// How long sessions get to wind down at shutdown.
+const SESSION_GRACE: Duration = Duration::from_secs(10);
+/// How long connections get to close after their sessions ended.
+const CONNECTION_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs the bastion until SIGTERM or SIGINT.
+pub(crate) async fn serve(
+    mut config: Config,
+    skills: Skills,
+    workers: &Workers,
+) -> Result<(), String> {
+    // Before anything can be announced: a SIGTERM right after "listening"
+    // must shut down cleanly, not kill the process.
+    let mut signals = Signals::new()?;
+    keep_files_private(
+        config.state_dir(),
+        &config.audit_db_path(),
+        &config.recordings_dir(),
+    );
+    crate::keys::create_private_dir(config.state_dir())?;
+    absolute_state_dir(&mut config)?;
+    if config.embedded {
+        embedded_demo_password(&mut config)?;
+    }
+    let own_account = crate::config::current_account()?;
+    check_local_targets(&config, &own_account)?;
+
+    let host_key = crate::keys::load_or_generate(&config.host_key_path())?;
+    let identity = crate::keys::load_or_generate(&config.identity_path())?;
+    let (audit, audit_thread) = Audit::start(&config.audit_db_path(), config.audit.on_failure)?;
+    let (recorder, recorder_thread) =
+        Recorder::start(config.recordings_dir(), config.audit.record_input)?;
+    let russh_config = Arc::new(crate::server::russh_config(host_key));
+
+    let mut listeners = Vec::new();
+    for addr in config.listen_addrs() {
+        let l = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = l
+            .local_addr()
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        tracing::info!(addr = %bound, "listening");
+        listeners.push(l);
+    }
+
+    let hashes = config
+        .users
+        .iter()
+        .filter_map(|u| u.password_hash.as_ref().map(|h| h.get_ref().as_str()));
+    let passwords = crate::password::Verifier::new(hashes)?;
+    let bastion = Arc::new(Bastion {
+        passwords,
+        throttle: Throttle::new(
+            *config.server.auth_max_failures.get_ref(),
+            Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
+        ),
+        upstream: crate::upstream::UpstreamSettings {
+            identity: Arc::new(identity),
+            known_hosts: config.known_hosts_path(),
+            policy: config.upstream.host_key_policy,
+            own_account,
+            spawn_lock: std::sync::Mutex::new(()),
+            known_hosts_lock: Default::default(),
+        },
+        user_sessions: Default::default(),
+        live: std::sync::RwLock::new(Arc::new(Live {
+            agent: Arc::new(Agent::new(&config, skills)),
+            config,
+        })),
+        audit,
+        recorder,
+        screens: workers.screens(),
+        screen_memory: Default::default(),
+    });
+
+    let mut sessions = Shutdown::new();
+    let mut connections = Shutdown::new();
+    for l in listeners {
+        tokio::spawn(crate::server::accept_loop(
+            l,
+            bastion.clone(),
+            russh_config.clone(),
+            sessions.watcher(),
+            connections.watcher(),
+            workers.spread(),
+        ));
+    }
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+
+    while signals.wait().await == Signal::Reload {
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
+        bastion.reload().await;
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    }
+    tracing::info!("shutting down: telling connected users");
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    sessions.begin();
+    if tokio::time::timeout(SESSION_GRACE, sessions.wait_drained())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sessions did not end in time");
+    }
+    connections.begin();
+    let _ = tokio::time::timeout(CONNECTION_GRACE, connections.wait_drained()).await;
+    bastion.audit.flush().await;
+    drop(bastion);
+    // The writer ends when the last handle is gone; connections that did
+    // not end in time may still hold one, so do not wait for it forever.
+    let joined = tokio::task::spawn_blocking(move || {
+        let _ = recorder_thread.join();
+        let _ = audit_thread.join();
+    });
+    if tokio::time::timeout(CONNECTION_GRACE, joined)
+        .await
+        .is_err()
+    {
+        tracing::warn!("audit writers still busy at exit");
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGTERM and SIGINT (stop), SIGHUP (reload), caught from the moment
+/// this exists.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Signal {
+    Stop,
+    Reload,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let err = |e: std::io::Error| format!("cannot handle signals: {e}");
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).map_err(err)?,
+            int: signal(SignalKind::interrupt()).map_err(err)?,
+            hup: signal(SignalKind::hangup()).map_err(err)?,
+        })
+    }
+
+    async fn wait(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.term.recv() => Signal::Stop,
+            _ = self.int.recv() => Signal::Stop,
+            _ = self.hup.recv() => Signal::Reload,
+        }
+    }
+}
+
+/// Every file walissh creates from here on is its own alone (0600,
+/// directories 0700): the audit, its journal, recordings, keys, known
+/// hosts. The mode mask does it, whatever the directories around them
+/// allow (local targets' processes get the usual 022 back:
+/// `upstream::local`). The audit and the recordings that exist already are
+/// closed to others too, and a state directory others can enter is said.
+fn keep_files_private(
+    state: &std::path::Path,
+    audit: &std::path::Path,
+    recordings: &std::path::Path,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    if let Ok(meta) = std::fs::metadata(state)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "state_dir {} can be entered by other accounts (mode {:o}); walissh's files in it \
+             are its own, but their names are not: chmod 700 it",
+            state.display(),
+            meta.permissions().mode() & 0o7777
+        );
+    }
+    let tighten = |path: &std::path::Path, mode: u32| {
+        if let Ok(meta) = std::fs::symlink_metadata(path)
+            && !meta.file_type().is_symlink()
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        }
+    };
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = audit.as_os_str().to_owned();
+        name.push(suffix);
+        tighten(std::path::Path::new(&name), 0o600);
+    }
+    tighten(recordings, 0o700);
+}
+
+/// The embedded default's `demo` user gets a generated password, printed
+/// once at first start and kept only as a hash.
+fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
+    let (hash, fresh) = crate::keys::demo_password(config.state_dir())?;
+    if let Some(password) = fresh {
+        println!(
+            "walissh: first start on the embedded default. User `demo`, password: {password}\n\
+             walissh: this is shown once; only its hash is kept, in {}",
+            config.state_dir().join("demo.hash").display()
+        );
+    }
+    if let Some(demo) = config.users.iter_mut().find(|u| u.name() == "demo") {
+        demo.password_hash = Some(toml::Spanned::new(0..0, hash));
+    }
+    Ok(())
+}

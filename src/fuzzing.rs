@@ -1,0 +1,289 @@
+//! The properties the fuzz targets (`fuzz/`) check, one function per
+//! parser of untrusted input, each taking raw bytes and panicking when a
+//! property fails. The targets only call these, so they fuzz the crate as
+//! it is built, not a copy of some of its files; and the unit tests below
+//! run the same properties over the seeds and a few hand-picked inputs.
+//!
+//! Built only under `cargo fuzz` (`--cfg fuzzing`) and for tests: nothing
+//! here is part of walissh's interface.
+
+use std::sync::LazyLock;
+
+use crate::agent::policy::{self, Policy, Verdict};
+use crate::config::AiMode;
+use crate::context::redact::{Numbering, Redactor};
+use crate::terminal::marks::{Level, Mark, Scanner};
+use crate::terminal::nested::{self, Nesting};
+use crate::terminal::sanitize::Sanitizer;
+use crate::upstream::known_hosts::{self, Known};
+use russh::keys::PublicKey;
+
+/// The scanner that takes walissh's marks out of a session's output
+/// (`terminal::marks`): it never panics, never holds bytes back for good,
+/// gives the same result however the stream is cut into reads, and leaves
+/// any stream without the session's nonces exactly as it was. A nested
+/// shell's nonce is pending too, so its ready mark (which makes it a level
+/// of its own mid-stream) is exercised. The first byte picks where to cut
+/// the rest into two reads; when it is odd, `NN` and `MM` become marks.
+pub fn marks(data: &[u8]) {
+    const NONCE: &str = "0f1e2d3c4b5a6978";
+    const NESTED: &str = "8796a5b4c3d2e1f0";
+    type Found = (Vec<u8>, Vec<(usize, Level, Mark)>);
+    let scan = |chunks: &[&[u8]]| -> Found {
+        let mut s = Scanner::new(NONCE);
+        s.pending(Some(NESTED), false);
+        let (mut out, mut marks) = (Vec::new(), Vec::new());
+        for c in chunks {
+            let r = s.scan(c);
+            let at = out.len();
+            marks.extend(r.marks.into_iter().map(|(i, l, m)| (at + i, l, m)));
+            out.extend_from_slice(&r.out);
+        }
+        out.extend(s.flush());
+        (out, marks)
+    };
+    let Some((&cut, rest)) = data.split_first() else {
+        return;
+    };
+    let input = match cut & 1 {
+        1 => String::from_utf8_lossy(rest)
+            .replace("NN", &format!("w={NONCE}"))
+            .replace("MM", &format!("w={NESTED}"))
+            .into_bytes(),
+        _ => rest.to_vec(),
+    };
+    let whole = scan(&[&input]);
+    let (a, b) = input.split_at((cut as usize).min(input.len()));
+    assert_eq!(
+        whole,
+        scan(&[a, b]),
+        "the result depends on where the stream is cut"
+    );
+    let nonce_free = ![NONCE, NESTED]
+        .iter()
+        .any(|n| input.windows(n.len()).any(|w| w == n.as_bytes()));
+    if nonce_free {
+        assert_eq!(whole.0, input, "a stream without our nonce was changed");
+        assert!(whole.1.is_empty());
+    }
+    assert!(whole.0.len() <= input.len());
+}
+
+/// What walissh reads of a nested shell (`terminal::nested`): whether a
+/// command line starts a shell, and whether output ends at a prompt. Both
+/// never panic, and a line with anything but plain words never starts a
+/// shell.
+pub fn nested(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if nested::starts_shell(&text) {
+        let special = ['\'', '"', '$', '`', ';', '&', '|', '<', '>', '(', ')', '\n'];
+        assert!(!text.contains(special), "{text:?}");
+    }
+    let _ = nested::prompt_like(data);
+    let (a, b) = text.split_at(text.floor_char_boundary(text.len() / 2));
+    let _ = nested::shell_of(a, b);
+    // Output in pieces, as a session gets it.
+    let mut n = Nesting::watching();
+    for piece in data.chunks(7) {
+        if !n.output(piece) {
+            break;
+        }
+        let _ = n.at_prompt();
+    }
+}
+
+/// The policies the property is checked under: two deny globs, the
+/// default prefixes; with and without `auto_network`.
+fn policies() -> &'static [Policy; 2] {
+    static POLICIES: LazyLock<[Policy; 2]> = LazyLock::new(|| {
+        let deny = ["*curl*|*sh".to_string(), "iptables -F*".to_string()];
+        let prefixes = ["?".to_string(), "ai:".to_string()];
+        [false, true].map(|network| Policy::new(&deny, &prefixes, network))
+    });
+    &POLICIES
+}
+
+/// A verdict that depends on the clock: the parse ran out of its time
+/// budget (possible on a loaded machine). Comparisons skip those.
+fn timed_out(v: &Verdict) -> bool {
+    matches!(v, Verdict::Deny(why) if why.contains("too long to read"))
+}
+
+/// The agent's approval policy (`agent::policy`): on any line it never
+/// panics; `off` denies; `Run` comes only in `auto`; what `confirm` denies,
+/// `auto` denies too; and the quoted script a `Run` gives is itself a
+/// `Run` (the same script again) with as many commands as the line.
+pub fn policy(data: &[u8]) {
+    let line = &*String::from_utf8_lossy(data);
+    let [plain, network] = policies();
+    let off = plain.check(line, AiMode::Off);
+    assert!(matches!(off, Verdict::Deny(_)), "off did not deny {line:?}");
+    let confirm = plain.check(line, AiMode::Confirm);
+    assert!(!matches!(confirm, Verdict::Run(_)), "confirm ran {line:?}");
+    for p in [plain, network] {
+        let auto = p.check(line, AiMode::Auto);
+        if matches!(confirm, Verdict::Deny(_)) && !timed_out(&confirm) && !timed_out(&auto) {
+            assert!(
+                matches!(auto, Verdict::Deny(_)),
+                "confirm denied {line:?} ({confirm:?}) but auto said {auto:?}"
+            );
+        }
+        let Verdict::Run(script) = &auto else {
+            continue;
+        };
+        let again = p.check(script, AiMode::Auto);
+        if timed_out(&again) {
+            continue;
+        }
+        assert_eq!(
+            again, auto,
+            "the quoted form of {line:?} is not run as itself"
+        );
+        if let (Some(a), Some(b)) = (policy::commands(line), policy::commands(script)) {
+            assert_eq!(
+                a, b,
+                "{line:?} and its quoted form {script:?} differ in commands"
+            );
+        }
+    }
+}
+
+/// Redaction (`context::redact`): on any text it never panics; its output
+/// holds no escape sequence or control character but tab and newline; a
+/// second pass over its output keeps every placeholder the first made (it
+/// may find more: gitleaks' rules span lines, and a placeholder changes
+/// what surrounds it); and a secret planted in a known shape (appended as
+/// `password=…` on a line of its own) never survives, whatever comes
+/// before it.
+pub fn redact(data: &[u8]) {
+    static REDACTOR: LazyLock<Redactor> =
+        LazyLock::new(|| Redactor::new(&[], &[]).expect("the rules load"));
+    let text = String::from_utf8_lossy(data);
+    let session = Numbering::default();
+    let (out, _) = REDACTOR.redact(&text, &session);
+    let control = out
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t');
+    assert!(!control, "a control character survived: {out:?}");
+    let (again, _) = REDACTOR.redact(&out, &session);
+    let marks = |t: &str| t.matches("[REDACTED:").count();
+    assert!(
+        marks(&again) >= marks(&out),
+        "a second pass lost a placeholder"
+    );
+    // CAN ends any escape sequence the text left open (a string runs to
+    // its terminator, and may hide anything: it never reaches the model).
+    let planted = format!("{text}\x18\npassword=Fz9-planted-Secret\n");
+    let (out, _) = REDACTOR.redact(&planted, &session);
+    assert!(
+        !out.contains("Fz9-planted-Secret"),
+        "the planted secret survived: {out:?}"
+    );
+}
+
+/// What makes the agent's command output safe for the user's terminal
+/// (`terminal::sanitize`): it never panics; gives the same bytes however
+/// the stream is cut into reads; changes nothing more when run over its
+/// own output; and lets out no string (OSC, DCS, APC, PM, SOS), no reset,
+/// no C1 control and no C0 control but the harmless ones.
+pub fn sanitize(data: &[u8]) {
+    let clean = |chunks: &[&[u8]]| {
+        let mut s = Sanitizer::default();
+        let mut out = Vec::new();
+        for c in chunks {
+            out.extend_from_slice(&s.clean(c));
+        }
+        out.extend(s.finish());
+        out
+    };
+    let whole = clean(&[data]);
+    if let Err(e) = terminal_safe(&whole) {
+        panic!("{e}: {whole:?} from {data:?}");
+    }
+    let cut = data.first().map_or(0, |b| *b as usize % (data.len() + 1));
+    let (a, b) = data.split_at(cut);
+    assert_eq!(clean(&[a, b]), whole, "cut at {cut}");
+    assert_eq!(clean(&[&whole]), whole, "not stable over its own output");
+}
+
+/// The known_hosts reader (`upstream::known_hosts`): on any file it never
+/// panics, and a key it says is listed for a host is one of the file's.
+pub fn known_hosts(data: &[u8]) {
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S";
+    static PUBLIC: LazyLock<PublicKey> =
+        LazyLock::new(|| PublicKey::from_openssh(KEY).expect("a valid key"));
+    let text = String::from_utf8_lossy(data);
+    let blob = KEY.split(' ').nth(1).unwrap_or_default();
+    for (host, port) in [("web1", 22), ("10.0.0.7", 2222)] {
+        if let Ok(Known::Listed) = known_hosts::look_up(&text, host, port, &PUBLIC) {
+            assert!(text.contains(blob), "listed without the key in the file");
+        }
+    }
+}
+
+/// Whether `out` holds only what may reach a terminal.
+fn terminal_safe(out: &[u8]) -> Result<(), String> {
+    for (i, &b) in out.iter().enumerate() {
+        match b {
+            0x1b => {
+                let next = out.get(i + 1).copied();
+                let allowed = b"[78DME=>(";
+                if !next.is_some_and(|n| allowed.contains(&n)) {
+                    return Err(format!("ESC {next:?} at {i}"));
+                }
+            }
+            b'\t' | b'\n' | b'\r' | 0x08 | 0x07 => {}
+            0x00..0x20 => return Err(format!("control {b:#x} at {i}")),
+            0xc2 if out.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)) => {
+                return Err(format!("C1 control at {i}"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inputs every property is run over: the policy seeds kept in the
+    /// repository, and lines that reach each parser's edges.
+    fn inputs() -> Vec<Vec<u8>> {
+        let seeds = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus/policy");
+        let mut all: Vec<Vec<u8>> = std::fs::read_dir(seeds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("seed-"))
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .collect();
+        assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
+        let edges: [&[u8]; 9] = [
+            b"",
+            b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
+            b"sudo -i\nroot@db1:~# ",
+            b"ls $(rm -rf /) 'a'\"b\" `id` <(x) >>y",
+            b"\x1bP1$r\x1b\\ \x1b_hidden\x1b\\ \x9b31m \xc2\x9b",
+            b"password=hunter2hunter2 AKIAIOSFODNN7EXAMPLE",
+            "bash\u{0}\u{ff}é漢字🙂".as_bytes(),
+            b"\x1b[31mred\x1b(B\x1b[m\r\n$ ",
+            b"@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S\n|1|x|y ssh-rsa AAAA\n",
+        ];
+        all.extend(edges.iter().map(|e| e.to_vec()));
+        all
+    }
+
+    #[test]
+    fn the_fuzzed_properties_hold_on_the_seeds_and_edges() {
+        for input in inputs() {
+            marks(&input);
+            nested(&input);
+            policy(&input);
+            redact(&input);
+            sanitize(&input);
+            known_hosts(&input);
+        }
+    }
+}
