@@ -1225,3 +1225,53 @@ fn a_case_line_in_confirm_mode_neither_hangs_the_question_nor_the_bastion() {
 fn a_case_line_in_auto_mode_neither_hangs_the_question_nor_the_bastion() {
     a_case_line_neither_hangs_the_question_nor_the_bastion("auto");
 }
+
+/// The README's tour (`docs/tour.cast`) is this session's recording. To
+/// record it again:
+/// `WALISSH_TOUR_OUT=$PWD/docs/tour.cast cargo test --test interop the_tour`.
+#[test]
+fn the_tour_question_is_answered_and_recorded() {
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "df -h /", "see how full the root filesystem is")),
+        Reply::Sse(call("c2", "du -sh /var/log", "the usual suspect: logs")),
+        Reply::Sse(answer(
+            "Nothing is close to full here: the root filesystem has room, and \
+             /var/log is small. If it fills up later, look there first: \
+             `journalctl --vacuum-size=200M` trims the journal.",
+        )),
+    ]);
+    let b = auto_bastion(&model);
+    // No warm-up command: the recording is what a person would see. Keys
+    // typed before the integration is in wait for it.
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.expect(prompt_end());
+    let at = ask(&t, "? why is the disk full");
+    let at = t.expect_from("Filesystem", at);
+    let at = t.expect_from("trims the journal.", at);
+    t.expect_from(prompt_end(), at);
+    t.send("exit\r");
+    t.wait();
+    b.wait_kind("session_end");
+    let events = ai_events(&b);
+    let calls = of_kind(&events, "ai_tool_call");
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert!(calls.iter().all(|c| c["decision"] == "auto"), "{calls:#?}");
+
+    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
+    let (_, events) = crate::lifecycle::read_cast(&path);
+    let out = crate::lifecycle::output_of(&events);
+    for seen in [
+        "why is the disk full",
+        "df -h /",
+        "Filesystem",
+        "trims the journal.",
+    ] {
+        assert!(
+            out.contains(seen),
+            "{seen:?} is not in the recording: {out}"
+        );
+    }
+    if let Some(to) = std::env::var_os("WALISSH_TOUR_OUT") {
+        std::fs::copy(&path, to).unwrap();
+    }
+}
