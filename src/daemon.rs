@@ -85,6 +85,10 @@ pub(crate) async fn serve(
             identity: Arc::new(identity),
             known_hosts: config.known_hosts_path(),
             policy: config.upstream.host_key_policy,
+            keepalive: (
+                Duration::from_secs(config.upstream.keepalive_s.max(1)),
+                config.upstream.keepalive_max.max(1),
+            ),
             own_account,
             spawn_lock: std::sync::Mutex::new(()),
             known_hosts_lock: Default::default(),

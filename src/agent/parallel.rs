@@ -262,4 +262,13 @@ impl Host for Member<'_> {
         let ev = self.target.ids.event(kind).field("agent", self.label);
         self.target.audit.event(ev.fields(fields)).await;
     }
+
+    async fn audit_ahead(
+        &mut self,
+        kind: &'static str,
+        fields: Vec<(&'static str, Value)>,
+    ) -> Result<(), &'static str> {
+        let ev = self.target.ids.event(kind).field("agent", self.label);
+        self.target.audit.ahead(ev.fields(fields)).await
+    }
 }

@@ -95,6 +95,14 @@ pub(crate) trait Host {
     async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
+    /// An audit event that must be in the database before what it records
+    /// happens (`Audit::ahead`): Err says why it cannot be, and the caller
+    /// does not act.
+    async fn audit_ahead(
+        &mut self,
+        kind: &'static str,
+        fields: Vec<(&'static str, Value)>,
+    ) -> Result<(), &'static str>;
 }
 
 /// The limits of one question.
@@ -440,7 +448,12 @@ async fn run_tool(
         ("command", command.clone().into()),
         ("decision", decision.into()),
     ];
-    host.audit("ai_tool_call", ev).await;
+    // Write-ahead: a command reaches the target only once its row is
+    // committed, so a crash never leaves a command run without one.
+    if let Err(why) = host.audit_ahead("ai_tool_call", ev).await {
+        host.refused(&command, why);
+        return Ok(format!("not run: {why}"));
+    }
     let mut outcome = host.run(&command, clean.as_deref()).await;
     // Scrubbed whole, before anything is cut from it.
     outcome.output = scrub(agent, memory, &outcome.output).await;
@@ -531,6 +544,15 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
             self.audit.push((kind.to_string(), Value::Object(obj)));
+        }
+
+        async fn audit_ahead(
+            &mut self,
+            kind: &'static str,
+            fields: Vec<(&'static str, Value)>,
+        ) -> Result<(), &'static str> {
+            self.audit(kind, fields).await;
+            Ok(())
         }
     }
 

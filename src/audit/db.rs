@@ -59,15 +59,47 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
     Ok(conn)
 }
 
+/// Ends the sessions a crash left open: each gets its `ended` time and a
+/// `session_end` event with `reason = "bastion_restart"`, in one
+/// transaction, before any new session starts. Returns each one's
+/// recording, if it had one, for `recording::repair`.
+pub(crate) fn recover(conn: &mut Connection) -> rusqlite::Result<Vec<Option<String>>> {
+    let tx = conn.transaction()?;
+    let open: Vec<(String, String, String, Option<String>)> = tx
+        .prepare("SELECT id, user, target, recording FROM sessions WHERE ended IS NULL")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let now = rfc3339(std::time::SystemTime::now());
+    for (id, user, target, _) in &open {
+        let mut fields = Map::new();
+        fields.insert("reason".into(), "bastion_restart".into());
+        tx.execute(
+            "INSERT INTO events (ts, session, user, target, kind, fields) VALUES (?1, ?2, ?3, ?4, 'session_end', ?5)",
+            params![now, id, user, target, Value::Object(fields).to_string()],
+        )?;
+        tx.execute(
+            "UPDATE sessions SET ended = ?2 WHERE id = ?1",
+            params![id, now],
+        )?;
+    }
+    tx.commit()?;
+    Ok(open.into_iter().map(|(.., recording)| recording).collect())
+}
+
 /// Runs until every sender is gone, writing records in batches.
 pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, health: &Health) {
     let mut records = Vec::new();
     let mut flushes = Vec::new();
+    let mut committed = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(record) = next {
             match record {
                 Record::Flush(reply) => flushes.push(reply),
+                Record::Committed { event, written } => {
+                    committed.push(written);
+                    records.push(Record::Event(event));
+                }
                 other => records.push(other),
             }
             next = if records.len() < 512 {
@@ -76,7 +108,11 @@ pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, 
                 None
             };
         }
-        match write_batch(&mut conn, &records) {
+        let result = write_batch(&mut conn, &records);
+        for written in committed.drain(..) {
+            let _ = written.send(result.is_ok());
+        }
+        match result {
             Ok(()) => health.set_db(true),
             Err(e) => {
                 health.set_db(false);
@@ -95,7 +131,7 @@ pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, 
                         }
                         // Not audit: a lost conversation is only not restored.
                         Record::Conversation { .. } => {}
-                        Record::Flush(_) => {}
+                        Record::Committed { .. } | Record::Flush(_) => {}
                     }
                 }
             }
@@ -159,7 +195,7 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
                     tracing::warn!(%user, %target, error = %e, "conversation not stored");
                 }
             }
-            Record::Flush(_) => {}
+            Record::Committed { .. } | Record::Flush(_) => {}
         }
     }
     tx.commit()

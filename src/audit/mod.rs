@@ -138,6 +138,12 @@ pub(crate) enum Record {
         target: String,
         messages: String,
     },
+    /// An event that must be in the database before what it records
+    /// happens: answered with whether its batch was written.
+    Committed {
+        event: Event,
+        written: tokio::sync::oneshot::Sender<bool>,
+    },
     /// Answered once everything queued before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -182,12 +188,14 @@ pub(crate) struct Audit {
 }
 
 impl Audit {
-    /// Opens (creating if needed) the database and starts its writer thread.
+    /// Opens (creating if needed) the database, ends what a crash left
+    /// open (`recover`), and starts its writer thread.
     pub(crate) fn start(
         path: &Path,
         policy: OnFailure,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
-        let conn = db::open_writer(path)?;
+        let mut conn = db::open_writer(path)?;
+        recover(&mut conn, path)?;
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
@@ -207,6 +215,23 @@ impl Audit {
 
     pub(crate) async fn event(&self, event: Event) {
         self.send(Record::Event(event.bounded())).await
+    }
+
+    /// Writes `event` before the caller acts on it (write-ahead): an exec
+    /// starts, an agent's command is sent, only once its row is committed,
+    /// so a crash can lose a row only for what never happened. When the
+    /// database cannot be written, `[audit] on_failure` decides: `refuse`
+    /// gives Err (the caller does not act; the writer has put the event in
+    /// the log), `continue` goes on.
+    pub(crate) async fn ahead(&self, event: Event) -> Result<(), &'static str> {
+        let (written, answer) = tokio::sync::oneshot::channel();
+        let event = event.bounded();
+        self.send(Record::Committed { event, written }).await;
+        match answer.await {
+            Ok(true) => Ok(()),
+            _ if self.health.policy() == OnFailure::Continue => Ok(()),
+            _ => Err("the audit database cannot be written"),
+        }
     }
 
     pub(crate) async fn session_start(&self, row: SessionRow) {
@@ -247,6 +272,31 @@ impl Audit {
         self.send(Record::Flush(tx)).await;
         let _ = rx.await;
     }
+}
+
+/// After a crash (SIGKILL, power loss): sessions still open in the
+/// database are ended with `reason = "bastion_restart"`, and their
+/// recordings are cut back to their last whole event, so every recording
+/// plays. Runs before the first session, so nothing races it.
+fn recover(conn: &mut rusqlite::Connection, path: &Path) -> Result<(), String> {
+    let ended = db::recover(conn)
+        .map_err(|e| format!("{}: cannot end the sessions left open: {e}", path.display()))?;
+    let mut repaired = 0;
+    for r in ended.iter().flatten() {
+        match recording::repair(Path::new(r)) {
+            Ok(changed) => repaired += usize::from(changed),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::error!(recording = %r, error = %e, "cannot repair the recording"),
+        }
+    }
+    if !ended.is_empty() {
+        tracing::warn!(
+            sessions = ended.len(),
+            recordings_repaired = repaired,
+            "sessions left open by an unclean stop were ended (reason bastion_restart)"
+        );
+    }
+    Ok(())
 }
 
 /// RFC 3339 with milliseconds, UTC.

@@ -358,13 +358,62 @@ fn create(path: &PathBuf, header: &str) -> Result<BufWriter<File>, String> {
     Ok(w)
 }
 
+/// Makes a recording a crash left open valid asciicast v2 again: a last
+/// event cut short is dropped (the file ends at its last complete line),
+/// and a file that lost even its header gets a plain one. Returns whether
+/// anything changed. Blocking file I/O: at start-up, before serving.
+pub(crate) fn repair(path: &std::path::Path) -> std::io::Result<bool> {
+    let bytes = std::fs::read(path)?;
+    let mut keep = 0;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let whole = line.ends_with(b"\n");
+        if !whole || serde_json::from_slice::<serde_json::Value>(line).is_err() {
+            break;
+        }
+        keep += line.len();
+    }
+    if keep == bytes.len() && keep > 0 {
+        return Ok(false);
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    if keep == 0 {
+        // Not even the header was written: one with what any player needs.
+        let header = json!({"version": 2, "width": 80, "height": 24}).to_string() + "\n";
+        file.set_len(0)?;
+        (&file).write_all(header.as_bytes())?;
+    } else {
+        file.set_len(keep as u64)?;
+    }
+    file.sync_all()?;
+    Ok(true)
+}
+
 fn failed(id: &str, e: &std::io::Error) {
     tracing::error!(session = id, error = %e, "recording write failed; this session is no longer recorded");
 }
 
 #[cfg(test)]
 mod tests {
-    use super::take_utf8;
+    use super::{repair, take_utf8};
+
+    #[test]
+    fn a_recording_cut_by_a_crash_ends_at_its_last_whole_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.cast");
+        let whole = "{\"version\":2,\"width\":80,\"height\":24}\n[0.1,\"o\",\"a\"]\n";
+        std::fs::write(&path, format!("{whole}[0.2,\"o\",\"b")).unwrap();
+        assert!(repair(&path).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+        assert!(
+            !repair(&path).unwrap(),
+            "a whole recording is left as it is"
+        );
+        std::fs::write(&path, "{\"vers").unwrap();
+        assert!(repair(&path).unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(header["version"], 2);
+    }
 
     #[test]
     fn utf8_split_across_chunks() {

@@ -126,13 +126,41 @@ fn default_login_grace_s() -> u64 {
     60
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpstreamConfig {
     pub(crate) identity: Option<Spanned<PathBuf>>,
     pub(crate) known_hosts: Option<PathBuf>,
     #[serde(default)]
     pub(crate) host_key_policy: HostKeyPolicy,
+    /// Seconds of silence from a target before walissh asks it whether it
+    /// is alive (OpenSSH's ServerAliveInterval).
+    #[serde(default = "default_keepalive_s")]
+    pub(crate) keepalive_s: u64,
+    /// Unanswered keepalives after which the target is given up on and
+    /// the session ends (OpenSSH's ServerAliveCountMax).
+    #[serde(default = "default_keepalive_max")]
+    pub(crate) keepalive_max: u32,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> UpstreamConfig {
+        UpstreamConfig {
+            identity: None,
+            known_hosts: None,
+            host_key_policy: HostKeyPolicy::default(),
+            keepalive_s: default_keepalive_s(),
+            keepalive_max: default_keepalive_max(),
+        }
+    }
+}
+
+fn default_keepalive_s() -> u64 {
+    15
+}
+
+fn default_keepalive_max() -> u32 {
+    3
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -147,7 +147,9 @@ impl Pumps<'_> {
         match end {
             End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
                 // The target went away without saying how the session ended.
-                let msg = format!("{} closed the session unexpectedly", self.ids.target);
+                let msg = up_rx.why_lost().unwrap_or_else(|| {
+                    format!("{} closed the session unexpectedly", self.ids.target)
+                });
                 notify(&client_tx, &msg).await;
                 totals.lost = Some(msg);
             }
@@ -657,7 +659,8 @@ async fn forward(up_tx: &mut upstream::Writer, keys: Bytes, target_reads: &mut b
 /// A line to the client that must not hold the session up: a client that
 /// stopped reading would otherwise keep it waiting for window space.
 async fn notify(client: &ChannelWriteHalf<Msg>, msg: &str) {
-    let line = user_line(true, &format!("\r\n{msg}"));
+    // On a line of its own, wherever the shell left the cursor.
+    let line: Bytes = [b"\r\n".as_slice(), &user_line(true, msg)].concat().into();
     let _ = tokio::time::timeout(NOTICE_TIMEOUT, client.extended_data_bytes(1, line)).await;
 }
 

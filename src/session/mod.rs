@@ -262,7 +262,15 @@ async fn run_session(
     let Ok(recording) = admit(ctx, &ids, &channel, &setup).await else {
         return;
     };
-    audit_start(ctx, &ids, &setup, recording.as_ref()).await;
+    if let Err(problem) = audit_start(ctx, &ids, &setup, recording.as_ref()).await {
+        let msg = format!("{problem}; new sessions are refused until an administrator fixes it");
+        refuse(&channel, pty, &msg).await;
+        if let Some(r) = recording {
+            r.close().await;
+        }
+        bastion.audit.session_end(&ids.session).await;
+        return;
+    }
 
     let Setup {
         command,
@@ -334,8 +342,16 @@ async fn run_session(
     audit_end(bastion, &ids, &totals, recording).await;
 }
 
-/// The session's row and its `session_start` and command events.
-async fn audit_start(ctx: &Context, ids: &Ids, setup: &Setup, recording: Option<&Recording>) {
+/// The session's row and its `session_start` and command events. The last
+/// is written ahead (`Audit::ahead`): no shell or command starts before
+/// its rows are in the database. Err when they cannot be, under
+/// `[audit] on_failure = "refuse"`.
+async fn audit_start(
+    ctx: &Context,
+    ids: &Ids,
+    setup: &Setup,
+    recording: Option<&Recording>,
+) -> Result<(), &'static str> {
     let audit = &ctx.bastion.audit;
     audit
         .session_start(SessionRow {
@@ -351,8 +367,13 @@ async fn audit_start(ctx: &Context, ids: &Ids, setup: &Setup, recording: Option<
         .event("session_start")
         .field("client_addr", ctx.peer.to_string())
         .field("pty", setup.pty.is_some());
-    audit.event(start).await;
-    audit_command(ctx, ids, &setup.command).await;
+    match command_event(ids, &setup.command) {
+        Some(command) => {
+            audit.event(start).await;
+            audit.ahead(command).await
+        }
+        None => audit.ahead(start).await,
+    }
 }
 
 /// A shell that takes walissh's bootstrap gets it first, typed into its
@@ -477,11 +498,11 @@ async fn storage_failure(
     Ok(())
 }
 
-/// Exec and subsystem requests are audited with what they run; file
-/// transfers are marked as such.
-async fn audit_command(ctx: &Context, ids: &Ids, command: &Command) {
+/// The `exec` or `subsystem` event of what the client asked for, with what
+/// it runs (file transfers marked as such); none for a shell.
+fn command_event(ids: &Ids, command: &Command) -> Option<Event> {
     let ev = match command {
-        Command::Shell => return,
+        Command::Shell => return None,
         Command::Exec(cmd) => {
             let text = String::from_utf8_lossy(cmd).into_owned();
             let ev = ids.event("exec").field("command", text.as_str());
@@ -500,5 +521,5 @@ async fn audit_command(ctx: &Context, ids: &Ids, command: &Command) {
             }
         }
     };
-    ctx.bastion.audit.event(ev).await;
+    Some(ev)
 }

@@ -12,6 +12,7 @@ mod ssh;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use russh::keys::PrivateKey;
@@ -382,6 +383,9 @@ pub(crate) struct UpstreamSettings {
     pub(crate) identity: Arc<PrivateKey>,
     pub(crate) known_hosts: PathBuf,
     pub(crate) policy: HostKeyPolicy,
+    /// How often a silent target is asked whether it is alive, and how
+    /// many unanswered asks end its sessions (`[upstream] keepalive_*`).
+    pub(crate) keepalive: (Duration, u32),
     /// The account `local` targets run as when they have no `run_as`.
     pub(crate) own_account: Account,
     /// Serialises process creation for local targets (see `local::open`).
@@ -456,6 +460,15 @@ impl Reader {
         match self {
             Reader::Ssh(r) => r.next().await,
             Reader::Local(r) => r.next().await,
+        }
+    }
+
+    /// Why the target was lost, when its side closed without an exit
+    /// status: a target that stopped answering, a cut connection.
+    pub(crate) fn why_lost(&self) -> Option<String> {
+        match self {
+            Reader::Ssh(r) => r.why_lost(),
+            Reader::Local(_) => None,
         }
     }
 }

@@ -46,10 +46,44 @@ struct HostKeyCheck {
     lock: Arc<Mutex<()>>,
     policy: HostKeyPolicy,
     verdict: Arc<Mutex<Option<String>>>,
+    /// Why the connection ended, if it did not end cleanly: what the
+    /// user is told when their session's channel closes without an exit
+    /// status.
+    lost: Lost,
+    keepalive: (Duration, u32),
 }
+
+/// Why a target's connection was lost; shared by its handler and readers.
+type Lost = Arc<Mutex<Option<String>>>;
 
 impl client::Handler for HostKeyCheck {
     type Error = russh::Error;
+
+    async fn disconnected(
+        &mut self,
+        reason: client::DisconnectReason<Self::Error>,
+    ) -> Result<(), Self::Error> {
+        let (why, result) = match reason {
+            client::DisconnectReason::ReceivedDisconnect(info) => {
+                let said = crate::text::prefix(&info.message, 200).to_string();
+                (format!("{} disconnected ({said})", self.name), Ok(()))
+            }
+            client::DisconnectReason::Error(russh::Error::KeepaliveTimeout) => {
+                let (every, max) = self.keepalive;
+                let silent = every.as_secs() * u64::from(max + 1);
+                let why = format!("{} stopped answering (silent for {silent} s)", self.name);
+                (why, Err(russh::Error::KeepaliveTimeout))
+            }
+            client::DisconnectReason::Error(e) => {
+                (format!("lost the connection to {}: {e}", self.name), Err(e))
+            }
+        };
+        self.lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(why);
+        result
+    }
 
     async fn check_server_key(
         &mut self,
@@ -142,6 +176,7 @@ pub(crate) struct Reader {
     ch: ChannelReadHalf,
     /// Messages that arrived while waiting for a request's reply.
     pending: VecDeque<ChannelMsg>,
+    lost: Lost,
 }
 
 pub(crate) struct Writer {
@@ -154,6 +189,7 @@ pub(crate) struct Writer {
 #[derive(Clone)]
 pub(crate) struct Runner {
     conn: Arc<client::Handle<HostKeyCheck>>,
+    lost: Lost,
 }
 
 /// A command's channel: closed (after a TERM to the command) when this is
@@ -194,6 +230,7 @@ impl Runner {
         let mut reader = Reader {
             ch: read,
             pending: VecDeque::new(),
+            lost: self.lost.clone(),
         };
         start_command(&write, &mut reader, &Request::exec(command, user), false).await?;
         if !hold_input {
@@ -227,6 +264,7 @@ async fn open_inner(
         .unwrap_or_default();
     let port = target.port();
     let verdict = Arc::new(Mutex::new(None));
+    let lost = Lost::default();
     let check = HostKeyCheck {
         name: name.to_string(),
         host: host.clone(),
@@ -235,6 +273,8 @@ async fn open_inner(
         lock: ctx.known_hosts_lock.clone(),
         policy: ctx.policy,
         verdict: verdict.clone(),
+        lost: lost.clone(),
+        keepalive: ctx.keepalive,
     };
     let config = Arc::new(client::Config {
         preferred: russh::Preferred {
@@ -244,7 +284,10 @@ async fn open_inner(
             ..Default::default()
         },
         inactivity_timeout: None,
-        keepalive_interval: Some(Duration::from_secs(30)),
+        // A target that stops answering (stopped, cut off) ends its
+        // sessions with a message instead of hanging them.
+        keepalive_interval: Some(ctx.keepalive.0),
+        keepalive_max: ctx.keepalive.1 as usize,
         // The largest russh allows: the target may then send a transfer in
         // half as many packets, each a wake-up and a copy on the bastion.
         maximum_packet_size: 65535,
@@ -284,12 +327,16 @@ async fn open_inner(
     let mut reader = Reader {
         ch: read,
         pending: VecDeque::new(),
+        lost: lost.clone(),
     };
     start_command(&write, &mut reader, req, integrated)
         .await
         .map_err(|e| format!("{name}: {e}"))?;
     let conn = Arc::new(conn);
-    let runner = Runner { conn: conn.clone() };
+    let runner = Runner {
+        conn: conn.clone(),
+        lost,
+    };
     Ok((reader, Writer { ch: write, conn }, info, runner))
 }
 
@@ -405,6 +452,11 @@ async fn start_command(
 }
 
 impl Reader {
+    /// Why the target's connection was lost, once it was.
+    pub(crate) fn why_lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     pub(crate) async fn next(&mut self) -> Option<TargetEvent> {
         loop {
             let msg = match self.pending.pop_front() {

@@ -441,6 +441,31 @@ fn wait_either(c: &Capture, yes: &str, no: &str) -> bool {
     }
 }
 
+impl Sshd {
+    /// Sends `signal` to the sshd and every process under it (its
+    /// connections' privilege-separated children): SIGSTOP makes a target
+    /// that is silent without closing anything, SIGCONT brings it back.
+    pub fn signal_all(&self, signal: i32) {
+        let mut pids = vec![self.child.id() as i32];
+        let mut i = 0;
+        while i < pids.len() {
+            let out = Command::new("pgrep")
+                .args(["-P", &pids[i].to_string()])
+                .output()
+                .unwrap();
+            let children = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<i32>>();
+            pids.extend(children);
+            i += 1;
+        }
+        for pid in pids {
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+}
+
 impl Drop for Sshd {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -480,6 +505,8 @@ pub struct Opts {
     pub record_exec: bool,
     /// `[server] max_sessions_per_user`.
     pub max_user_sessions: u32,
+    /// `[upstream] keepalive_s` and `keepalive_max`.
+    pub keepalive: (u64, u32),
 }
 
 impl Default for Opts {
@@ -499,6 +526,7 @@ impl Default for Opts {
             max_sessions: 10,
             record_exec: true,
             max_user_sessions: 50,
+            keepalive: (15, 3),
         }
     }
 }
@@ -563,6 +591,8 @@ max_sessions_per_user = {mu}
 
 [upstream]
 host_key_policy = "{policy}"
+keepalive_s = {ka}
+keepalive_max = {km}
 
 [audit]
 on_failure = "{of}"
@@ -639,6 +669,8 @@ timeout_s = {llm_timeout}
                     ms = opts.max_sessions,
                     mu = opts.max_user_sessions,
                     policy = opts.host_key_policy,
+                    ka = opts.keepalive.0,
+                    km = opts.keepalive.1,
                     of = opts.on_failure,
                     ri = opts.record_input,
                     rx = opts.record_exec,
@@ -770,6 +802,21 @@ timeout_s = {llm_timeout}
         let mut child = self.child.take().unwrap();
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         child.wait().unwrap()
+    }
+
+    /// Kills walissh with SIGKILL (a crash: nothing of its shutdown
+    /// runs) and reaps it.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().unwrap();
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        child.wait().unwrap();
+    }
+
+    /// Starts walissh again on the same config and state, after `kill` or
+    /// `terminate`; returns once it listens (on a new port).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "walissh is still running");
+        self.spawn();
     }
 
     /// walissh's process id.

@@ -8,6 +8,7 @@ mod agent;
 mod clean;
 mod cli;
 mod context;
+mod crash;
 mod hardening;
 mod integrity;
 mod lifecycle;

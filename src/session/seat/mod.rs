@@ -41,7 +41,7 @@ use crate::agent::policy::Prompt;
 use crate::agent::react::{self, Approval, Ask, Host, Outcome};
 use crate::agent::render::{Draw, Painter, Unterminated};
 use crate::agent::team::{Item, WorkflowSpec};
-use crate::audit::{Audit, Ids};
+use crate::audit::{Audit, Event, Ids};
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
 use crate::context::providers::{Brief, Snapshot};
@@ -684,11 +684,17 @@ impl Seat<'_> {
     }
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+        let ev = self.event(kind, fields);
+        self.desk.audit.event(ev).await;
+    }
+
+    /// An event of this question, naming the agent that speaks.
+    fn event(&self, kind: &'static str, fields: Vec<(&'static str, Value)>) -> Event {
         let mut ev = self.desk.ids.event(kind);
         if let Some(agent) = &self.speaking {
             ev = ev.field("agent", agent.as_str());
         }
-        self.desk.audit.event(ev.fields(fields)).await;
+        ev.fields(fields)
     }
 
     /// Reads one line the user edits, starting from `text`. `None` if
@@ -806,6 +812,15 @@ impl Host for Seat<'_> {
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         Seat::audit(self, kind, fields).await
+    }
+
+    async fn audit_ahead(
+        &mut self,
+        kind: &'static str,
+        fields: Vec<(&'static str, Value)>,
+    ) -> Result<(), &'static str> {
+        let ev = self.event(kind, fields);
+        self.desk.audit.ahead(ev).await
     }
 }
 

@@ -1,0 +1,278 @@
+//! Crashes (issue 18): walissh killed with SIGKILL in the middle of
+//! sessions, exec commands, a transfer and agent questions, then started
+//! again on the same state. What must hold afterwards: the audit opens,
+//! every session that was open is ended with `reason = "bastion_restart"`,
+//! every recording plays in asciinema, and no row walissh had acted on is
+//! missing (rows are written ahead of what they record).
+//!
+//! The kill loop (`kills_at_random_moments_lose_no_row`) is slow: it runs
+//! 10 kills here and 100 or more from `bench/crash`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::agent::{answer_run, ask, bastion_with, bob};
+use crate::harness::*;
+use crate::lifecycle::read_cast;
+use crate::model::*;
+
+const RUN: &str = "Run? [y/N/e]";
+
+/// The recording at `path` is asciicast v2 to its last line, and
+/// asciinema itself plays it to the end.
+fn plays(path: &str) {
+    let (header, events) = read_cast(path);
+    assert_eq!(header["version"], 2, "{path}");
+    assert!(events.iter().all(|e| e.is_array()), "{path}");
+    let mut cat = std::process::Command::new("asciinema");
+    cat.arg("cat").arg(path);
+    let mut t = Terminal::spawn(&cat, 24, 80);
+    assert_eq!(
+        t.wait(),
+        Some(0),
+        "asciinema cat {path}: {}",
+        t.screen.text()
+    );
+}
+
+/// Waits until `file` exists (a command reached the target).
+fn exists(file: &std::path::Path) {
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{} never appeared",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_restart_after_sigkill_ends_what_was_open_and_loses_no_acted_row() {
+    let scratch = tempfile::tempdir().unwrap();
+    let running = scratch.path().join("agent-running");
+    let approved = format!("touch {}; sleep 600", running.display());
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &approved, "wait on something")),
+        Reply::Sse(call("c2", "echo NEVER-$((1+1))", "never approved")),
+    ]);
+    let mut b = bastion_with(&model, Opts::default());
+
+    // A PTY session with the agent running an approved command.
+    let busy = bob(&b);
+    let at = ask(&busy, "? first");
+    answer_run(&busy, at, "y");
+    exists(&running);
+    // A PTY session whose agent waits at `Run?`.
+    let waiting = bob(&b);
+    let at = ask(&waiting, "? second");
+    waiting.expect_from(RUN, at);
+    // An exec session whose command runs.
+    let (mut exec_child, exec_out, _) = spawn_captured(with(
+        b.ssh_pw("alice:web1", ALICE_PW),
+        "echo EXEC-$((3+4)); sleep 600",
+    ));
+    exec_out.wait_for("EXEC-7");
+    // A transfer: an upload that has started (its first bytes are on the
+    // target) when walissh dies, or has ended by then; either way the
+    // session must be accounted for.
+    let big = scratch.path().join("big");
+    std::fs::write(&big, vec![b'x'; 64 << 20]).unwrap();
+    let landed = scratch.path().join("landed");
+    let mut scp = std::process::Command::new("scp");
+    scp.args(["-F", "/dev/null", "-P"])
+        .arg(b.port.to_string())
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "LogLevel=ERROR", "-i"])
+        .arg(&b.bob_key)
+        .arg(&big)
+        .arg(format!("bob#web1@127.0.0.1:{}", landed.display()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut scp = scp.spawn().unwrap();
+    exists(&landed);
+
+    let before = b.sessions();
+    assert_eq!(before.len(), 4, "{before:#?}");
+    let acted: Vec<Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "ai_tool_call" || e["kind"] == "exec")
+        .collect();
+    b.kill();
+    let _ = exec_child.kill();
+    let _ = scp.kill();
+    drop((busy, waiting));
+    b.restart();
+
+    let after = b.sessions();
+    assert_eq!(after.len(), before.len(), "{after:#?}");
+    let audit = b.audit();
+    for s in &after {
+        let id = s["id"].as_str().unwrap();
+        assert!(s["ended"].is_string(), "session {id} was not ended: {s}");
+        let ends: Vec<&Value> = audit
+            .iter()
+            .filter(|e| e["session"] == id && e["kind"] == "session_end")
+            .collect();
+        assert_eq!(ends.len(), 1, "{id}: {ends:#?}");
+        assert_eq!(ends[0]["reason"], "bastion_restart", "{id}");
+        if let Some(path) = s["recording"].as_str() {
+            plays(path);
+        }
+    }
+    // Rows of what had happened are still there: the approved command's
+    // call (written before the command was typed) and the exec.
+    for row in &acted {
+        assert!(audit.contains(row), "lost in the crash: {row}");
+    }
+    assert!(
+        acted
+            .iter()
+            .any(|e| e["kind"] == "ai_tool_call" && e["command"] == approved.as_str()),
+        "{acted:#?}"
+    );
+    assert!(acted.iter().any(|e| e["kind"] == "exec"), "{acted:#?}");
+    // The one never approved never ran, and has no call row.
+    assert!(!audit.iter().any(|e| e["command"] == "echo NEVER-$((1+1))"));
+    // And the bastion serves again.
+    assert_eq!(
+        stdout(&exec(
+            b.ssh_pw("alice:web1", ALICE_PW),
+            "echo AGAIN-$((5+5))"
+        )),
+        "AGAIN-10\n"
+    );
+}
+
+/// Kills walissh at random moments while exec sessions start commands that
+/// each leave a marker file on the target, restarting it each time. Every
+/// marker (a command that reached the target) must have its `exec` row.
+/// `WALISSH_KILLS` sets the number of kills (10 by default; `bench/crash`
+/// runs 100).
+#[test]
+fn kills_at_random_moments_lose_no_row() {
+    let kills: usize = std::env::var("WALISSH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
+    const PER_ROUND: usize = 6;
+    let scratch = tempfile::tempdir().unwrap();
+    let mut b = Bastion::start();
+    let mut rng = Lcg(b.port as u64 ^ 0x5eed);
+    let start_round = |b: &Bastion, round: usize| -> Vec<std::process::Child> {
+        (0..PER_ROUND)
+            .map(|k| {
+                let marker = scratch.path().join(format!("m-{round}-{k}"));
+                let mut c = with(b.ssh_bob("bob:web1"), format!("touch {}", marker.display()));
+                c.stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null());
+                c.spawn().unwrap()
+            })
+            .collect()
+    };
+    // How long a whole round takes on this machine, unkilled: the kills
+    // fall anywhere from before the first login to after the last command.
+    let started = Instant::now();
+    for mut c in start_round(&b, kills) {
+        assert!(c.wait().unwrap().success());
+    }
+    let round_ms = (started.elapsed().as_millis() as u64 * 6 / 5).max(1);
+    for round in 0..kills {
+        let children = start_round(&b, round);
+        // The moment of the kill is the experiment, not a synchronisation.
+        std::thread::sleep(Duration::from_millis(rng.next() % round_ms));
+        b.kill();
+        for mut c in children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        b.restart();
+    }
+    let markers: Vec<String> = std::fs::read_dir(scratch.path())
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    let rows: Vec<String> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "exec")
+        .filter_map(|e| {
+            e["command"]
+                .as_str()
+                .map(|c| c.trim_start_matches("touch ").to_string())
+        })
+        .collect();
+    let missing: Vec<&String> = markers.iter().filter(|m| !rows.contains(m)).collect();
+    eprintln!(
+        "kills: {kills} (a round takes {round_ms} ms); commands that reached the target: {}; their exec rows: {}; \
+         rows of commands that never ran (killed in between): {}; missing rows: {}",
+        markers.len(),
+        markers.len() - missing.len(),
+        rows.len() - (markers.len() - missing.len()),
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "commands that ran without an exec row: {missing:#?}"
+    );
+    let open: Vec<Value> = b
+        .sessions()
+        .into_iter()
+        .filter(|s| !s["ended"].is_string())
+        .collect();
+    assert!(
+        open.is_empty(),
+        "sessions left open after the restarts: {open:#?}"
+    );
+}
+
+/// A small deterministic generator for the kill moments (seeded by the
+/// port, so runs differ).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+/// A target that stops answering (its sshd stopped: silent, nothing
+/// closed) is noticed within `keepalive_s * (keepalive_max + 1)`: the user
+/// is told in one line, the session ends, and the audit says why.
+#[test]
+fn a_target_that_stops_answering_ends_the_session_with_one_line() {
+    let b = Bastion::start_with(Opts {
+        keepalive: (1, 2),
+        ..Opts::default()
+    });
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo UP-$((1+2))\r");
+    t.expect("UP-3");
+    b.sshd.signal_all(libc::SIGSTOP);
+    let seen = t.expect("walissh: web1 stopped answering (silent for 3 s)");
+    let status = t.wait();
+    b.sshd.signal_all(libc::SIGCONT);
+    assert!(status.is_some(), "ssh did not end: {}", t.screen.text());
+    let text = t.screen.since(seen);
+    assert_eq!(
+        text.matches("walissh:").count(),
+        0,
+        "more than one line: {text}"
+    );
+    let lost = b.wait_kind("upstream_error");
+    assert_eq!(lost["message"], "web1 stopped answering (silent for 3 s)");
+    b.wait_kind("session_end");
+}
