@@ -43,6 +43,7 @@ pub(crate) async fn serve(
         &config.audit_db_path(),
         &config.recordings_dir(),
     );
+    raise_open_files();
     crate::keys::create_private_dir(config.state_dir())?;
     absolute_state_dir(&mut config)?;
     if config.embedded {
@@ -240,4 +241,20 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
         demo.password_hash = Some(toml::Spanned::new(0..0, hash));
     }
     Ok(())
+}
+
+/// Raises the soft limit on open files to the hard one: every session
+/// holds several descriptors, and the usual soft limit (1024) is reached
+/// before a few hundred sessions. The throttle sizes its caps from the
+/// limit this leaves (`throttle::Caps::from_limit`).
+fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => tracing::debug!(from = soft, to = hard, "raised the open-files limit"),
+            Err(e) => tracing::warn!(error = %e, limit = soft, "cannot raise the open-files limit"),
+        },
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-files limit"),
+    }
 }

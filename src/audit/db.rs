@@ -86,60 +86,189 @@ pub(crate) fn recover(conn: &mut Connection) -> rusqlite::Result<Vec<Option<Stri
     Ok(open.into_iter().map(|(.., recording)| recording).collect())
 }
 
-/// Runs until every sender is gone, writing records in batches.
+/// Bytes of records of failed writes kept to try again, at most (about:
+/// their fields' text). Beyond, the oldest are given up (each was logged
+/// when its write first failed) and counted in an `audit_gap` event once
+/// writing works again.
+const KEEP_UNWRITTEN: usize = 16 << 20;
+/// How often a failing database is tried again while records wait.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Records written in one transaction, at most.
+const BATCH: usize = 512;
+
+/// Runs until every sender is gone, writing records in batches. When a
+/// write fails (a full disk, a database made read-only), its records are
+/// logged, kept and written again every [`RETRY`] until it works, so the
+/// database catches up by itself once the storage is back.
 pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, health: &Health) {
-    let mut records = Vec::new();
-    let mut flushes = Vec::new();
-    let mut committed = Vec::new();
-    while let Some(first) = rx.blocking_recv() {
-        let mut next = Some(first);
-        while let Some(record) = next {
-            match record {
-                Record::Flush(reply) => flushes.push(reply),
-                Record::Committed { event, written } => {
-                    committed.push(written);
-                    records.push(Record::Event(event));
-                }
-                other => records.push(other),
-            }
-            next = if records.len() < 512 {
-                rx.try_recv().ok()
-            } else {
-                None
-            };
-        }
-        let result = write_batch(&mut conn, &records);
-        for written in committed.drain(..) {
-            let _ = written.send(result.is_ok());
-        }
-        match result {
-            Ok(()) => health.set_db(true),
-            Err(e) => {
-                health.set_db(false);
-                tracing::error!(error = %e, "audit database write failed; the batch's events follow in the log");
-                for record in &records {
-                    match record {
-                        Record::Event(ev) => {
-                            tracing::error!(event = %event_json(ev), "unwritten audit event")
-                        }
-                        Record::SessionStart(row) => {
-                            tracing::error!(session = %row.id, user = %row.user, target = %row.target,
-                                client_addr = %row.client_addr, "unwritten session start")
-                        }
-                        Record::SessionEnd { id, .. } => {
-                            tracing::error!(session = %id, "unwritten session end")
-                        }
-                        // Not audit: a lost conversation is only not restored.
-                        Record::Conversation { .. } => {}
-                        Record::Committed { .. } | Record::Flush(_) => {}
+    let mut waiting = Unwritten::default();
+    loop {
+        let Some(batch) = next_batch(&mut rx, &waiting) else {
+            break;
+        };
+        write_or_keep(&mut conn, batch, &mut waiting, health);
+    }
+    // The senders are gone: one last try for what waits.
+    if !waiting.records.is_empty() {
+        write_or_keep(&mut conn, Batch::default(), &mut waiting, health);
+    }
+}
+
+/// Records whose write failed, oldest first, and how many were given up.
+#[derive(Default)]
+struct Unwritten {
+    records: std::collections::VecDeque<Record>,
+    given_up: u64,
+}
+
+/// What one transaction writes, and who waits on it.
+#[derive(Default)]
+struct Batch {
+    records: Vec<Record>,
+    committed: Vec<tokio::sync::oneshot::Sender<bool>>,
+    flushes: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// The next records to write: blocks for the first one when nothing
+/// waits; while something does, waits at most [`RETRY`]. `None` when every
+/// sender is gone.
+fn next_batch(rx: &mut mpsc::Receiver<Record>, waiting: &Unwritten) -> Option<Batch> {
+    let mut batch = Batch::default();
+    let first = match waiting.records.is_empty() {
+        true => Some(rx.blocking_recv()?),
+        false => {
+            let deadline = std::time::Instant::now() + RETRY;
+            loop {
+                match rx.try_recv() {
+                    Ok(r) => break Some(r),
+                    Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                    Err(mpsc::error::TryRecvError::Empty)
+                        if std::time::Instant::now() >= deadline =>
+                    {
+                        break None;
+                    }
+                    // This thread only writes the audit: waiting here
+                    // holds up nothing else.
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        std::thread::sleep(std::time::Duration::from_millis(20))
                     }
                 }
             }
         }
-        records.clear();
-        for reply in flushes.drain(..) {
-            let _ = reply.send(());
+    };
+    let mut next = first;
+    while let Some(record) = next {
+        match record {
+            Record::Flush(reply) => batch.flushes.push(reply),
+            Record::Committed { event, written } => {
+                batch.committed.push(written);
+                batch.records.push(Record::Committed {
+                    event,
+                    written: tokio::sync::oneshot::channel().0,
+                });
+            }
+            other => batch.records.push(other),
         }
+        next = match batch.records.len() < BATCH {
+            true => rx.try_recv().ok(),
+            false => None,
+        };
+    }
+    Some(batch)
+}
+
+/// Writes what waits and then `batch`, in one transaction. On failure the
+/// new records are logged and everything is kept for the next try, but
+/// for events written ahead under `on_failure = "refuse"`: their caller
+/// did not act, so they must never be written.
+fn write_or_keep(conn: &mut Connection, batch: Batch, waiting: &mut Unwritten, health: &Health) {
+    let old = waiting.records.len();
+    let mut records: Vec<Record> = Vec::with_capacity(old + batch.records.len() + 1);
+    // Where records were given up, the gap is said, first.
+    let gap = waiting.given_up > 0;
+    if gap {
+        let ev = Event::new("audit_gap").field("events", waiting.given_up);
+        records.push(Record::Event(ev));
+    }
+    records.extend(waiting.records.drain(..));
+    records.extend(batch.records);
+    let result = write_batch(conn, &records);
+    for written in batch.committed {
+        let _ = written.send(result.is_ok());
+    }
+    match result {
+        Ok(()) => {
+            if old > 0 || gap {
+                tracing::info!(
+                    events = old,
+                    given_up = waiting.given_up,
+                    "the audit database works again; what waited is written"
+                );
+            }
+            waiting.given_up = 0;
+            health.set_db(true);
+        }
+        Err(e) => {
+            if old == 0 {
+                tracing::error!(error = %e, "audit database write failed; its events follow in the log and are written when it works again");
+            }
+            health.set_db(false);
+            let acted_on = health.policy() == crate::config::OnFailure::Continue;
+            let first_new = old + usize::from(gap);
+            for (i, record) in records.into_iter().enumerate() {
+                if i < usize::from(gap) {
+                    continue;
+                }
+                if i >= first_new {
+                    log_unwritten(&record);
+                }
+                match record {
+                    Record::Committed { .. } if !acted_on => {}
+                    record => waiting.records.push_back(record),
+                }
+            }
+            let mut kept: usize = waiting.records.iter().map(size).sum();
+            while kept > KEEP_UNWRITTEN {
+                let Some(oldest) = waiting.records.pop_front() else {
+                    break;
+                };
+                kept -= size(&oldest);
+                waiting.given_up += 1;
+            }
+        }
+    }
+    for reply in batch.flushes {
+        let _ = reply.send(());
+    }
+}
+
+/// About how many bytes a record holds.
+fn size(record: &Record) -> usize {
+    let text = |v: &Value| v.as_str().map_or(16, str::len);
+    match record {
+        Record::Event(ev) | Record::Committed { event: ev, .. } => {
+            256 + ev.fields.values().map(text).sum::<usize>()
+        }
+        Record::Conversation { messages, .. } => 256 + messages.len(),
+        _ => 256,
+    }
+}
+
+/// Logs a record that could not be written, whole, so it is not lost.
+fn log_unwritten(record: &Record) {
+    match record {
+        Record::Event(ev) | Record::Committed { event: ev, .. } => {
+            tracing::error!(event = %event_json(ev), "unwritten audit event")
+        }
+        Record::SessionStart(row) => {
+            tracing::error!(session = %row.id, user = %row.user, target = %row.target,
+                client_addr = %row.client_addr, "unwritten session start")
+        }
+        Record::SessionEnd { id, .. } => {
+            tracing::error!(session = %id, "unwritten session end")
+        }
+        // Not audit: a lost conversation is only not restored.
+        Record::Conversation { .. } | Record::Flush(_) => {}
     }
 }
 
@@ -147,7 +276,7 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
     let tx = conn.transaction()?;
     for record in records {
         match record {
-            Record::Event(ev) => {
+            Record::Event(ev) | Record::Committed { event: ev, .. } => {
                 tx.prepare_cached(
                     "INSERT INTO events (ts, session, user, target, kind, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?
@@ -195,7 +324,7 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
                     tracing::warn!(%user, %target, error = %e, "conversation not stored");
                 }
             }
-            Record::Committed { .. } | Record::Flush(_) => {}
+            Record::Flush(_) => {}
         }
     }
     tx.commit()

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -290,27 +290,189 @@ fn take_utf8(carry: &mut Vec<u8>, data: &[u8]) -> String {
     out
 }
 
+/// How often a recording whose writes fail is tried again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// One open recording. When a write fails (a full disk), the file is cut
+/// back to its last whole flushed event, what follows is counted instead
+/// of written, and writing is tried again every [`RETRY`]; once it works,
+/// an output event says how much is missing, so the gap is in the
+/// recording itself, and the session is recorded on.
+struct Cast {
+    w: BufWriter<File>,
+    /// When the recording started, for the time of a gap's marker written
+    /// when no event comes (the session's own clock, `Recording::start`,
+    /// is a few microseconds earlier).
+    opened: Instant,
+    /// The time of the last event written: a gap's marker never goes
+    /// before it.
+    last_at: f64,
+    /// Bytes of the file known written whole (flushed, whole events).
+    good: u64,
+    failing: Option<Failing>,
+}
+
+struct Failing {
+    /// Bytes of terminal text not recorded.
+    missed: u64,
+    last_try: Instant,
+}
+
+impl Cast {
+    /// Seconds since the recording started.
+    fn elapsed(&self) -> f64 {
+        self.opened.elapsed().as_secs_f64()
+    }
+}
+
+/// The buffer of a recording's writer.
+const BUFFER: usize = 64 * 1024;
+
+impl Cast {
+    fn event(&mut self, id: &str, at: f64, code: &str, text: &str) {
+        if self.failing.is_some() {
+            self.retry(id, at);
+        }
+        if let Some(f) = &mut self.failing {
+            f.missed += text.len() as u64;
+            return;
+        }
+        match write_event(&mut self.w, at, code, text) {
+            Ok(()) => self.last_at = self.last_at.max(at),
+            Err(e) => self.fail(id, &e, text.len() as u64),
+        }
+    }
+
+    /// The queue is dry: push what is buffered to the file.
+    fn flush(&mut self, id: &str) {
+        if self.failing.is_some() {
+            return;
+        }
+        match self
+            .w
+            .flush()
+            .and_then(|_| self.w.get_mut().stream_position())
+        {
+            Ok(at) => self.good = at,
+            Err(e) => self.fail(id, &e, 0),
+        }
+    }
+
+    /// A write failed: what was buffered is counted as missed and dropped,
+    /// and the file is cut back to its last whole event at once, so it
+    /// stays a valid recording while the storage is failing.
+    fn fail(&mut self, id: &str, e: &std::io::Error, missed: u64) {
+        tracing::error!(session = id, error = %e, "recording write failed; the output is counted and recording resumes when the storage works again");
+        let missed = missed + self.w.buffer().len() as u64;
+        if let Ok(file) = self.w.get_ref().try_clone() {
+            // `into_parts` drops the buffer without writing it.
+            let old = std::mem::replace(&mut self.w, BufWriter::with_capacity(BUFFER, file));
+            let _ = old.into_parts();
+        }
+        let _ = self.cut_back();
+        self.failing = Some(Failing {
+            missed,
+            last_try: Instant::now(),
+        });
+    }
+
+    /// Cuts the file to its last whole event, and writes on from there.
+    /// Returns how many bytes were cut.
+    fn cut_back(&mut self) -> std::io::Result<u64> {
+        let file = self.w.get_mut();
+        let cut = file.metadata()?.len().saturating_sub(self.good);
+        file.set_len(self.good)?;
+        file.seek(std::io::SeekFrom::Start(self.good))?;
+        Ok(cut)
+    }
+
+    /// While failing, at most every [`RETRY`]: tries to write again,
+    /// starting with an output event that says what is missing.
+    fn retry(&mut self, id: &str, at: f64) {
+        let Some(f) = &mut self.failing else {
+            return;
+        };
+        if f.last_try.elapsed() < RETRY {
+            return;
+        }
+        f.last_try = Instant::now();
+        let missed = f.missed;
+        let at = at.max(self.last_at);
+        let resumed = self.cut_back().and_then(|cut| {
+            let missed = missed + cut;
+            let note = format!(
+                "\r\n[walissh: {missed} bytes of output were not recorded: the storage failed]\r\n"
+            );
+            write_event(&mut self.w, at, "o", &note)?;
+            self.w.flush()?;
+            self.good = self.w.get_mut().stream_position()?;
+            Ok(missed)
+        });
+        match resumed {
+            Ok(missed) => {
+                self.failing = None;
+                tracing::info!(session = id, missed, "recording resumed");
+            }
+            Err(_) => {
+                // The marker did not fit: drop it, as what it marks.
+                if let Ok(file) = self.w.get_ref().try_clone() {
+                    let old =
+                        std::mem::replace(&mut self.w, BufWriter::with_capacity(BUFFER, file));
+                    let _ = old.into_parts();
+                }
+                let _ = self.cut_back();
+            }
+        }
+    }
+}
+
 fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
-    let mut files: HashMap<Arc<str>, BufWriter<File>> = HashMap::new();
-    while let Some(first) = rx.blocking_recv() {
-        let mut next = Some(first);
+    let mut files: HashMap<Arc<str>, Cast> = HashMap::new();
+    loop {
+        // While a recording is failing, wake up to try it again even when
+        // nothing comes: it resumes as soon as the storage is back.
+        let failing = files.values().any(|c| c.failing.is_some());
+        let first = match failing {
+            false => match rx.blocking_recv() {
+                Some(m) => Some(m),
+                None => break,
+            },
+            true => match recv_within(&mut rx, RETRY) {
+                Err(()) => break,
+                Ok(m) => m,
+            },
+        };
+        let mut next = first;
         while let Some(msg) = next {
             handle(msg, &mut files);
             next = rx.try_recv().ok();
         }
         // The queue is dry: push what we have to the page cache, so a
         // recording being read live is current.
-        files.retain(|id, f| match f.flush() {
-            Ok(()) => true,
-            Err(e) => {
-                failed(id, &e);
-                false
-            }
-        });
+        for (id, cast) in files.iter_mut() {
+            cast.retry(id, cast.elapsed());
+            cast.flush(id);
+        }
     }
 }
 
-fn handle(msg: Msg, files: &mut HashMap<Arc<str>, BufWriter<File>>) {
+/// The next message within `wait`; Err once every sender is gone. This
+/// thread only writes recordings: waiting here holds up nothing else.
+fn recv_within(rx: &mut mpsc::Receiver<Msg>, wait: std::time::Duration) -> Result<Option<Msg>, ()> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match rx.try_recv() {
+            Ok(m) => return Ok(Some(m)),
+            Err(mpsc::error::TryRecvError::Disconnected) => return Err(()),
+            Err(mpsc::error::TryRecvError::Empty) if Instant::now() >= deadline => return Ok(None),
+            Err(mpsc::error::TryRecvError::Empty) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+        }
+    }
+}
+
+fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
     match msg {
         Msg::Open {
             id,
@@ -319,30 +481,29 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, BufWriter<File>>) {
             reply,
         } => {
             let opened = create(&path, &header);
-            let answer = opened.map(|f| {
-                files.insert(id, f);
+            let answer = opened.map(|cast| {
+                files.insert(id, cast);
             });
             let _ = reply.send(answer);
         }
         Msg::Event { id, at, code, text } => {
-            if let Some(f) = files.get_mut(&id)
-                && let Err(e) = write_event(f, at, code, &text)
-            {
-                failed(&id, &e);
-                files.remove(&id);
+            if let Some(cast) = files.get_mut(&id) {
+                cast.event(&id, at, code, &text);
             }
         }
         Msg::Close { id } => {
-            if let Some(mut f) = files.remove(&id)
-                && let Err(e) = f.flush()
-            {
-                failed(&id, &e);
+            if let Some(mut cast) = files.remove(&id) {
+                cast.retry(&id, cast.elapsed());
+                cast.flush(&id);
+                if let Some(f) = &cast.failing {
+                    tracing::error!(session = %id, missed = f.missed, "recording closed with output not recorded");
+                }
             }
         }
     }
 }
 
-fn create(path: &PathBuf, header: &str) -> Result<BufWriter<File>, String> {
+fn create(path: &PathBuf, header: &str) -> Result<Cast, String> {
     if let Some(dir) = path.parent() {
         crate::keys::create_private_dir(dir)?;
     }
@@ -351,11 +512,20 @@ fn create(path: &PathBuf, header: &str) -> Result<BufWriter<File>, String> {
         .create_new(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut w = BufWriter::with_capacity(64 * 1024, file);
-    writeln!(w, "{header}")
-        .and_then(|_| w.flush())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(w)
+    let mut w = BufWriter::with_capacity(BUFFER, file);
+    let written = writeln!(w, "{header}").and_then(|_| w.flush());
+    if let Err(e) = written {
+        // A header cut short is no recording: leave none behind.
+        let _ = std::fs::remove_file(path);
+        return Err(format!("{}: {e}", path.display()));
+    }
+    Ok(Cast {
+        w,
+        good: header.len() as u64 + 1,
+        failing: None,
+        opened: Instant::now(),
+        last_at: 0.0,
+    })
 }
 
 /// Makes a recording a crash left open valid asciicast v2 again: a last
@@ -386,10 +556,6 @@ pub(crate) fn repair(path: &std::path::Path) -> std::io::Result<bool> {
     }
     file.sync_all()?;
     Ok(true)
-}
-
-fn failed(id: &str, e: &std::io::Error) {
-    tracing::error!(session = id, error = %e, "recording write failed; this session is no longer recorded");
 }
 
 #[cfg(test)]

@@ -276,3 +276,85 @@ fn a_target_that_stops_answering_ends_the_session_with_one_line() {
     assert_eq!(lost["message"], "web1 stopped answering (silent for 3 s)");
     b.wait_kind("session_end");
 }
+
+/// Whether a process whose command line contains `needle` runs.
+fn running(needle: &str) -> bool {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", needle])
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+/// A client killed while its agent runs a command: the question, the
+/// target's side (the command with it) and the session end, audited.
+#[test]
+fn a_client_killed_while_its_agent_runs_a_command_ends_everything() {
+    let scratch = tempfile::tempdir().unwrap();
+    let started = scratch.path().join("started");
+    let sleeper = format!("sleep {}", 30000 + std::process::id() % 20000);
+    let command = format!("touch {}; {sleeper}", started.display());
+    let model = Model::start(vec![Reply::Sse(call("c1", &command, "wait"))]);
+    let b = bastion_with(&model, Opts::default());
+    let t = bob(&b);
+    let at = ask(&t, "? wait for me");
+    answer_run(&t, at, "y");
+    exists(&started);
+    assert!(running(&sleeper));
+    drop(t); // SIGKILL to ssh: the client vanishes
+    let error = b.wait_kind("ai_error");
+    assert_eq!(error["message"], "the session ended before the answer");
+    b.wait_kind("session_end");
+    let start = Instant::now();
+    while running(&sleeper) {
+        assert!(start.elapsed() < DEADLINE, "{sleeper} outlived its session");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = &b.sessions()[0];
+    assert!(s["ended"].is_string(), "{s}");
+}
+
+/// A target that dies mid-transfer (its sshd and connection processes
+/// killed: the TCP connection reset) ends the transfer with a non-zero
+/// exit and a line saying so.
+#[test]
+fn a_target_reset_mid_transfer_ends_it_with_a_nonzero_exit() {
+    let b = Bastion::start();
+    let mut c = b.ssh_pw("alice:web1", ALICE_PW);
+    c.arg("head -c 1000000000 /dev/zero");
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    b.sshd.signal_all(libc::SIGKILL);
+    // Drain what is still on its way, until the end.
+    std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_ne!(status.code(), Some(0), "{err}");
+    assert!(err.contains("walissh: "), "{err}");
+    let lost = b.wait_kind("upstream_error");
+    assert!(lost["message"].as_str().unwrap().contains("web1"), "{lost}");
+    b.wait_kind("session_end");
+}
+
+/// walissh raises its soft limit on open files to the hard one at start:
+/// a few hundred sessions would exhaust the usual 1024.
+#[test]
+fn walissh_raises_its_open_files_limit() {
+    let b = Bastion::start_with(Opts {
+        nofile_soft: Some(256),
+        ..Opts::default()
+    });
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", b.pid())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(numbers[0], numbers[1], "{line}");
+    assert_ne!(numbers[0], "256", "{line}");
+}

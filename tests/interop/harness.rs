@@ -507,6 +507,8 @@ pub struct Opts {
     pub max_user_sessions: u32,
     /// `[upstream] keepalive_s` and `keepalive_max`.
     pub keepalive: (u64, u32),
+    /// A soft limit on open files for walissh's process, below the hard.
+    pub nofile_soft: Option<u64>,
 }
 
 impl Default for Opts {
@@ -527,6 +529,7 @@ impl Default for Opts {
             record_exec: true,
             max_user_sessions: 50,
             keepalive: (15, 3),
+            nofile_soft: None,
         }
     }
 }
@@ -555,6 +558,7 @@ pub struct Bastion {
     /// [`Opts::on_a_terminal`].
     terminal: Option<std::os::fd::OwnedFd>,
     on_a_terminal: bool,
+    nofile_soft: Option<u64>,
 }
 
 impl Bastion {
@@ -731,6 +735,7 @@ timeout_s = {llm_timeout}
             child: None,
             terminal: None,
             on_a_terminal: opts.on_a_terminal,
+            nofile_soft: opts.nofile_soft,
         };
         b.spawn();
         b
@@ -747,6 +752,21 @@ timeout_s = {llm_timeout}
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if let Some(soft) = self.nofile_soft {
+            use std::os::unix::process::CommandExt;
+            unsafe {
+                cmd.pre_exec(move || {
+                    let mut l = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+                    l.rlim_cur = soft.min(l.rlim_max);
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+                    Ok(())
+                });
+            }
+        }
         if self.on_a_terminal {
             use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
             use std::os::unix::process::CommandExt;

@@ -15,6 +15,7 @@ mod lifecycle;
 mod login;
 mod nested;
 mod proxy;
+mod storage;
 mod targets;
 mod team;
 mod terminal;
