@@ -222,6 +222,79 @@ pub fn known_hosts(data: &[u8]) {
     }
 }
 
+/// The config loader on arbitrary TOML: it never panics, and an error is
+/// one line naming the file.
+pub fn config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Err(e) = crate::config::Config::parse(&text, "fuzz.toml", false) {
+        assert!(e.0.starts_with("fuzz.toml:"), "{e}");
+        assert!(!e.0.contains('\n'), "not one line: {e}");
+    }
+}
+
+/// The SKILL.md reader (front matter in YAML): it never panics, takes
+/// linear time (aliases are refused before loading), and an error starts
+/// with the line it is about.
+pub fn skill_md(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Err(e) = crate::agent::skills::check_skill_md(&text) {
+        let line = e.split(':').next().unwrap_or("");
+        assert!(line.parse::<usize>().is_ok(), "{e}");
+    }
+}
+
+/// The authorized_keys reader: it never panics, and a key it accepts is
+/// of the type the line names.
+pub fn authorized_keys(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for line in text.lines() {
+        if let Ok(key) = crate::keys::parse_authorized_key(line) {
+            let named = line.split_whitespace().next().unwrap_or("");
+            assert_eq!(key.algorithm().as_str(), named, "{line:?}");
+        }
+    }
+}
+
+/// The login-name reader (`user:target`, `user#target`): it never panics,
+/// and what it reads puts the name back together.
+pub fn login(data: &[u8]) {
+    let name = String::from_utf8_lossy(data);
+    let login = crate::route::Login::parse(&name);
+    match &login.target {
+        Some(target) => {
+            let sep = &name[login.user.len()..login.user.len() + 1];
+            assert!(sep == ":" || sep == "#", "{name:?}");
+            assert_eq!(format!("{}{sep}{target}", login.user), name);
+        }
+        None => assert!(name.starts_with(&login.user)),
+    }
+}
+
+/// The model's streamed tool-call assembly: any sequence of chunks (one
+/// JSON value per line of the input) never panics, and gives at most as
+/// many calls as the chunks held call fragments.
+pub fn tool_calls(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut acc = crate::agent::model::Accumulator::default();
+    let mut fragments = 0;
+    for line in text.lines() {
+        let Ok(chunk) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let calls = &chunk["choices"][0]["delta"]["tool_calls"];
+        let message_calls = &chunk["choices"][0]["message"]["tool_calls"];
+        fragments += calls.as_array().map_or(0, Vec::len);
+        fragments += message_calls.as_array().map_or(0, Vec::len);
+        let _ = acc.absorb(&chunk);
+    }
+    let turn = acc.finish();
+    assert!(
+        turn.tool_calls.len() <= fragments,
+        "{} calls from {fragments} fragments",
+        turn.tool_calls.len()
+    );
+}
+
 /// Whether `out` holds only what may reach a terminal.
 fn terminal_safe(out: &[u8]) -> Result<(), String> {
     for (i, &b) in out.iter().enumerate() {
@@ -260,7 +333,7 @@ mod tests {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect();
         assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
-        let edges: [&[u8]; 9] = [
+        let edges: [&[u8]; 13] = [
             b"",
             b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
             b"sudo -i\nroot@db1:~# ",
@@ -270,6 +343,10 @@ mod tests {
             "bash\u{0}\u{ff}é漢字🙂".as_bytes(),
             b"\x1b[31mred\x1b(B\x1b[m\r\n$ ",
             b"@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S\n|1|x|y ssh-rsa AAAA\n",
+            b"[server]\nlisten = [\"x\"]\n[[users]]\nname = 1\n",
+            b"---\nname: a\ndescription: &d x\nb: *d\n---\n",
+            b"alice:web1#x",
+            b"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":18446744073709551615,\"id\":\"c\",\"function\":{\"name\":\"run_command\",\"arguments\":\"{\\\"com\"}}]}}]}\n{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{\"a\":1}}}]}}]}\n",
         ];
         all.extend(edges.iter().map(|e| e.to_vec()));
         all
@@ -284,6 +361,11 @@ mod tests {
             redact(&input);
             sanitize(&input);
             known_hosts(&input);
+            config(&input);
+            skill_md(&input);
+            authorized_keys(&input);
+            login(&input);
+            tool_calls(&input);
         }
     }
 }

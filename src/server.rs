@@ -35,9 +35,18 @@ const LOCKED_OUT_DELAY: Duration = Duration::from_secs(1);
 /// Login names longer than this are cut in audit rows.
 const MAX_NAME: usize = 128;
 
+/// What walissh says it is: see `russh_config`.
+const SERVER_ID: &str = concat!("SSH-2.0-OpenSSH_9.9 walissh_", env!("CARGO_PKG_VERSION"));
+
 /// The russh server settings walissh uses.
 pub(crate) fn russh_config(host_key: russh::keys::PrivateKey) -> russh::server::Config {
     russh::server::Config {
+        // OpenSSH's client speaks its extensions only to a server whose
+        // version says OpenSSH: `eow@openssh.com` among them, without which
+        // `ssh bastion cmd | head -1` would not end (the command would run
+        // on, unread). walissh speaks the protocol as OpenSSH does; the
+        // comment says what it is.
+        server_id: russh::SshId::Standard(SERVER_ID.into()),
         methods: MethodSet::from(&[MethodKind::Password, MethodKind::PublicKey][..]),
         keys: vec![host_key],
         // Timing is handled by the throttle and by verifying a dummy hash

@@ -105,6 +105,12 @@ impl Model {
             if let Some(text) = acc.absorb(&chunk) {
                 on_text(&text);
             }
+            if acc.bytes > MAX_TURN {
+                return Err(format!(
+                    "the model's answer ran past {} MiB; stopped",
+                    MAX_TURN >> 20
+                ));
+            }
         }
         Ok(acc.finish())
     }
@@ -162,9 +168,15 @@ impl Model {
     }
 }
 
+/// Bytes one turn may take (text, calls and their arguments): a stream
+/// that runs on past it (a broken or hostile endpoint) is stopped.
+const MAX_TURN: usize = 4 << 20;
+
 /// Folds stream chunks into a turn.
 #[derive(Default)]
 pub(crate) struct Accumulator {
+    /// About how many bytes the turn holds (each call counts 64 more).
+    bytes: usize,
     text: String,
     /// By the provider's `index`, or by order of appearance without one.
     calls: BTreeMap<u64, ToolCall>,
@@ -185,6 +197,7 @@ impl Accumulator {
             }
         }
         let text = delta.get("content").and_then(Value::as_str)?;
+        self.bytes += text.len();
         self.text.push_str(text);
         (!text.is_empty()).then(|| text.to_string())
     }
@@ -203,6 +216,9 @@ impl Accumulator {
                 None => position as u64,
             },
         };
+        if !self.calls.contains_key(&index) {
+            self.bytes += 64;
+        }
         let entry = self.calls.entry(index).or_default();
         if let Some(id) = call.get("id").and_then(Value::as_str)
             && entry.id.is_empty()
@@ -217,12 +233,19 @@ impl Accumulator {
         if let Some(name) = function.get("name").and_then(Value::as_str)
             && !entry.name.ends_with(name)
         {
+            self.bytes += name.len();
             entry.name.push_str(name);
         }
         match function.get("arguments") {
-            Some(Value::String(fragment)) => entry.arguments.push_str(fragment),
+            Some(Value::String(fragment)) => {
+                self.bytes += fragment.len();
+                entry.arguments.push_str(fragment);
+            }
             // Some providers send the arguments as an object.
-            Some(v @ Value::Object(_)) => entry.arguments = v.to_string(),
+            Some(v @ Value::Object(_)) => {
+                entry.arguments = v.to_string();
+                self.bytes += entry.arguments.len();
+            }
             _ => {}
         }
     }
@@ -322,6 +345,20 @@ mod tests {
         let req: Value = serde_json::from_str(&seen.lock().unwrap()[0]).unwrap();
         assert_eq!(req["model"], "test-model");
         assert_eq!(req["stream"], true);
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_runs_past_the_bound_is_stopped() {
+        // Five 1 MiB pieces of arguments, over real HTTP and SSE: the turn
+        // is stopped past 4 MiB instead of growing with the stream.
+        let piece = "x".repeat(1 << 20);
+        let chunks: Vec<Value> = (0..5)
+            .map(|i| chunk(json!({"tool_calls": [{"index": 0, "id": if i == 0 { "c" } else { "" }, "function": {"arguments": piece}}]})))
+            .collect();
+        let (url, _) = server(vec![(200, sse(&chunks), true)]).await;
+        let model = Model::new(&llm(&url)).unwrap();
+        let err = model.turn(&[], &[], |_| {}).await.err().unwrap();
+        assert_eq!(err, "the model's answer ran past 4 MiB; stopped");
     }
 
     #[tokio::test]

@@ -174,6 +174,12 @@ struct SkillMd {
     instructions: String,
 }
 
+/// Whether a SKILL.md's text reads: what the fuzzed property calls.
+#[cfg(any(fuzzing, test))]
+pub(crate) fn check_skill_md(text: &str) -> Result<(), String> {
+    parse_skill_md(text).map(|_| ())
+}
+
 /// Parses a SKILL.md. Err is "LINE: what is wrong", for the caller to put
 /// the file name in front of. The front matter is YAML, read by a YAML
 /// parser (`description: >-` and quoted or folded values mean what YAML
@@ -229,8 +235,34 @@ fn parse_skill_md(text: &str) -> Result<SkillMd, String> {
     })
 }
 
+/// Front matter longer than this is refused: it is a name and a line.
+const FRONT_MATTER_MAX: usize = 16 * 1024;
+
 /// The front matter block (the file's lines 2 on) as a YAML mapping.
+/// Aliases (`*name`) are refused before the block is loaded: the loader
+/// copies what each names, so a few lines of nested aliases would take
+/// exponential memory.
 fn front_matter(block: &str) -> Result<yaml_rust2::Yaml, String> {
+    if block.len() > FRONT_MATTER_MAX {
+        return Err(format!(
+            "2: the front matter is over {} KiB",
+            FRONT_MATTER_MAX >> 10
+        ));
+    }
+    let mut events = yaml_rust2::parser::Parser::new_from_str(block);
+    loop {
+        match events.next_token() {
+            Ok((yaml_rust2::parser::Event::StreamEnd, _)) => break,
+            Ok((yaml_rust2::parser::Event::Alias(_), mark)) => {
+                let line = mark.line() + 1;
+                return Err(format!(
+                    "{line}: YAML aliases (`*name`) are not read in a SKILL.md"
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("{}: {}", e.marker().line() + 1, e.info())),
+        }
+    }
     let docs = yaml_rust2::YamlLoader::load_from_str(block)
         .map_err(|e| format!("{}: {}", e.marker().line() + 1, e.info()))?;
     match docs.into_iter().next() {
@@ -432,6 +464,21 @@ mod tests {
         let dir = tree(&[]);
         let err = Skills::load(&dir.path().join("nope")).unwrap_err();
         assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn yaml_aliases_are_refused_before_they_are_expanded() {
+        // Nine levels of ten aliases each: a billion copies if loaded.
+        let mut md = String::from("---\nname: bomb\ndescription: x\na0: &a0 [lol]\n");
+        for i in 1..10 {
+            let row = vec![format!("*a{}", i - 1); 10].join(", ");
+            md.push_str(&format!("a{i}: &a{i} [{row}]\n"));
+        }
+        md.push_str("---\n");
+        let err = parse_skill_md(&md).unwrap_err();
+        assert!(err.starts_with("5: YAML aliases"), "{err}");
+        let big = format!("---\nname: a\ndescription: {}\n---\n", "x".repeat(20_000));
+        assert!(parse_skill_md(&big).unwrap_err().contains("over 16 KiB"));
     }
 
     #[test]

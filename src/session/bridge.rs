@@ -603,6 +603,7 @@ impl Pumps<'_> {
                     up_tx.resize(col_width, row_height).await;
                 }
                 ChannelMsg::Signal { signal } => up_tx.signal(signal).await,
+                ChannelMsg::Eow => up_tx.stop_output().await,
                 ChannelMsg::Close => break,
                 _ => {}
             }

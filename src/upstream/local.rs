@@ -147,6 +147,10 @@ enum Input {
 enum Control {
     Signal(Signal),
     HangUp,
+    /// The client will not read the output any more (`eow@openssh.com`):
+    /// the process's output pipe is closed, as sshd does, so a process
+    /// that writes on gets SIGPIPE.
+    StopOutput,
 }
 
 pub(crate) struct Writer {
@@ -341,6 +345,9 @@ impl Proc {
     fn control(&self, c: Option<Control>, deadline: &mut Option<Instant>) {
         match c {
             Some(Control::Signal(sig)) => self.signal(sig, false),
+            // Piped output is closed by `pump_pipes`; a PTY's is the
+            // terminal's, and stays.
+            Some(Control::StopOutput) => {}
             // A hang-up, or the session dropped its writer.
             Some(Control::HangUp) | None => self.hang_up(deadline),
         }
@@ -462,7 +469,10 @@ async fn pump_pipes(
             d = read_some(&mut err) => d.map(TargetEvent::Stderr),
             c = control.recv(), if control_open => {
                 control_open = c.is_some();
-                proc.control(c, &mut kill_at);
+                match c {
+                    Some(Control::StopOutput) => out = None,
+                    c => proc.control(c, &mut kill_at),
+                }
                 None
             }
             _ = until(kill_at) => {
@@ -588,6 +598,14 @@ impl Writer {
     pub(crate) async fn signal(&mut self, sig: &Sig) {
         if let Some(n) = signal_of(sig) {
             let _ = self.control.send(Control::Signal(n)).await;
+        }
+    }
+
+    /// The client will not read the output any more (`eow@openssh.com`).
+    /// A PTY's output is the terminal's: only piped output is closed.
+    pub(crate) async fn stop_output(&mut self) {
+        if let Input::Pipe(_) = self.input {
+            let _ = self.control.send(Control::StopOutput).await;
         }
     }
 

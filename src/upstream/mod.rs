@@ -502,6 +502,17 @@ impl Writer {
         }
     }
 
+    /// The client will not read the output any more (`eow@openssh.com`,
+    /// sent by OpenSSH's client when its standard output is closed, as in
+    /// `ssh bastion cmd | head -1`): the target stops the command's output,
+    /// so a command that writes on ends (SIGPIPE), as it would direct.
+    pub(crate) async fn stop_output(&mut self) {
+        match self {
+            Writer::Ssh(w) => w.stop_output().await,
+            Writer::Local(w) => w.stop_output().await,
+        }
+    }
+
     /// Asks the target side to end: the channel is closed, the process hung
     /// up. Its exit status may still arrive on the reader.
     pub(crate) async fn hang_up(&mut self) {

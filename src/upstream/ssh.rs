@@ -75,7 +75,8 @@ impl client::Handler for HostKeyCheck {
                 (why, Err(russh::Error::KeepaliveTimeout))
             }
             client::DisconnectReason::Error(e) => {
-                (format!("lost the connection to {}: {e}", self.name), Err(e))
+                let why = format!("{} closed the session unexpectedly ({e})", self.name);
+                (why, Err(e))
             }
         };
         self.lost
@@ -504,6 +505,12 @@ impl Writer {
 
     pub(crate) async fn signal(&mut self, sig: Sig) {
         let _ = self.ch.signal(sig).await;
+    }
+
+    /// Passes `eow@openssh.com` on: the target's sshd closes the command's
+    /// output, as it would for a client of its own.
+    pub(crate) async fn stop_output(&mut self) {
+        let _ = self.ch.eow().await;
     }
 
     pub(crate) async fn hang_up(&mut self) {

@@ -358,3 +358,135 @@ fn walissh_raises_its_open_files_limit() {
     assert_eq!(numbers[0], numbers[1], "{line}");
     assert_ne!(numbers[0], "256", "{line}");
 }
+
+/// walissh's resident memory, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A TCP connection to `port` on 127.0.0.1 from the loopback address
+/// `from` (any 127.x.y.z is this machine).
+fn connect_from(from: [u8; 4], port: u16) -> Option<std::net::TcpStream> {
+    use std::os::fd::FromRawFd;
+    let addr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let stream = std::net::TcpStream::from_raw_fd(fd);
+        let local = addr(from, 0);
+        let remote = addr([127, 0, 0, 1], port);
+        let bound = libc::bind(fd, (&raw const local).cast(), len) == 0;
+        let connected = libc::connect(fd, (&raw const remote).cast(), len) == 0;
+        (bound && connected).then_some(stream)
+    }
+}
+
+/// A flood before authentication: connections that send random bytes
+/// (some after a valid banner), and connections that send nothing at all.
+/// Real logins go on being served during it, and walissh's memory stays
+/// bounded.
+#[test]
+fn a_pre_auth_flood_of_garbage_and_half_open_connections() {
+    use std::io::Write;
+    let b = Bastion::start_with(Opts {
+        login_grace_s: 5,
+        ..Opts::default()
+    });
+    // Warm up: one real login, so what is measured is the flood's cost.
+    assert_eq!(stdout(&exec(b.ssh_bob("bob:web1"), "echo WARM")), "WARM\n");
+    let before = rss_kib(b.pid());
+    let mut rng = Lcg(b.port as u64);
+    let mut held = Vec::new();
+    for i in 0..300 {
+        // From other addresses than the real logins' (the throttle caps
+        // what one address may hold), a few connections each.
+        let from = [127, 0, 1, 1 + (i / 8) as u8];
+        let Some(mut s) = connect_from(from, b.port) else {
+            continue;
+        };
+        match i % 3 {
+            // Nothing at all: half-open until the login grace.
+            0 => {}
+            // Random bytes, no banner.
+            1 => {
+                let junk: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+                let _ = s.write_all(&junk);
+            }
+            // A banner, then random bytes where the key exchange goes.
+            _ => {
+                let mut junk = b"SSH-2.0-flood\r\n".to_vec();
+                junk.extend((0..4096).map(|_| rng.next() as u8));
+                let _ = s.write_all(&junk);
+            }
+        }
+        held.push(s);
+        if i % 50 == 49 {
+            // A real login in the middle of the flood.
+            let out = exec(b.ssh_bob("bob:web1"), "echo SERVED-$((6*7))");
+            assert_eq!(stdout(&out), "SERVED-42\n", "{}", stderr(&out));
+        }
+    }
+    let during = rss_kib(b.pid());
+    drop(held);
+    assert_eq!(
+        stdout(&exec(b.ssh_bob("bob:web1"), "echo AFTER")),
+        "AFTER\n"
+    );
+    eprintln!(
+        "walissh's RSS: {before} KiB before the flood, {during} KiB with 300 flood connections open"
+    );
+    assert!(
+        during < before + 64 * 1024,
+        "the flood cost {} KiB",
+        during - before
+    );
+}
+
+/// Runs `yes` through `c`, reads one line, closes the pipe (as `| head -1`
+/// does) and waits for ssh to end; returns its exit code.
+fn head_one(mut c: std::process::Command) -> Option<i32> {
+    use std::io::BufRead;
+    c.arg("yes")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "y\n");
+    drop(out);
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("ssh ran on after its reader was gone");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `ssh bastion yes | head -1` ends as it does direct to sshd: OpenSSH's
+/// client sends `eow@openssh.com` once nothing reads its output, and
+/// walissh passes it on to the target (and closes a local process's
+/// output), so `yes` gets SIGPIPE instead of running on.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_as_direct() {
+    let b = Bastion::start();
+    let direct = head_one(b.ssh_direct());
+    assert_eq!(head_one(b.ssh_bob("bob:web1")), direct);
+    assert_eq!(head_one(b.ssh_bob("bob:local")), direct);
+}
