@@ -147,7 +147,7 @@ pub(crate) struct Desk<'a> {
     pub(crate) screen: Option<&'a Screen>,
     pub(crate) shared: &'a Shared,
     /// The user's settings for the next question: the session decides
-    /// what a reload may change (see `Session::settings`).
+    /// what a reload may change (see `Pumps::settings` in `bridge`).
     pub(crate) settings: &'a (dyn Fn() -> Settings + Sync),
 }
 
