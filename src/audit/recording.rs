@@ -389,10 +389,20 @@ impl Cast {
     /// While failing, at most every [`RETRY`]: tries to write again,
     /// starting with an output event that says what is missing.
     fn retry(&mut self, id: &str, at: f64) {
+        self.try_resume(id, at, false)
+    }
+
+    /// Tries to resume now, whenever the last try was: the recording is
+    /// being closed, and this is its last chance to say what it missed.
+    fn retry_now(&mut self, id: &str, at: f64) {
+        self.try_resume(id, at, true)
+    }
+
+    fn try_resume(&mut self, id: &str, at: f64, now: bool) {
         let Some(f) = &mut self.failing else {
             return;
         };
-        if f.last_try.elapsed() < RETRY {
+        if !now && f.last_try.elapsed() < RETRY {
             return;
         }
         f.last_try = Instant::now();
@@ -493,7 +503,7 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
         }
         Msg::Close { id } => {
             if let Some(mut cast) = files.remove(&id) {
-                cast.retry(&id, cast.elapsed());
+                cast.retry_now(&id, cast.elapsed());
                 cast.flush(&id);
                 if let Some(f) = &cast.failing {
                     tracing::error!(session = %id, missed = f.missed, "recording closed with output not recorded");
