@@ -109,7 +109,9 @@ fn a_restart_after_sigkill_ends_what_was_open_and_loses_no_acted_row() {
         .collect();
     b.kill();
     let _ = exec_child.kill();
+    let _ = exec_child.wait();
     let _ = scp.kill();
+    let _ = scp.wait();
     drop((busy, waiting));
     b.restart();
 
