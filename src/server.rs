@@ -59,6 +59,12 @@ pub(crate) fn russh_config(host_key: russh::keys::PrivateKey) -> russh::server::
         keepalive_interval: Some(Duration::from_secs(60)),
         keepalive_max: 3,
         nodelay: true,
+        // A channel's window is given back as walissh takes its data
+        // (vendor/russh), so its queue holds at most a window's bytes; this
+        // many messages let that be small packets too (2 KiB for the
+        // default 2 MiB window) before a full queue could block the
+        // connection.
+        channel_buffer_size: 1024,
         ..Default::default()
     }
 }

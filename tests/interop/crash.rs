@@ -492,3 +492,150 @@ fn a_reader_that_goes_away_ends_the_command_as_direct() {
     assert_eq!(head_one(b.ssh_bob("bob:web1")), direct);
     assert_eq!(head_one(b.ssh_bob("bob:local")), direct);
 }
+
+/// A channel whose target stops reading (a command that never reads its
+/// input, fed without end) must not stall the other channels of the same
+/// client connection: with OpenSSH's connection sharing (ControlMaster),
+/// a second session on the same connection still runs.
+#[test]
+fn a_stalled_channel_does_not_stall_its_connection() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let b = Bastion::start();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("master");
+    let shared = |c: &mut std::process::Command| {
+        c.arg("-o").arg(format!("ControlPath={}", sock.display()));
+    };
+    // The master connection.
+    let mut master = b.ssh_bob("bob:web1");
+    shared(&mut master);
+    master.args(["-o", "ControlMaster=yes", "-N"]);
+    master.stdin(std::process::Stdio::null());
+    let mut master = master.spawn().unwrap();
+    let start = Instant::now();
+    while !sock.exists() {
+        assert!(start.elapsed() < DEADLINE, "no master connection");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Session A: `sleep` never reads what it is fed.
+    let mut a = b.ssh_bob("bob:web1");
+    shared(&mut a);
+    a.arg("sleep 600")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut a = a.spawn().unwrap();
+    let mut input = a.stdin.take().unwrap();
+    let fed = Arc::new(AtomicU64::new(0));
+    let counter = fed.clone();
+    std::thread::spawn(move || {
+        let chunk = vec![b'x'; 64 << 10];
+        while input.write_all(&chunk).is_ok() {
+            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+    });
+    // Set-up, not an assertion: wait until A's input stops moving (every
+    // buffer between the feeder and `sleep` is full).
+    let mut last = u64::MAX;
+    while fed.load(Ordering::Relaxed) != last {
+        assert!(start.elapsed() < DEADLINE, "the feed never stopped");
+        last = fed.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    // Session B on the same connection.
+    let mut c = b.ssh_bob("bob:web1");
+    shared(&mut c);
+    c.arg("echo B-$((2+3))")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let begun = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if begun.elapsed() > DEADLINE {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = a.kill();
+    let _ = a.wait();
+    let _ = master.kill();
+    let _ = master.wait();
+    assert!(status.is_some(), "session B stalled behind session A");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(out, "B-5\n");
+    eprintln!("fed to the stalled session before it stopped: {last} bytes");
+}
+
+/// Bulk data both ways through one channel (`cat`) while the client stops
+/// reading for a while: once it reads again, everything arrives. Before
+/// windows were given back on consumption, the bastion's connection loop
+/// blocked on the full input queue and never read the client's window
+/// adjustment: the session wedged for good.
+#[test]
+fn bulk_both_ways_with_a_paused_reader_does_not_wedge() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const TOTAL: u64 = 48 << 20;
+    let b = Bastion::start();
+    let mut c = b.ssh_bob("bob:web1");
+    c.arg("cat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = child.stdout.take().unwrap();
+    let fed = Arc::new(AtomicU64::new(0));
+    let counter = fed.clone();
+    let feeder = std::thread::spawn(move || {
+        let chunk = vec![b'y'; 64 << 10];
+        while counter.load(Ordering::Relaxed) < TOTAL {
+            input.write_all(&chunk).unwrap();
+            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+        // `input` is dropped: cat sees EOF once it has read it all.
+    });
+    // Set-up: nothing reads until the feed has stopped moving (every
+    // buffer both ways is full).
+    let start = Instant::now();
+    let mut last = u64::MAX;
+    while fed.load(Ordering::Relaxed) != last {
+        assert!(start.elapsed() < DEADLINE, "the feed never stopped");
+        last = fed.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    assert!(
+        last < TOTAL,
+        "everything fit in the buffers; the test proves nothing"
+    );
+    // Now read everything; it must all come back.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut n = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match output.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k as u64,
+            }
+        }
+        let _ = tx.send(n);
+    });
+    let got = rx.recv_timeout(Duration::from_secs(120));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        got.ok(),
+        Some(TOTAL),
+        "the session wedged (fed {last} bytes before reading)"
+    );
+    feeder.join().unwrap();
+}

@@ -302,6 +302,41 @@ impl Encrypted {
         }
     }
 
+    /// walissh patch: spends the window `data` took, without giving it
+    /// back (a channel whose window is given back on consumption).
+    pub fn spend_window(&mut self, channel: ChannelId, data: &[u8]) {
+        if let Some(channel) = self.channels.get_mut(&channel)
+            && data.len() as u32 <= channel.sender_window_size
+        {
+            channel.sender_window_size -= data.len() as u32;
+        }
+    }
+
+    /// walissh patch: gives back the window of data the channel's owner
+    /// took (`unreturned`), once the peer's window is below half of
+    /// `target`: one adjustment per half window, as on arrival, but never
+    /// for data still waiting to be read.
+    pub fn give_back_window(
+        &mut self,
+        channel: ChannelId,
+        unreturned: &mut u32,
+        target: u32,
+    ) -> Result<(), crate::Error> {
+        if let Some(channel) = self.channels.get_mut(&channel)
+            && *unreturned > 0
+            && channel.sender_window_size < target / 2
+        {
+            push_packet!(self.write, {
+                self.write.push(msg::CHANNEL_WINDOW_ADJUST);
+                channel.recipient_channel.encode(&mut self.write)?;
+                (*unreturned).encode(&mut self.write)?;
+            });
+            channel.sender_window_size = channel.sender_window_size.saturating_add(*unreturned);
+            *unreturned = 0;
+        }
+        Ok(())
+    }
+
     pub fn adjust_window_size(
         &mut self,
         channel: ChannelId,

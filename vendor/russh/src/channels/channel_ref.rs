@@ -9,6 +9,12 @@ use crate::ChannelMsg;
 pub struct ChannelRef {
     pub(super) sender: Sender<ChannelMsg>,
     pub(super) window_size: WindowSizeRef,
+    /// walissh patch: bytes the owner took and the peer has not been given
+    /// back yet, for a channel whose window is given back on consumption.
+    pub(crate) unreturned: u32,
+    /// walissh patch: this channel's window is given back when its owner
+    /// takes the data, not when it arrives.
+    pub(crate) on_consumption: bool,
 }
 
 impl ChannelRef {
@@ -16,6 +22,8 @@ impl ChannelRef {
         Self {
             sender,
             window_size: WindowSizeRef::new(0),
+            unreturned: 0,
+            on_consumption: false,
         }
     }
 

@@ -150,6 +150,27 @@ impl WindowSizeRef {
 /// Allows you to read from a channel without borrowing the session
 pub struct ChannelReadHalf {
     pub(crate) receiver: Receiver<ChannelMsg>,
+    /// walissh patch: told how many bytes of data the owner took, for
+    /// channels whose window is given back on consumption (see
+    /// `server::Msg::WindowConsumed`). `None`: given back on arrival.
+    pub(crate) consumed: Option<Consumed>,
+}
+
+/// What a channel's read half calls with the bytes of data its owner took.
+pub(crate) type Consumed = std::sync::Arc<dyn Fn(u32) + Send + Sync>;
+
+impl ChannelReadHalf {
+    /// Reports data the owner took, for its window to be given back.
+    pub(crate) fn took(&self, msg: &ChannelMsg) {
+        if let Some(consumed) = &self.consumed {
+            match msg {
+                ChannelMsg::Data { data } | ChannelMsg::ExtendedData { data, .. } => {
+                    consumed(data.len() as u32)
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for ChannelReadHalf {
@@ -161,7 +182,11 @@ impl std::fmt::Debug for ChannelReadHalf {
 impl ChannelReadHalf {
     /// Awaits an incoming [`ChannelMsg`], this method returns [`None`] if the channel has been closed.
     pub async fn wait(&mut self) -> Option<ChannelMsg> {
-        self.receiver.recv().await
+        let msg = self.receiver.recv().await;
+        if let Some(msg) = &msg {
+            self.took(msg);
+        }
+        msg
     }
 
     /// Make a reader for the [`Channel`] to receive [`ChannelMsg::Data`]
@@ -482,7 +507,10 @@ impl<S: From<(ChannelId, ChannelMsg)> + Send + Sync + 'static> Channel<S> {
     ) -> (Self, ChannelRef) {
         let (tx, rx) = tokio::sync::mpsc::channel(channel_buffer_size);
         let window_size = WindowSizeRef::new(window_size);
-        let read_half = ChannelReadHalf { receiver: rx };
+        let read_half = ChannelReadHalf {
+            receiver: rx,
+            consumed: None,
+        };
         let write_half = ChannelWriteHalf {
             id,
             sender,
@@ -498,6 +526,8 @@ impl<S: From<(ChannelId, ChannelMsg)> + Send + Sync + 'static> Channel<S> {
             ChannelRef {
                 sender: tx,
                 window_size,
+                unreturned: 0,
+                on_consumption: false,
             },
         )
     }

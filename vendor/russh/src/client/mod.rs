@@ -759,7 +759,10 @@ impl<H: Handler> Handle<H> {
                             max_packet_size,
                             window_size: window_size_ref,
                         },
-                        read_half: ChannelReadHalf { receiver },
+                        read_half: ChannelReadHalf {
+                            receiver,
+                            consumed: None,
+                        },
                     });
                 }
                 Some(ChannelMsg::OpenFailure(reason)) => {

@@ -1488,9 +1488,19 @@ impl Session {
                 let data = map_err!(Bytes::decode(r))?;
                 map_err!(ensure_end(r))?;
                 let target = self.target_window_size;
+                // walissh patch: a channel whose window is given back on
+                // consumption only spends it here (see `give_back_window`).
+                let on_consumption = self
+                    .channels
+                    .get(&channel_num)
+                    .is_some_and(|c| c.on_consumption);
 
                 #[allow(clippy::collapsible_if)]
-                if let Some(ref mut enc) = self.common.encrypted {
+                if on_consumption {
+                    if let Some(ref mut enc) = self.common.encrypted {
+                        enc.spend_window(channel_num, &data);
+                    }
+                } else if let Some(ref mut enc) = self.common.encrypted {
                     if enc.adjust_window_size(channel_num, &data, target)? {
                         let window = handler.adjust_window(channel_num, self.target_window_size);
                         if window > 0 {
@@ -2062,13 +2072,24 @@ impl Session {
             pending_close: false,
         };
 
-        let (channel, channel_ref) = Channel::new(
+        let (mut channel, mut channel_ref) = Channel::new(
             sender_channel,
             self.sender.sender.clone(),
             channel_params.recipient_maximum_packet_size,
             channel_params.recipient_window_size,
             self.common.config.channel_buffer_size,
         );
+        // walissh patch: the window is given back as the channel's owner
+        // takes the data, so a channel whose owner stops reading cannot
+        // fill its queue and block this loop (and every other channel).
+        channel_ref.on_consumption = true;
+        let priority = self.sender.priority_sender.clone();
+        channel.read_half.consumed = Some(std::sync::Arc::new(move |n| {
+            let _ = priority.send(Msg::WindowConsumed {
+                id: sender_channel,
+                n,
+            });
+        }));
 
         let pending = PendingChannelOpen {
             recipient_channel: msg.recipient_channel,

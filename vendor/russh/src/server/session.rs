@@ -33,6 +33,12 @@ pub struct Session {
 
 #[derive(Debug)]
 pub enum Msg {
+    /// walissh patch: the owner of channel `id` took `n` bytes of its data;
+    /// their window may be given back.
+    WindowConsumed {
+        id: ChannelId,
+        n: u32,
+    },
     ChannelOpenAgent {
         channel_ref: ChannelRef,
     },
@@ -414,7 +420,10 @@ impl Handle {
                             max_packet_size,
                             window_size: window_size_ref,
                         },
-                        read_half: ChannelReadHalf { receiver },
+                        read_half: ChannelReadHalf {
+                            receiver,
+                            consumed: None,
+                        },
                     });
                 }
                 Some(ChannelMsg::OpenFailure(reason)) => {
@@ -497,6 +506,15 @@ impl Session {
     /// pre-`select!` backlog drain so the two can't drift apart.
     fn dispatch_msg(&mut self, msg: Msg) -> Result<(), Error> {
         match msg {
+            Msg::WindowConsumed { id, n } => {
+                let target = self.target_window_size;
+                if let (Some(chan), Some(enc)) =
+                    (self.channels.get_mut(&id), self.common.encrypted.as_mut())
+                {
+                    chan.unreturned = chan.unreturned.saturating_add(n);
+                    enc.give_back_window(id, &mut chan.unreturned, target)?;
+                }
+            }
             Msg::Channel(id, ChannelMsg::Data { data }) => {
                 self.data(id, data)?;
             }
