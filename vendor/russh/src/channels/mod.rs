@@ -154,21 +154,30 @@ pub struct ChannelReadHalf {
     /// channels whose window is given back on consumption (see
     /// `server::Msg::WindowConsumed`). `None`: given back on arrival.
     pub(crate) consumed: Option<Consumed>,
+    /// Bytes taken and not reported yet (see `took`).
+    pub(crate) untold: u32,
 }
 
 /// What a channel's read half calls with the bytes of data its owner took.
 pub(crate) type Consumed = std::sync::Arc<dyn Fn(u32) + Send + Sync>;
 
+/// Bytes taken that are reported at once, even with more queued.
+const REPORT_EVERY: u32 = 256 * 1024;
+
 impl ChannelReadHalf {
-    /// Reports data the owner took, for its window to be given back.
-    pub(crate) fn took(&self, msg: &ChannelMsg) {
-        if let Some(consumed) = &self.consumed {
-            match msg {
-                ChannelMsg::Data { data } | ChannelMsg::ExtendedData { data, .. } => {
-                    consumed(data.len() as u32)
-                }
-                _ => {}
-            }
+    /// Reports data the owner took, for its window to be given back: in
+    /// batches while more is queued (one message per [`REPORT_EVERY`]),
+    /// and at once when the owner has taken all there is.
+    pub(crate) fn took(&mut self, msg: &ChannelMsg) {
+        let Some(consumed) = &self.consumed else {
+            return;
+        };
+        if let ChannelMsg::Data { data } | ChannelMsg::ExtendedData { data, .. } = msg {
+            self.untold = self.untold.saturating_add(data.len() as u32);
+        }
+        if self.untold > 0 && (self.untold >= REPORT_EVERY || self.receiver.is_empty()) {
+            consumed(self.untold);
+            self.untold = 0;
         }
     }
 }
@@ -510,6 +519,7 @@ impl<S: From<(ChannelId, ChannelMsg)> + Send + Sync + 'static> Channel<S> {
         let read_half = ChannelReadHalf {
             receiver: rx,
             consumed: None,
+            untold: 0,
         };
         let write_half = ChannelWriteHalf {
             id,

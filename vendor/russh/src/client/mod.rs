@@ -762,6 +762,7 @@ impl<H: Handler> Handle<H> {
                         read_half: ChannelReadHalf {
                             receiver,
                             consumed: None,
+                            untold: 0,
                         },
                     });
                 }

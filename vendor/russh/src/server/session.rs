@@ -423,6 +423,7 @@ impl Handle {
                         read_half: ChannelReadHalf {
                             receiver,
                             consumed: None,
+                            untold: 0,
                         },
                     });
                 }

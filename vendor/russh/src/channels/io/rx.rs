@@ -38,7 +38,7 @@ where
             Some(msg) => msg,
             None => match ready!(self.channel.borrow_mut().receiver.poll_recv(cx)) {
                 Some(msg) => {
-                    self.channel.borrow().took(&msg);
+                    self.channel.borrow_mut().took(&msg);
                     (msg, 0)
                 }
                 None => return Poll::Ready(Ok(())),
