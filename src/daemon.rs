@@ -54,7 +54,12 @@ pub(crate) async fn serve(
 
     let host_key = crate::keys::load_or_generate(&config.host_key_path())?;
     let identity = crate::keys::load_or_generate(&config.identity_path())?;
-    let (audit, audit_thread) = Audit::start(&config.audit_db_path(), config.audit.on_failure)?;
+    // Opening the database and repairing what a crash left (`audit::recover`)
+    // is file I/O: off the runtime, as all of it is.
+    let (db, policy) = (config.audit_db_path(), config.audit.on_failure);
+    let (audit, audit_thread) = tokio::task::spawn_blocking(move || Audit::start(&db, policy))
+        .await
+        .map_err(|e| format!("cannot open the audit: {e}"))??;
     let (recorder, recorder_thread) =
         Recorder::start(config.recordings_dir(), config.audit.record_input)?;
     let russh_config = Arc::new(crate::server::russh_config(host_key));

@@ -136,38 +136,18 @@ fn next_batch(rx: &mut mpsc::Receiver<Record>, waiting: &Unwritten) -> Option<Ba
     let mut batch = Batch::default();
     let first = match waiting.records.is_empty() {
         true => Some(rx.blocking_recv()?),
-        false => {
-            let deadline = std::time::Instant::now() + RETRY;
-            loop {
-                match rx.try_recv() {
-                    Ok(r) => break Some(r),
-                    Err(mpsc::error::TryRecvError::Disconnected) => return None,
-                    Err(mpsc::error::TryRecvError::Empty)
-                        if std::time::Instant::now() >= deadline =>
-                    {
-                        break None;
-                    }
-                    // This thread only writes the audit: waiting here
-                    // holds up nothing else.
-                    Err(mpsc::error::TryRecvError::Empty) => {
-                        std::thread::sleep(std::time::Duration::from_millis(20))
-                    }
-                }
-            }
-        }
+        false => super::recv_within(rx, RETRY).ok()?,
     };
     let mut next = first;
     while let Some(record) = next {
         match record {
             Record::Flush(reply) => batch.flushes.push(reply),
-            Record::Committed { event, written } => {
-                batch.committed.push(written);
-                batch.records.push(Record::Committed {
-                    event,
-                    written: tokio::sync::oneshot::channel().0,
-                });
+            mut other => {
+                if let Record::Committed { written, .. } = &mut other {
+                    batch.committed.extend(written.take());
+                }
+                batch.records.push(other);
             }
-            other => batch.records.push(other),
         }
         next = match batch.records.len() < BATCH {
             true => rx.try_recv().ok(),

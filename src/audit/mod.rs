@@ -142,7 +142,8 @@ pub(crate) enum Record {
     /// happens: answered with whether its batch was written.
     Committed {
         event: Event,
-        written: tokio::sync::oneshot::Sender<bool>,
+        /// Taken by the writer when the record joins a batch.
+        written: Option<tokio::sync::oneshot::Sender<bool>>,
     },
     /// Answered once everything queued before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -226,6 +227,7 @@ impl Audit {
     pub(crate) async fn ahead(&self, event: Event) -> Result<(), &'static str> {
         let (written, answer) = tokio::sync::oneshot::channel();
         let event = event.bounded();
+        let written = Some(written);
         self.send(Record::Committed { event, written }).await;
         match answer.await {
             Ok(true) => Ok(()),
@@ -297,6 +299,27 @@ fn recover(conn: &mut rusqlite::Connection, path: &Path) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// For the writer threads while their storage fails: the next message
+/// within `wait` (they must wake to try the storage again even when nothing
+/// comes). Err once every sender is gone. A writer thread does nothing
+/// else, so waiting here holds up nothing; tokio's channel has no blocking
+/// receive with a timeout, hence the short naps.
+fn recv_within<T>(rx: &mut mpsc::Receiver<T>, wait: std::time::Duration) -> Result<Option<T>, ()> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match rx.try_recv() {
+            Ok(m) => return Ok(Some(m)),
+            Err(mpsc::error::TryRecvError::Disconnected) => return Err(()),
+            Err(mpsc::error::TryRecvError::Empty) if std::time::Instant::now() >= deadline => {
+                return Ok(None);
+            }
+            Err(mpsc::error::TryRecvError::Empty) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+        }
+    }
 }
 
 /// RFC 3339 with milliseconds, UTC.

@@ -318,17 +318,15 @@ struct Failing {
     last_try: Instant,
 }
 
+/// The buffer of a recording's writer.
+const BUFFER: usize = 64 * 1024;
+
 impl Cast {
     /// Seconds since the recording started.
     fn elapsed(&self) -> f64 {
         self.opened.elapsed().as_secs_f64()
     }
-}
 
-/// The buffer of a recording's writer.
-const BUFFER: usize = 64 * 1024;
-
-impl Cast {
     fn event(&mut self, id: &str, at: f64, code: &str, text: &str) {
         if self.failing.is_some() {
             self.retry(id, at);
@@ -447,7 +445,7 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
                 Some(m) => Some(m),
                 None => break,
             },
-            true => match recv_within(&mut rx, RETRY) {
+            true => match super::recv_within(&mut rx, RETRY) {
                 Err(()) => break,
                 Ok(m) => m,
             },
@@ -462,22 +460,6 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
         for (id, cast) in files.iter_mut() {
             cast.retry(id, cast.elapsed());
             cast.flush(id);
-        }
-    }
-}
-
-/// The next message within `wait`; Err once every sender is gone. This
-/// thread only writes recordings: waiting here holds up nothing else.
-fn recv_within(rx: &mut mpsc::Receiver<Msg>, wait: std::time::Duration) -> Result<Option<Msg>, ()> {
-    let deadline = Instant::now() + wait;
-    loop {
-        match rx.try_recv() {
-            Ok(m) => return Ok(Some(m)),
-            Err(mpsc::error::TryRecvError::Disconnected) => return Err(()),
-            Err(mpsc::error::TryRecvError::Empty) if Instant::now() >= deadline => return Ok(None),
-            Err(mpsc::error::TryRecvError::Empty) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
         }
     }
 }

@@ -279,15 +279,6 @@ fn a_target_that_stops_answering_ends_the_session_with_one_line() {
     b.wait_kind("session_end");
 }
 
-/// Whether a process whose command line contains `needle` runs.
-fn running(needle: &str) -> bool {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", needle])
-        .output()
-        .unwrap();
-    out.status.success()
-}
-
 /// A client killed while its agent runs a command: the question, the
 /// target's side (the command with it) and the session end, audited.
 #[test]
@@ -323,13 +314,8 @@ fn a_client_killed_while_its_agent_runs_a_command_ends_everything() {
 fn a_target_reset_mid_transfer_ends_it_with_a_nonzero_exit() {
     let b = Bastion::start();
     let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("head -c 1000000000 /dev/zero");
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    c.stderr(std::process::Stdio::piped());
+    let (mut child, mut out) = transfer_under_way(c);
     b.sshd.signal_all(libc::SIGKILL);
     // Drain what is still on its way, until the end.
     std::io::copy(&mut out, &mut std::io::sink()).unwrap();
@@ -454,6 +440,62 @@ fn a_pre_auth_flood_of_garbage_and_half_open_connections() {
     );
 }
 
+/// Waits for `child` at most `limit`; `None` (and the child killed) if it
+/// has not ended by then.
+fn wait_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Feeds `input` 64 KiB at a time, `limit` bytes at most, on a thread;
+/// returns the count so far and the thread. `input` is closed at the end.
+fn feed(
+    mut input: std::process::ChildStdin,
+    limit: u64,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    let fed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = fed.clone();
+    let thread = std::thread::spawn(move || {
+        let chunk = vec![b'y'; 64 << 10];
+        while counter.load(Ordering::Relaxed) < limit && input.write_all(&chunk).is_ok() {
+            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+    });
+    (fed, thread)
+}
+
+/// Set-up, not an assertion: waits until a feed stops moving (every buffer
+/// on its way is full); returns how much went in.
+fn until_still(fed: &std::sync::atomic::AtomicU64) -> u64 {
+    use std::sync::atomic::Ordering;
+    let start = Instant::now();
+    let mut last = u64::MAX;
+    while fed.load(Ordering::Relaxed) != last {
+        assert!(start.elapsed() < DEADLINE, "the feed never stopped");
+        last = fed.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    last
+}
+
 /// Runs `yes` through `c`, reads one line, closes the pipe (as `| head -1`
 /// does) and waits for ssh to end; returns its exit code.
 fn head_one(mut c: std::process::Command) -> Option<i32> {
@@ -468,17 +510,8 @@ fn head_one(mut c: std::process::Command) -> Option<i32> {
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "y\n");
     drop(out);
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            panic!("ssh ran on after its reader was gone");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = wait_within(&mut child, DEADLINE);
+    status.expect("ssh ran on after its reader was gone").code()
 }
 
 /// `ssh bastion yes | head -1` ends as it does direct to sshd: OpenSSH's
@@ -499,9 +532,6 @@ fn a_reader_that_goes_away_ends_the_command_as_direct() {
 /// a second session on the same connection still runs.
 #[test]
 fn a_stalled_channel_does_not_stall_its_connection() {
-    use std::io::Write;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
     let b = Bastion::start();
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("master");
@@ -527,23 +557,8 @@ fn a_stalled_channel_does_not_stall_its_connection() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut a = a.spawn().unwrap();
-    let mut input = a.stdin.take().unwrap();
-    let fed = Arc::new(AtomicU64::new(0));
-    let counter = fed.clone();
-    std::thread::spawn(move || {
-        let chunk = vec![b'x'; 64 << 10];
-        while input.write_all(&chunk).is_ok() {
-            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        }
-    });
-    // Set-up, not an assertion: wait until A's input stops moving (every
-    // buffer between the feeder and `sleep` is full).
-    let mut last = u64::MAX;
-    while fed.load(Ordering::Relaxed) != last {
-        assert!(start.elapsed() < DEADLINE, "the feed never stopped");
-        last = fed.load(Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(1000));
-    }
+    let (fed, _feeder) = feed(a.stdin.take().unwrap(), u64::MAX);
+    let last = until_still(&fed);
     // Session B on the same connection.
     let mut c = b.ssh_bob("bob:web1");
     shared(&mut c);
@@ -551,17 +566,7 @@ fn a_stalled_channel_does_not_stall_its_connection() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
-    let begun = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if begun.elapsed() > DEADLINE {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, DEADLINE);
     let _ = a.kill();
     let _ = a.wait();
     let _ = master.kill();
@@ -580,9 +585,7 @@ fn a_stalled_channel_does_not_stall_its_connection() {
 /// adjustment: the session wedged for good.
 #[test]
 fn bulk_both_ways_with_a_paused_reader_does_not_wedge() {
-    use std::io::{Read, Write};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::io::Read;
     const TOTAL: u64 = 48 << 20;
     let b = Bastion::start();
     let mut c = b.ssh_bob("bob:web1");
@@ -591,27 +594,11 @@ fn bulk_both_ways_with_a_paused_reader_does_not_wedge() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
     let mut output = child.stdout.take().unwrap();
-    let fed = Arc::new(AtomicU64::new(0));
-    let counter = fed.clone();
-    let feeder = std::thread::spawn(move || {
-        let chunk = vec![b'y'; 64 << 10];
-        while counter.load(Ordering::Relaxed) < TOTAL {
-            input.write_all(&chunk).unwrap();
-            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        }
-        // `input` is dropped: cat sees EOF once it has read it all.
-    });
-    // Set-up: nothing reads until the feed has stopped moving (every
-    // buffer both ways is full).
-    let start = Instant::now();
-    let mut last = u64::MAX;
-    while fed.load(Ordering::Relaxed) != last {
-        assert!(start.elapsed() < DEADLINE, "the feed never stopped");
-        last = fed.load(Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(1000));
-    }
+    // Once all is fed, the feeder closes cat's input: cat ends after it.
+    let (fed, feeder) = feed(child.stdin.take().unwrap(), TOTAL);
+    // Nothing reads until the feed has stopped moving.
+    let last = until_still(&fed);
     assert!(
         last < TOTAL,
         "everything fit in the buffers; the test proves nothing"

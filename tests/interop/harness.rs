@@ -1002,6 +1002,23 @@ fn ssh_to(port: u16) -> Command {
     c
 }
 
+/// Runs a 1 GB download (`head -c`) through `c` and returns once its first
+/// MiB has arrived: a transfer under way. `c`'s stderr is left as set.
+pub fn transfer_under_way(mut c: Command) -> (Child, std::process::ChildStdout) {
+    c.arg("head -c 1000000000 /dev/zero").stdout(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    out.read_exact(&mut buf).unwrap();
+    (child, out)
+}
+
+/// Whether a process whose command line contains `needle` is running.
+pub fn running(needle: &str) -> bool {
+    let out = Command::new("pgrep").args(["-f", needle]).output().unwrap();
+    out.status.success()
+}
+
 pub fn json_lines(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
         .lines()

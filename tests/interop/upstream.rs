@@ -1,7 +1,5 @@
 //! Targets: host key policy, unreachable and failing targets, local shells.
 
-use std::io::Write;
-
 use crate::harness::*;
 
 #[test]
@@ -54,14 +52,8 @@ fn strict_policy_refuses_an_unknown_host() {
 
 #[test]
 fn strict_policy_accepts_a_listed_host() {
-    let b = Bastion::start_with(Opts {
-        host_key_policy: "strict",
-        prepare: Some(Box::new(|state, sshd| {
-            std::fs::create_dir_all(state).unwrap();
-            let mut f = std::fs::File::create(state.join("known_hosts")).unwrap();
-            writeln!(f, "[127.0.0.1]:{} {}", sshd.port, sshd.host_pub).unwrap();
-        })),
-        ..Opts::default()
+    let b = with_known_hosts("strict", false, |sshd| {
+        format!("[127.0.0.1]:{} {}\n", sshd.port, sshd.host_pub)
     });
     assert_eq!(
         stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo strict-ok")),
@@ -121,13 +113,8 @@ fn target_closing_mid_session_reaches_the_user() {
 fn client_vanishing_mid_transfer_does_not_hurt_others() {
     let b = Bastion::start();
     let mut c = b.ssh_pw("alice:web1", ALICE_PW);
-    c.arg("head -c 1000000000 /dev/zero");
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    c.stderr(std::process::Stdio::null());
+    let (mut child, _out) = transfer_under_way(c);
     child.kill().unwrap();
     child.wait().unwrap();
     let end = b.wait_kind("session_end");
@@ -176,18 +163,42 @@ fn run_as_keeps_the_local_shell_away_from_walissh_state() {
     assert!(stderr(&out).contains("Permission denied"));
 }
 
-#[test]
-fn a_revoked_host_key_is_refused_whatever_else_lists_it() {
-    let b = Bastion::start_with(Opts {
-        prepare: Some(Box::new(|state, sshd| {
+/// walissh under `policy` whose `known_hosts` holds what `lines` makes of
+/// the target sshd, hashed by `ssh-keygen -H` when `hashed`.
+fn with_known_hosts(
+    policy: &'static str,
+    hashed: bool,
+    lines: impl Fn(&Sshd) -> String + 'static,
+) -> Bastion {
+    Bastion::start_with(Opts {
+        host_key_policy: policy,
+        prepare: Some(Box::new(move |state, sshd| {
             std::fs::create_dir_all(state).unwrap();
-            let lines = format!(
-                "[127.0.0.1]:{} {}\n@revoked * {}\n",
-                sshd.port, sshd.host_pub, sshd.host_pub
-            );
-            std::fs::write(state.join("known_hosts"), lines).unwrap();
+            let path = state.join("known_hosts");
+            std::fs::write(&path, lines(sshd)).unwrap();
+            if hashed {
+                let out = std::process::Command::new("ssh-keygen")
+                    .arg("-H")
+                    .arg("-f")
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(text.starts_with("|1|"), "{text}");
+            }
         })),
         ..Opts::default()
+    })
+}
+
+#[test]
+fn a_revoked_host_key_is_refused_whatever_else_lists_it() {
+    let b = with_known_hosts("accept-new", false, |sshd| {
+        format!(
+            "[127.0.0.1]:{} {}\n@revoked * {}\n",
+            sshd.port, sshd.host_pub, sshd.host_pub
+        )
     });
     refused(
         with(b.ssh_pw("alice:web1", ALICE_PW), "true"),
@@ -198,14 +209,8 @@ fn a_revoked_host_key_is_refused_whatever_else_lists_it() {
 
 #[test]
 fn strict_policy_reads_host_patterns_as_openssh_does() {
-    let b = Bastion::start_with(Opts {
-        host_key_policy: "strict",
-        prepare: Some(Box::new(|state, sshd| {
-            std::fs::create_dir_all(state).unwrap();
-            let line = format!("[127.0.0.?]:{},!nothere {}\n", sshd.port, sshd.host_pub);
-            std::fs::write(state.join("known_hosts"), line).unwrap();
-        })),
-        ..Opts::default()
+    let b = with_known_hosts("strict", false, |sshd| {
+        format!("[127.0.0.?]:{},!nothere {}\n", sshd.port, sshd.host_pub)
     });
     assert_eq!(
         stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo $((40+2))")),
@@ -215,24 +220,8 @@ fn strict_policy_reads_host_patterns_as_openssh_does() {
 
 #[test]
 fn strict_policy_reads_names_hashed_by_ssh_keygen() {
-    let b = Bastion::start_with(Opts {
-        host_key_policy: "strict",
-        prepare: Some(Box::new(|state, sshd| {
-            std::fs::create_dir_all(state).unwrap();
-            let path = state.join("known_hosts");
-            let line = format!("[127.0.0.1]:{} {}\n", sshd.port, sshd.host_pub);
-            std::fs::write(&path, line).unwrap();
-            let hashed = std::process::Command::new("ssh-keygen")
-                .arg("-H")
-                .arg("-f")
-                .arg(&path)
-                .output()
-                .unwrap();
-            assert!(hashed.status.success(), "{hashed:?}");
-            let text = std::fs::read_to_string(&path).unwrap();
-            assert!(text.starts_with("|1|"), "{text}");
-        })),
-        ..Opts::default()
+    let b = with_known_hosts("strict", true, |sshd| {
+        format!("[127.0.0.1]:{} {}\n", sshd.port, sshd.host_pub)
     });
     assert_eq!(
         stdout(&exec(b.ssh_pw("alice:web1", ALICE_PW), "echo $((40+3))")),
@@ -242,13 +231,8 @@ fn strict_policy_reads_names_hashed_by_ssh_keygen() {
 
 #[test]
 fn a_known_hosts_line_walissh_cannot_read_blocks_learning() {
-    let b = Bastion::start_with(Opts {
-        prepare: Some(Box::new(|state, _| {
-            std::fs::create_dir_all(state).unwrap();
-            let broken = "web9 ssh-ed25519 not-a-key\n";
-            std::fs::write(state.join("known_hosts"), broken).unwrap();
-        })),
-        ..Opts::default()
+    let b = with_known_hosts("accept-new", false, |_| {
+        "web9 ssh-ed25519 not-a-key\n".into()
     });
     let out = refused(
         with(b.ssh_pw("alice:web1", ALICE_PW), "true"),
@@ -260,15 +244,6 @@ fn a_known_hosts_line_walissh_cannot_read_blocks_learning() {
         "{}",
         stderr(&out)
     );
-}
-
-/// Whether a process whose command line contains `needle` is running.
-fn running(needle: &str) -> bool {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", needle])
-        .output()
-        .unwrap();
-    out.status.success()
 }
 
 #[test]
