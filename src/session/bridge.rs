@@ -475,10 +475,28 @@ impl Pumps<'_> {
     /// no directory: the screen does not say). A heuristic, documented as
     /// such: it reads what the screen shows, so input typed with echo off
     /// is never seen, and it can mistake a program's prompt for the shell's.
-    async fn read_command_off_screen(&self, typed: &[u8], depth: usize) {
-        let (Some(cr), Some(screen)) = (memchr::memchr(b'\r', typed), self.screen) else {
+    ///
+    /// `line` holds the keys typed on the line so far, over all chunks: the
+    /// client may send a line in several pieces, and the shell's echo of
+    /// the first ones may or may not be on the screen yet when Enter comes.
+    async fn read_command_off_screen(&self, typed: &[u8], line: &mut Vec<u8>, depth: usize) {
+        /// Keys kept for one line, at most: past this the line is not read.
+        const LINE_MAX: usize = 4096;
+        let Some(screen) = self.screen else {
             return;
         };
+        let Some(cr) = memchr::memchr(b'\r', typed) else {
+            line.extend_from_slice(typed);
+            if line.len() > LINE_MAX {
+                // Not printable: the line is given up (see below).
+                line.clear();
+                line.push(0);
+            }
+            return;
+        };
+        line.extend_from_slice(&typed[..cr]);
+        let keys = std::mem::take(line);
+        line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r'));
         let Some(snap) = screen.view().await else {
             return;
         };
@@ -487,12 +505,13 @@ impl Pumps<'_> {
             screen.prompt();
             return;
         }
-        let before = &typed[..cr];
-        if snap.alternate || !before.iter().all(|b| (0x20..0x7f).contains(b)) {
+        if snap.alternate || !keys.iter().all(|b| (0x20..0x7f).contains(b)) {
             return;
         }
-        let line = format!("{}{}", snap.cursor_line, String::from_utf8_lossy(before));
-        if let Some(command) = crate::terminal::screen::prompt_command(&line) {
+        let keys = String::from_utf8_lossy(&keys);
+        if let Some(command) =
+            crate::terminal::screen::prompt_command(&on_screen(&snap.cursor_line, &keys))
+        {
             rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
         }
     }
@@ -533,6 +552,8 @@ impl Pumps<'_> {
         saw(&early_input);
         let mut target_reads =
             early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
+        // Keys typed on the current line, for the screen heuristic.
+        let mut line = Vec::new();
         loop {
             let msg = tokio::select! {
                 // What the agent types goes before keys typed after it.
@@ -582,7 +603,7 @@ impl Pumps<'_> {
                     let nested =
                         unfollowed.map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
                     if self.heuristic || nested > 0 {
-                        self.read_command_off_screen(&data, nested).await;
+                        self.read_command_off_screen(&data, &mut line, nested).await;
                     }
                     saw(&data);
                     forward(up_tx, data, &mut target_reads).await;
@@ -731,5 +752,31 @@ impl Spinner {
         let mut out = SPINNER_CLEAR.to_vec();
         out.extend(next);
         Bytes::from(out)
+    }
+}
+
+/// The line a shell shows once `keys` (printable ASCII) are typed at the
+/// cursor's line `shown`, whose end may already echo the first of them:
+/// the longest end of `shown` that begins `keys` is taken as that echo.
+fn on_screen(shown: &str, keys: &str) -> String {
+    let echoed = (0..=keys.len().min(shown.len()))
+        .rev()
+        .find(|&k| shown.ends_with(&keys[..k]))
+        .unwrap_or(0);
+    format!("{}{keys}", &shown[..shown.len() - echoed])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_screen;
+
+    #[test]
+    fn keys_echoed_already_are_not_counted_twice() {
+        let keys = "echo DASH-$((2+2))";
+        assert_eq!(on_screen("# ", keys), format!("# {keys}"));
+        assert_eq!(on_screen("# echo DA", keys), format!("# {keys}"));
+        assert_eq!(on_screen(&format!("# {keys}"), keys), format!("# {keys}"));
+        assert_eq!(on_screen("", "ls"), "ls");
+        assert_eq!(on_screen("é$ ", "ls"), "é$ ls");
     }
 }
