@@ -295,6 +295,39 @@ pub fn tool_calls(data: &[u8]) {
     );
 }
 
+/// What an MCP server says (`agent::mcp`): any line the SDK takes as a
+/// tool becomes a declaration under a name the model accepts (at most 64
+/// of `[A-Za-z0-9_-]`, never a built-in's), with a bounded, printable
+/// description; any it takes as a call's result becomes bounded text.
+pub fn mcp_reply(data: &[u8]) {
+    use crate::agent::mcp;
+    let text = String::from_utf8_lossy(data);
+    let mut taken = Vec::new();
+    for line in text.lines() {
+        if let Ok(tool) = serde_json::from_str::<rmcp::model::Tool>(line)
+            && let Ok(o) = mcp::declare("srv", &tool, &taken)
+        {
+            let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            assert!(o.name.len() <= 64 && o.name.chars().all(ok), "{:?}", o.name);
+            assert!(!crate::config::TOOLS.contains(&o.name.as_str()));
+            assert!(
+                !taken.iter().any(|t: &mcp::Offered| t.name == o.name),
+                "{:?} twice",
+                o.name
+            );
+            let d = o.declaration["function"]["description"]
+                .as_str()
+                .unwrap_or("");
+            assert!(d.len() < 2 * 1024 && !d.contains('\x1b'), "{d:?}");
+            taken.push(o);
+        }
+        if let Ok(result) = serde_json::from_str::<rmcp::model::CallToolResult>(line) {
+            let r = mcp::returned(&result);
+            assert!(r.text.len() <= 4 << 20);
+        }
+    }
+}
+
 /// Whether `out` holds only what may reach a terminal.
 fn terminal_safe(out: &[u8]) -> Result<(), String> {
     for (i, &b) in out.iter().enumerate() {
@@ -333,7 +366,7 @@ mod tests {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect();
         assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
-        let edges: [&[u8]; 13] = [
+        let edges: [&[u8]; 14] = [
             b"",
             b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
             b"sudo -i\nroot@db1:~# ",
@@ -347,6 +380,7 @@ mod tests {
             b"---\nname: a\ndescription: &d x\nb: *d\n---\n",
             b"alice:web1#x",
             b"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":18446744073709551615,\"id\":\"c\",\"function\":{\"name\":\"run_command\",\"arguments\":\"{\\\"com\"}}]}}]}\n{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{\"a\":1}}}]}}]}\n",
+            b"{\"name\":\"read_file\",\"description\":\"\\u001b[31mx\",\"inputSchema\":{\"type\":\"object\"}}\n{\"name\":\"read.file\",\"inputSchema\":{}}\n{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"image\",\"data\":\"AA\",\"mimeType\":\"x\"}],\"isError\":true}\n",
         ];
         all.extend(edges.iter().map(|e| e.to_vec()));
         all
@@ -366,6 +400,7 @@ mod tests {
             authorized_keys(&input);
             login(&input);
             tool_calls(&input);
+            mcp_reply(&input);
         }
     }
 }

@@ -14,6 +14,7 @@
 //! is what its host and its callers hand it.
 
 pub(crate) mod exec;
+pub(crate) mod mcp;
 pub(crate) mod model;
 #[cfg(test)]
 pub(crate) mod oracle;
@@ -56,6 +57,8 @@ pub(crate) struct Agent {
     /// The agents and workflows, and the skills they may load.
     pub(crate) team: team::Team,
     pub(crate) skills: skills::Skills,
+    /// The `[[mcp]]` servers, and the connections the bastion shares.
+    pub(crate) mcp: std::sync::Arc<mcp::Registry>,
 }
 
 impl Agent {
@@ -117,6 +120,7 @@ impl Agent {
             answer_tokens: config.llm.max_tokens.map_or(1024, |n| n as usize),
             team,
             skills,
+            mcp: std::sync::Arc::new(mcp::Registry::new(config)),
         }
     }
 

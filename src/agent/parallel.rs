@@ -205,6 +205,13 @@ impl Host for Member<'_> {
         self.say(&format!("refused {command}: {why}"));
     }
 
+    fn called(&mut self, _call: &str, error: Option<&str>) {
+        if let Some(e) = error {
+            self.flush();
+            self.say(e);
+        }
+    }
+
     async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {
         self.flush();
         // One question at a time on the one keyboard; keys typed before it

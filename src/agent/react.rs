@@ -17,10 +17,11 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 use super::Agent;
+use super::mcp::{Offered, Toolbox};
 use super::model::{Model, ToolCall};
 use super::policy::{Prompt, Verdict};
 use super::team::{AgentSpec, fill};
-use crate::config::AiMode;
+use crate::config::{AiMode, Approve};
 use crate::context::Message;
 use crate::context::providers::{self, Brief, View, quote_output};
 use crate::context::store::Memory;
@@ -93,6 +94,8 @@ pub(crate) trait Host {
     /// runs as the user would run it (typed into their shell): what the
     /// user saw and approved.
     async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
+    /// An MCP call (as `call` shows it) ended; `error` is why it failed.
+    fn called(&mut self, call: &str, error: Option<&str>);
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
     /// An audit event that must be in the database before what it records
@@ -172,6 +175,17 @@ pub(crate) fn tools(allowed: &[&str], in_loop: bool) -> Vec<Value> {
 /// Most lines `read_file` reads at once.
 const READ_MAX_LINES: u64 = 400;
 
+/// The command `read_file` of `path` becomes, from its `from_line` and
+/// `lines` arguments: a read-only command like any other, so the policy,
+/// the approval and the audit see what runs.
+pub(crate) fn read_command(path: &str, args: &Value) -> String {
+    let number = |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
+    let from = number("from_line", 1).max(1);
+    let lines = number("lines", 100).clamp(1, READ_MAX_LINES);
+    let quoted = crate::terminal::bootstrap::quote(path);
+    format!("tail -n +{from} -- {quoted} | head -n {lines}")
+}
+
 /// The command line a tool call stands for, or what to tell the model
 /// about a call that cannot be run.
 fn command_of(call: &ToolCall) -> Result<(String, String), String> {
@@ -197,13 +211,7 @@ fn command_of(call: &ToolCall) -> Result<(String, String), String> {
         // the approval and the audit see the command it becomes.
         "read_file" => {
             let path = text("path").ok_or("error: missing \"path\"")?;
-            let number =
-                |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
-            let from = number("from_line", 1).max(1);
-            let lines = number("lines", 100).clamp(1, READ_MAX_LINES);
-            let quoted = crate::terminal::bootstrap::quote(path);
-            let command = format!("tail -n +{from} -- {quoted} | head -n {lines}");
-            Ok((command, format!("read {path}")))
+            Ok((read_command(path, &args), format!("read {path}")))
         }
         other => Err(format!(
             "error: there is no tool named {other:?}; use run_command or read_file"
@@ -221,6 +229,8 @@ pub(crate) struct Ask<'a> {
     /// The agent answering, and whether it runs in a loop (it may end it).
     pub(crate) spec: &'a AgentSpec,
     pub(crate) in_loop: bool,
+    /// The session's MCP servers, for an agent given MCP tools.
+    pub(crate) mcp: Option<&'a Toolbox>,
 }
 
 impl Ask<'_> {
@@ -257,16 +267,34 @@ pub(crate) async fn answer(
         brief,
         spec,
         in_loop,
+        mcp,
     } = ask;
     let model = spec.model.as_ref().unwrap_or(model);
     let limits = agent.limits;
     let question = scrub(agent, memory, question).await;
     memory.question(&question);
-    let tools = tools(&spec.tools, in_loop);
-    let budget = agent.request_budget(&tools);
+    let mut offered = Vec::new();
+    let mut tools = tools(&spec.tools, in_loop);
+    let mut budget = agent.request_budget(&tools);
     let providers = providers::all();
     let mut asked: Vec<String> = Vec::new();
+    let mut first = true;
     for _ in 0..limits.max_steps {
+        // MCP tools: listed at the first turn, and again when a server
+        // says its list changed.
+        if let Some(toolbox) = mcp.filter(|_| !spec.mcp.is_empty())
+            && (first || toolbox.changed().await)
+        {
+            let (now, problems) = toolbox.offer(&spec.mcp).await;
+            for p in problems.iter().filter(|_| first) {
+                host.called("", Some(p));
+            }
+            tools.retain(|t| !offered.iter().any(|o: &Offered| o.declaration == *t));
+            tools.extend(now.iter().map(|o| o.declaration.clone()));
+            offered = now;
+            budget = agent.request_budget(&tools);
+        }
+        first = false;
         // Built from what was scrubbed as it came in; a third of the
         // budget at most, the rest for the conversation.
         let view = View::new(brief, &question, &memory.tools);
@@ -296,17 +324,18 @@ pub(crate) async fn answer(
             return Ok(turn.text);
         }
         for (n, call) in calls.iter().enumerate() {
-            let mut result = match run_tool(
-                call,
-                agent,
-                (spec, in_loop),
-                mode,
-                &mut asked,
-                memory,
-                host,
-            )
-            .await
-            {
+            let mcp_call = mcp.zip(offered.iter().find(|o| o.name == call.name));
+            let ran = match mcp_call {
+                Some((toolbox, o)) => {
+                    let a = (agent, mode);
+                    run_mcp(call, (toolbox, o), a, &mut asked, memory, host).await
+                }
+                None => {
+                    let a = (spec, in_loop);
+                    run_tool(call, agent, a, mode, &mut asked, memory, host).await
+                }
+            };
+            let mut result = match ran {
                 Ok(result) => result,
                 Err(why) => return fail(host, &why).await,
             };
@@ -473,6 +502,139 @@ async fn run_tool(
     Ok(describe(&shown, &outcome))
 }
 
+/// Runs one MCP call under the server's approval rule: asked about in
+/// `confirm`, and in `auto` unless the rule lets it run (`never`, or
+/// `read_only` and the tool declares itself read-only). Audited like a
+/// command (`ai_tool_call` written ahead, then `ai_tool_result`), with
+/// the arguments scrubbed; the result is scrubbed and cut like output.
+async fn run_mcp(
+    call: &ToolCall,
+    (toolbox, offered): (&Toolbox, &Offered),
+    (agent, mode): (&Agent, AiMode),
+    asked: &mut Vec<String>,
+    memory: &mut Memory,
+    host: &mut impl Host,
+) -> Result<String, String> {
+    if call.arguments.len() > MAX_ARGUMENTS {
+        return Ok(format!(
+            "error: the arguments are {} bytes; at most {MAX_ARGUMENTS}",
+            call.arguments.len()
+        ));
+    }
+    let text = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        &call.arguments
+    };
+    let Ok(Value::Object(mut arguments)) = serde_json::from_str::<Value>(text) else {
+        return Ok("error: the arguments are not a JSON object; send one".into());
+    };
+    let (server, tool) = (offered.server.as_str(), offered.tool.as_str());
+    let head = format!("mcp {server}/{tool} ");
+    // What the user is shown and the audit keeps: never a secret.
+    let mut shown = scrub(agent, memory, &Value::Object(arguments.clone()).to_string()).await;
+    let line = format!("{head}{shown}");
+    asked.push(line.clone());
+    if asked.iter().filter(|c| **c == line).count() > MAX_REPEATS {
+        return Err("the agent kept asking for the same call; stopped".into());
+    }
+    let rule = toolbox.registry().approve(server, tool);
+    let unasked = mode == AiMode::Auto
+        && match rule {
+            Approve::Never => true,
+            Approve::ReadOnly => offered.read_only,
+            Approve::Always => false,
+        };
+    let row = |shown: &str, decision: &str| {
+        vec![
+            ("tool", tool.into()),
+            ("server", server.into()),
+            ("arguments", shown.into()),
+            ("decision", decision.into()),
+        ]
+    };
+    let decision = match unasked {
+        true => "auto",
+        false => {
+            let prompt = Prompt {
+                commands: vec![
+                    format!("MCP server {server}, tool {tool}"),
+                    format!("arguments {shown}"),
+                ],
+                changes: None,
+            };
+            match host.approve(&line, "", &prompt).await {
+                Approval::Yes => "approved",
+                // An edit of the arguments, the call kept.
+                Approval::Edited(edit) => match edit
+                    .strip_prefix(&head)
+                    .and_then(|a| serde_json::from_str::<Value>(a).ok())
+                {
+                    Some(Value::Object(edited)) => {
+                        arguments = edited;
+                        shown = scrub(agent, memory, &Value::Object(arguments.clone()).to_string())
+                            .await;
+                        "edited"
+                    }
+                    _ => {
+                        host.audit("ai_tool_call", row(&shown, "denied_by_user"))
+                            .await;
+                        return Ok(
+                            "the user's edit was not this tool with a JSON object; not called"
+                                .into(),
+                        );
+                    }
+                },
+                Approval::No => {
+                    host.audit("ai_tool_call", row(&shown, "denied_by_user"))
+                        .await;
+                    return Ok("the user declined this call".into());
+                }
+            }
+        }
+    };
+    let line = format!("{head}{shown}");
+    if let Err(why) = host
+        .audit_ahead("ai_tool_call", row(&shown, decision))
+        .await
+    {
+        host.refused(&line, why);
+        return Ok(format!("not called: {why}"));
+    }
+    let done = toolbox.call(offered, arguments).await;
+    let (result, error) = match done {
+        Ok(r) => {
+            let text = scrub(agent, memory, &r.text).await;
+            let error = r.is_error.then_some("the tool reported an error");
+            ((text, r.bytes), error.map(str::to_string))
+        }
+        Err(e) => ((String::new(), 0), Some(e)),
+    };
+    let fields = vec![
+        ("tool", tool.into()),
+        ("server", server.into()),
+        ("size", result.1.into()),
+        ("error", error.clone().into()),
+    ];
+    host.audit("ai_tool_result", fields).await;
+    match (&error, result.1) {
+        (Some(e), 0) => {
+            host.called(&line, Some(&format!("MCP server {server}: {e}")));
+            Ok(format!("error: the call of {server}/{tool} failed: {e}"))
+        }
+        _ => {
+            host.called(&line, None);
+            let status = match error {
+                Some(_) => "returned an error",
+                None => "returned",
+            };
+            memory.tools.add(&line, status, &result.0);
+            let body = crate::text::ends(&result.0, OUTPUT_HEAD, OUTPUT_TAIL);
+            Ok(format!("{line}\n{status}\n{}", quote_output(&body)))
+        }
+    }
+}
+
 async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
     host.refused(command, why);
     let ev = vec![
@@ -485,7 +647,7 @@ async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
 }
 
 /// The tool result for the model: how it ended and a bounded output.
-fn describe(command: &str, o: &Outcome) -> String {
+pub(crate) fn describe(command: &str, o: &Outcome) -> String {
     let status = status(o);
     let out = &o.output;
     let body = crate::text::ends(out, OUTPUT_HEAD, OUTPUT_TAIL);
@@ -524,6 +686,10 @@ mod tests {
         fn refused(&mut self, command: &str, why: &str) {
             self.streamed
                 .push_str(&format!("[refused {command}: {why}]"));
+        }
+        fn called(&mut self, call: &str, error: Option<&str>) {
+            self.streamed
+                .push_str(&format!("[called {call}: {error:?}]"));
         }
         async fn approve(&mut self, _command: &str, _reason: &str, _prompt: &Prompt) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
@@ -598,6 +764,7 @@ mod tests {
             brief: &brief,
             spec,
             in_loop: false,
+            mcp: None,
         };
         let mut memory = Memory::new(&agent.context);
         let a = answer(ask, "q", &mut memory, &mut host).await;

@@ -28,6 +28,9 @@ pub(crate) struct AgentSpec {
     pub(crate) instruction: String,
     pub(crate) output_key: Option<String>,
     pub(crate) tools: Vec<&'static str>,
+    /// The MCP tools it may use, as `SERVER/TOOL` globs (its `mcp:`
+    /// tools); none for the built-in agent.
+    pub(crate) mcp: Vec<String>,
     /// Its own model client, when it names another model.
     pub(crate) model: Option<Model>,
 }
@@ -87,6 +90,7 @@ impl Team {
                 instruction: BUILTIN_ROLE.into(),
                 output_key: None,
                 tools: TOOLS.to_vec(),
+                mcp: Vec::new(),
                 model: None,
             })),
         );
@@ -99,6 +103,13 @@ impl Team {
                     .collect(),
                 None => TOOLS.to_vec(),
             };
+            let listed: Vec<String> = a
+                .tools
+                .iter()
+                .flatten()
+                .map(|t| t.get_ref().clone())
+                .collect();
+            let mcp = super::mcp::patterns(&listed);
             // Without a base client (already warned of), the agent has none
             // either: it would be built from the same [llm] settings.
             let model = a.model.as_ref().zip(base).map(|(m, b)| b.with_model(m));
@@ -112,6 +123,7 @@ impl Team {
                     instruction: a.instruction.get_ref().clone(),
                     output_key: a.output_key.as_ref().map(|k| k.get_ref().clone()),
                     tools,
+                    mcp,
                     model,
                 })),
             );

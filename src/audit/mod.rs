@@ -97,6 +97,7 @@ fn cut(s: &mut String, max: usize) {
 }
 
 /// The identity of a running session, for its audit events.
+#[derive(Clone)]
 pub(crate) struct Ids {
     pub(crate) session: String,
     pub(crate) user: String,

@@ -11,6 +11,7 @@
 //! implies.
 
 mod account;
+mod mcp;
 mod schema;
 mod team;
 mod validate;
@@ -20,6 +21,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub(crate) use account::*;
+pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
 pub(crate) use validate::{compile_pattern, one_line};
@@ -191,7 +193,7 @@ mod tests {
     fn accepted(table: &str) -> std::collections::BTreeSet<String> {
         let header = match table {
             "" => String::new(),
-            "targets" | "users" | "agents" | "workflows" => format!("[[{table}]]\n"),
+            "targets" | "users" | "agents" | "workflows" | "mcp" => format!("[[{table}]]\n"),
             t => format!("[{t}]\n"),
         };
         let text = format!("{header}zz_not_a_key = 1\n");

@@ -55,6 +55,8 @@ pub(crate) struct Config {
     pub(crate) terminal: TerminalConfig,
     #[serde(default)]
     pub(crate) context: ContextConfig,
+    #[serde(default)]
+    pub(crate) mcp: Vec<super::McpConfig>,
     /// Where this config came from, for messages. Not a TOML key.
     #[serde(skip)]
     pub(crate) source: String,

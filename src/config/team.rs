@@ -19,9 +19,10 @@ impl Config {
                 keys.insert(k.get_ref());
             }
             for t in a.tools.iter().flatten() {
-                if !TOOLS.contains(&t.get_ref().as_str()) {
+                // `mcp:` tools are checked with the servers (`validate_mcp`).
+                if !TOOLS.contains(&t.get_ref().as_str()) && !t.get_ref().starts_with("mcp:") {
                     let msg = format!(
-                        "unknown tool `{}` (tools: {})",
+                        "unknown tool `{}` (tools: {}, mcp:SERVER/TOOL)",
                         t.get_ref(),
                         TOOLS.join(", ")
                     );

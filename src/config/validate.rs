@@ -52,6 +52,7 @@ impl Config {
         self.validate_targets(loc)?;
         self.validate_users(loc)?;
         self.validate_team(loc)?;
+        self.validate_mcp(loc)?;
         for p in &self.ai.prefixes {
             if p.get_ref().is_empty() || p.get_ref().chars().any(char::is_control) {
                 let msg = format!(

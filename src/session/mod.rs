@@ -8,6 +8,7 @@
 //! in [`Shared`]).
 
 mod bridge;
+mod gateway;
 mod rows;
 mod seat;
 mod shared;
@@ -39,6 +40,8 @@ const EARLY_INPUT_MAX: usize = 64 * 1024;
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// How long a parting message may wait for the client's window.
 const NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
+/// The subsystem on which the bastion serves MCP (`session::gateway`).
+const MCP_SUBSYSTEM: &str = "mcp";
 /// What users are told when the bastion stops under them.
 const SHUTTING_DOWN: &str = "the bastion is shutting down; this session ends now";
 
@@ -272,6 +275,11 @@ async fn run_session(
         return;
     }
 
+    if matches!(&setup.command, Command::Subsystem(name) if name == MCP_SUBSYSTEM) {
+        let totals = gateway::serve(ctx, &ids, channel, &target, stop).await;
+        audit_end(bastion, &ids, &totals, recording).await;
+        return;
+    }
     let Setup {
         command,
         pty: pty_spec,

@@ -454,6 +454,28 @@ pub(crate) async fn open(
     }
 }
 
+/// A runner on `target` with no session channel of its own: a login to an
+/// ssh target, or the local target's account. The error is a sentence.
+pub(crate) async fn connect(
+    target: &TargetConfig,
+    ctx: &UpstreamSettings,
+    user: &str,
+) -> Result<Runner, String> {
+    match target.kind {
+        TargetKind::Ssh => Ok(Runner::Ssh(ssh::connect(target, ctx, user).await?)),
+        TargetKind::Local => {
+            let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
+            let own = ctx.own_account.clone();
+            // The user and group databases may be remote (NSS): not on the runtime.
+            let who =
+                tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
+                    .await
+                    .map_err(|e| format!("account lookup failed: {e}"))??;
+            Ok(Runner::Local(Arc::new(who)))
+        }
+    }
+}
+
 impl Reader {
     /// The next event, or `None` once the target side is closed.
     pub(crate) async fn next(&mut self) -> Option<TargetEvent> {

@@ -252,11 +252,66 @@ pub(crate) async fn open(
     }
 }
 
+/// A connection to the target, logged in, with no channel open yet: what
+/// the MCP gateway runs its commands on.
+pub(crate) async fn connect(
+    target: &TargetConfig,
+    ctx: &UpstreamSettings,
+    user: &str,
+) -> Result<Runner, String> {
+    let connected = tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user)).await;
+    let (conn, lost) =
+        connected.map_err(|_| format!("{} did not answer in time", target.name()))??;
+    Ok(Runner {
+        conn: Arc::new(conn),
+        lost,
+    })
+}
+
 async fn open_inner(
     target: &TargetConfig,
     ctx: &UpstreamSettings,
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
+    let name = target.name();
+    let (conn, lost) = login(target, ctx, &req.user).await?;
+    let info = match req.wants_integration() {
+        true => probe(&conn).await,
+        false => None,
+    };
+
+    let integrated = info
+        .as_ref()
+        .and_then(|i| i.shell.as_deref())
+        .is_some_and(|s| Shell::from_path(s).is_some());
+    let ch = conn
+        .channel_open_session()
+        .await
+        .map_err(|e| format!("{name} refused a session channel: {e}"))?;
+    let (read, write) = ch.split();
+    let mut reader = Reader {
+        ch: read,
+        pending: VecDeque::new(),
+        lost: lost.clone(),
+    };
+    start_command(&write, &mut reader, req, integrated)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    let conn = Arc::new(conn);
+    let runner = Runner {
+        conn: conn.clone(),
+        lost,
+    };
+    Ok((reader, Writer { ch: write, conn }, info, runner))
+}
+
+/// Connects to the target and logs in as its configured user, or as
+/// `user`: the host key checked against known_hosts (`HostKeyCheck`).
+async fn login(
+    target: &TargetConfig,
+    ctx: &UpstreamSettings,
+    user: &str,
+) -> Result<(client::Handle<HostKeyCheck>, Lost), String> {
     let name = target.name();
     let host = target
         .host
@@ -307,38 +362,9 @@ async fn open_inner(
             return Err(refused.unwrap_or_else(|| unreachable(&e)));
         }
     };
-    let login = target
-        .user
-        .as_ref()
-        .map_or(req.user.as_str(), |u| u.get_ref().as_str());
+    let login = target.user.as_ref().map_or(user, |u| u.get_ref().as_str());
     authenticate(&mut conn, target, ctx, login).await?;
-    let info = match req.wants_integration() {
-        true => probe(&conn).await,
-        false => None,
-    };
-    let integrated = info
-        .as_ref()
-        .and_then(|i| i.shell.as_deref())
-        .is_some_and(|s| Shell::from_path(s).is_some());
-    let ch = conn
-        .channel_open_session()
-        .await
-        .map_err(|e| format!("{name} refused a session channel: {e}"))?;
-    let (read, write) = ch.split();
-    let mut reader = Reader {
-        ch: read,
-        pending: VecDeque::new(),
-        lost: lost.clone(),
-    };
-    start_command(&write, &mut reader, req, integrated)
-        .await
-        .map_err(|e| format!("{name}: {e}"))?;
-    let conn = Arc::new(conn);
-    let runner = Runner {
-        conn: conn.clone(),
-        lost,
-    };
-    Ok((reader, Writer { ch: write, conn }, info, runner))
+    Ok((conn, lost))
 }
 
 /// Asks the target about itself (its login shell, OS, kernel, host name,

@@ -13,6 +13,7 @@ mod hardening;
 mod integrity;
 mod lifecycle;
 mod login;
+mod mcp;
 mod nested;
 mod proxy;
 mod storage;

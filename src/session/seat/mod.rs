@@ -36,6 +36,7 @@ use tokio::time::Instant;
 use super::Shared;
 use crate::agent::Agent;
 use crate::agent::exec;
+use crate::agent::mcp::Toolbox;
 use crate::agent::parallel::{Console, Member, Target};
 use crate::agent::policy::Prompt;
 use crate::agent::react::{self, Approval, Ask, Host, Outcome};
@@ -170,9 +171,11 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         keys,
         mut cancel,
     } = ends;
+    let settings = (desk.settings)();
     let mut seat = Seat {
         painter: Painter::new(desk.shared.cols()),
-        settings: (desk.settings)(),
+        toolbox: Arc::new(Toolbox::new(settings.agent.mcp.clone())),
+        settings,
         desk,
         draw,
         lines,
@@ -211,6 +214,10 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
     }
     while let Some(asked) = questions.recv().await {
         seat.settings = (seat.desk.settings)();
+        // A reload's servers replace the session's (whose processes end).
+        if !Arc::ptr_eq(seat.toolbox.registry(), &seat.settings.agent.mcp) {
+            seat.toolbox = Arc::new(Toolbox::new(seat.settings.agent.mcp.clone()));
+        }
         while cancel.try_recv().is_ok() {}
         // Active since the bridge caught the question.
         seat.answer(asked, &mut cancel, &mut memory).await;
@@ -224,6 +231,8 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
 
 struct Seat<'a> {
     desk: Desk<'a>,
+    /// The session's MCP servers (its own processes end with it).
+    toolbox: Arc<Toolbox>,
     /// The settings of the question being answered.
     settings: Settings,
     painter: Painter,
@@ -750,6 +759,18 @@ impl Host for Seat<'_> {
     fn refused(&mut self, command: &str, why: &str) {
         let line = self.painter.refused(command, why);
         self.show(line);
+    }
+
+    fn called(&mut self, call: &str, error: Option<&str>) {
+        let mut out = Vec::new();
+        if !call.is_empty() && self.shown.as_deref() != Some(call) {
+            out.extend(self.painter.command(call, ""));
+        }
+        self.shown = None;
+        if let Some(e) = error {
+            out.extend(self.painter.error(e));
+        }
+        self.show(out);
     }
 
     async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {

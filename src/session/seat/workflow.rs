@@ -30,6 +30,7 @@ impl Seat<'_> {
                     }
                     self.speaking =
                         (name != crate::config::BUILTIN_AGENT).then(|| name.to_string());
+                    let toolbox = self.toolbox.clone();
                     let ask = Ask {
                         model: run.model,
                         agent,
@@ -37,6 +38,7 @@ impl Seat<'_> {
                         brief: run.brief,
                         spec,
                         in_loop,
+                        mcp: Some(&toolbox),
                     };
                     let answer = react::answer(ask, run.question, memory, self).await?;
                     let end = self.painter.end_line();
@@ -107,6 +109,7 @@ impl Seat<'_> {
             timeout: agent.command_timeout,
             cwd: cwd.as_deref(),
         };
+        let toolbox = self.toolbox.clone();
         let console = Console::new(self.draw.clone(), &mut self.keys);
         let results = {
             let specs = w.members.iter().filter_map(|m| match agent.team.get(m) {
@@ -115,7 +118,7 @@ impl Seat<'_> {
             });
             let runs = specs.map(|spec| {
                 let mut own = memory.fork();
-                let console = &console;
+                let (console, toolbox) = (&console, &toolbox);
                 async move {
                     let mut host = Member::new(&spec.name, console, target);
                     let ask = Ask {
@@ -125,6 +128,7 @@ impl Seat<'_> {
                         brief: run.brief,
                         spec,
                         in_loop: false,
+                        mcp: Some(toolbox),
                     };
                     let answer = react::answer(ask, run.question, &mut own, &mut host).await;
                     host.flush();

@@ -1,0 +1,378 @@
+//! The bastion as an MCP server: the `mcp` subsystem of a session channel
+//! (`ssh -s alice:web1@bastion mcp`), through which an AI client runs
+//! commands on the login's target under the user's rules.
+//!
+//! What it owns: serving MCP (through `rmcp`) on the channel, its two
+//! tools (`run_command`, `read_file`), and what each call goes through:
+//! the user's `ai` mode, the agent's policy (deny rules; `auto` runs only
+//! what it proves read-only), approval by MCP elicitation when the client
+//! offers it (refused with the reason otherwise), the audit rows (with
+//! `via = "mcp"` and the client's name), and redaction of what goes back.
+//! What it leaves to others: the login and the target's choice
+//! (`server`, `session`), the policy itself (`agent::policy`), running a
+//! command apart (`agent::exec`), the rows' storage (`audit`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use russh::server::Msg;
+use russh::{Channel, ChannelMsg};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::{Context, Totals, end_with};
+use crate::agent::Agent;
+use crate::agent::exec;
+use crate::agent::policy::Verdict;
+use crate::agent::react;
+use crate::audit::Ids;
+use crate::bastion::Bastion;
+use crate::config::{AiMode, TargetConfig};
+use crate::context::redact::Numbering;
+use crate::shutdown::Listener;
+use crate::upstream::{self, Runner};
+
+/// What the pipe between the channel and the MCP service holds.
+const PIPE: usize = 256 * 1024;
+
+/// Calls one client may have running at once; more wait their turn (each
+/// is a channel on the target's connection).
+const CALLS_AT_ONCE: usize = 4;
+
+/// The tools the gateway serves: the agent's own two.
+const SERVED: &[&str] = &["run_command", "read_file"];
+
+/// Serves MCP on `channel` until the client or the bastion ends it.
+pub(super) async fn serve(
+    ctx: &Context,
+    ids: &Ids,
+    mut channel: Channel<Msg>,
+    target: &TargetConfig,
+    stop: &mut Listener,
+) -> Totals {
+    let mode = ctx
+        .live
+        .config
+        .user(&ids.user)
+        .map_or(AiMode::Off, |u| u.ai);
+    if mode == AiMode::Off {
+        let why = format!(
+            "{}'s ai is off: the MCP gateway is closed to them",
+            ids.user
+        );
+        end_with(&channel, false, &why, 1).await;
+        return Totals {
+            exit_status: Some(1),
+            ..Totals::default()
+        };
+    }
+    let bastion = &ctx.bastion;
+    let connected = tokio::select! {
+        r = upstream::connect(target, &bastion.upstream, &ids.user) => r,
+        _ = stop.requested() => Err(super::SHUTTING_DOWN.to_string()),
+    };
+    let runner = match connected {
+        Ok(r) => r,
+        Err(message) => {
+            end_with(&channel, false, &message, 255).await;
+            return Totals {
+                exit_status: Some(255),
+                lost: Some(message),
+                ..Totals::default()
+            };
+        }
+    };
+    let gateway = Gateway {
+        bastion: ctx.bastion.clone(),
+        agent: ctx.live.agent.clone(),
+        ids: ids.clone(),
+        mode,
+        runner,
+        numbering: Arc::new(Numbering::default()),
+        calls: tokio::sync::Semaphore::new(CALLS_AT_ONCE),
+    };
+    let (ours, theirs) = tokio::io::duplex(PIPE);
+    let service = tokio::spawn(async move {
+        if let Ok(running) = gateway.serve(theirs).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let mut totals = pump(&mut channel, ours, stop).await;
+    service.abort();
+    let _ = service.await;
+    totals.exit_status = Some(0);
+    let _ = channel.exit_status(0).await;
+    let _ = channel.eof().await;
+    let _ = channel.close().await;
+    totals
+}
+
+/// Carries bytes between the channel and the service until either ends.
+async fn pump(
+    channel: &mut Channel<Msg>,
+    mut pipe: tokio::io::DuplexStream,
+    stop: &mut Listener,
+) -> Totals {
+    let mut totals = Totals::default();
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        tokio::select! {
+            msg = channel.wait() => match msg {
+                Some(ChannelMsg::Data { data }) => {
+                    totals.bytes_in += data.len() as u64;
+                    if pipe.write_all(&data).await.is_err() {
+                        break;
+                    }
+                }
+                Some(ChannelMsg::Eof | ChannelMsg::Close) | None => break,
+                Some(_) => {}
+            },
+            n = pipe.read(&mut buf) => match n {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    totals.bytes_out += n as u64;
+                    if channel.data_bytes(Bytes::copy_from_slice(&buf[..n])).await.is_err() {
+                        break;
+                    }
+                }
+            },
+            _ = stop.requested() => break,
+        }
+    }
+    totals
+}
+
+/// One client's MCP session with one target.
+struct Gateway {
+    bastion: Arc<Bastion>,
+    agent: Arc<Agent>,
+    ids: Ids,
+    mode: AiMode,
+    runner: Runner,
+    numbering: Arc<Numbering>,
+    calls: tokio::sync::Semaphore,
+}
+
+/// A call's outcome as the client gets it.
+fn result(text: String, is_error: bool) -> Result<CallToolResponse, ErrorData> {
+    let content = vec![ContentBlock::text(text)];
+    Ok(match is_error {
+        true => CallToolResult::error(content),
+        false => CallToolResult::success(content),
+    }
+    .into())
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> InitializeResult {
+        let mut info = Implementation::default();
+        info.name = "walissh".into();
+        info.version = env!("CARGO_PKG_VERSION").into();
+        let mut result =
+            InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        result.server_info = info;
+        result.with_instructions(format!(
+            "Runs commands on {} as {}, under walissh's policy: refused commands do not run.",
+            self.ids.target, self.ids.user
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Value> = react::tools(SERVED, false)
+            .iter()
+            .map(|t| {
+                let f = &t["function"];
+                let read_only = f["name"] == "read_file";
+                json!({
+                    "name": f["name"],
+                    "description": f["description"],
+                    "inputSchema": f["parameters"],
+                    "annotations": {"readOnlyHint": read_only, "openWorldHint": false}
+                })
+            })
+            .collect();
+        serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::trim);
+        let command = match request.name.as_ref() {
+            "run_command" => match text("command") {
+                Some(c) if !c.is_empty() => c.to_string(),
+                _ => return result("missing \"command\"".into(), true),
+            },
+            "read_file" => match text("path") {
+                Some(p) if !p.is_empty() => react::read_command(p, &args),
+                _ => return result("missing \"path\"".into(), true),
+            },
+            other => {
+                return result(
+                    format!("there is no tool named {other:?}; use run_command or read_file"),
+                    true,
+                );
+            }
+        };
+        let client = context
+            .peer
+            .peer_info()
+            .map(|i| i.client_info.name.clone())
+            .unwrap_or_default();
+        let Ok(_turn) = self.calls.acquire().await else {
+            return result("the gateway is closing".into(), true);
+        };
+        self.run(&command, &client, &context).await
+    }
+}
+
+impl Gateway {
+    /// One command, through the policy, the approval and the audit.
+    async fn run(
+        &self,
+        command: &str,
+        client: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let audit = &self.bastion.audit;
+        let row = |decision: &str| {
+            self.ids
+                .event("ai_tool_call")
+                .field("command", command)
+                .field("decision", decision)
+                .field("via", "mcp")
+                .field("client", client)
+        };
+        let (decision, clean) = match self.agent.policy.check_off_worker(command, self.mode).await {
+            Verdict::Deny(why) => {
+                audit
+                    .event(row("denied_by_policy").field("reason", why.as_str()))
+                    .await;
+                let text =
+                    format!("refused by walissh's policy ({why}); this command will not run");
+                return result(text, true);
+            }
+            Verdict::Run(script) => ("auto", Some(script)),
+            Verdict::Ask(_) => match self.ask(command, context).await {
+                Ok(()) => ("approved", None),
+                Err(why) => {
+                    audit
+                        .event(row("denied_by_user").field("reason", why.as_str()))
+                        .await;
+                    return result(why, true);
+                }
+            },
+        };
+        // Written ahead, as for the agent: no command runs without its row.
+        if let Err(why) = audit.ahead(row(decision)).await {
+            return result(format!("not run: {why}"), true);
+        }
+        let apart = exec::Apart {
+            runner: &self.runner,
+            upstream: &self.bastion.upstream,
+            user: &self.ids.user,
+            timeout: self.agent.command_timeout,
+        };
+        // What the policy proved runs clean; what the user approved runs
+        // as their login shell reads it, as a parallel member's does.
+        let run = match &clean {
+            Some(script) => exec::Command::Clean { script, cwd: None },
+            None => exec::Command::AsIs(command),
+        };
+        let mut outcome = exec::run(apart, run, &mut Unseen).await;
+        outcome.output = self.scrub(&outcome.output).await;
+        let ended = self
+            .ids
+            .event("ai_tool_result")
+            .field("command", command)
+            .field("exit_code", outcome.exit_code)
+            .field("output_bytes", outcome.output_bytes)
+            .field("via", "mcp")
+            .field("client", client);
+        audit.event(ended).await;
+        let shown = self.scrub(command).await;
+        let failed = outcome.interrupted.is_some() || outcome.exit_code != Some(0);
+        result(react::describe(&shown, &outcome), failed)
+    }
+
+    /// Asks the user through the client (MCP elicitation). Err says why
+    /// the command does not run.
+    async fn ask(&self, command: &str, context: &RequestContext<RoleServer>) -> Result<(), String> {
+        let why = match self.mode {
+            AiMode::Confirm => format!("{} has ai = confirm", self.ids.user),
+            _ => "walissh cannot prove it read-only".to_string(),
+        };
+        if !context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Err(format!(
+                "not run: this command needs the user's approval ({why}), and this MCP client cannot ask for it (no elicitation)"
+            ));
+        }
+        let shown = self.scrub(command).await;
+        let message = format!(
+            "walissh: run on {} as {}?\n\n  {shown}\n\n({why})",
+            self.ids.target, self.ids.user
+        );
+        let schema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {"run": {"type": "boolean", "title": "Run this command", "default": false}},
+            "required": ["run"]
+        }))
+        .map_err(|e| e.to_string())?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let answer = context
+            .peer
+            .create_elicitation(params)
+            .await
+            .map_err(|e| format!("not run: the approval failed ({e})"))?;
+        let yes = answer.action == ElicitationAction::Accept
+            && answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get("run"))
+                .and_then(Value::as_bool)
+                == Some(true);
+        match yes {
+            true => Ok(()),
+            false => Err("the user declined to run this command".into()),
+        }
+    }
+
+    /// `text` scrubbed of secrets, on a blocking thread.
+    async fn scrub(&self, text: &str) -> String {
+        let (redactor, numbering) = (self.agent.redactor.clone(), self.numbering.clone());
+        let text = text.to_string();
+        tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering).0)
+            .await
+            .unwrap_or_else(|_| "[output withheld: it could not be checked for secrets]".into())
+    }
+}
+
+/// No screen: what a command prints goes only to the client's result.
+struct Unseen;
+
+impl exec::Show for Unseen {
+    async fn output(&mut self, _data: &[u8]) {}
+}
