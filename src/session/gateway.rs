@@ -17,7 +17,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ElicitationAction, Implementation, InitializeResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
@@ -30,7 +31,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::{Context, Totals, end_with};
 use crate::agent::Agent;
 use crate::agent::exec;
-use crate::agent::policy::Verdict;
+use crate::agent::policy::{Prompt, Verdict};
 use crate::agent::react;
 use crate::audit::Ids;
 use crate::bastion::Bastion;
@@ -175,8 +176,11 @@ impl ServerHandler for Gateway {
         let mut info = Implementation::default();
         info.name = "walissh".into();
         info.version = env!("CARGO_PKG_VERSION").into();
-        let mut result =
-            InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        let mut result = InitializeResult::new(capabilities);
         result.server_info = info;
         result.with_instructions(format!(
             "Runs commands on {} as {}, under walissh's policy: refused commands do not run.",
@@ -204,6 +208,53 @@ impl ServerHandler for Gateway {
             .collect();
         serde_json::from_value(json!({ "tools": tools }))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resource = json!({
+            "uri": self.facts_uri(),
+            "name": "facts",
+            "description": format!("What walissh knows of {}: OS, kernel, host name, user, login shell", self.ids.target),
+            "mimeType": "text/plain"
+        });
+        serde_json::from_value(json!({ "resources": [resource] }))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != self.facts_uri() {
+            let why = format!("no resource {}; there is {}", request.uri, self.facts_uri());
+            return Err(ErrorData::resource_not_found(why, None));
+        }
+        let info = self.runner.facts().await.unwrap_or_default();
+        let mut text = format!("target: {}\n", self.ids.target);
+        let facts = [
+            ("os", info.os),
+            ("kernel", info.kernel),
+            ("host", info.host),
+            ("user", info.user),
+            ("shell", info.shell),
+        ];
+        for (key, value) in facts {
+            text.push_str(&format!(
+                "{key}: {}\n",
+                value.as_deref().unwrap_or("unknown")
+            ));
+        }
+        let text = self.scrub(&text).await;
+        let contents =
+            json!({"contents": [{"uri": request.uri, "mimeType": "text/plain", "text": text}]});
+        let result: ReadResourceResult = serde_json::from_value(contents)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(result.into())
     }
 
     async fn call_tool(
@@ -242,6 +293,11 @@ impl ServerHandler for Gateway {
 }
 
 impl Gateway {
+    /// The one resource: the target's facts.
+    fn facts_uri(&self) -> String {
+        format!("walissh://{}/facts", self.ids.target)
+    }
+
     /// One command, through the policy, the approval and the audit.
     async fn run(
         &self,
@@ -268,7 +324,7 @@ impl Gateway {
                 return result(text, true);
             }
             Verdict::Run(script) => ("auto", Some(script)),
-            Verdict::Ask(_) => match self.ask(command, context).await {
+            Verdict::Ask(prompt) => match self.ask(command, &prompt, context).await {
                 Ok(()) => ("approved", None),
                 Err(why) => {
                     audit
@@ -312,7 +368,12 @@ impl Gateway {
 
     /// Asks the user through the client (MCP elicitation). Err says why
     /// the command does not run.
-    async fn ask(&self, command: &str, context: &RequestContext<RoleServer>) -> Result<(), String> {
+    async fn ask(
+        &self,
+        command: &str,
+        prompt: &Prompt,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), String> {
         let why = match self.mode {
             AiMode::Confirm => format!("{} has ai = confirm", self.ids.user),
             _ => "walissh cannot prove it read-only".to_string(),
@@ -326,9 +387,18 @@ impl Gateway {
                 "not run: this command needs the user's approval ({why}), and this MCP client cannot ask for it (no elicitation)"
             ));
         }
-        let shown = self.scrub(command).await;
+        // What the policy's parser sees it run, and what else it changes,
+        // as the terminal's Run? shows them.
+        let mut shown = format!("  {}", crate::agent::render::printable(command));
+        for c in &prompt.commands {
+            shown.push_str(&format!("\n  -> {}", crate::agent::render::printable(c)));
+        }
+        if let Some(changes) = &prompt.changes {
+            shown.push_str(&format!("\n  ! {changes}"));
+        }
+        let shown = self.scrub(&shown).await;
         let message = format!(
-            "walissh: run on {} as {}?\n\n  {shown}\n\n({why})",
+            "walissh: run on {} as {}?\n\n{shown}\n\n({why})",
             self.ids.target, self.ids.user
         );
         let schema = serde_json::from_value(json!({

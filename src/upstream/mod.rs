@@ -164,6 +164,20 @@ impl Runner {
             .await
     }
 
+    /// What the environment provider knows of the target: its OS, kernel,
+    /// host name, user and login shell (none when the probe failed).
+    pub(crate) async fn facts(&self) -> Option<TargetInfo> {
+        match self {
+            Runner::Ssh(r) => r.facts().await,
+            Runner::Local(who) => {
+                let who = who.clone();
+                tokio::task::spawn_blocking(move || TargetInfo::local(&who))
+                    .await
+                    .ok()
+            }
+        }
+    }
+
     /// Starts `command` with no input. The error is a sentence.
     pub(crate) async fn exec(
         &self,

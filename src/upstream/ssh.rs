@@ -213,6 +213,11 @@ impl Drop for ExecChannel {
 }
 
 impl Runner {
+    /// The target's facts, by the same probe a session's start runs.
+    pub(crate) async fn facts(&self) -> Option<TargetInfo> {
+        probe(&self.conn).await
+    }
+
     /// Starts `command` on a channel of its own. It gets no input; with
     /// `hold_input` its input is left open (never written) until the
     /// channel is dropped, else it ends at once.

@@ -589,3 +589,80 @@ fn the_gateway_is_closed_to_users_whose_ai_is_off() {
     assert_eq!(code, Some(2), "{r}");
     assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_call"));
 }
+
+#[test]
+fn in_confirm_the_gateway_asks_through_the_client_even_for_read_only_commands() {
+    let model = Model::start(vec![]);
+    let b = bastion_with(&model, Opts::default());
+    let call = json!({"command": "uname -s"}).to_string();
+    let (r, _) = mcp_client(&b, "bob:web1", &["--call", "run_command", &call]);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("bob has ai = confirm"),
+        "{r}"
+    );
+    let accepted = [
+        "--elicit",
+        "accept",
+        "--elicit-content",
+        r#"{"run": true}"#,
+        "--call",
+        "run_command",
+        &call,
+    ];
+    let (r, _) = mcp_client(&b, "bob:web1", &accepted);
+    assert_eq!(r["elicitations"].as_array().unwrap().len(), 1, "{r}");
+    assert!(
+        r["result"]["text"].as_str().unwrap().contains("Linux"),
+        "{r}"
+    );
+    // Accepting the form without ticking the box runs nothing.
+    let unticked = [
+        "--elicit",
+        "accept",
+        "--elicit-content",
+        r#"{"run": false}"#,
+        "--call",
+        "run_command",
+        &call,
+    ];
+    let (r, _) = mcp_client(&b, "bob:web1", &unticked);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let decisions: Vec<Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "ai_tool_call")
+        .map(|e| e["decision"].clone())
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            json!("denied_by_user"),
+            json!("approved"),
+            json!("denied_by_user")
+        ]
+    );
+}
+
+#[test]
+fn check_config_names_unknown_servers_and_bad_entries_by_line() {
+    let (code, err) = check_config(&agent_with(
+        "[\"run_command\", \"mcp:nosuch/*\"]",
+        "[[mcp]]\nname = \"files\"\ntransport = \"stdio\"\ncommand = \"x\"\n",
+    ));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("FILE:") && err.contains("agents.tools"),
+        "{err}"
+    );
+    assert!(err.contains("unknown MCP server `nosuch`"), "{err}");
+    let (code, err) = check_config("[[mcp]]\nname = \"web\"\ntransport = \"http\"\n");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("FILE:3") && err.contains("needs a `url`"),
+        "{err}"
+    );
+}

@@ -18,7 +18,8 @@ object on stdout:
     {"server": "<serverInfo.name>",
      "tools": ["<tool name>", ...],
      "result": {"isError": bool, "text": "<text content joined by newlines>"} | null,
-     "elicitations": ["<message of each elicitation/create received>", ...]}
+     "elicitations": ["<message of each elicitation/create received>", ...],
+     "resources": {"<uri>": "<text>", ...} | null   (with --resources)}
 
 If the tool call is answered with a JSON-RPC error instead of a result,
 "result" is {"isError": true, "text": "<error message>", "errorCode": <code>}.
@@ -63,6 +64,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--call", nargs=2, metavar=("NAME", "JSON"), help="call tool NAME with JSON arguments")
     p.add_argument("--elicit", choices=("accept", "decline", "none"), default="none")
     p.add_argument("--elicit-content", metavar="JSON", help="content sent when accepting an elicitation")
+    p.add_argument("--resources", action="store_true", help="list the resources and read each")
     p.add_argument("--timeout", type=float, default=60.0, help="overall deadline in seconds (default 60)")
     return p.parse_args(opts), command
 
@@ -150,7 +152,14 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
                     result = {"isError": bool(res.is_error), "text": text}
                 except MCPError as e:
                     result = {"isError": True, "text": e.message, "errorCode": e.code}
+            resources = None
+            if args.resources:
+                resources = {}
+                for r in (await session.list_resources()).resources:
+                    read = await session.read_resource(r.uri)
+                    resources[str(r.uri)] = "\n".join(getattr(c, "text", "") for c in read.contents)
             return {
+                "resources": resources,
                 "server": init.server_info.name,
                 "tools": tools,
                 "result": result,
