@@ -102,8 +102,10 @@ enum Cmd {
 /// The program: parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The MCP SDK logs whole messages at info: a client or server could
+    // flood the journal with them (and have walissh's own lines dropped).
     let default_level = if matches!(cli.command, Cmd::Serve { .. }) {
-        "info"
+        "info,rmcp=warn"
     } else {
         "warn"
     };

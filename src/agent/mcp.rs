@@ -27,7 +27,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
 
 use crate::config::{Config, EnvSpec, McpConfig, McpScope, McpTransport, mcp_tool};
@@ -42,6 +41,8 @@ const MAX_DESCRIPTION: usize = 1000;
 const MAX_RESULT: usize = 4 << 20;
 /// Function names the model accepts: `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_NAME: usize = 64;
+/// What of a server's error output is kept, for its last line.
+const STDERR_KEPT: usize = 1024;
 /// The environment every stdio server gets from the bastion's.
 const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"];
 
@@ -62,6 +63,8 @@ struct Server {
 /// processes end with it.
 pub(crate) struct Toolbox {
     registry: Arc<Registry>,
+    /// The bastion user: `[[mcp]] users` says which servers are theirs.
+    user: String,
     own: Mutex<HashMap<String, Arc<Conn>>>,
 }
 
@@ -161,9 +164,10 @@ impl Registry {
 }
 
 impl Toolbox {
-    pub(crate) fn new(registry: Arc<Registry>) -> Toolbox {
+    pub(crate) fn new(registry: Arc<Registry>, user: &str) -> Toolbox {
         Toolbox {
             registry,
+            user: user.to_string(),
             own: Mutex::new(HashMap::new()),
         }
     }
@@ -187,7 +191,7 @@ impl Toolbox {
             .collect();
         for server in &self.registry.servers {
             let name = server.config.name.get_ref();
-            if !picks.iter().any(|(s, _)| s.matches(name)) {
+            if !picks.iter().any(|(s, _)| s.matches(name)) || !server.config.serves(&self.user) {
                 continue;
             }
             let tools = match self.tools(server).await {
@@ -235,7 +239,8 @@ impl Toolbox {
         let server = self
             .registry
             .server(&offered.server)
-            .ok_or("the server is no longer configured")?;
+            .filter(|s| s.config.serves(&self.user))
+            .ok_or("the server is no longer configured for this user")?;
         let conn = self.conn(server).await?;
         let timeout = timeout_of(&server.config);
         let mut params = CallToolRequestParams::new(offered.tool.clone());
@@ -397,7 +402,10 @@ async fn connect(config: &McpConfig) -> Result<Conn, String> {
                     .map_err(|e| format!("header {k}: {e}"))?;
                 headers.insert(name, value);
             }
+            // No redirects: headers such as X-Api-Key would follow one to
+            // another host (reqwest strips only the standard credentials).
             let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
                 .timeout(timeout)
                 .build()
                 .map_err(|e| format!("no HTTP client: {e}"))?;
@@ -475,11 +483,27 @@ fn spawn(config: &McpConfig) -> Result<(TokioChildProcess, Option<i32>, Stderr),
 }
 
 /// Reads a server's error output to its end, keeping its last line
-/// (bounded): what a server that fails to start says is in the message.
-async fn keep_last_line(stderr: tokio::process::ChildStderr, said: Stderr) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line = crate::agent::render::printable(crate::text::prefix(line.trim(), 300));
+/// (bounded, in a bounded buffer, whatever it writes): what a server that
+/// fails to start says is in the message.
+async fn keep_last_line(mut stderr: tokio::process::ChildStderr, said: Stderr) {
+    use tokio::io::AsyncReadExt;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * STDERR_KEPT {
+            tail.drain(..tail.len() - STDERR_KEPT);
+        }
+        let text = String::from_utf8_lossy(&tail);
+        let last = text
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("");
+        let line = crate::agent::render::printable(crate::text::prefix(last, 300));
         if !line.is_empty() {
             *said.lock().unwrap_or_else(|e| e.into_inner()) = line;
         }
@@ -555,13 +579,23 @@ fn function_name(server: &str, tool: &str, taken: &[Offered]) -> String {
             .collect()
     };
     let plain = format!("mcp__{}__{}", clean(server), clean(tool));
-    if plain.len() <= MAX_NAME && !taken.iter().any(|o| o.name == plain) {
+    let free = |name: &str| !taken.iter().any(|o| o.name == name);
+    if plain.len() <= MAX_NAME && free(&plain) {
         return plain;
     }
-    let hash = format!("{:08x}", fnv(&format!("{server}/{tool}")));
-    let keep = MAX_NAME - hash.len() - 1;
-    let head: String = plain.chars().take(keep).collect();
-    format!("{head}_{hash}")
+    // A hash of the real names, and a count past those taken: a server
+    // cannot name a tool after another's fallback name.
+    let hash = fnv(&format!("{server}/{tool}"));
+    let mut n = 0u32;
+    loop {
+        let suffix = format!("_{:08x}", hash.wrapping_add(n));
+        let head: String = plain.chars().take(MAX_NAME - suffix.len()).collect();
+        let name = format!("{head}{suffix}");
+        if free(&name) {
+            return name;
+        }
+        n += 1;
+    }
 }
 
 fn fnv(s: &str) -> u32 {
@@ -640,6 +674,16 @@ mod tests {
         let first = function_name("fs", "a.b", &[]);
         let second = function_name("fs", "a_b", &[offered(&first)]);
         assert_ne!(first, second);
+        // A tool named after another's fallback name does not take it.
+        let mut taken = Vec::new();
+        for t in ["p", "p_cd96ba65", "p"] {
+            let name = function_name("s", t, &taken);
+            assert!(
+                !taken.iter().any(|o: &Offered| o.name == name),
+                "{name} twice"
+            );
+            taken.push(offered(&name));
+        }
         let long = function_name("server", &"x".repeat(200), &[]);
         assert!(long.len() <= MAX_NAME, "{long}");
         assert!(

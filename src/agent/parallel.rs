@@ -205,9 +205,12 @@ impl Host for Member<'_> {
         self.say(&format!("refused {command}: {why}"));
     }
 
-    fn called(&mut self, _call: &str, error: Option<&str>) {
+    fn called(&mut self, call: &str, error: Option<&str>) {
+        self.flush();
+        if !call.is_empty() {
+            self.say(&format!("called {call}"));
+        }
         if let Some(e) = error {
-            self.flush();
             self.say(e);
         }
     }

@@ -20,6 +20,7 @@ use super::Agent;
 use super::mcp::{Offered, Toolbox};
 use super::model::{Model, ToolCall};
 use super::policy::{Prompt, Verdict};
+use super::render;
 use super::team::{AgentSpec, fill};
 use crate::config::{AiMode, Approve};
 use crate::context::Message;
@@ -287,7 +288,8 @@ pub(crate) async fn answer(
         {
             let (now, problems) = toolbox.offer(&spec.mcp).await;
             for p in problems.iter().filter(|_| first) {
-                host.called("", Some(p));
+                let p = scrub(agent, memory, p).await;
+                host.called("", Some(&p));
             }
             tools.retain(|t| !offered.iter().any(|o: &Offered| o.declaration == *t));
             tools.extend(now.iter().map(|o| o.declaration.clone()));
@@ -531,9 +533,11 @@ async fn run_mcp(
     };
     let (server, tool) = (offered.server.as_str(), offered.tool.as_str());
     let head = format!("mcp {server}/{tool} ");
-    // What the user is shown and the audit keeps: never a secret.
-    let mut shown = scrub(agent, memory, &Value::Object(arguments.clone()).to_string()).await;
-    let line = format!("{head}{shown}");
+    // The user approves, and the audit keeps, exactly what is sent
+    // (invisible characters spelled out): a scrubbed copy could hide part
+    // of it. The model's history gets the scrubbed one.
+    let mut raw = Value::Object(arguments.clone()).to_string();
+    let line = format!("{head}{}", render::exact(&raw));
     asked.push(line.clone());
     if asked.iter().filter(|c| **c == line).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same call; stopped".into());
@@ -545,11 +549,11 @@ async fn run_mcp(
             Approve::ReadOnly => offered.read_only,
             Approve::Always => false,
         };
-    let row = |shown: &str, decision: &str| {
+    let row = |raw: &str, decision: &str| {
         vec![
             ("tool", tool.into()),
             ("server", server.into()),
-            ("arguments", shown.into()),
+            ("arguments", raw.into()),
             ("decision", decision.into()),
         ]
     };
@@ -559,7 +563,7 @@ async fn run_mcp(
             let prompt = Prompt {
                 commands: vec![
                     format!("MCP server {server}, tool {tool}"),
-                    format!("arguments {shown}"),
+                    format!("arguments {}", render::exact(&raw)),
                 ],
                 changes: None,
             };
@@ -572,12 +576,11 @@ async fn run_mcp(
                 {
                     Some(Value::Object(edited)) => {
                         arguments = edited;
-                        shown = scrub(agent, memory, &Value::Object(arguments.clone()).to_string())
-                            .await;
+                        raw = Value::Object(arguments.clone()).to_string();
                         "edited"
                     }
                     _ => {
-                        host.audit("ai_tool_call", row(&shown, "denied_by_user"))
+                        host.audit("ai_tool_call", row(&raw, "denied_by_user"))
                             .await;
                         return Ok(
                             "the user's edit was not this tool with a JSON object; not called"
@@ -586,18 +589,15 @@ async fn run_mcp(
                     }
                 },
                 Approval::No => {
-                    host.audit("ai_tool_call", row(&shown, "denied_by_user"))
+                    host.audit("ai_tool_call", row(&raw, "denied_by_user"))
                         .await;
                     return Ok("the user declined this call".into());
                 }
             }
         }
     };
-    let line = format!("{head}{shown}");
-    if let Err(why) = host
-        .audit_ahead("ai_tool_call", row(&shown, decision))
-        .await
-    {
+    let line = format!("{head}{}", render::exact(&raw));
+    if let Err(why) = host.audit_ahead("ai_tool_call", row(&raw, decision)).await {
         host.refused(&line, why);
         return Ok(format!("not called: {why}"));
     }
@@ -608,7 +608,8 @@ async fn run_mcp(
             let error = r.is_error.then_some("the tool reported an error");
             ((text, r.bytes), error.map(str::to_string))
         }
-        Err(e) => ((String::new(), 0), Some(e)),
+        // What a server says of itself may quote what it was given.
+        Err(e) => ((String::new(), 0), Some(scrub(agent, memory, &e).await)),
     };
     let fields = vec![
         ("tool", tool.into()),
@@ -628,9 +629,10 @@ async fn run_mcp(
                 Some(_) => "returned an error",
                 None => "returned",
             };
-            memory.tools.add(&line, status, &result.0);
+            let seen = format!("{head}{}", scrub(agent, memory, &raw).await);
+            memory.tools.add(&seen, status, &result.0);
             let body = crate::text::ends(&result.0, OUTPUT_HEAD, OUTPUT_TAIL);
-            Ok(format!("{line}\n{status}\n{}", quote_output(&body)))
+            Ok(format!("{seen}\n{status}\n{}", quote_output(&body)))
         }
     }
 }

@@ -348,9 +348,44 @@ pub(crate) fn printable(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).collect()
 }
 
+/// `s` with every control and invisible character (zero-width, bidi
+/// overrides, tags) spelled out as JSON spells it (`\u202e`, astral ones
+/// as two): what a person must be able to read exactly before approving
+/// it, where [`printable`] would drop a control and leave a bidi override
+/// to reorder the line. JSON stays JSON: an edited line still parses.
+pub(crate) fn exact(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c.is_control() || crate::agent::policy::invisible(c) {
+            true => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+            false => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_spells_out_what_would_hide_or_reorder_text() {
+        assert_eq!(
+            exact("mcp s/a\u{202e}b\u{1b}[2J"),
+            "mcp s/a\\u202eb\\u001b[2J"
+        );
+        assert_eq!(exact("tag\u{e0041}"), "tag\\udb40\\udc41");
+        assert_eq!(exact("plain é 漢字"), "plain é 漢字");
+        // Spelled as JSON spells it: the shown arguments parse back.
+        let raw = serde_json::json!({"a": "x\u{200b}y"}).to_string();
+        let back: serde_json::Value = serde_json::from_str(&exact(&raw)).unwrap();
+        assert_eq!(back["a"], "x\u{200b}y");
+    }
 
     #[test]
     fn wide_characters_are_wrapped_by_the_columns_they_take() {

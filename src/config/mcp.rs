@@ -40,9 +40,13 @@ pub(crate) struct McpConfig {
     /// How long starting, listing or one call may take.
     #[serde(default = "default_timeout")]
     pub(crate) timeout_s: Spanned<u64>,
-    /// One process per session (stdio's default) or one for the bastion
-    /// (http's default).
+    /// One connection (for stdio, one process) per session, the default,
+    /// so nothing of one user's calls is in another's server; or one the
+    /// bastion shares.
     pub(crate) scope: Option<McpScope>,
+    /// The bastion users whose agents may use it (globs); default: every
+    /// user whose `ai` is on.
+    pub(crate) users: Option<Vec<Spanned<String>>>,
     /// When a call is asked about: one rule for the server, or a table of
     /// tool globs (`"*"` for the rest).
     #[serde(default)]
@@ -95,9 +99,14 @@ fn default_timeout() -> Spanned<u64> {
 
 impl McpConfig {
     pub(crate) fn scope(&self) -> McpScope {
-        self.scope.unwrap_or(match self.transport.get_ref() {
-            McpTransport::Stdio => McpScope::Session,
-            McpTransport::Http => McpScope::Bastion,
+        self.scope.unwrap_or(McpScope::Session)
+    }
+
+    /// Whether `user`'s agents may use this server.
+    pub(crate) fn serves(&self, user: &str) -> bool {
+        self.users.as_ref().is_none_or(|list| {
+            list.iter()
+                .any(|p| glob::Pattern::new(p.get_ref()).is_ok_and(|g| g.matches(user)))
         })
     }
 
@@ -161,6 +170,12 @@ impl Config {
                         let why = format!("MCP server `{name}`: `command` is for stdio only");
                         return Err(loc.error(c.span(), Some("mcp.command"), &why));
                     }
+                }
+            }
+            for u in m.users.iter().flatten() {
+                if let Err(e) = glob::Pattern::new(u.get_ref()) {
+                    let why = format!("bad glob `{}`: {e}", u.get_ref());
+                    return Err(loc.error(u.span(), Some("mcp.users"), &why));
                 }
             }
             if *m.timeout_s.get_ref() == 0 {
@@ -259,6 +274,10 @@ mod tests {
         assert_eq!(m.approve("write_file"), Approve::Always);
         assert_eq!(m.approve("list_allowed_directories"), Approve::Never);
         assert_eq!(mcp_tool("mcp:files/*"), Some(("files", "*")));
+        assert!(m.serves("anyone"));
+        let only = parse(&format!("{FILES}users = [\"ops-*\", \"alice\"]\n")).unwrap();
+        assert!(only.mcp[0].serves("ops-bob") && only.mcp[0].serves("alice"));
+        assert!(!only.mcp[0].serves("mallory"));
     }
 
     #[test]

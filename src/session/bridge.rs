@@ -386,17 +386,12 @@ impl Pumps<'_> {
     /// and a user gone from the config has none.
     fn settings(&self) -> Settings {
         let started = &self.ctx.live;
-        let newest = self.ctx.bastion.live();
-        let today = newest.config.user(&self.ids.user).map(|u| u.ai);
-        let mode = today.unwrap_or(AiMode::Off).min(self.mode);
-        let live = match newest.agent.prefixes == started.agent.prefixes {
-            true => &newest,
-            false => started,
+        let (newest, mode) = super::settings_now(&self.ctx.bastion, &self.ids.user, self.mode);
+        let agent = match newest.prefixes == started.agent.prefixes {
+            true => newest,
+            false => started.agent.clone(),
         };
-        Settings {
-            agent: live.agent.clone(),
-            mode,
-        }
+        Settings { agent, mode }
     }
 
     /// Command lines the shell finished: while the agent answers a

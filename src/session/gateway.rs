@@ -22,6 +22,7 @@ use rmcp::model::{
     ServerCapabilities,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use russh::server::Msg;
 use russh::{Channel, ChannelMsg};
@@ -29,10 +30,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Context, Totals, end_with};
-use crate::agent::Agent;
 use crate::agent::exec;
 use crate::agent::policy::{Prompt, Verdict};
-use crate::agent::react;
+use crate::agent::react::{self, Outcome};
+use crate::agent::render;
 use crate::audit::Ids;
 use crate::bastion::Bastion;
 use crate::config::{AiMode, TargetConfig};
@@ -43,9 +44,19 @@ use crate::upstream::{self, Runner};
 /// What the pipe between the channel and the MCP service holds.
 const PIPE: usize = 256 * 1024;
 
-/// Calls one client may have running at once; more wait their turn (each
-/// is a channel on the target's connection).
-const CALLS_AT_ONCE: usize = 4;
+/// Calls one client may have running at once (each is a channel on the
+/// target's connection); one more is answered "busy" at once, so nothing
+/// queues up in the bastion.
+const CALLS_AT_ONCE: u32 = 4;
+/// The longest message a client may send: far above any command the
+/// policy reads (`policy::MAX_LINE`), far below what would cost memory.
+const MAX_MESSAGE: usize = 64 * 1024;
+/// How long the user has to answer an approval in their client.
+const APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How long calls under way get to write their rows once the client left.
+const WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(10);
+/// A client's name is kept to this many characters on its rows.
+const MAX_CLIENT_NAME: usize = 128;
 
 /// The tools the gateway serves: the agent's own two.
 const SERVED: &[&str] = &["run_command", "read_file"];
@@ -90,22 +101,31 @@ pub(super) async fn serve(
             };
         }
     };
+    let calls = Arc::new(tokio::sync::Semaphore::new(CALLS_AT_ONCE as usize));
+    let (ended, ended_rx) = tokio::sync::watch::channel(false);
     let gateway = Gateway {
         bastion: ctx.bastion.clone(),
-        agent: ctx.live.agent.clone(),
         ids: ids.clone(),
-        mode,
+        started: mode,
         runner,
         numbering: Arc::new(Numbering::default()),
-        calls: tokio::sync::Semaphore::new(CALLS_AT_ONCE),
+        calls: calls.clone(),
+        ended: ended_rx,
     };
     let (ours, theirs) = tokio::io::duplex(PIPE);
+    let (read, write) = tokio::io::split(theirs);
+    let transport = AsyncRwTransport::new_server(read, write).with_max_line_length(MAX_MESSAGE);
     let service = tokio::spawn(async move {
-        if let Ok(running) = gateway.serve(theirs).await {
+        if let Ok(running) = gateway.serve(transport).await {
             let _ = running.waiting().await;
         }
     });
     let mut totals = pump(&mut channel, ours, stop).await;
+    // Calls under way stop (their commands' channels closed) and write
+    // their rows before the session's end is written.
+    let _ = ended.send(true);
+    let all = calls.acquire_many(CALLS_AT_ONCE);
+    let _ = tokio::time::timeout(WIND_DOWN, all).await;
     service.abort();
     let _ = service.await;
     totals.exit_status = Some(0);
@@ -153,12 +173,14 @@ async fn pump(
 /// One client's MCP session with one target.
 struct Gateway {
     bastion: Arc<Bastion>,
-    agent: Arc<Agent>,
     ids: Ids,
-    mode: AiMode,
+    /// The user's mode at login: a reload may narrow it, never widen it.
+    started: AiMode,
     runner: Runner,
     numbering: Arc<Numbering>,
-    calls: tokio::sync::Semaphore,
+    calls: Arc<tokio::sync::Semaphore>,
+    /// Set when the client is gone: calls under way stop.
+    ended: tokio::sync::watch::Receiver<bool>,
 }
 
 /// A call's outcome as the client gets it.
@@ -283,10 +305,16 @@ impl ServerHandler for Gateway {
         let client = context
             .peer
             .peer_info()
-            .map(|i| i.client_info.name.clone())
+            .map(|i| {
+                crate::text::prefix(&render::printable(&i.client_info.name), MAX_CLIENT_NAME)
+                    .to_string()
+            })
             .unwrap_or_default();
-        let Ok(_turn) = self.calls.acquire().await else {
-            return result("the gateway is closing".into(), true);
+        let Ok(_turn) = self.calls.try_acquire() else {
+            let busy = format!(
+                "busy: at most {CALLS_AT_ONCE} calls run at once; try again when one has ended"
+            );
+            return result(busy, true);
         };
         self.run(&command, &client, &context).await
     }
@@ -306,6 +334,13 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let audit = &self.bastion.audit;
+        let (agent, mode) = super::settings_now(&self.bastion, &self.ids.user, self.started);
+        if mode == AiMode::Off {
+            return result(
+                format!("{}'s ai is off now: nothing runs", self.ids.user),
+                true,
+            );
+        }
         let row = |decision: &str| {
             self.ids
                 .event("ai_tool_call")
@@ -314,7 +349,7 @@ impl Gateway {
                 .field("via", "mcp")
                 .field("client", client)
         };
-        let (decision, clean) = match self.agent.policy.check_off_worker(command, self.mode).await {
+        let (decision, clean) = match agent.policy.check_off_worker(command, mode).await {
             Verdict::Deny(why) => {
                 audit
                     .event(row("denied_by_policy").field("reason", why.as_str()))
@@ -324,7 +359,7 @@ impl Gateway {
                 return result(text, true);
             }
             Verdict::Run(script) => ("auto", Some(script)),
-            Verdict::Ask(prompt) => match self.ask(command, &prompt, context).await {
+            Verdict::Ask(prompt) => match self.ask(command, &prompt, mode, context).await {
                 Ok(()) => ("approved", None),
                 Err(why) => {
                     audit
@@ -342,7 +377,7 @@ impl Gateway {
             runner: &self.runner,
             upstream: &self.bastion.upstream,
             user: &self.ids.user,
-            timeout: self.agent.command_timeout,
+            timeout: agent.command_timeout,
         };
         // What the policy proved runs clean; what the user approved runs
         // as their login shell reads it, as a parallel member's does.
@@ -350,7 +385,17 @@ impl Gateway {
             Some(script) => exec::Command::Clean { script, cwd: None },
             None => exec::Command::AsIs(command),
         };
-        let mut outcome = exec::run(apart, run, &mut Unseen).await;
+        let mut ended = self.ended.clone();
+        let stopped = |why: &str| Outcome {
+            interrupted: Some(why.to_string()),
+            ..Outcome::default()
+        };
+        let mut unseen = Unseen;
+        let mut outcome = tokio::select! {
+            o = exec::run(apart, run, &mut unseen) => o,
+            _ = context.ct.cancelled() => stopped("the client cancelled it"),
+            _ = ended.wait_for(|e| *e) => stopped("the client went away"),
+        };
         outcome.output = self.scrub(&outcome.output).await;
         let ended = self
             .ids
@@ -358,6 +403,7 @@ impl Gateway {
             .field("command", command)
             .field("exit_code", outcome.exit_code)
             .field("output_bytes", outcome.output_bytes)
+            .field("interrupted", outcome.interrupted.clone())
             .field("via", "mcp")
             .field("client", client);
         audit.event(ended).await;
@@ -372,9 +418,10 @@ impl Gateway {
         &self,
         command: &str,
         prompt: &Prompt,
+        mode: AiMode,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), String> {
-        let why = match self.mode {
+        let why = match mode {
             AiMode::Confirm => format!("{} has ai = confirm", self.ids.user),
             _ => "walissh cannot prove it read-only".to_string(),
         };
@@ -389,14 +436,15 @@ impl Gateway {
         }
         // What the policy's parser sees it run, and what else it changes,
         // as the terminal's Run? shows them.
-        let mut shown = format!("  {}", crate::agent::render::printable(command));
+        // Exactly what runs, invisible characters spelled out: the client
+        // wrote it, and a scrubbed copy could hide part of it.
+        let mut shown = format!("  {}", render::exact(command));
         for c in &prompt.commands {
-            shown.push_str(&format!("\n  -> {}", crate::agent::render::printable(c)));
+            shown.push_str(&format!("\n  -> {}", render::exact(c)));
         }
         if let Some(changes) = &prompt.changes {
             shown.push_str(&format!("\n  ! {changes}"));
         }
-        let shown = self.scrub(&shown).await;
         let message = format!(
             "walissh: run on {} as {}?\n\n{shown}\n\n({why})",
             self.ids.target, self.ids.user
@@ -412,11 +460,15 @@ impl Gateway {
             message,
             requested_schema: schema,
         };
-        let answer = context
+        let mut ended = self.ended.clone();
+        let asked = context
             .peer
-            .create_elicitation(params)
-            .await
-            .map_err(|e| format!("not run: the approval failed ({e})"))?;
+            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
+        let answer = tokio::select! {
+            a = asked => a.map_err(|e| format!("not run: the approval failed ({e})"))?,
+            _ = context.ct.cancelled() => return Err("not run: the client cancelled it".into()),
+            _ = ended.wait_for(|e| *e) => return Err("not run: the client went away".into()),
+        };
         let yes = answer.action == ElicitationAction::Accept
             && answer
                 .content
@@ -432,7 +484,8 @@ impl Gateway {
 
     /// `text` scrubbed of secrets, on a blocking thread.
     async fn scrub(&self, text: &str) -> String {
-        let (redactor, numbering) = (self.agent.redactor.clone(), self.numbering.clone());
+        let redactor = self.bastion.live().agent.redactor.clone();
+        let numbering = self.numbering.clone();
         let text = text.to_string();
         tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering).0)
             .await

@@ -221,6 +221,23 @@ async fn choose_target(
     }
 }
 
+/// The agents a user's next call runs under, and their mode: the newest
+/// config's, and the stricter of the mode at login (`started`) and
+/// today's. A reload never widens a live session's rights, and a user gone
+/// from the config has none.
+fn settings_now(
+    bastion: &Bastion,
+    user: &str,
+    started: AiMode,
+) -> (Arc<crate::agent::Agent>, AiMode) {
+    let newest = bastion.live();
+    let today = newest.config.user(user).map(|u| u.ai);
+    (
+        newest.agent.clone(),
+        today.unwrap_or(AiMode::Off).min(started),
+    )
+}
+
 /// Tells the client why it gets no session (exit status 1), and closes
 /// the channel.
 async fn refuse(channel: &Channel<Msg>, pty: bool, message: &str) {

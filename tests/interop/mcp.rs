@@ -666,3 +666,134 @@ fn check_config_names_unknown_servers_and_bad_entries_by_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
+    let model = Model::start(vec![]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    // Six slow calls at once: four run, two are told the gateway is busy.
+    // The client gives up (its deadline) with four under way: they stop,
+    // and their rows come before the session's end.
+    let call = json!({"command": "sleep 97"}).to_string();
+    let (r, code) = mcp_client(
+        &b,
+        "bob:web1",
+        &[
+            "--timeout",
+            "8",
+            "--parallel",
+            "6",
+            "--call",
+            "run_command",
+            &call,
+        ],
+    );
+    assert_eq!(code, Some(2), "{r}");
+    let busy: Vec<&Value> = r["results"].as_array().unwrap().iter().collect();
+    assert_eq!(busy.len(), 2, "{r}");
+    assert!(
+        busy.iter()
+            .all(|x| x["text"].as_str().unwrap().starts_with("busy")),
+        "{r}"
+    );
+    b.wait_kind("session_end");
+    // Oldest first: every result before the end.
+    let rows = b.audit();
+    let end = rows
+        .iter()
+        .position(|e| e["kind"] == "session_end")
+        .unwrap();
+    let results: Vec<(usize, &Value)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["kind"] == "ai_tool_result" && e["via"] == "mcp")
+        .collect();
+    assert_eq!(results.len(), 4, "{rows:#?}");
+    assert!(
+        results
+            .iter()
+            .all(|(i, e)| *i < end && e["interrupted"] == "the client went away"),
+        "{rows:#?}"
+    );
+    wait_until(|| !running("sleep 97"), "a call outlived its client");
+    // A message past the gateway's bound is dropped unread: nothing runs,
+    // and the next client is served.
+    let big =
+        json!({"command": "touch /tmp/walissh-never", "pad": "x".repeat(100_000)}).to_string();
+    let (r, code) = mcp_client(
+        &b,
+        "bob:web1",
+        &["--timeout", "5", "--call", "run_command", &big],
+    );
+    assert_eq!(code, Some(2), "{r}");
+    let (r, _) = mcp_client(
+        &b,
+        "bob:web1",
+        &["--call", "run_command", r#"{"command": "uname -s"}"#],
+    );
+    assert!(
+        r["result"]["text"].as_str().unwrap().contains("Linux"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_reload_narrows_a_live_gateway_session() {
+    let model = Model::start(vec![]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            bob_ai: "auto",
+            ..Opts::default()
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!("{}/tests/interop/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
+    let ssh = b.ssh_bob("bob:web1");
+    let mut args: Vec<String> = ssh
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let dest = args.pop().unwrap();
+    args.extend(["-s".into(), dest, "mcp".into()]);
+    let client = Command::new("python3")
+        .arg(script)
+        .args([
+            "--wait-for",
+            &go.display().to_string(),
+            "--call",
+            "run_command",
+            r#"{"command": "uname -s"}"#,
+            "--",
+        ])
+        .arg(ssh.get_program())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The session is up (its subsystem row is in), then bob's ai is
+    // turned off and the config reloaded, then the client calls.
+    b.wait_event(|e| e["kind"] == "subsystem" && e["name"] == "mcp");
+    let config = std::fs::read_to_string(&b.config).unwrap();
+    std::fs::write(&b.config, config.replace("ai = \"auto\"", "ai = \"off\"")).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+    std::fs::write(&go, "").unwrap();
+    let out = client.wait_with_output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("ai is off now"),
+        "{r}"
+    );
+    assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_call"));
+}

@@ -64,6 +64,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--call", nargs=2, metavar=("NAME", "JSON"), help="call tool NAME with JSON arguments")
     p.add_argument("--elicit", choices=("accept", "decline", "none"), default="none")
     p.add_argument("--elicit-content", metavar="JSON", help="content sent when accepting an elicitation")
+    p.add_argument("--parallel", type=int, default=1, help="make the call this many times at once")
+    p.add_argument("--wait-for", metavar="FILE", help="after listing the tools, wait until FILE exists")
     p.add_argument("--resources", action="store_true", help="list the resources and read each")
     p.add_argument("--timeout", type=float, default=60.0, help="overall deadline in seconds (default 60)")
     return p.parse_args(opts), command
@@ -107,6 +109,10 @@ def content_for(params: types.ElicitRequestParams) -> dict[str, Any] | None:
     return {name: placeholder(prop) for name, prop in props.items()}
 
 
+# Every call's result, in the order they came: kept by main on a timeout.
+results: list[dict[str, Any]] = []
+
+
 async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     elicitations: list[str] = []
 
@@ -144,14 +150,24 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
                 cursor = listed.next_cursor
                 if not cursor:
                     break
+            if args.wait_for:
+                while not os.path.exists(args.wait_for):
+                    await anyio.sleep(0.05)
             result = None
             if call_name is not None:
-                try:
-                    res = await session.call_tool(call_name, call_args)
-                    text = "\n".join(c.text for c in res.content if isinstance(c, types.TextContent))
-                    result = {"isError": bool(res.is_error), "text": text}
-                except MCPError as e:
-                    result = {"isError": True, "text": e.message, "errorCode": e.code}
+
+                async def one() -> None:
+                    try:
+                        res = await session.call_tool(call_name, call_args)
+                        text = "\n".join(c.text for c in res.content if isinstance(c, types.TextContent))
+                        results.append({"isError": bool(res.is_error), "text": text})
+                    except MCPError as e:
+                        results.append({"isError": True, "text": e.message, "errorCode": e.code})
+
+                async with anyio.create_task_group() as group:
+                    for _ in range(args.parallel):
+                        group.start_soon(one)
+                result = results[0]
             resources = None
             if args.resources:
                 resources = {}
@@ -164,6 +180,7 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
                 "tools": tools,
                 "result": result,
                 "elicitations": elicitations,
+                "results": results,
             }
 
 
@@ -183,7 +200,7 @@ def main() -> int:
             leaves = list(_leaves(e))
             e = leaves[0] if leaves else e
         msg = "timed out" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
-        print(json.dumps({"error": msg}))
+        print(json.dumps({"error": msg, "results": results}))
         sys.stdout.flush()
         return 2
     print(json.dumps(out))

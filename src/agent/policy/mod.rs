@@ -30,6 +30,8 @@ mod typing;
 mod unwrap;
 mod word;
 
+pub(crate) use typing::invisible;
+
 use std::sync::Arc;
 use std::time::Duration;
 

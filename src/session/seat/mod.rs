@@ -174,7 +174,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
     let settings = (desk.settings)();
     let mut seat = Seat {
         painter: Painter::new(desk.shared.cols()),
-        toolbox: Arc::new(Toolbox::new(settings.agent.mcp.clone())),
+        toolbox: Arc::new(Toolbox::new(settings.agent.mcp.clone(), &desk.ids.user)),
         settings,
         desk,
         draw,
@@ -216,7 +216,8 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         seat.settings = (seat.desk.settings)();
         // A reload's servers replace the session's (whose processes end).
         if !Arc::ptr_eq(seat.toolbox.registry(), &seat.settings.agent.mcp) {
-            seat.toolbox = Arc::new(Toolbox::new(seat.settings.agent.mcp.clone()));
+            let user = &seat.desk.ids.user;
+            seat.toolbox = Arc::new(Toolbox::new(seat.settings.agent.mcp.clone(), user));
         }
         while cancel.try_recv().is_ok() {}
         // Active since the bridge caught the question.
