@@ -44,6 +44,7 @@ pub(crate) async fn serve(
         &config.recordings_dir(),
     );
     raise_open_files();
+    keep_memory_private();
     crate::keys::create_private_dir(config.state_dir())?;
     absolute_state_dir(&mut config)?;
     if config.embedded {
@@ -246,6 +247,16 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
         demo.password_hash = Some(toml::Spanned::new(0..0, hash));
     }
     Ok(())
+}
+
+/// Makes walissh's memory and environment unreadable to processes of its
+/// own account (no `/proc/PID/environ`, no ptrace, no core dump): the MCP
+/// servers it starts run as that account, and its environment holds the
+/// model's API key and the targets' passwords.
+fn keep_memory_private() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "cannot make the process undumpable");
+    }
 }
 
 /// Raises the soft limit on open files to the hard one: every session

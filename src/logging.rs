@@ -26,7 +26,7 @@ pub(crate) fn init(default_level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(|| OneLine(std::io::stderr()));
     if std::env::var("WALISSH_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().flatten_event(true).init();
     } else if under_journald() {
@@ -36,6 +36,40 @@ pub(crate) fn init(default_level: &str) {
             .init();
     } else {
         builder.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+}
+
+/// One event, one line: a line break or other control character inside
+/// an event (a field a client or a server chose: an MCP request id, say)
+/// is written escaped, so nobody can forge a second line, or a journal
+/// record of the priority they like. Each write is one event: the fmt
+/// layer formats the whole event and then writes it at once.
+struct OneLine<W>(W);
+
+impl<W: std::io::Write> std::io::Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (body, end) = match buf.strip_suffix(b"\n") {
+            Some(body) => (body, &b"\n"[..]),
+            None => (buf, &b""[..]),
+        };
+        let mut out = Vec::with_capacity(buf.len());
+        for &b in body {
+            match b {
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                // Tabs and the ANSI colours of a terminal stay.
+                b'\t' | 0x1b => out.push(b),
+                0x00..0x20 | 0x7f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+                _ => out.push(b),
+            }
+        }
+        out.extend_from_slice(end);
+        self.0.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 
@@ -108,6 +142,31 @@ mod tests {
         assert!(lines[0].contains("peer=\"192.0.2.7:50000\""), "{text}");
         assert!(lines[1].starts_with("<6> INFO"), "{text}");
         assert!(!text.contains("2026-"), "no timestamp: {text}");
+    }
+
+    /// A field with a line break and a journal priority in it stays on
+    /// its event's line.
+    #[test]
+    fn a_field_cannot_forge_a_line() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sink = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .event_format(Journald(format().without_time()))
+            .with_writer(move || OneLine(Sink(sink.clone())))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(id = %"1\n<2>walissh: forged\r", "response error");
+            tracing::info!("next");
+        });
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("<4>") && lines[0].contains("1\\n<2>walissh: forged\\r"),
+            "{text}"
+        );
+        assert!(lines[1].starts_with("<6>"), "{text}");
     }
 
     struct Sink(Arc<Mutex<Vec<u8>>>);

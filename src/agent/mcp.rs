@@ -21,10 +21,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, Tool,
+};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use tokio::sync::Mutex;
@@ -41,6 +45,14 @@ const MAX_DESCRIPTION: usize = 1000;
 const MAX_RESULT: usize = 4 << 20;
 /// Function names the model accepts: `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_NAME: usize = 64;
+/// The longest message a server may send: a result is kept to
+/// [`MAX_RESULT`] anyway.
+const MAX_LINE: usize = 8 << 20;
+/// The pages of a tool list read, and the tools kept from them.
+const MAX_PAGES: usize = 16;
+const MAX_LISTED: usize = 1024;
+/// What the declarations of one agent's MCP tools may take together.
+const MAX_DECLARATIONS: usize = 64 * 1024;
 /// What of a server's error output is kept, for its last line.
 const STDERR_KEPT: usize = 1024;
 /// The environment every stdio server gets from the bastion's.
@@ -96,18 +108,33 @@ struct Conn {
     /// The server said its tools changed since they were last listed.
     stale: Arc<AtomicBool>,
     tools: Mutex<Option<Arc<Vec<Tool>>>>,
-    /// The process group of a stdio server, ended with the connection.
-    group: Option<i32>,
+    /// A stdio server's process, ended with the connection.
+    _process: Option<Process>,
 }
 
-impl Drop for Conn {
+/// A stdio server's process, leader of a process group of its own.
+struct Process {
+    /// Never waited for while this lives: the leader's pid, which is the
+    /// group's id, cannot be taken by another process before this drops,
+    /// so the signal below reaches this group or none.
+    _child: tokio::process::Child,
+    group: nix::unistd::Pid,
+}
+
+impl Drop for Process {
     fn drop(&mut self) {
         // Synchronous, so it happens even as the runtime stops (SIGTERM):
-        // the whole group, so `npx`'s node goes too.
-        if let Some(group) = self.group {
-            use nix::sys::signal::{Signal, killpg};
-            let _ = killpg(nix::unistd::Pid::from_raw(group), Signal::SIGTERM);
-        }
+        // the whole group, so `npx`'s node goes too. The child's
+        // `kill_on_drop` then kills the leader, and tokio reaps it.
+        use nix::sys::signal::{Signal, killpg};
+        let _ = killpg(self.group, Signal::SIGTERM);
+    }
+}
+
+impl Conn {
+    /// Neither side has closed it (a server that exited closes its side).
+    fn live(&self) -> bool {
+        !self.service.is_closed() && !self.service.is_transport_closed()
     }
 }
 
@@ -181,6 +208,7 @@ impl Toolbox {
     /// server that could not be reached (the question goes on without it).
     pub(crate) async fn offer(&self, patterns: &[String]) -> (Vec<Offered>, Vec<String>) {
         let (mut offered, mut problems) = (Vec::new(), Vec::new());
+        let mut used = 0;
         if patterns.is_empty() {
             return (offered, problems);
         }
@@ -209,7 +237,18 @@ impl Toolbox {
                     continue;
                 }
                 match declare(name, tool, &offered) {
-                    Ok(o) => offered.push(o),
+                    Ok(o) => {
+                        let size = o.declaration.to_string().len();
+                        if size > MAX_DECLARATIONS - used {
+                            problems.push(format!(
+                                "MCP tool {name}/{}: the tools offered would take over {MAX_DECLARATIONS} bytes; not offered",
+                                tool.name
+                            ));
+                            continue;
+                        }
+                        used += size;
+                        offered.push(o);
+                    }
                     Err(e) => problems.push(e),
                 }
             }
@@ -268,7 +307,7 @@ impl Toolbox {
             return Ok(t.clone());
         }
         let timeout = timeout_of(&server.config);
-        let listed = tokio::time::timeout(timeout, conn.service.list_all_tools()).await;
+        let listed = tokio::time::timeout(timeout, list(&conn)).await;
         match listed {
             Ok(Ok(tools)) => {
                 let tools = Arc::new(tools);
@@ -298,7 +337,7 @@ impl Toolbox {
         match server.config.scope() {
             McpScope::Bastion => {
                 let mut slot = server.shared.lock().await;
-                if let Some(c) = slot.as_ref().filter(|c| !c.service.is_closed()) {
+                if let Some(c) = slot.as_ref().filter(|c| c.live()) {
                     return Ok(c.clone());
                 }
                 let c = Arc::new(connect(&server.config).await?);
@@ -307,7 +346,7 @@ impl Toolbox {
             }
             McpScope::Session => {
                 let mut own = self.own.lock().await;
-                if let Some(c) = own.get(name).filter(|c| !c.service.is_closed()) {
+                if let Some(c) = own.get(name).filter(|c| c.live()) {
                     return Ok(c.clone());
                 }
                 let c = Arc::new(connect(&server.config).await?);
@@ -338,6 +377,27 @@ impl Toolbox {
     }
 }
 
+/// A server's tools, page by page, within [`MAX_PAGES`] and
+/// [`MAX_LISTED`]: a server that never stops paging costs no more.
+async fn list(conn: &Conn) -> Result<Vec<Tool>, rmcp::ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = conn.service.list_tools(params).await?;
+        tools.extend(page.tools);
+        if tools.len() >= MAX_LISTED {
+            tools.truncate(MAX_LISTED);
+            break;
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    Ok(tools)
+}
+
 fn timeout_of(config: &McpConfig) -> Duration {
     Duration::from_secs((*config.timeout_s.get_ref()).max(1))
 }
@@ -363,29 +423,22 @@ async fn connect(config: &McpConfig) -> Result<Conn, String> {
     let late = || format!("it did not start within {} s", timeout.as_secs());
     match config.transport.get_ref() {
         McpTransport::Stdio => {
-            let (transport, group, stderr) = spawn(config)?;
-            let conn = Conn {
-                service: match tokio::time::timeout(timeout, watch.serve(transport)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        return Err(with_stderr(
-                            &format!("it did not start: {}", failure(&e.to_string())),
-                            &stderr,
-                        ));
-                    }
-                    Err(_) => {
-                        if let Some(g) = group {
-                            use nix::sys::signal::{Signal, killpg};
-                            let _ = killpg(nix::unistd::Pid::from_raw(g), Signal::SIGTERM);
-                        }
-                        return Err(with_stderr(&late(), &stderr));
-                    }
-                },
+            let (transport, process, stderr) = spawn(config)?;
+            let service = match tokio::time::timeout(timeout, watch.serve(transport)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    let e = format!("it did not start: {}", failure(&e.to_string()));
+                    return Err(with_stderr(&e, &stderr));
+                }
+                // Dropping `process` ends it.
+                Err(_) => return Err(with_stderr(&late(), &stderr)),
+            };
+            Ok(Conn {
+                service,
                 stale,
                 tools: Mutex::new(None),
-                group,
-            };
-            Ok(conn)
+                _process: Some(process),
+            })
         }
         McpTransport::Http => {
             let url = config
@@ -422,11 +475,15 @@ async fn connect(config: &McpConfig) -> Result<Conn, String> {
                 service,
                 stale,
                 tools: Mutex::new(None),
-                group: None,
+                _process: None,
             })
         }
     }
 }
+
+/// A stdio server's pipes, as the SDK speaks over them.
+type StdioTransport =
+    AsyncRwTransport<RoleClient, tokio::process::ChildStdout, tokio::process::ChildStdin>;
 
 /// The last lines a server wrote on its error output.
 type Stderr = Arc<std::sync::Mutex<String>>;
@@ -441,14 +498,20 @@ fn with_stderr(message: &str, stderr: &Stderr) -> String {
 
 /// Starts a stdio server in a process group of its own, with the
 /// environment it is given and nothing else of the bastion's.
-fn spawn(config: &McpConfig) -> Result<(TokioChildProcess, Option<i32>, Stderr), String> {
+fn spawn(config: &McpConfig) -> Result<(StdioTransport, Process, Stderr), String> {
     let program = config
         .command
         .as_ref()
         .map(|c| c.get_ref().clone())
         .unwrap_or_default();
     let mut cmd = tokio::process::Command::new(&program);
-    cmd.args(&config.args).env_clear();
+    cmd.args(&config.args)
+        .env_clear()
+        .process_group(0)
+        .kill_on_drop(true)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for var in PASSED_ENV {
         if let Ok(v) = std::env::var(var) {
             cmd.env(var, v);
@@ -468,18 +531,24 @@ fn spawn(config: &McpConfig) -> Result<(TokioChildProcess, Option<i32>, Stderr),
         }
         None => {}
     }
-    let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
-    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-    let (transport, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {program}: {e}"))?;
-    let group = transport.id().and_then(|p| i32::try_from(p).ok());
+    let pid = child.id().and_then(|p| i32::try_from(p).ok());
+    let (Some(pid), Some(stdout), Some(stdin)) = (pid, child.stdout.take(), child.stdin.take())
+    else {
+        return Err(format!("cannot start {program}: no pipes"));
+    };
     let said: Stderr = Arc::default();
-    if let Some(stderr) = stderr {
+    if let Some(stderr) = child.stderr.take() {
         tokio::spawn(keep_last_line(stderr, said.clone()));
     }
-    Ok((transport, group, said))
+    let transport = AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_LINE);
+    let process = Process {
+        _child: child,
+        group: nix::unistd::Pid::from_raw(pid),
+    };
+    Ok((transport, process, said))
 }
 
 /// Reads a server's error output to its end, keeping its last line

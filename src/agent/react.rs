@@ -532,7 +532,8 @@ async fn run_mcp(
         return Ok("error: the arguments are not a JSON object; send one".into());
     };
     let (server, tool) = (offered.server.as_str(), offered.tool.as_str());
-    let head = format!("mcp {server}/{tool} ");
+    // The tool's name is the server's word: spelled out like the rest.
+    let head = format!("mcp {server}/{} ", render::exact(tool));
     // The user approves, and the audit keeps, exactly what is sent
     // (invisible characters spelled out): a scrubbed copy could hide part
     // of it. The model's history gets the scrubbed one.
@@ -562,7 +563,7 @@ async fn run_mcp(
         false => {
             let prompt = Prompt {
                 commands: vec![
-                    format!("MCP server {server}, tool {tool}"),
+                    format!("MCP server {server}, tool {}", render::exact(tool)),
                     format!("arguments {}", render::exact(&raw)),
                 ],
                 changes: None,

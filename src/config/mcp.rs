@@ -123,11 +123,21 @@ impl McpConfig {
                     table
                         .iter()
                         .filter(|(p, _)| glob::Pattern::new(p).is_ok_and(|g| g.matches(tool)))
-                        .max_by_key(|(p, _)| p.len())
+                        // The longest glob; of two as long, the stricter.
+                        .max_by_key(|(p, a)| (p.len(), strictness(**a)))
                         .map(|(_, a)| *a)
                 })
                 .unwrap_or(Approve::Always),
         }
+    }
+}
+
+/// How much a rule asks: ties between globs go to the one that asks more.
+fn strictness(a: Approve) -> u8 {
+    match a {
+        Approve::Never => 0,
+        Approve::ReadOnly => 1,
+        Approve::Always => 2,
     }
 }
 
@@ -275,6 +285,12 @@ mod tests {
         assert_eq!(m.approve("list_allowed_directories"), Approve::Never);
         assert_eq!(mcp_tool("mcp:files/*"), Some(("files", "*")));
         assert!(m.serves("anyone"));
+        // Two globs as long: the stricter rule wins, whatever their order.
+        let tie = parse(&format!(
+            "{FILES}approve = {{ \"a*\" = \"never\", \"*b\" = \"always\" }}\n"
+        ))
+        .unwrap();
+        assert_eq!(tie.mcp[0].approve("ab"), Approve::Always);
         let only = parse(&format!("{FILES}users = [\"ops-*\", \"alice\"]\n")).unwrap();
         assert!(only.mcp[0].serves("ops-bob") && only.mcp[0].serves("alice"));
         assert!(!only.mcp[0].serves("mallory"));

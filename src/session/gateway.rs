@@ -111,6 +111,7 @@ pub(super) async fn serve(
         numbering: Arc::new(Numbering::default()),
         calls: calls.clone(),
         ended: ended_rx,
+        facts: tokio::sync::OnceCell::new(),
     };
     let (ours, theirs) = tokio::io::duplex(PIPE);
     let (read, write) = tokio::io::split(theirs);
@@ -125,7 +126,9 @@ pub(super) async fn serve(
     // their rows before the session's end is written.
     let _ = ended.send(true);
     let all = calls.acquire_many(CALLS_AT_ONCE);
-    let _ = tokio::time::timeout(WIND_DOWN, all).await;
+    let _held = tokio::time::timeout(WIND_DOWN, all).await;
+    // No call starts from here on: a late one is refused, with no row.
+    calls.close();
     service.abort();
     let _ = service.await;
     totals.exit_status = Some(0);
@@ -181,6 +184,8 @@ struct Gateway {
     calls: Arc<tokio::sync::Semaphore>,
     /// Set when the client is gone: calls under way stop.
     ended: tokio::sync::watch::Receiver<bool>,
+    /// The target's facts, probed at the first read.
+    facts: tokio::sync::OnceCell<crate::upstream::TargetInfo>,
 }
 
 /// A call's outcome as the client gets it.
@@ -253,10 +258,18 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != self.facts_uri() {
-            let why = format!("no resource {}; there is {}", request.uri, self.facts_uri());
+            // The uri is not echoed: what a client sends stays out of logs.
+            let why = format!("no such resource; there is {}", self.facts_uri());
             return Err(ErrorData::resource_not_found(why, None));
         }
-        let info = self.runner.facts().await.unwrap_or_default();
+        self.admitted()
+            .map_err(|why| ErrorData::invalid_request(why, None))?;
+        // One probe per session, however often it is read.
+        let info = self
+            .facts
+            .get_or_init(|| async { self.runner.facts().await.unwrap_or_default() })
+            .await
+            .clone();
         let mut text = format!("target: {}\n", self.ids.target);
         let facts = [
             ("os", info.os),
@@ -321,6 +334,30 @@ impl ServerHandler for Gateway {
 }
 
 impl Gateway {
+    /// The agents and the mode a call runs under now, or why it may not
+    /// run: a reload may have turned the user's `ai` off, or taken the
+    /// target from them (the connection stays, the right does not).
+    fn admitted(&self) -> Result<(Arc<crate::agent::Agent>, AiMode), String> {
+        let (agent, mode) = super::settings_now(&self.bastion, &self.ids.user, self.started);
+        if mode == AiMode::Off {
+            return Err(format!("{}'s ai is off now: nothing runs", self.ids.user));
+        }
+        let live = self.bastion.live();
+        let reaches = live.config.user(&self.ids.user).is_some_and(|u| {
+            live.config
+                .allowed_targets(u)
+                .iter()
+                .any(|t| t.name() == self.ids.target)
+        });
+        match reaches {
+            true => Ok((agent, mode)),
+            false => Err(format!(
+                "{} may no longer reach {}: nothing runs",
+                self.ids.user, self.ids.target
+            )),
+        }
+    }
+
     /// The one resource: the target's facts.
     fn facts_uri(&self) -> String {
         format!("walissh://{}/facts", self.ids.target)
@@ -334,13 +371,10 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let audit = &self.bastion.audit;
-        let (agent, mode) = super::settings_now(&self.bastion, &self.ids.user, self.started);
-        if mode == AiMode::Off {
-            return result(
-                format!("{}'s ai is off now: nothing runs", self.ids.user),
-                true,
-            );
-        }
+        let (agent, mode) = match self.admitted() {
+            Ok(a) => a,
+            Err(why) => return result(why, true),
+        };
         let row = |decision: &str| {
             self.ids
                 .event("ai_tool_call")
@@ -379,22 +413,24 @@ impl Gateway {
             user: &self.ids.user,
             timeout: agent.command_timeout,
         };
-        // What the policy proved runs clean; what the user approved runs
-        // as their login shell reads it, as a parallel member's does.
-        let run = match &clean {
-            Some(script) => exec::Command::Clean { script, cwd: None },
-            None => exec::Command::AsIs(command),
-        };
+        // Everything runs clean (plain sh, a fixed environment), with its
+        // input as its lifeline: what the policy proved, as it proved it;
+        // what the user approved, as written. When the client leaves, the
+        // channel closes and all of it stops, whatever it does with TERM.
+        let script = clean.as_deref().unwrap_or(command);
+        let run = exec::Command::Clean { script, cwd: None };
         let mut ended = self.ended.clone();
         let stopped = |why: &str| Outcome {
             interrupted: Some(why.to_string()),
             ..Outcome::default()
         };
         let mut unseen = Unseen;
+        // Biased: a call whose client already left does not start.
         let mut outcome = tokio::select! {
-            o = exec::run(apart, run, &mut unseen) => o,
+            biased;
             _ = context.ct.cancelled() => stopped("the client cancelled it"),
             _ = ended.wait_for(|e| *e) => stopped("the client went away"),
+            o = exec::run(apart, run, &mut unseen) => o,
         };
         outcome.output = self.scrub(&outcome.output).await;
         let ended = self
@@ -465,9 +501,10 @@ impl Gateway {
             .peer
             .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
         let answer = tokio::select! {
-            a = asked => a.map_err(|e| format!("not run: the approval failed ({e})"))?,
+            biased;
             _ = context.ct.cancelled() => return Err("not run: the client cancelled it".into()),
             _ = ended.wait_for(|e| *e) => return Err("not run: the client went away".into()),
+            a = asked => a.map_err(|e| format!("not run: the approval failed ({e})"))?,
         };
         let yes = answer.action == ElicitationAction::Accept
             && answer

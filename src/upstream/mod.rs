@@ -233,7 +233,9 @@ const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 /// which walissh holds open and never writes to, is a lifeline: `sh`
 /// gives the script `/dev/null` instead, and a watcher waits for that
 /// input to end, which it does when walissh drops the channel or the
-/// process, then signals the whole process group. sshd makes each
+/// process, then signals the whole process group: TERM, and two seconds
+/// later KILL, for what ignores TERM (the watcher ignores it itself, to
+/// live that long). sshd makes each
 /// session's process the leader of a group of its own (setsid), and
 /// walissh each local one (`local::open`), so the group is the command's
 /// and nothing else's; the line must never run where it is not. When the
@@ -242,8 +244,8 @@ const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 fn with_lifeline(script: &str) -> String {
     format!(
         "exec 3<&0 </dev/null; {{ {script}\n}} 3<&- & p=$!; \
-         {{ read -r x <&3; kill -TERM 0; }} & w=$!; exec 3<&-; \
-         wait $p; s=$?; kill $w 2>/dev/null; exit $s"
+         {{ trap '' TERM; read -r x <&3; kill -TERM 0; sleep 2; kill -KILL 0; }} & w=$!; \
+         exec 3<&-; wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s"
     )
 }
 
@@ -588,7 +590,7 @@ mod tests {
         assert_eq!(
             quote(&body),
             r#"'cd -- '\''/srv/it'\''\'\'''\''s here'\'' || exit 1; exec 3<&0 </dev/null; { '\''ls'\'' '\''-la'\''
-} 3<&- & p=$!; { read -r x <&3; kill -TERM 0; } & w=$!; exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s'"#
+} 3<&- & p=$!; { trap '\'''\'' TERM; read -r x <&3; kill -TERM 0; sleep 2; kill -KILL 0; } & w=$!; exec 3<&-; wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s'"#
         );
         // No directory known: no cd at all.
         let line = clean_command("'uptime'", None);

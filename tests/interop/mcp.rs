@@ -743,8 +743,9 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
     );
 }
 
-#[test]
-fn a_reload_narrows_a_live_gateway_session() {
+/// A gateway session kept open over a reload that applies `change` to the
+/// config: the call made after it is refused with `why`, and nothing runs.
+fn reload_narrows(change: impl Fn(String) -> String, why: &str) {
     let model = Model::start(vec![]);
     let b = bastion_with(
         &model,
@@ -778,22 +779,59 @@ fn a_reload_narrows_a_live_gateway_session() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // The session is up (its subsystem row is in), then bob's ai is
-    // turned off and the config reloaded, then the client calls.
+    // The session is up (its subsystem row is in), then the config
+    // changes and is reloaded, then the client calls.
     b.wait_event(|e| e["kind"] == "subsystem" && e["name"] == "mcp");
     let config = std::fs::read_to_string(&b.config).unwrap();
-    std::fs::write(&b.config, config.replace("ai = \"auto\"", "ai = \"off\"")).unwrap();
+    std::fs::write(&b.config, change(config)).unwrap();
     assert!(b.reload().contains("config reloaded"));
     std::fs::write(&go, "").unwrap();
     let out = client.wait_with_output().unwrap();
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(
-        r["result"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("ai is off now"),
-        "{r}"
-    );
+    assert!(r["result"]["text"].as_str().unwrap().contains(why), "{r}");
     assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_call"));
+}
+
+#[test]
+fn a_reload_that_turns_ai_off_reaches_a_live_gateway_session() {
+    reload_narrows(
+        |c| c.replace("ai = \"auto\"", "ai = \"off\""),
+        "ai is off now",
+    );
+}
+
+#[test]
+fn a_reload_that_takes_the_target_away_reaches_a_live_gateway_session() {
+    reload_narrows(
+        |c| c.replace("targets = [\"web1\", \"local\"]", "targets = [\"local\"]"),
+        "may no longer reach web1",
+    );
+}
+
+#[test]
+fn an_approved_command_that_ignores_term_stops_when_its_client_leaves() {
+    let model = Model::start(vec![]);
+    let b = bastion_with(&model, Opts::default());
+    // bob in confirm: approved through the client, then the client gives
+    // up while it runs.
+    let call = json!({"command": "trap '' TERM; sleep 95"}).to_string();
+    let approve = [
+        "--timeout",
+        "6",
+        "--elicit",
+        "accept",
+        "--elicit-content",
+        r#"{"run": true}"#,
+    ];
+    let mut args = approve.to_vec();
+    args.extend(["--call", "run_command", &call]);
+    let (r, code) = mcp_client(&b, "bob:web1", &args);
+    assert_eq!(code, Some(2), "{r}");
+    let row = b.wait_event(|e| e["kind"] == "ai_tool_result" && e["via"] == "mcp");
+    assert_eq!(row["interrupted"], "the client went away", "{row}");
+    wait_until(
+        || !running("sleep 95"),
+        "an approved command outlived its client",
+    );
 }
