@@ -122,21 +122,26 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    /// What a subscriber with `Journald` writes for two events.
-    #[test]
-    fn journal_lines_carry_their_priority_and_no_time() {
+    /// What the journal's format writes, through the writer walissh
+    /// uses, for the events `log` makes.
+    fn journal(log: impl FnOnce()) -> String {
         let out = Arc::new(Mutex::new(Vec::new()));
         let sink = out.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
             .event_format(Journald(format().without_time()))
-            .with_writer(move || Sink(sink.clone()))
+            .with_writer(move || OneLine(Sink(sink.clone())))
             .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        tracing::subscriber::with_default(subscriber, log);
+        String::from_utf8(out.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn journal_lines_carry_their_priority_and_no_time() {
+        let text = journal(|| {
             tracing::warn!(peer = "192.0.2.7:50000", "login failed");
             tracing::info!("listening");
         });
-        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("<4> WARN"), "{text}");
         assert!(lines[0].contains("peer=\"192.0.2.7:50000\""), "{text}");
@@ -148,18 +153,10 @@ mod tests {
     /// its event's line.
     #[test]
     fn a_field_cannot_forge_a_line() {
-        let out = Arc::new(Mutex::new(Vec::new()));
-        let sink = out.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .event_format(Journald(format().without_time()))
-            .with_writer(move || OneLine(Sink(sink.clone())))
-            .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        let text = journal(|| {
             tracing::warn!(id = %"1\n<2>walissh: forged\r", "response error");
             tracing::info!("next");
         });
-        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         assert!(
