@@ -58,9 +58,22 @@ pub(crate) async fn serve(
     // Opening the database and repairing what a crash left (`audit::recover`)
     // is file I/O: off the runtime, as all of it is.
     let (db, policy) = (config.audit_db_path(), config.audit.on_failure);
-    let (audit, audit_thread) = tokio::task::spawn_blocking(move || Audit::start(&db, policy))
-        .await
-        .map_err(|e| format!("cannot open the audit: {e}"))??;
+    let (state, a) = (config.state_dir().to_path_buf(), &config.audit);
+    let (every_events, every) = (
+        a.checkpoint_events.max(1),
+        Duration::from_secs(a.checkpoint_s.max(1)),
+    );
+    let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
+        let key = crate::audit::chain::key(&state)?;
+        let checkpoints = crate::audit::chain::Checkpoints {
+            key: Some(key),
+            every_events,
+            every,
+        };
+        Audit::start(&db, policy, checkpoints)
+    })
+    .await
+    .map_err(|e| format!("cannot open the audit: {e}"))??;
     let (recorder, recorder_thread) =
         Recorder::start(config.recordings_dir(), config.audit.record_input)?;
     let russh_config = Arc::new(crate::server::russh_config(host_key));

@@ -34,7 +34,7 @@ mod upstream;
 mod workers;
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -86,17 +86,34 @@ enum Cmd {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// List audit events, oldest first.
+    /// List audit events, oldest first; or check or show what secures them.
     Audit {
-        #[arg(long)]
+        #[command(subcommand)]
+        what: Option<AuditCmd>,
+        #[arg(long, global = true)]
         config: Option<PathBuf>,
         /// Only this session's events.
         #[arg(long)]
         session: Option<String>,
         /// One JSON object per line.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum AuditCmd {
+    /// Check the hash chain, every checkpoint's signature and every
+    /// finished recording; exit 0 only when all are intact.
+    Verify {
+        /// The audit key's public half to check against (an OpenSSH
+        /// public key file), instead of the one in the state directory:
+        /// pin the key you recorded elsewhere.
+        #[arg(long)]
+        key: Option<PathBuf>,
+    },
+    /// Print the audit key's public half and its fingerprint.
+    Key,
 }
 
 /// The program: parses the command line and runs it.
@@ -190,14 +207,56 @@ fn run(cmd: Cmd) -> Result<(), String> {
             out.finish()
         }
         Cmd::Audit {
+            what,
             config,
             session,
             json,
         } => {
             let config = load(config)?;
-            let mut out = Lines::new(json);
-            audit::db::audit_json(&config.audit_db_path(), session.as_deref(), &mut out)?;
-            out.finish()
+            match what {
+                None => {
+                    let mut out = Lines::new(json);
+                    audit::db::audit_json(&config.audit_db_path(), session.as_deref(), &mut out)?;
+                    out.finish()
+                }
+                Some(AuditCmd::Key) => {
+                    let key = audit_key(&config, None)?;
+                    println!("{}", key.to_openssh().map_err(|e| e.to_string())?);
+                    println!("{}", key.fingerprint(Default::default()));
+                    Ok(())
+                }
+                Some(AuditCmd::Verify { key }) => {
+                    let key = audit_key(&config, key.as_deref())?;
+                    let report = audit::verify::verify(&config.audit_db_path(), &key)?;
+                    match json {
+                        true => println!("{}", report.to_json()),
+                        false => println!("{}", report.line()),
+                    }
+                    match report.broken {
+                        None => Ok(()),
+                        Some(_) => Err("the audit does not verify".into()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The audit key's public half: from `file` (an OpenSSH public key), or
+/// the one in the state directory. Never made here: the bastion makes it
+/// at its first start, as its own account.
+fn audit_key(config: &Config, file: Option<&Path>) -> Result<russh::keys::PublicKey, String> {
+    match file {
+        Some(f) => russh::keys::load_public_key(f).map_err(|e| format!("{}: {e}", f.display())),
+        None => {
+            let path = config.state_dir().join(audit::chain::KEY_FILE);
+            if !path.exists() {
+                return Err(format!(
+                    "{}: no audit key yet (walissh makes it at its first start)",
+                    path.display()
+                ));
+            }
+            Ok(keys::load_private(&path)?.public_key().clone())
         }
     }
 }

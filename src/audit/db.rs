@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::{Event, Health, Record, rfc3339};
+use super::{Event, Health, Record, chain, rfc3339};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -30,7 +30,14 @@ CREATE TABLE IF NOT EXISTS events (
     user    TEXT,
     target  TEXT,
     kind    TEXT NOT NULL,
-    fields  TEXT NOT NULL
+    fields  TEXT NOT NULL,
+    hash    TEXT
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    seq       INTEGER PRIMARY KEY,
+    ts        TEXT NOT NULL,
+    head      TEXT NOT NULL,
+    signature TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_session ON events(session);
 CREATE TABLE IF NOT EXISTS conversations (
@@ -56,33 +63,115 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(err)?;
     conn.execute_batch(SCHEMA).map_err(err)?;
+    // A database from before the chain gets its column; its old rows stay
+    // unchained (`audit verify` counts them apart).
+    let has_hash: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = 'hash'")
+        .and_then(|mut st| st.exists([]))
+        .map_err(err)?;
+    if !has_hash {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN hash TEXT")
+            .map_err(err)?;
+    }
     Ok(conn)
+}
+
+/// The chain's head: the last row's seq and hash (zeros before the
+/// first chained row).
+pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::Result<chain::Head> {
+    let last: Option<(i64, Option<String>)> = conn
+        .query_row(
+            "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (seq, hash) = match last {
+        Some((seq, Some(hash))) => (seq, hash),
+        Some((seq, None)) => (seq, chain::genesis()),
+        None => (0, chain::genesis()),
+    };
+    Ok(chain::Head::new(seq, hash, policy))
+}
+
+/// Inserts one event as the chain's next row; returns its seq and hash
+/// (the head moves only once the transaction commits).
+fn insert_event(
+    tx: &rusqlite::Transaction<'_>,
+    (seq, prev): (i64, &str),
+    ev: &Event,
+) -> rusqlite::Result<(i64, String)> {
+    let (ts, fields) = (rfc3339(ev.ts), Value::Object(ev.fields.clone()).to_string());
+    let seq = seq + 1;
+    let row = chain::Row {
+        seq,
+        ts: &ts,
+        session: ev.session.as_deref(),
+        user: ev.user.as_deref(),
+        target: ev.target.as_deref(),
+        kind: ev.kind,
+        fields: &fields,
+    };
+    let hash = chain::link(prev, &row);
+    tx.prepare_cached(
+        "INSERT INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![seq, ts, ev.session, ev.user, ev.target, ev.kind, fields, hash])?;
+    Ok((seq, hash))
+}
+
+/// Writes the checkpoint that is due (or, with `force`, any that waits).
+pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool) {
+    let ts = rfc3339(std::time::SystemTime::now());
+    match head.checkpoint(&ts, force) {
+        None => {}
+        Some(Err(e)) => tracing::error!(error = %e, "audit checkpoint not written"),
+        Some(Ok((seq, hash, signature))) => {
+            let written = conn.execute(
+                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature) VALUES (?1, ?2, ?3, ?4)",
+                params![seq, ts, hash, signature],
+            );
+            match written {
+                Ok(_) => head.checkpointed(),
+                Err(e) => {
+                    tracing::error!(error = %e, "audit checkpoint not written; tried again later")
+                }
+            }
+        }
+    }
 }
 
 /// Ends the sessions a crash left open: each gets its `ended` time and a
 /// `session_end` event with `reason = "bastion_restart"`, in one
 /// transaction, before any new session starts. Returns each one's
 /// recording, if it had one, for `recording::repair`.
-pub(crate) fn recover(conn: &mut Connection) -> rusqlite::Result<Vec<Option<String>>> {
+pub(crate) fn recover(
+    conn: &mut Connection,
+    head: &mut chain::Head,
+) -> rusqlite::Result<Vec<Option<String>>> {
     let tx = conn.transaction()?;
     let open: Vec<(String, String, String, Option<String>)> = tx
         .prepare("SELECT id, user, target, recording FROM sessions WHERE ended IS NULL")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let now = rfc3339(std::time::SystemTime::now());
+    let now = std::time::SystemTime::now();
+    let (mut seq, mut hash) = (head.seq, head.hash.clone());
     for (id, user, target, _) in &open {
-        let mut fields = Map::new();
-        fields.insert("reason".into(), "bastion_restart".into());
-        tx.execute(
-            "INSERT INTO events (ts, session, user, target, kind, fields) VALUES (?1, ?2, ?3, ?4, 'session_end', ?5)",
-            params![now, id, user, target, Value::Object(fields).to_string()],
-        )?;
+        let mut ev = Event::new("session_end").field("reason", "bastion_restart");
+        (ev.ts, ev.session, ev.user, ev.target) = (
+            now,
+            Some(id.clone()),
+            Some(user.clone()),
+            Some(target.clone()),
+        );
+        (seq, hash) = insert_event(&tx, (seq, &hash), &ev)?;
         tx.execute(
             "UPDATE sessions SET ended = ?2 WHERE id = ?1",
-            params![id, now],
+            params![id, rfc3339(now)],
         )?;
     }
     tx.commit()?;
+    head.committed(seq, hash, open.len() as u64);
     Ok(open.into_iter().map(|(.., recording)| recording).collect())
 }
 
@@ -100,18 +189,28 @@ const BATCH: usize = 512;
 /// write fails (a full disk, a database made read-only), its records are
 /// logged, kept and written again every [`RETRY`] until it works, so the
 /// database catches up by itself once the storage is back.
-pub(crate) fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Record>, health: &Health) {
+pub(crate) fn writer_loop(
+    mut conn: Connection,
+    mut rx: mpsc::Receiver<Record>,
+    health: &Health,
+    mut head: chain::Head,
+) {
     let mut waiting = Unwritten::default();
     loop {
-        let Some(batch) = next_batch(&mut rx, &waiting) else {
+        let Some(batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
             break;
         };
-        write_or_keep(&mut conn, batch, &mut waiting, health);
+        if !batch.is_empty() {
+            write_or_keep(&mut conn, batch, &mut waiting, health, &mut head);
+        }
+        checkpoint(&conn, &mut head, false);
     }
-    // The senders are gone: one last try for what waits.
+    // The senders are gone: one last try for what waits, and the head
+    // signed, so a clean stop leaves nothing unsigned.
     if !waiting.records.is_empty() {
-        write_or_keep(&mut conn, Batch::default(), &mut waiting, health);
+        write_or_keep(&mut conn, Batch::default(), &mut waiting, health, &mut head);
     }
+    checkpoint(&conn, &mut head, true);
 }
 
 /// Records whose write failed, oldest first, and how many were given up.
@@ -129,14 +228,26 @@ struct Batch {
     flushes: Vec<tokio::sync::oneshot::Sender<()>>,
 }
 
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.committed.is_empty() && self.flushes.is_empty()
+    }
+}
+
 /// The next records to write: blocks for the first one when nothing
 /// waits; while something does, waits at most [`RETRY`]. `None` when every
 /// sender is gone.
-fn next_batch(rx: &mut mpsc::Receiver<Record>, waiting: &Unwritten) -> Option<Batch> {
+fn next_batch(
+    rx: &mut mpsc::Receiver<Record>,
+    waiting: &Unwritten,
+    checkpoint_in: Option<std::time::Duration>,
+) -> Option<Batch> {
     let mut batch = Batch::default();
-    let first = match waiting.records.is_empty() {
-        true => Some(rx.blocking_recv()?),
-        false => super::recv_within(rx, RETRY).ok()?,
+    let first = match (waiting.records.is_empty(), checkpoint_in) {
+        (false, _) => super::recv_within(rx, RETRY).ok()?,
+        // A checkpoint is due in a while: wake for it if nothing comes.
+        (true, Some(wait)) => super::recv_within(rx, wait).ok()?,
+        (true, None) => Some(rx.blocking_recv()?),
     };
     let mut next = first;
     while let Some(record) = next {
@@ -161,7 +272,13 @@ fn next_batch(rx: &mut mpsc::Receiver<Record>, waiting: &Unwritten) -> Option<Ba
 /// new records are logged and everything is kept for the next try, but
 /// for events written ahead under `on_failure = "refuse"`: their caller
 /// did not act, so they must never be written.
-fn write_or_keep(conn: &mut Connection, batch: Batch, waiting: &mut Unwritten, health: &Health) {
+fn write_or_keep(
+    conn: &mut Connection,
+    batch: Batch,
+    waiting: &mut Unwritten,
+    health: &Health,
+    head: &mut chain::Head,
+) {
     let old = waiting.records.len();
     let mut records: Vec<Record> = Vec::with_capacity(old + batch.records.len() + 1);
     // Where records were given up, the gap is said, first.
@@ -172,7 +289,7 @@ fn write_or_keep(conn: &mut Connection, batch: Batch, waiting: &mut Unwritten, h
     }
     records.extend(waiting.records.drain(..));
     records.extend(batch.records);
-    let result = write_batch(conn, &records);
+    let result = write_batch(conn, &records, head);
     for written in batch.committed {
         let _ = written.send(result.is_ok());
     }
@@ -252,22 +369,19 @@ fn log_unwritten(record: &Record) {
     }
 }
 
-fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()> {
+fn write_batch(
+    conn: &mut Connection,
+    records: &[Record],
+    head: &mut chain::Head,
+) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
+    let (mut seq, mut hash) = (head.seq, head.hash.clone());
+    let mut events = 0;
     for record in records {
         match record {
             Record::Event(ev) | Record::Committed { event: ev, .. } => {
-                tx.prepare_cached(
-                    "INSERT INTO events (ts, session, user, target, kind, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?
-                .execute(params![
-                    rfc3339(ev.ts),
-                    ev.session,
-                    ev.user,
-                    ev.target,
-                    ev.kind,
-                    Value::Object(ev.fields.clone()).to_string()
-                ])?;
+                (seq, hash) = insert_event(&tx, (seq, &hash), ev)?;
+                events += 1;
             }
             Record::SessionStart(row) => {
                 tx.prepare_cached(
@@ -307,7 +421,9 @@ fn write_batch(conn: &mut Connection, records: &[Record]) -> rusqlite::Result<()
             Record::Flush(_) => {}
         }
     }
-    tx.commit()
+    tx.commit()?;
+    head.committed(seq, hash, events);
+    Ok(())
 }
 
 /// An event as one JSON object: the common fields, then the kind's own,

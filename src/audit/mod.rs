@@ -6,8 +6,10 @@
 //! runtime. When storage fails, [`Health`] remembers it, and the
 //! `[audit] on_failure` policy decides whether new sessions are refused.
 
+pub(crate) mod chain;
 pub(crate) mod db;
 pub(crate) mod recording;
+pub(crate) mod verify;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -195,15 +197,18 @@ impl Audit {
     pub(crate) fn start(
         path: &Path,
         policy: OnFailure,
+        checkpoints: chain::Checkpoints,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
         let mut conn = db::open_writer(path)?;
-        recover(&mut conn, path)?;
+        let mut head = db::head(&conn, checkpoints)
+            .map_err(|e| format!("{}: cannot read the chain's head: {e}", path.display()))?;
+        recover(&mut conn, path, &mut head)?;
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || db::writer_loop(conn, rx, &h))
+            .spawn(move || db::writer_loop(conn, rx, &h, head))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         let path = Arc::new(path.to_path_buf());
         Ok((Audit { tx, health, path }, thread))
@@ -281,8 +286,12 @@ impl Audit {
 /// database are ended with `reason = "bastion_restart"`, and their
 /// recordings are cut back to their last whole event, so every recording
 /// plays. Runs before the first session, so nothing races it.
-fn recover(conn: &mut rusqlite::Connection, path: &Path) -> Result<(), String> {
-    let ended = db::recover(conn)
+fn recover(
+    conn: &mut rusqlite::Connection,
+    path: &Path,
+    head: &mut chain::Head,
+) -> Result<(), String> {
+    let ended = db::recover(conn, head)
         .map_err(|e| format!("{}: cannot end the sessions left open: {e}", path.display()))?;
     let mut repaired = 0;
     for r in ended.iter().flatten() {
@@ -332,6 +341,15 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
 mod tests {
     use super::*;
 
+    /// A chain with no checkpoints.
+    fn unsigned() -> chain::Checkpoints {
+        chain::Checkpoints {
+            key: None,
+            every_events: 1000,
+            every: std::time::Duration::from_secs(60),
+        }
+    }
+
     /// What one write-ahead row costs its caller: the round trip to the
     /// writer thread and one SQLite commit (WAL, synchronous = NORMAL).
     /// `cargo test --release --lib write_ahead_cost -- --ignored --nocapture`
@@ -340,7 +358,7 @@ mod tests {
     async fn write_ahead_cost() {
         let dir = tempfile::tempdir().unwrap();
         let (audit, _thread) =
-            Audit::start(&dir.path().join("audit.db"), OnFailure::Refuse).unwrap();
+            Audit::start(&dir.path().join("audit.db"), OnFailure::Refuse, unsigned()).unwrap();
         let mut times = Vec::new();
         for i in 0..1000 {
             let ev = Event::new("exec").field("command", format!("true {i}"));

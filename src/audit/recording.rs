@@ -35,6 +35,8 @@ enum Msg {
     },
     Close {
         id: Arc<str>,
+        /// Told once the file is flushed and closed.
+        done: oneshot::Sender<()>,
     },
 }
 
@@ -185,8 +187,18 @@ impl Recording {
             .await;
     }
 
-    pub(crate) async fn close(self) {
-        let _ = self.tx.send(Msg::Close { id: self.id }).await;
+    /// Closes the recording; returns its SHA-256 and length, for the
+    /// session's `session_end` row (none if it cannot be read back).
+    pub(crate) async fn close(self) -> Option<(String, u64)> {
+        let (done, closed) = oneshot::channel();
+        let _ = self.tx.send(Msg::Close { id: self.id, done }).await;
+        closed.await.ok()?;
+        let path = self.path.clone();
+        // Read back whole: file I/O, off the runtime.
+        match tokio::task::spawn_blocking(move || super::chain::file_digest(&path)).await {
+            Ok(Ok(digest)) => Some(digest),
+            _ => None,
+        }
     }
 }
 
@@ -483,7 +495,7 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
                 cast.event(&id, at, code, &text);
             }
         }
-        Msg::Close { id } => {
+        Msg::Close { id, done } => {
             if let Some(mut cast) = files.remove(&id) {
                 cast.retry_now(&id, cast.elapsed());
                 cast.flush(&id);
@@ -491,6 +503,7 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
                     tracing::error!(session = %id, missed = f.missed, "recording closed with output not recorded");
                 }
             }
+            let _ = done.send(());
         }
     }
 }

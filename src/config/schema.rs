@@ -360,6 +360,20 @@ pub(crate) struct AuditConfig {
     pub(crate) record_exec: bool,
     #[serde(default)]
     pub(crate) on_failure: OnFailure,
+    /// A signed checkpoint of the hash chain after this many events...
+    #[serde(default = "default_checkpoint_events")]
+    pub(crate) checkpoint_events: u64,
+    /// ...or this many seconds after an event, whichever comes first.
+    #[serde(default = "default_checkpoint_s")]
+    pub(crate) checkpoint_s: u64,
+}
+
+fn default_checkpoint_events() -> u64 {
+    1000
+}
+
+fn default_checkpoint_s() -> u64 {
+    60
 }
 
 impl Default for AuditConfig {
@@ -368,6 +382,8 @@ impl Default for AuditConfig {
             record_input: false,
             record_exec: true,
             on_failure: OnFailure::default(),
+            checkpoint_events: default_checkpoint_events(),
+            checkpoint_s: default_checkpoint_s(),
         }
     }
 }

@@ -444,15 +444,23 @@ async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Opt
             .field("message", message.as_str());
         bastion.audit.event(ev).await;
     }
-    if let Some(r) = recording {
-        r.close().await;
-    }
-    let end = ids
+    // The recording's digest goes into the chained row: `audit verify`
+    // finds a recording cut or edited afterwards.
+    let digest = match recording {
+        Some(r) => r.close().await,
+        None => None,
+    };
+    let mut end = ids
         .event("session_end")
         .field("exit_status", totals.exit_status)
         .field("exit_signal", totals.exit_signal.clone())
         .field("bytes_in", totals.bytes_in)
         .field("bytes_out", totals.bytes_out);
+    if let Some((sha256, bytes)) = digest {
+        end = end
+            .field("recording_sha256", sha256)
+            .field("recording_bytes", bytes);
+    }
     bastion.audit.event(end).await;
     bastion.audit.session_end(&ids.session).await;
 }

@@ -927,18 +927,23 @@ timeout_s = {llm_timeout}
     }
 
     pub fn cli(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(walissh_bin());
-        c.args(&args[..1])
-            .arg("--config")
-            .arg(&self.config)
-            .args(&args[1..]);
-        let out = c.output().unwrap();
+        let out = self.cli_any(args);
         assert!(
             out.status.success(),
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+
+    /// A `walissh` command on this config, whatever its exit status.
+    pub fn cli_any(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(walissh_bin());
+        c.args(&args[..1])
+            .arg("--config")
+            .arg(&self.config)
+            .args(&args[1..]);
+        c.output().unwrap()
     }
 
     /// Polls the audit trail until `found` picks something out of it.

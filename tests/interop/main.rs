@@ -17,6 +17,7 @@ mod mcp;
 mod nested;
 mod proxy;
 mod storage;
+mod tamper;
 mod targets;
 mod team;
 mod terminal;

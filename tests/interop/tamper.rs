@@ -1,0 +1,258 @@
+//! A tamper-evident audit (issue 20): the hash chain, signed checkpoints
+//! and recordings' digests, checked by `walissh audit verify` after the
+//! database is changed with the real `sqlite3` and the recordings with
+//! plain file writes, as someone with root would; and the checkpoints'
+//! signatures checked by OpenSSH's own `ssh-keygen -Y check-novalidate`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// walissh after three recorded exec sessions, stopped cleanly (its last
+/// checkpoint written).
+fn audited() -> Bastion {
+    let mut b = Bastion::start();
+    for i in 0..3 {
+        let out = exec(b.ssh_bob("bob:web1"), format!("echo AUDITED-{i}"));
+        assert!(stdout(&out).contains(&format!("AUDITED-{i}")));
+    }
+    assert!(b.terminate().success());
+    b
+}
+
+fn db(b: &Bastion) -> PathBuf {
+    b.state.join("audit.db")
+}
+
+fn sql(b: &Bastion, statement: &str) -> String {
+    let out = Command::new("sqlite3")
+        .arg(db(b))
+        .arg(statement)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sqlite3 {statement}: {}",
+        stderr(&out)
+    );
+    stdout(&out).trim().to_string()
+}
+
+/// `audit verify --json`: its report and exit status.
+fn verify(b: &Bastion) -> (Value, Option<i32>) {
+    let out = b.cli_any(&["audit", "verify", "--json"]);
+    let report = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    (report, out.status.code())
+}
+
+/// Runs `change` on a copy of the state, checks that verify names what
+/// broke (`seq`, and `what` in its words), then puts the state back.
+fn broken_by(b: &Bastion, change: impl FnOnce(), seq: Option<i64>, what: &str) {
+    let backup = b.dir.path().join("backup");
+    let _ = std::fs::remove_dir_all(&backup);
+    copy_dir(&b.state, &backup);
+    change();
+    let (report, code) = verify(b);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["ok"], false, "{report}");
+    if let Some(seq) = seq {
+        assert_eq!(report["broken"]["seq"], seq, "{report}");
+    }
+    let said = report["broken"]["what"].as_str().unwrap();
+    assert!(said.contains(what), "{what:?} not in {report}");
+    std::fs::remove_dir_all(&b.state).unwrap();
+    copy_dir(&backup, &b.state);
+    assert_eq!(verify(b).1, Some(0), "the state was not put back");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let ok = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+fn last_seq(b: &Bastion) -> i64 {
+    sql(b, "SELECT max(seq) FROM events").parse().unwrap()
+}
+
+#[test]
+fn an_untouched_audit_verifies_and_its_checkpoints_are_ssh_signatures() {
+    let b = audited();
+    let (report, code) = verify(&b);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["recordings"], 3, "{report}");
+    let events = report["events"].as_i64().unwrap();
+    assert_eq!(events, last_seq(&b), "{report}");
+    // The clean stop signed the head.
+    assert_eq!(report["last_checkpoint"]["seq"], events, "{report}");
+    let human = stdout(&b.cli(&["audit", "verify"]));
+    assert!(
+        human.starts_with(&format!(
+            "ok: {events} events, 3 recordings, last checkpoint at "
+        )),
+        "{human}"
+    );
+    // The key, as `audit key` prints it, checks the signature with
+    // OpenSSH's own tool.
+    let key = stdout(&b.cli(&["audit", "key"]));
+    let mut lines = key.lines();
+    let public = lines.next().unwrap();
+    assert!(public.starts_with("ssh-ed25519 "), "{key}");
+    assert!(lines.next().unwrap().starts_with("SHA256:"), "{key}");
+    let (ts, head, signature) = (
+        sql(&b, "SELECT ts FROM checkpoints ORDER BY seq DESC LIMIT 1"),
+        sql(&b, "SELECT head FROM checkpoints ORDER BY seq DESC LIMIT 1"),
+        sql(
+            &b,
+            "SELECT signature FROM checkpoints ORDER BY seq DESC LIMIT 1",
+        ),
+    );
+    let message = format!("walissh audit checkpoint\nseq {events}\nhead {head}\nts {ts}\n");
+    let sig = b.dir.path().join("checkpoint.sig");
+    std::fs::write(&sig, format!("{signature}\n")).unwrap();
+    let mut check = Command::new("ssh-keygen");
+    check
+        .args(["-Y", "check-novalidate", "-n", "walissh-audit", "-s"])
+        .arg(&sig);
+    let out = run(check, message.as_bytes());
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains(public.split(' ').nth(1).unwrap()) || stdout(&out).contains("Good"),
+        "{}",
+        stdout(&out)
+    );
+    // Pinned to another key, the same audit does not verify.
+    let other = b.dir.path().join("other");
+    keygen(&other);
+    let pinned = b.cli_any(&[
+        "audit",
+        "verify",
+        "--key",
+        &format!("{}.pub", other.display()),
+    ]);
+    assert_eq!(pinned.status.code(), Some(1), "{}", stdout(&pinned));
+    assert!(
+        stdout(&pinned).contains("not signed by the audit key"),
+        "{}",
+        stdout(&pinned)
+    );
+}
+
+#[test]
+fn rows_edited_deleted_inserted_or_cut_away_are_found() {
+    let b = audited();
+    let last = last_seq(&b);
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "UPDATE events SET fields = replace(fields, 'AUDITED-1', 'nothing') WHERE fields LIKE '%AUDITED-1%'",
+            );
+        },
+        None,
+        "does not match its hash",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(&b, "DELETE FROM events WHERE seq = 3");
+        },
+        Some(3),
+        "missing (deleted)",
+    );
+    // Deleted, and the rest renumbered to hide the gap.
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "DELETE FROM events WHERE seq = 3; UPDATE events SET seq = seq - 1 WHERE seq > 3",
+            );
+        },
+        Some(3),
+        "does not match its hash",
+    );
+    let insert = format!(
+        "INSERT INTO events (seq, ts, kind, fields, hash) VALUES ({}, '2026-01-01T00:00:00Z', 'exec', '{{}}', '{}')",
+        last + 1,
+        "ab".repeat(32)
+    );
+    broken_by(
+        &b,
+        || {
+            sql(&b, &insert);
+        },
+        Some(last + 1),
+        "does not match its hash",
+    );
+    // The tail the last checkpoint signed, cut away.
+    let cut = format!("DELETE FROM events WHERE seq > {}", last - 3);
+    broken_by(
+        &b,
+        || {
+            sql(&b, &cut);
+        },
+        Some(last - 2),
+        "truncated",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "UPDATE checkpoints SET signature = replace(signature, 'A', 'B')",
+            );
+        },
+        Some(last),
+        "not signed by the audit key",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE events SET hash = NULL WHERE seq = 2");
+        },
+        Some(2),
+        "no hash",
+    );
+}
+
+#[test]
+fn recordings_cut_or_edited_after_they_closed_are_found() {
+    let b = audited();
+    let recording = sql(
+        &b,
+        "SELECT recording FROM sessions ORDER BY started LIMIT 1",
+    );
+    let path = PathBuf::from(&recording);
+    let original = std::fs::read(&path).unwrap();
+    broken_by(
+        &b,
+        || std::fs::write(&path, &original[..original.len() - 10]).unwrap(),
+        None,
+        "cut or grown",
+    );
+    let mut edited = original.clone();
+    let at = edited.len() - 20;
+    edited[at] = if edited[at] == b'x' { b'y' } else { b'x' };
+    broken_by(
+        &b,
+        || std::fs::write(&path, &edited).unwrap(),
+        None,
+        "changed after it closed",
+    );
+    broken_by(
+        &b,
+        || std::fs::remove_file(&path).unwrap(),
+        None,
+        "cannot be read",
+    );
+}
