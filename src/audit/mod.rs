@@ -350,6 +350,68 @@ mod tests {
         }
     }
 
+    /// The figures of issue 20: events written per second (the chain
+    /// on), then `audit verify` over them, and SHA-256 linking alone.
+    /// `WALISSH_EVENTS=1000000 cargo test --release --lib chain_cost -- --ignored --nocapture`
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    #[ignore]
+    async fn chain_cost() {
+        let n: usize = std::env::var("WALISSH_EVENTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.db");
+        let key =
+            russh::keys::PrivateKey::random(&mut rand::rng(), russh::keys::Algorithm::Ed25519)
+                .unwrap();
+        let public = key.public_key().clone();
+        let checkpoints = chain::Checkpoints {
+            key: Some(key),
+            every_events: 1000,
+            every: std::time::Duration::from_secs(60),
+        };
+        let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints).unwrap();
+        let t = std::time::Instant::now();
+        for i in 0..n {
+            let mut ev = Event::new("command")
+                .user("alice")
+                .field("command", format!("systemctl status nginx-{i}"))
+                .field("exit_code", 0);
+            ev.session = Some("0123456789abcdef".into());
+            ev.target = Some("web1".into());
+            audit.event(ev).await;
+        }
+        audit.flush().await;
+        let written = t.elapsed();
+        drop(audit);
+        thread.join().unwrap();
+        println!(
+            "write: {n} events in {written:?}: {:.0} events/s",
+            n as f64 / written.as_secs_f64()
+        );
+        let t = std::time::Instant::now();
+        let report = verify::verify(&path, &public).unwrap();
+        assert!(report.broken.is_none(), "{}", report.line());
+        assert_eq!(report.events as usize, n);
+        println!("verify: {n} events in {:?}", t.elapsed());
+        let row = chain::Row {
+            seq: 1,
+            ts: "2026-12-02T00:00:00.000000Z",
+            session: Some("0123456789abcdef"),
+            user: Some("alice"),
+            target: Some("web1"),
+            kind: "command",
+            fields: "{\"command\":\"systemctl status nginx\",\"exit_code\":0}",
+        };
+        let t = std::time::Instant::now();
+        let mut h = chain::genesis();
+        for _ in 0..n {
+            h = chain::link(&h, &row);
+        }
+        println!("link alone: {:?} per event", t.elapsed() / n as u32);
+    }
+
     /// What one write-ahead row costs its caller: the round trip to the
     /// writer thread and one SQLite commit (WAL, synchronous = NORMAL).
     /// `cargo test --release --lib write_ahead_cost -- --ignored --nocapture`
