@@ -200,7 +200,8 @@ pub(crate) fn writer_loop(
         let Some(batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
             break;
         };
-        if !batch.is_empty() {
+        // An empty batch is a wake-up: to retry what waits, or to sign.
+        if !batch.is_empty() || !waiting.records.is_empty() {
             write_or_keep(&mut conn, batch, &mut waiting, health, &mut head);
         }
         checkpoint(&conn, &mut head, false);
