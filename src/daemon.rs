@@ -63,6 +63,7 @@ pub(crate) async fn serve(
         a.checkpoint_events.max(1),
         Duration::from_secs(a.checkpoint_s.max(1)),
     );
+    let forward = forwarding(&config);
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
         let checkpoints = crate::audit::chain::Checkpoints {
@@ -70,7 +71,7 @@ pub(crate) async fn serve(
             every_events,
             every,
         };
-        Audit::start(&db, policy, checkpoints)
+        Audit::start(&db, policy, checkpoints, forward)
     })
     .await
     .map_err(|e| format!("cannot open the audit: {e}"))??;
@@ -260,6 +261,22 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
         demo.password_hash = Some(toml::Spanned::new(0..0, hash));
     }
     Ok(())
+}
+
+/// `[audit] forward`'s senders, on this runtime (the config checked the
+/// destinations).
+fn forwarding(config: &Config) -> Option<crate::audit::forward::Forward> {
+    let list = config.audit.forward.as_ref()?.get_ref().list();
+    let destinations = list
+        .into_iter()
+        .filter_map(|url| crate::audit::forward::parse(url).ok())
+        .collect();
+    let runtime = tokio::runtime::Handle::current();
+    Some(crate::audit::forward::Forward::start(
+        destinations,
+        config.audit.forward_queue,
+        &runtime,
+    ))
 }
 
 /// Makes walissh's memory and environment unreadable to processes of its

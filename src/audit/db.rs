@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+use super::forward::{Forward, Item};
 use super::{Event, Health, Record, chain, rfc3339};
 
 const SCHEMA: &str = "
@@ -121,7 +122,12 @@ fn insert_event(
 }
 
 /// Writes the checkpoint that is due (or, with `force`, any that waits).
-pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool) {
+pub(crate) fn checkpoint(
+    conn: &Connection,
+    head: &mut chain::Head,
+    force: bool,
+    forward: Option<&Forward>,
+) {
     let ts = rfc3339(std::time::SystemTime::now());
     match head.checkpoint(&ts, force) {
         None => {}
@@ -132,7 +138,17 @@ pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool)
                 params![seq, ts, hash, signature],
             );
             match written {
-                Ok(_) => head.checkpointed(),
+                Ok(_) => {
+                    head.checkpointed();
+                    if let Some(f) = forward {
+                        f.offer(&Item::Checkpoint {
+                            seq,
+                            head: hash,
+                            ts,
+                            signature,
+                        });
+                    }
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "audit checkpoint not written; tried again later")
                 }
@@ -194,24 +210,31 @@ pub(crate) fn writer_loop(
     mut rx: mpsc::Receiver<Record>,
     health: &Health,
     mut head: chain::Head,
+    forward: Option<Forward>,
 ) {
     let mut waiting = Unwritten::default();
+    let to = (health, forward.as_ref());
     loop {
-        let Some(batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
+        let Some(mut batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
             break;
         };
+        // What a full forward queue lost is said in the chain itself.
+        if let Some(lost) = forward.as_ref().map(Forward::take_lost).filter(|n| *n > 0) {
+            let ev = Event::new("audit_forward_lost").field("events", lost);
+            batch.records.push(Record::Event(ev));
+        }
         // An empty batch is a wake-up: to retry what waits, or to sign.
         if !batch.is_empty() || !waiting.records.is_empty() {
-            write_or_keep(&mut conn, batch, &mut waiting, health, &mut head);
+            write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
         }
-        checkpoint(&conn, &mut head, false);
+        checkpoint(&conn, &mut head, false, forward.as_ref());
     }
     // The senders are gone: one last try for what waits, and the head
     // signed, so a clean stop leaves nothing unsigned.
     if !waiting.records.is_empty() {
-        write_or_keep(&mut conn, Batch::default(), &mut waiting, health, &mut head);
+        write_or_keep(&mut conn, Batch::default(), &mut waiting, to, &mut head);
     }
-    checkpoint(&conn, &mut head, true);
+    checkpoint(&conn, &mut head, true, forward.as_ref());
 }
 
 /// Records whose write failed, oldest first, and how many were given up.
@@ -277,7 +300,7 @@ fn write_or_keep(
     conn: &mut Connection,
     batch: Batch,
     waiting: &mut Unwritten,
-    health: &Health,
+    (health, forward): (&Health, Option<&Forward>),
     head: &mut chain::Head,
 ) {
     let old = waiting.records.len();
@@ -295,7 +318,20 @@ fn write_or_keep(
         let _ = written.send(result.is_ok());
     }
     match result {
-        Ok(()) => {
+        Ok(linked) => {
+            if let Some(f) = forward {
+                let events = records.iter().filter_map(|r| match r {
+                    Record::Event(ev) | Record::Committed { event: ev, .. } => Some(ev),
+                    _ => None,
+                });
+                for ((seq, hash), ev) in linked.into_iter().zip(events) {
+                    f.offer(&Item::Event {
+                        seq,
+                        hash,
+                        event: ev.clone(),
+                    });
+                }
+            }
             if old > 0 || gap {
                 tracing::info!(
                     events = old,
@@ -370,19 +406,21 @@ fn log_unwritten(record: &Record) {
     }
 }
 
+/// Writes `records` in one transaction; returns each event's seq and hash,
+/// in order.
 fn write_batch(
     conn: &mut Connection,
     records: &[Record],
     head: &mut chain::Head,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Vec<(i64, String)>> {
     let tx = conn.transaction()?;
     let (mut seq, mut hash) = (head.seq, head.hash.clone());
-    let mut events = 0;
+    let mut linked = Vec::new();
     for record in records {
         match record {
             Record::Event(ev) | Record::Committed { event: ev, .. } => {
                 (seq, hash) = insert_event(&tx, (seq, &hash), ev)?;
-                events += 1;
+                linked.push((seq, hash.clone()));
             }
             Record::SessionStart(row) => {
                 tx.prepare_cached(
@@ -423,8 +461,8 @@ fn write_batch(
         }
     }
     tx.commit()?;
-    head.committed(seq, hash, events);
-    Ok(())
+    head.committed(seq, hash, linked.len() as u64);
+    Ok(linked)
 }
 
 /// An event as one JSON object: the common fields, then the kind's own,

@@ -8,6 +8,7 @@
 
 pub(crate) mod chain;
 pub(crate) mod db;
+pub(crate) mod forward;
 pub(crate) mod recording;
 pub(crate) mod verify;
 
@@ -198,6 +199,7 @@ impl Audit {
         path: &Path,
         policy: OnFailure,
         checkpoints: chain::Checkpoints,
+        forward: Option<forward::Forward>,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
         let mut conn = db::open_writer(path)?;
         let mut head = db::head(&conn, checkpoints)
@@ -208,7 +210,7 @@ impl Audit {
         let h = health.clone();
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || db::writer_loop(conn, rx, &h, head))
+            .spawn(move || db::writer_loop(conn, rx, &h, head, forward))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         let path = Arc::new(path.to_path_buf());
         Ok((Audit { tx, health, path }, thread))
@@ -371,7 +373,7 @@ mod tests {
             every_events: 1000,
             every: std::time::Duration::from_secs(60),
         };
-        let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints).unwrap();
+        let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints, None).unwrap();
         let t = std::time::Instant::now();
         for i in 0..n {
             let mut ev = Event::new("command")
@@ -419,8 +421,13 @@ mod tests {
     #[ignore]
     async fn write_ahead_cost() {
         let dir = tempfile::tempdir().unwrap();
-        let (audit, _thread) =
-            Audit::start(&dir.path().join("audit.db"), OnFailure::Refuse, unsigned()).unwrap();
+        let (audit, _thread) = Audit::start(
+            &dir.path().join("audit.db"),
+            OnFailure::Refuse,
+            unsigned(),
+            None,
+        )
+        .unwrap();
         let mut times = Vec::new();
         for i in 0..1000 {
             let ev = Event::new("exec").field("command", format!("true {i}"));

@@ -366,6 +366,33 @@ pub(crate) struct AuditConfig {
     /// ...or this many seconds after an event, whichever comes first.
     #[serde(default = "default_checkpoint_s")]
     pub(crate) checkpoint_s: u64,
+    /// Where every event and checkpoint is also sent, as it is committed.
+    #[serde(default)]
+    pub(crate) forward: Option<Spanned<Forwards>>,
+    /// Items each destination may hold while it is slow or down.
+    #[serde(default = "default_forward_queue")]
+    pub(crate) forward_queue: usize,
+}
+
+/// `forward`: one destination or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Forwards {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Forwards {
+    pub(crate) fn list(&self) -> Vec<&str> {
+        match self {
+            Forwards::One(s) => vec![s.as_str()],
+            Forwards::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+fn default_forward_queue() -> usize {
+    10_000
 }
 
 fn default_checkpoint_events() -> u64 {
@@ -384,6 +411,8 @@ impl Default for AuditConfig {
             on_failure: OnFailure::default(),
             checkpoint_events: default_checkpoint_events(),
             checkpoint_s: default_checkpoint_s(),
+            forward: None,
+            forward_queue: default_forward_queue(),
         }
     }
 }

@@ -66,6 +66,12 @@ impl Config {
             glob::Pattern::new(rule.get_ref())
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
         }
+        if let Some(f) = &self.audit.forward {
+            for url in f.get_ref().list() {
+                crate::audit::forward::parse(url)
+                    .map_err(|e| loc.error(f.span(), Some("audit.forward"), &e))?;
+            }
+        }
         for p in &self.ai.redact {
             compile_pattern(p.get_ref())
                 .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;

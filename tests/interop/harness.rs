@@ -509,6 +509,8 @@ pub struct Opts {
     pub keepalive: (u64, u32),
     /// A soft limit on open files for walissh's process, below the hard.
     pub nofile_soft: Option<u64>,
+    /// More keys of `[audit]`.
+    pub audit_toml: String,
 }
 
 impl Default for Opts {
@@ -530,6 +532,7 @@ impl Default for Opts {
             max_user_sessions: 50,
             keepalive: (15, 3),
             nofile_soft: None,
+            audit_toml: String::new(),
         }
     }
 }
@@ -602,6 +605,7 @@ keepalive_max = {km}
 on_failure = "{of}"
 record_input = {ri}
 record_exec = {rx}
+{ae}
 
 [[targets]]
 name = "web1"
@@ -678,6 +682,7 @@ timeout_s = {llm_timeout}
                     of = opts.on_failure,
                     ri = opts.record_input,
                     rx = opts.record_exec,
+                    ae = opts.audit_toml,
                     me = me(),
                     alice = hash_of(ALICE_PW),
                     carol = hash_of(CAROL_PW),

@@ -256,3 +256,144 @@ fn recordings_cut_or_edited_after_they_closed_are_found() {
         "cannot be read",
     );
 }
+
+/// A real rsyslogd listening on TCP `port`, writing each message it
+/// receives, as received, to a file.
+struct Rsyslog {
+    child: std::process::Child,
+    out: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Rsyslog {
+    fn start(port: u16) -> Rsyslog {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("received.log");
+        let conf = dir.path().join("rsyslog.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "global(workDirectory=\"{d}\")\n\
+                 module(load=\"imtcp\")\n\
+                 input(type=\"imtcp\" port=\"{port}\" address=\"127.0.0.1\")\n\
+                 template(name=\"raw\" type=\"string\" string=\"%rawmsg%\\n\")\n\
+                 *.* action(type=\"omfile\" file=\"{o}\" template=\"raw\")\n",
+                d = dir.path().display(),
+                o = out.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("rsyslogd")
+            .args(["-n", "-f"])
+            .arg(&conf)
+            .arg("-i")
+            .arg(dir.path().join("pid"))
+            .spawn()
+            .expect("rsyslogd (Debian: rsyslog)");
+        // Listening once it accepts a connection.
+        wait_for(
+            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            "rsyslogd listening",
+        );
+        Rsyslog {
+            child,
+            out,
+            _dir: dir,
+        }
+    }
+
+    fn received(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+}
+
+impl Drop for Rsyslog {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `done` (a file another process fills, a port it opens: events no
+/// pipe reports to this test) until it holds.
+fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < end, "{what} never happened");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// walissh forwarding to syslog over TCP on `port`, each item waiting in
+/// a queue of `queue`.
+fn forwarding(port: u16, queue: usize) -> Bastion {
+    Bastion::start_with(Opts {
+        audit_toml: format!(
+            "forward = \"syslog+tcp://127.0.0.1:{port}\"\nforward_queue = {queue}\n"
+        ),
+        ..Opts::default()
+    })
+}
+
+#[test]
+fn events_and_checkpoints_reach_rsyslog_and_catch_up_after_an_outage() {
+    let port = free_port();
+    let mut b = forwarding(port, 1000);
+    // The collector is down: the session goes on, its events wait.
+    let out = exec(b.ssh_bob("bob:web1"), "echo FORWARDED-$((20+22))");
+    assert!(stdout(&out).contains("FORWARDED-42"));
+    let syslog = Rsyslog::start(port);
+    wait_for(
+        || syslog.received().contains("FORWARDED-"),
+        "the queued exec event at rsyslog",
+    );
+    assert!(b.terminate().success());
+    let last = last_seq(&b);
+    wait_for(
+        || {
+            syslog
+                .received()
+                .contains(&format!("audit_checkpoint [walissh@32473 seq=\"{last}\""))
+        },
+        "the last checkpoint at rsyslog",
+    );
+    let text = syslog.received();
+    // Each line is one RFC 5424 message whose structured data carries the
+    // row's seq and hash, as the database holds them.
+    let exec_line = text
+        .lines()
+        .find(|l| l.contains(" exec [walissh@32473"))
+        .unwrap();
+    assert!(exec_line.starts_with("<86>1 "), "{exec_line}");
+    let seq: i64 = sql(&b, "SELECT seq FROM events WHERE kind = 'exec'")
+        .parse()
+        .unwrap();
+    let hash = sql(&b, "SELECT hash FROM events WHERE kind = 'exec'");
+    assert!(
+        exec_line.contains(&format!("seq=\"{seq}\" hash=\"{hash}\"")),
+        "{exec_line}"
+    );
+    for kind in ["auth_ok", "session_start", "session_end"] {
+        assert!(
+            text.contains(&format!(" {kind} [walissh@32473")),
+            "{kind} missing:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_full_forward_queue_loses_events_and_says_so() {
+    // Nobody listens, and the queue holds two.
+    let port = free_port();
+    let mut b = forwarding(port, 2);
+    for i in 0..3 {
+        let out = exec(b.ssh_bob("bob:web1"), format!("echo LOSS-{i}"));
+        assert!(stdout(&out).contains(&format!("LOSS-{i}")));
+    }
+    b.log.wait_for("audit forward queue full");
+    let lost = b.wait_event(|e| e["kind"] == "audit_forward_lost");
+    assert!(lost["events"].as_u64().unwrap() > 0, "{lost}");
+    // Sessions were not slowed into failing, and the audit still verifies.
+    assert!(b.terminate().success());
+    assert_eq!(verify(&b).1, Some(0));
+}

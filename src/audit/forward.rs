@@ -1,0 +1,394 @@
+//! `[audit] forward`: every event and every checkpoint, as they are
+//! committed, sent off the machine, where root on the bastion cannot
+//! rewrite them: as RFC 5424 syslog (UDP, TCP with octet counting, or a
+//! unix datagram socket such as `/dev/log`) or as JSON lines POSTed to an
+//! HTTP endpoint.
+//!
+//! What it owns: one bounded queue and one sending task per destination,
+//! the message formats, reconnecting, and counting what a full queue
+//! loses. The writer thread only offers items (`try_send`): a slow or dead
+//! collector never slows it, nor any session. What it leaves to others:
+//! what is committed (`db`), the destinations' syntax (`config`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use super::{Event, rfc3339};
+
+/// The structured-data id of walissh's parameters (RFC 5424 §6.3.2; 32473
+/// is the example enterprise number, until walissh has one of its own).
+const SD_ID: &str = "walissh@32473";
+/// How long a broken connection waits before it is tried again.
+const RECONNECT: Duration = Duration::from_secs(1);
+/// JSON lines POSTed at once, at most.
+const HTTP_BATCH: usize = 256;
+
+/// What leaves the machine.
+#[derive(Clone, Debug)]
+pub(crate) enum Item {
+    Event {
+        seq: i64,
+        hash: String,
+        event: Event,
+    },
+    Checkpoint {
+        seq: i64,
+        head: String,
+        ts: String,
+        signature: String,
+    },
+}
+
+/// Where items go, and what was lost on the way.
+pub(crate) struct Forward {
+    queues: Vec<(String, mpsc::Sender<Item>)>,
+    lost: Arc<AtomicU64>,
+}
+
+/// A destination, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Destination {
+    Udp(String),
+    Tcp(String),
+    Unix(String),
+    Http(String),
+}
+
+/// `syslog+udp://HOST:PORT`, `syslog+tcp://HOST:PORT`, `syslog+unix:///PATH`
+/// or `http(s)://…`.
+pub(crate) fn parse(url: &str) -> Result<Destination, String> {
+    let hostport = |rest: &str| -> Result<String, String> {
+        match rest.rsplit_once(':') {
+            Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => Ok(rest.to_string()),
+            _ => Err(format!("`{url}`: write HOST:PORT after the scheme")),
+        }
+    };
+    if let Some(rest) = url.strip_prefix("syslog+udp://") {
+        return Ok(Destination::Udp(hostport(rest)?));
+    }
+    if let Some(rest) = url.strip_prefix("syslog+tcp://") {
+        return Ok(Destination::Tcp(hostport(rest)?));
+    }
+    if let Some(rest) = url.strip_prefix("syslog+unix://") {
+        return match rest.starts_with('/') {
+            true => Ok(Destination::Unix(rest.to_string())),
+            false => Err(format!("`{url}`: write syslog+unix:///absolute/path")),
+        };
+    }
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return Ok(Destination::Http(url.to_string()));
+    }
+    Err(format!(
+        "`{url}`: use syslog+udp://, syslog+tcp://, syslog+unix:// or http(s)://"
+    ))
+}
+
+impl Forward {
+    /// Starts one sender per destination on `runtime`, each with a queue
+    /// of `queue` items.
+    pub(crate) fn start(
+        destinations: Vec<Destination>,
+        queue: usize,
+        runtime: &tokio::runtime::Handle,
+    ) -> Forward {
+        let lost = Arc::new(AtomicU64::new(0));
+        let queues = destinations
+            .into_iter()
+            .map(|d| {
+                let (tx, rx) = mpsc::channel(queue.max(1));
+                let name = format!("{d:?}");
+                runtime.spawn(send_all(d, rx));
+                (name, tx)
+            })
+            .collect();
+        Forward { queues, lost }
+    }
+
+    /// Offers `item` to every destination, never waiting: a full queue
+    /// loses it, counted and logged.
+    pub(crate) fn offer(&self, item: &Item) {
+        for (name, q) in &self.queues {
+            if q.try_send(item.clone()).is_err() {
+                let n = self.lost.fetch_add(1, Ordering::Relaxed) + 1;
+                // A line for the first loss and every thousandth after.
+                if n == 1 || n.is_multiple_of(1000) {
+                    tracing::error!(destination = %name, lost = n, "audit forward queue full: events lost for this destination");
+                }
+            }
+        }
+    }
+
+    /// Items lost so far (all destinations), and reset.
+    pub(crate) fn take_lost(&self) -> u64 {
+        self.lost.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// Sends what comes on `rx` to `to` until the queue closes, reconnecting
+/// as needed; an item is dropped only when the queue is full, never
+/// because the destination was down.
+async fn send_all(to: Destination, mut rx: mpsc::Receiver<Item>) {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "-".into());
+    let mut link = Link::default();
+    let mut batch: Vec<Item> = Vec::new();
+    loop {
+        if batch.is_empty() {
+            match rx.recv().await {
+                Some(item) => batch.push(item),
+                None => return,
+            }
+            if matches!(to, Destination::Http(_)) {
+                while batch.len() < HTTP_BATCH {
+                    match rx.try_recv() {
+                        Ok(item) => batch.push(item),
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+        match link.send(&to, &host, &batch).await {
+            Ok(()) => batch.clear(),
+            Err(e) => {
+                if !link.failing {
+                    tracing::warn!(destination = ?to, error = %e, "audit forward failing; kept and tried again");
+                }
+                link = Link {
+                    failing: true,
+                    ..Link::default()
+                };
+                tokio::time::sleep(RECONNECT).await;
+            }
+        }
+    }
+}
+
+/// An open connection (TCP, unix datagram, UDP) and whether it failed.
+#[derive(Default)]
+struct Link {
+    tcp: Option<tokio::net::TcpStream>,
+    udp: Option<tokio::net::UdpSocket>,
+    unix: Option<tokio::net::UnixDatagram>,
+    http: Option<reqwest::Client>,
+    failing: bool,
+}
+
+impl Link {
+    async fn send(&mut self, to: &Destination, host: &str, items: &[Item]) -> Result<(), String> {
+        let e = |e: std::io::Error| e.to_string();
+        match to {
+            Destination::Tcp(addr) => {
+                if self.tcp.is_none() {
+                    self.tcp = Some(tokio::net::TcpStream::connect(addr).await.map_err(e)?);
+                }
+                let tcp = self.tcp.as_mut().expect("connected");
+                for item in items {
+                    let msg = syslog(item, host);
+                    // RFC 6587 octet counting: a message may hold anything.
+                    let framed = format!("{} {msg}", msg.len());
+                    tcp.write_all(framed.as_bytes()).await.map_err(e)?;
+                }
+            }
+            Destination::Udp(addr) => {
+                if self.udp.is_none() {
+                    let s = tokio::net::UdpSocket::bind("0.0.0.0:0").await.map_err(e)?;
+                    s.connect(addr).await.map_err(e)?;
+                    self.udp = Some(s);
+                }
+                let udp = self.udp.as_ref().expect("bound");
+                for item in items {
+                    udp.send(syslog(item, host).as_bytes()).await.map_err(e)?;
+                }
+            }
+            Destination::Unix(path) => {
+                if self.unix.is_none() {
+                    let s = tokio::net::UnixDatagram::unbound().map_err(e)?;
+                    s.connect(path).map_err(e)?;
+                    self.unix = Some(s);
+                }
+                let unix = self.unix.as_ref().expect("made");
+                for item in items {
+                    unix.send(syslog(item, host).as_bytes()).await.map_err(e)?;
+                }
+            }
+            Destination::Http(url) => {
+                let client = self.http.get_or_insert_with(|| {
+                    reqwest::Client::builder()
+                        .redirect(reqwest::redirect::Policy::none())
+                        .timeout(Duration::from_secs(10))
+                        .build()
+                        .unwrap_or_default()
+                });
+                let body: String = items
+                    .iter()
+                    .map(|i| format!("{}\n", json_line(i)))
+                    .collect();
+                let r = client
+                    .post(url)
+                    .header("content-type", "application/x-ndjson")
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !r.status().is_success() {
+                    return Err(format!("HTTP {}", r.status()));
+                }
+            }
+        }
+        if self.failing {
+            tracing::info!(destination = ?to, "audit forward works again");
+            self.failing = false;
+        }
+        Ok(())
+    }
+}
+
+/// One item as a JSON object: the event as `walissh audit --json` prints
+/// it, with its `seq` and `hash`; or the checkpoint.
+pub(crate) fn json_line(item: &Item) -> Value {
+    match item {
+        Item::Event { seq, hash, event } => {
+            let mut o = Map::new();
+            o.insert("seq".into(), json!(seq));
+            o.insert("hash".into(), json!(hash));
+            o.insert("ts".into(), json!(rfc3339(event.ts)));
+            o.insert("session".into(), json!(event.session));
+            o.insert("user".into(), json!(event.user));
+            o.insert("target".into(), json!(event.target));
+            o.insert("kind".into(), json!(event.kind));
+            o.extend(event.fields.clone());
+            Value::Object(o)
+        }
+        Item::Checkpoint {
+            seq,
+            head,
+            ts,
+            signature,
+        } => {
+            json!({"kind": "audit_checkpoint", "seq": seq, "head": head, "ts": ts, "signature": signature})
+        }
+    }
+}
+
+/// One item as an RFC 5424 message: facility authpriv, the kind as
+/// MSGID, the chain's seq and hash and the event's identity as
+/// structured data, the JSON object as the message.
+pub(crate) fn syslog(item: &Item, host: &str) -> String {
+    let (ts, kind, severity, mut params) = match item {
+        Item::Event { seq, hash, event } => {
+            let mut p = vec![("seq", seq.to_string()), ("hash", hash.clone())];
+            for (k, v) in [
+                ("session", &event.session),
+                ("user", &event.user),
+                ("target", &event.target),
+            ] {
+                if let Some(v) = v {
+                    p.push((k, v.clone()));
+                }
+            }
+            (rfc3339(event.ts), event.kind, 6, p)
+        }
+        Item::Checkpoint { seq, head, ts, .. } => {
+            let p = vec![("seq", seq.to_string()), ("head", head.clone())];
+            (ts.clone(), "audit_checkpoint", 5, p)
+        }
+    };
+    let sd: String = params
+        .drain(..)
+        .map(|(k, v)| format!(" {k}=\"{}\"", sd_escape(&v)))
+        .collect();
+    let pri = 10 * 8 + severity;
+    let msg = json_line(item).to_string();
+    format!(
+        "<{pri}>1 {ts} {} walissh {} {kind} [{SD_ID}{sd}] {msg}",
+        header_field(host),
+        std::process::id()
+    )
+}
+
+/// A PARAM-VALUE: `"`, `\` and `]` escaped (RFC 5424 §6.3.3).
+fn sd_escape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        if matches!(c, '"' | '\\' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A header field: printable ASCII without spaces, at most 255, or `-`.
+fn header_field(v: &str) -> String {
+    let f: String = v
+        .chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(255)
+        .collect();
+    match f.is_empty() {
+        true => "-".into(),
+        false => f,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_parse_or_say_why_not() {
+        assert_eq!(
+            parse("syslog+udp://10.0.0.5:514"),
+            Ok(Destination::Udp("10.0.0.5:514".into()))
+        );
+        assert_eq!(
+            parse("syslog+tcp://siem:6514"),
+            Ok(Destination::Tcp("siem:6514".into()))
+        );
+        assert_eq!(
+            parse("syslog+unix:///dev/log"),
+            Ok(Destination::Unix("/dev/log".into()))
+        );
+        assert!(matches!(
+            parse("https://c/ingest"),
+            Ok(Destination::Http(_))
+        ));
+        assert!(
+            parse("syslog+tcp://siem")
+                .unwrap_err()
+                .contains("HOST:PORT")
+        );
+        assert!(parse("syslog+unix://dev/log").is_err());
+        assert!(parse("ftp://x").unwrap_err().contains("syslog+udp"));
+    }
+
+    #[test]
+    fn an_event_is_one_rfc5424_message_with_structured_data() {
+        let mut event = Event::new("exec")
+            .user("bob")
+            .field("command", "echo \"]x\\");
+        event.session = Some("s1".into());
+        let item = Item::Event {
+            seq: 42,
+            hash: "ab".repeat(32),
+            event,
+        };
+        let m = syslog(&item, "bastion 1");
+        assert!(m.starts_with("<86>1 20"), "{m}");
+        assert!(m.contains(" bastion1 walissh "), "{m}");
+        assert!(m.contains(" exec [walissh@32473 seq=\"42\" hash=\""), "{m}");
+        assert!(m.contains("session=\"s1\" user=\"bob\"]"), "{m}");
+        let json: Value = serde_json::from_str(&m[m.find("] {").unwrap() + 2..]).unwrap();
+        assert_eq!(json["command"], "echo \"]x\\");
+        assert_eq!(json["seq"], 42);
+        assert!(!m.contains('\n'));
+        assert_eq!(sd_escape("a\"b]c\\"), "a\\\"b\\]c\\\\");
+    }
+}
