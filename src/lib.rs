@@ -95,6 +95,24 @@ enum Cmd {
         /// Only this session's events.
         #[arg(long)]
         session: Option<String>,
+        /// Only this user's events.
+        #[arg(long)]
+        user: Option<String>,
+        /// Only events on this target.
+        #[arg(long)]
+        target: Option<String>,
+        /// Only events of this kind (repeat for several).
+        #[arg(long)]
+        kind: Vec<String>,
+        /// Only events at or after this time: RFC 3339, or a duration ago (1h).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events at or before this time: RFC 3339, or a duration ago.
+        #[arg(long)]
+        until: Option<String>,
+        /// Keep printing new events as they are written.
+        #[arg(long)]
+        follow: bool,
         /// One JSON object per line.
         #[arg(long, global = true)]
         json: bool,
@@ -114,6 +132,8 @@ enum AuditCmd {
     },
     /// Print the audit key's public half and its fingerprint.
     Key,
+    /// Find commands and questions that hold TEXT (whole words, any case).
+    Search { text: String },
 }
 
 /// The program: parses the command line and runs it.
@@ -210,15 +230,40 @@ fn run(cmd: Cmd) -> Result<(), String> {
             what,
             config,
             session,
+            user,
+            target,
+            kind,
+            since,
+            until,
+            follow,
             json,
         } => {
             let config = load(config)?;
+            let db = config.audit_db_path();
+            let mut emit = |v: serde_json::Value| {
+                let mut out = std::io::stdout().lock();
+                match json {
+                    true => writeln!(out, "{v}"),
+                    false => writeln!(out, "{}", human(v.to_string().as_bytes())),
+                }?;
+                out.flush()
+            };
             match what {
                 None => {
-                    let mut out = Lines::new(json);
-                    audit::db::audit_json(&config.audit_db_path(), session.as_deref(), &mut out)?;
-                    out.finish()
+                    let filter = audit::query::Filter {
+                        user,
+                        target,
+                        kinds: kind,
+                        session,
+                        since: since.as_deref().map(audit::query::time_bound).transpose()?,
+                        until: until.as_deref().map(audit::query::time_bound).transpose()?,
+                    };
+                    match follow {
+                        true => audit::query::follow(&db, &filter, &mut emit),
+                        false => audit::query::events(&db, &filter, 0, &mut emit).map(|_| ()),
+                    }
                 }
+                Some(AuditCmd::Search { text }) => audit::query::search(&db, &text, &mut emit),
                 Some(AuditCmd::Key) => {
                     let key = audit_key(&config, None)?;
                     println!("{}", key.to_openssh().map_err(|e| e.to_string())?);

@@ -74,7 +74,35 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
         conn.execute_batch("ALTER TABLE events ADD COLUMN hash TEXT")
             .map_err(err)?;
     }
+    index_text(&conn).map_err(err)?;
     Ok(conn)
+}
+
+/// The full-text index of commands and questions (`audit search`): made,
+/// and filled from the rows already there, the first time.
+fn index_text(conn: &Connection) -> rusqlite::Result<()> {
+    let exists = conn
+        .prepare("SELECT 1 FROM sqlite_master WHERE name = 'events_text'")?
+        .exists([])?;
+    if exists {
+        return Ok(());
+    }
+    conn.execute_batch("CREATE VIRTUAL TABLE events_text USING fts5(text, content='')")?;
+    let mut st = conn.prepare("SELECT seq, kind, fields FROM events")?;
+    let rows: Vec<(i64, String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (seq, kind, fields) in rows {
+        if let Ok(Value::Object(f)) = serde_json::from_str::<Value>(&fields)
+            && let Some(text) = super::query::searchable(&kind, &f)
+        {
+            conn.execute(
+                "INSERT INTO events_text (rowid, text) VALUES (?1, ?2)",
+                params![seq, text],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The chain's head: the last row's seq and hash (zeros before the
@@ -118,6 +146,10 @@ fn insert_event(
         "INSERT INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![seq, ts, ev.session, ev.user, ev.target, ev.kind, fields, hash])?;
+    if let Some(text) = super::query::searchable(ev.kind, &ev.fields) {
+        tx.prepare_cached("INSERT INTO events_text (rowid, text) VALUES (?1, ?2)")?
+            .execute(params![seq, text])?;
+    }
     Ok((seq, hash))
 }
 
@@ -519,19 +551,6 @@ pub(crate) fn sessions_json(path: &Path, out: &mut dyn std::io::Write) -> Result
         "recording",
     ];
     print_rows(path, sql, &[], &names, out)
-}
-
-/// Audit events, oldest first, optionally of one session only. The last
-/// column holds the kind's own fields, merged into each object.
-pub(crate) fn audit_json(
-    path: &Path,
-    session: Option<&str>,
-    out: &mut dyn std::io::Write,
-) -> Result<(), String> {
-    let sql = "SELECT ts, session, user, target, kind, fields FROM events
-               WHERE ?1 IS NULL OR session = ?1 ORDER BY seq";
-    let names = ["ts", "session", "user", "target", "kind", "fields"];
-    print_rows(path, sql, &[&session], &names, out)
 }
 
 /// Prints each row of a read-only query as one JSON object line, the

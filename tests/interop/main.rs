@@ -5,6 +5,7 @@ mod harness;
 mod model;
 
 mod agent;
+mod audit_read;
 mod clean;
 mod cli;
 mod context;
