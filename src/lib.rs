@@ -86,6 +86,22 @@ enum Cmd {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Replay a session's recording in this terminal.
+    Play {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A session id (`walissh sessions`), or a recording's path.
+        session: String,
+        /// Play this many times faster.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Start at this marker: its number, or words of its label.
+        #[arg(long)]
+        from: Option<String>,
+        /// List the markers instead of playing.
+        #[arg(long)]
+        markers: bool,
+    },
     /// List audit events, oldest first; or check or show what secures them.
     Audit {
         #[command(subcommand)]
@@ -225,6 +241,35 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let mut out = Lines::new(json);
             audit::db::sessions_json(&config.audit_db_path(), &mut out)?;
             out.finish()
+        }
+        Cmd::Play {
+            config,
+            session,
+            speed,
+            from,
+            markers,
+        } => {
+            let path = match Path::new(&session).is_file() {
+                true => PathBuf::from(&session),
+                false => {
+                    let config = load(config)?;
+                    audit::query::recording(&config.audit_db_path(), &session)?
+                        .map(PathBuf::from)
+                        .ok_or_else(|| format!("session {session} has no recording"))?
+                }
+            };
+            let cast = audit::play::load(&path)?;
+            let mut out = std::io::stdout().lock();
+            let written = if markers {
+                cast.markers().iter().try_for_each(|m| {
+                    let label = agent::render::printable(&m.label);
+                    writeln!(out, "{:>3}  {:>9.2}s  {label}", m.number, m.at)
+                })
+            } else {
+                let from = from.as_deref().map(|f| cast.marker(f)).transpose()?;
+                cast.play(speed, from.as_ref(), &mut out)
+            };
+            written.map_err(|e| format!("cannot write output: {e}"))
         }
         Cmd::Audit {
             what,

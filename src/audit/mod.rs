@@ -9,6 +9,7 @@
 pub(crate) mod chain;
 pub(crate) mod db;
 pub(crate) mod forward;
+pub(crate) mod play;
 pub(crate) mod query;
 pub(crate) mod recording;
 pub(crate) mod verify;

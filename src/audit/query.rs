@@ -170,6 +170,19 @@ fn print(
     Ok(last)
 }
 
+/// The recording of session `id`, if it has one.
+pub(crate) fn recording(path: &Path, id: &str) -> Result<Option<String>, String> {
+    let conn = open(path)?;
+    let found = conn.query_row("SELECT recording FROM sessions WHERE id = ?1", [id], |r| {
+        r.get::<_, Option<String>>(0)
+    });
+    match found {
+        Ok(r) => Ok(r),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Err(format!("no session {id}")),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// What of an event `audit search` finds it by: a command's line, a
 /// question's text, an agent's call. None for other kinds.
 pub(crate) fn searchable(kind: &str, fields: &Map<String, Value>) -> Option<String> {

@@ -140,6 +140,30 @@ pub(crate) struct Track<'a> {
     was_binary: bool,
 }
 
+/// A marker's label is cut to this many bytes.
+const MARKER_MAX: usize = 80;
+
+/// The label of the marker an audit event stands for.
+pub(crate) fn marker_of(ev: &super::Event) -> Option<String> {
+    let text = |k: &str| ev.fields.get(k).and_then(serde_json::Value::as_str);
+    match ev.kind {
+        "ai_prompt" => text("text").map(str::to_string),
+        "ai_tool_call" => {
+            let decision = text("decision").unwrap_or("");
+            match (text("command"), text("tool")) {
+                (Some(c), _) => Some(format!("ai $ {c} ({decision})")),
+                (None, Some(t)) => Some(format!(
+                    "ai mcp {}/{t} ({decision})",
+                    text("server").unwrap_or("")
+                )),
+                _ => None,
+            }
+        }
+        "ai_answer" => text("text").map(|t| format!("ai: {}", t.lines().next().unwrap_or(""))),
+        _ => None,
+    }
+}
+
 /// Binary output is said at least once per this many bytes.
 const BINARY_REPORT: u64 = 64 << 20;
 
@@ -164,6 +188,21 @@ impl Recording {
             enabled: self.record_input,
             binary: 0,
             was_binary: false,
+        }
+    }
+
+    /// An asciicast marker (`"m"`) here: a place a player can jump to.
+    pub(crate) async fn marker(&self, label: &str) {
+        let label = crate::agent::render::printable(label);
+        let label = crate::text::prefix(label.trim(), MARKER_MAX);
+        self.event("m", label.to_string()).await;
+    }
+
+    /// The marker an audit event gets, if any: a question, each agent
+    /// call with its decision, the answer.
+    pub(crate) async fn mark_event(&self, ev: &super::Event) {
+        if let Some(label) = marker_of(ev) {
+            self.marker(&label).await;
         }
     }
 

@@ -312,6 +312,12 @@ impl Pumps<'_> {
         if let Some(keys) = p.type_in {
             let _ = inject.send(Bytes::from(keys)).await;
         }
+        // A marker where each command starts: a player jumps there.
+        if let Some(r) = self.recording {
+            for c in &p.started {
+                r.marker(&format!("$ {c}")).await;
+            }
+        }
         self.lines_done(p.finished, p.line_done, agent).await;
         let shown = self
             .answer_questions(p.to_client, p.questions, t, agent)
@@ -370,6 +376,7 @@ impl Pumps<'_> {
     fn desk<'s>(&'s self, settings: &'s (dyn Fn() -> Settings + Sync)) -> Desk<'s> {
         Desk {
             audit: &self.ctx.bastion.audit,
+            recording: self.recording,
             ids: self.ids,
             runner: self.runner,
             upstream: &self.ctx.bastion.upstream,
@@ -433,6 +440,9 @@ impl Pumps<'_> {
         let mut from = 0;
         for (at, q) in questions {
             let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
+            if let Some(r) = self.recording {
+                r.mark_event(&ev).await;
+            }
             self.ctx.bastion.audit.event(ev).await;
             spliced.extend_from_slice(&out[from..at]);
             spliced.extend(agent::echo(&q, self.mode));

@@ -182,6 +182,8 @@ pub(crate) struct Processed {
     /// Questions caught at the prompt, with where in `to_client` the
     /// answer belongs.
     pub(crate) questions: Vec<(usize, Question)>,
+    /// Command lines the shell started running in this chunk.
+    pub(crate) started: Vec<String>,
     /// A prompt started in this chunk.
     pub(crate) prompt: bool,
     /// The shell finished a command line in this chunk (run or not: an
@@ -409,6 +411,7 @@ impl Terminal {
                 to_client,
                 finished: Vec::new(),
                 questions: Vec::new(),
+                started: Vec::new(),
                 prompt: false,
                 line_done: false,
                 cwd: false,
@@ -421,6 +424,7 @@ impl Terminal {
         let mut to_client = Vec::with_capacity(out.len());
         let mut finished = Vec::new();
         let mut questions = Vec::new();
+        let mut started = Vec::new();
         let mut prompt = false;
         let mut line_done = false;
         let mut cwd = false;
@@ -474,13 +478,22 @@ impl Terminal {
                 }
                 _ => {}
             }
+            let starts = matches!(mark, Mark::OutputStart { .. });
             self.mark(mark, &mut to_client, &mut finished);
+            // Shown commands only: the agent's own marks its actions.
+            if starts
+                && self.shown == Shown::All
+                && let Some(c) = self.shell.running.as_ref().and_then(|r| r.command.clone())
+            {
+                started.push(c);
+            }
         }
         self.pass(&out[from..], &mut to_client);
         Processed {
             to_client: Bytes::from(to_client),
             finished,
             questions,
+            started,
             prompt,
             line_done,
             cwd,

@@ -102,3 +102,59 @@ fn search_finds_commands_by_their_words() {
     let none = b.cli(&["audit", "search", "NEAR(\"x", "--json"]);
     assert!(lines(&none).is_empty());
 }
+
+#[test]
+fn recordings_mark_commands_and_agent_actions_and_play_back() {
+    use crate::model::*;
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", "uname -s", "kernel")),
+        Reply::Sse(answer("Linux it is.")),
+    ]);
+    let b = crate::agent::auto_bastion(&model);
+    let mut t = crate::agent::bob(&b);
+    t.send("echo MARK-$((1+1))\r");
+    let at = t.expect("MARK-2");
+    let at = crate::agent::ask(&t, "? what kernel").max(at);
+    t.expect_from("Linux it is.", at);
+    b.wait_kind("ai_answer");
+    t.send("exit\r");
+    t.wait();
+    let end = b.wait_event(|e| e["kind"] == "session_end" && e["recording_sha256"].is_string());
+    let session = end["session"].as_str().unwrap();
+    let listed = stdout(&b.cli(&["play", session, "--markers"]));
+    let labels: Vec<&str> = listed
+        .lines()
+        .map(|l| l.splitn(2, "s  ").nth(1).unwrap_or(""))
+        .collect();
+    for expected in [
+        "$ echo MARK-$((1+1))",
+        "? what kernel",
+        "ai $ uname -s (auto)",
+        "ai: Linux it is.",
+    ] {
+        assert!(labels.contains(&expected), "{expected:?} not in:\n{listed}");
+    }
+    // Played back, fast, it is what the user saw.
+    let played = stdout(&b.cli(&["play", session, "--speed", "1000"]));
+    assert!(
+        played.contains("MARK-2") && played.contains("Linux it is."),
+        "{played}"
+    );
+    let from = stdout(&b.cli(&["play", session, "--speed", "1000", "--from", "what kernel"]));
+    assert!(from.contains("Linux it is."), "{from}");
+    let none = b.cli_any(&["play", session, "--from", "no such marker"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(stderr(&none).contains("--markers"), "{}", stderr(&none));
+    // asciinema itself plays the file, markers and all.
+    let path = b
+        .sessions()
+        .into_iter()
+        .find(|s| s["id"] == session)
+        .and_then(|s| s["recording"].as_str().map(str::to_string))
+        .unwrap();
+    let mut play = Command::new("asciinema");
+    play.args(["play", "-s", "1000"]).arg(&path);
+    let mut p = Terminal::spawn(&play, 24, 80);
+    p.expect("MARK-2");
+    assert_eq!(p.wait(), Some(0), "{}", p.screen.text());
+}

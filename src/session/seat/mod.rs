@@ -42,6 +42,7 @@ use crate::agent::policy::Prompt;
 use crate::agent::react::{self, Approval, Ask, Host, Outcome};
 use crate::agent::render::{Draw, Painter, Unterminated};
 use crate::agent::team::{Item, WorkflowSpec};
+use crate::audit::recording::Recording;
 use crate::audit::{Audit, Event, Ids};
 use crate::config::AiMode;
 use crate::config::WorkflowKind;
@@ -142,6 +143,8 @@ pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
 /// so what the agent can touch is read off this struct.
 pub(crate) struct Desk<'a> {
     pub(crate) audit: &'a Audit,
+    /// Where the agent's actions get their markers.
+    pub(crate) recording: Option<&'a Recording>,
     pub(crate) ids: &'a Ids,
     pub(crate) runner: &'a Runner,
     pub(crate) upstream: &'a UpstreamSettings,
@@ -695,6 +698,9 @@ impl Seat<'_> {
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         let ev = self.event(kind, fields);
+        if let Some(r) = self.desk.recording {
+            r.mark_event(&ev).await;
+        }
         self.desk.audit.event(ev).await;
     }
 
@@ -842,6 +848,9 @@ impl Host for Seat<'_> {
         fields: Vec<(&'static str, Value)>,
     ) -> Result<(), &'static str> {
         let ev = self.event(kind, fields);
+        if let Some(r) = self.desk.recording {
+            r.mark_event(&ev).await;
+        }
         self.desk.audit.ahead(ev).await
     }
 }
