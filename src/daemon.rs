@@ -269,7 +269,7 @@ fn forwarding(config: &Config) -> Option<crate::audit::forward::Forward> {
     let list = config.audit.forward.as_ref()?.get_ref().list();
     let destinations = list
         .into_iter()
-        .filter_map(|url| crate::audit::forward::parse(url).ok())
+        .filter_map(|url| crate::config::destination(url).ok())
         .collect();
     let runtime = tokio::runtime::Handle::current();
     Some(crate::audit::forward::Forward::start(

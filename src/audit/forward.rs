@@ -19,6 +19,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::{Event, rfc3339};
+use crate::config::Destination;
 
 /// The structured-data id of walissh's parameters (RFC 5424 §6.3.2; 32473
 /// is the example enterprise number, until walissh has one of its own).
@@ -48,44 +49,6 @@ pub(crate) enum Item {
 pub(crate) struct Forward {
     queues: Vec<(String, mpsc::Sender<Item>)>,
     lost: Arc<AtomicU64>,
-}
-
-/// A destination, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Destination {
-    Udp(String),
-    Tcp(String),
-    Unix(String),
-    Http(String),
-}
-
-/// `syslog+udp://HOST:PORT`, `syslog+tcp://HOST:PORT`, `syslog+unix:///PATH`
-/// or `http(s)://…`.
-pub(crate) fn parse(url: &str) -> Result<Destination, String> {
-    let hostport = |rest: &str| -> Result<String, String> {
-        match rest.rsplit_once(':') {
-            Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => Ok(rest.to_string()),
-            _ => Err(format!("`{url}`: write HOST:PORT after the scheme")),
-        }
-    };
-    if let Some(rest) = url.strip_prefix("syslog+udp://") {
-        return Ok(Destination::Udp(hostport(rest)?));
-    }
-    if let Some(rest) = url.strip_prefix("syslog+tcp://") {
-        return Ok(Destination::Tcp(hostport(rest)?));
-    }
-    if let Some(rest) = url.strip_prefix("syslog+unix://") {
-        return match rest.starts_with('/') {
-            true => Ok(Destination::Unix(rest.to_string())),
-            false => Err(format!("`{url}`: write syslog+unix:///absolute/path")),
-        };
-    }
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return Ok(Destination::Http(url.to_string()));
-    }
-    Err(format!(
-        "`{url}`: use syslog+udp://, syslog+tcp://, syslog+unix:// or http(s)://"
-    ))
 }
 
 impl Forward {
@@ -342,31 +305,77 @@ fn header_field(v: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn destinations_parse_or_say_why_not() {
-        assert_eq!(
-            parse("syslog+udp://10.0.0.5:514"),
-            Ok(Destination::Udp("10.0.0.5:514".into()))
+    /// The figures of issue 20: items forwarded per second over TCP
+    /// syslog to a listener that reads as fast as it can, and what a
+    /// collector outage loses with a queue of 1000 items.
+    /// `cargo test --release --lib forward_cost -- --ignored --nocapture`
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore]
+    async fn forward_cost() {
+        use tokio::io::AsyncReadExt;
+        let n = 200_000usize;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // Counts whole messages (octet counting: one per "LEN ").
+        let counted = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            let mut bytes = 0usize;
+            let t = std::time::Instant::now();
+            while let Ok(k) = s.read(&mut buf).await {
+                if k == 0 {
+                    break;
+                }
+                bytes += k;
+                if bytes >= n * 200 {
+                    break;
+                }
+            }
+            (bytes, t.elapsed())
+        });
+        let f = Forward::start(
+            vec![Destination::Tcp(addr)],
+            n,
+            &tokio::runtime::Handle::current(),
         );
-        assert_eq!(
-            parse("syslog+tcp://siem:6514"),
-            Ok(Destination::Tcp("siem:6514".into()))
+        let mut event = Event::new("command")
+            .user("alice")
+            .field("command", "systemctl status nginx");
+        event.session = Some("0123456789abcdef".into());
+        let item = Item::Event {
+            seq: 1,
+            hash: "ab".repeat(32),
+            event,
+        };
+        let size = syslog(&item, "bastion").len() + 4;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            f.offer(&item);
+        }
+        let offered = t.elapsed();
+        let (bytes, took) = counted.await.unwrap();
+        println!(
+            "forward: {n} items offered in {offered:?}; {} received in {took:?}: {:.0} items/s ({size} bytes each)",
+            bytes / size,
+            (bytes / size) as f64 / took.as_secs_f64()
         );
-        assert_eq!(
-            parse("syslog+unix:///dev/log"),
-            Ok(Destination::Unix("/dev/log".into()))
+        // An outage: nobody listens; 5000 items offered to a queue of 1000.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let f = Forward::start(
+            vec![Destination::Tcp(format!("127.0.0.1:{port}"))],
+            1000,
+            &tokio::runtime::Handle::current(),
         );
-        assert!(matches!(
-            parse("https://c/ingest"),
-            Ok(Destination::Http(_))
-        ));
-        assert!(
-            parse("syslog+tcp://siem")
-                .unwrap_err()
-                .contains("HOST:PORT")
+        for _ in 0..5000 {
+            f.offer(&item);
+        }
+        println!(
+            "outage: 5000 offered to a queue of 1000: {} lost",
+            f.take_lost()
         );
-        assert!(parse("syslog+unix://dev/log").is_err());
-        assert!(parse("ftp://x").unwrap_err().contains("syslog+udp"));
     }
 
     #[test]

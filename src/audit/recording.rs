@@ -193,7 +193,7 @@ impl Recording {
 
     /// An asciicast marker (`"m"`) here: a place a player can jump to.
     pub(crate) async fn marker(&self, label: &str) {
-        let label = crate::agent::render::printable(label);
+        let label: String = label.chars().filter(|c| !c.is_control()).collect();
         let label = crate::text::prefix(label.trim(), MARKER_MAX);
         self.event("m", label.to_string()).await;
     }

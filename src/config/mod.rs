@@ -11,6 +11,7 @@
 //! implies.
 
 mod account;
+mod forward;
 mod mcp;
 mod schema;
 mod team;
@@ -21,6 +22,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub(crate) use account::*;
+pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;

@@ -68,7 +68,7 @@ impl Config {
         }
         if let Some(f) = &self.audit.forward {
             for url in f.get_ref().list() {
-                crate::audit::forward::parse(url)
+                super::destination(url)
                     .map_err(|e| loc.error(f.span(), Some("audit.forward"), &e))?;
             }
         }
