@@ -63,6 +63,9 @@ pub(crate) async fn serve(
         a.checkpoint_events.max(1),
         Duration::from_secs(a.checkpoint_s.max(1)),
     );
+    // One walissh per state directory: a second one's crash recovery
+    // would end the first one's live sessions and fork its chain.
+    let _lock = lock_state_dir(config.state_dir())?;
     let forward = forwarding(&config);
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
@@ -261,6 +264,24 @@ fn embedded_demo_password(config: &mut Config) -> Result<(), String> {
         demo.password_hash = Some(toml::Spanned::new(0..0, hash));
     }
     Ok(())
+}
+
+/// Holds `state_dir/lock` (flock) for as long as the guard lives.
+fn lock_state_dir(dir: &std::path::Path) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+    use nix::fcntl::{Flock, FlockArg};
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        format!(
+            "{}: another walissh serves this state directory ({e})",
+            path.display()
+        )
+    })
 }
 
 /// `[audit] forward`'s senders, on this runtime (the config checked the

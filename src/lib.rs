@@ -249,7 +249,10 @@ fn run(cmd: Cmd) -> Result<(), String> {
             from,
             markers,
         } => {
-            let path = match Path::new(&session).is_file() {
+            // A path says so (a slash, or .cast): a file named like a
+            // session id in this directory is not taken for the session.
+            let is_path = session.contains('/') || session.ends_with(".cast");
+            let path = match is_path {
                 true => PathBuf::from(&session),
                 false => {
                     let config = load(config)?;
@@ -415,8 +418,14 @@ fn human(line: &[u8]) -> String {
             .map(|(k, v)| match v {
                 // Login names and commands come from clients: never let
                 // them put control characters on an administrator's terminal.
-                serde_json::Value::String(s) if s.chars().any(|c| c.is_control() || c == ' ') => {
-                    format!("{k}={s:?}")
+                serde_json::Value::String(s)
+                    if s.chars()
+                        .any(|c| c.is_control() || c == ' ' || agent::policy::invisible(c)) =>
+                {
+                    format!(
+                        "{k}=\"{}\"",
+                        agent::render::exact(&s.replace('\\', "\\\\").replace('"', "\\\""))
+                    )
                 }
                 serde_json::Value::String(s) => format!("{k}={s}"),
                 other => format!("{k}={other}"),

@@ -73,9 +73,59 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
     if !has_hash {
         conn.execute_batch("ALTER TABLE events ADD COLUMN hash TEXT")
             .map_err(err)?;
+        chain_old_rows(&conn).map_err(err)?;
     }
     index_text(&conn).map_err(err)?;
     Ok(conn)
+}
+
+/// A database from before the chain: its rows are chained as they stand,
+/// once, so that from here on every row has a hash and a row without one
+/// is a row put there around walissh.
+fn chain_old_rows(conn: &Connection) -> rusqlite::Result<()> {
+    let rows: Vec<(
+        i64,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+        String,
+    )> = conn
+        .prepare("SELECT seq, ts, session, user, target, kind, fields FROM events ORDER BY seq")?
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut prev = chain::genesis();
+    for (seq, ts, session, user, target, kind, fields) in &rows {
+        let row = chain::Row {
+            seq: *seq,
+            ts,
+            session: session.as_deref(),
+            user: user.as_deref(),
+            target: target.as_deref(),
+            kind,
+            fields,
+        };
+        prev = chain::link(&prev, &row);
+        conn.execute(
+            "UPDATE events SET hash = ?2 WHERE seq = ?1",
+            params![seq, prev],
+        )?;
+    }
+    if !rows.is_empty() {
+        tracing::info!(events = rows.len(), "the audit's older events are chained");
+    }
+    Ok(())
 }
 
 /// The full-text index of commands and questions (`audit search`): made,
@@ -115,6 +165,8 @@ pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::R
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
+    // A last row without a hash was put there around walissh: the chain
+    // goes on from the zero hash, and verify says where it broke.
     let (seq, hash) = match last {
         Some((seq, Some(hash))) => (seq, hash),
         Some((seq, None)) => (seq, chain::genesis()),
@@ -196,7 +248,8 @@ pub(crate) fn checkpoint(
 pub(crate) fn recover(
     conn: &mut Connection,
     head: &mut chain::Head,
-) -> rusqlite::Result<Vec<Option<String>>> {
+    finish: &mut dyn FnMut(&str) -> Option<(String, u64)>,
+) -> rusqlite::Result<usize> {
     let tx = conn.transaction()?;
     let open: Vec<(String, String, String, Option<String>)> = tx
         .prepare("SELECT id, user, target, recording FROM sessions WHERE ended IS NULL")?
@@ -204,8 +257,14 @@ pub(crate) fn recover(
         .collect::<rusqlite::Result<_>>()?;
     let now = std::time::SystemTime::now();
     let (mut seq, mut hash) = (head.seq, head.hash.clone());
-    for (id, user, target, _) in &open {
+    for (id, user, target, recording) in &open {
         let mut ev = Event::new("session_end").field("reason", "bastion_restart");
+        // The recording repaired first, then its digest chained with the end.
+        if let Some((sha256, bytes)) = recording.as_deref().and_then(&mut *finish) {
+            ev = ev
+                .field("recording_sha256", sha256)
+                .field("recording_bytes", bytes);
+        }
         (ev.ts, ev.session, ev.user, ev.target) = (
             now,
             Some(id.clone()),
@@ -220,7 +279,7 @@ pub(crate) fn recover(
     }
     tx.commit()?;
     head.committed(seq, hash, open.len() as u64);
-    Ok(open.into_iter().map(|(.., recording)| recording).collect())
+    Ok(open.len())
 }
 
 /// Bytes of records of failed writes kept to try again, at most (about:

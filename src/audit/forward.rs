@@ -26,6 +26,8 @@ use crate::config::Destination;
 const SD_ID: &str = "walissh@32473";
 /// How long a broken connection waits before it is tried again.
 const RECONNECT: Duration = Duration::from_secs(1);
+/// A message's JSON is kept under this many bytes (UDP's limit is 65507).
+const MAX_MESSAGE: usize = 60_000;
 /// JSON lines POSTed at once, at most.
 const HTTP_BATCH: usize = 256;
 
@@ -200,8 +202,16 @@ impl Link {
                     .send()
                     .await
                     .map_err(|e| e.to_string())?;
-                if !r.status().is_success() {
-                    return Err(format!("HTTP {}", r.status()));
+                let status = r.status();
+                // A collector that refuses these items (4xx but for time
+                // outs and rate limits) refuses them for good: dropped,
+                // said, and not held against the ones behind them.
+                if status.is_client_error() && status.as_u16() != 408 && status.as_u16() != 429 {
+                    tracing::error!(destination = ?to, %status, items = items.len(), "audit forward: the collector refused these items; dropped");
+                    return Ok(());
+                }
+                if !status.is_success() {
+                    return Err(format!("HTTP {status}"));
                 }
             }
         }
@@ -268,7 +278,21 @@ pub(crate) fn syslog(item: &Item, host: &str) -> String {
         .map(|(k, v)| format!(" {k}=\"{}\"", sd_escape(&v)))
         .collect();
     let pri = 10 * 8 + severity;
-    let msg = json_line(item).to_string();
+    let mut msg = json_line(item).to_string();
+    // One datagram's worth at most (UDP refuses more, and a message that
+    // never goes would hold up all behind it): the fields go, the row's
+    // identity and place in the chain stay.
+    if msg.len() > MAX_MESSAGE {
+        let mut o = json_line(item);
+        if let Some(obj) = o.as_object_mut() {
+            obj.retain(|k, _| {
+                ["seq", "hash", "ts", "session", "user", "target", "kind"].contains(&k.as_str())
+            });
+            obj.insert("truncated".into(), json!(true));
+        }
+        msg = o.to_string();
+        msg.truncate(MAX_MESSAGE.min(msg.len()));
+    }
     format!(
         "<{pri}>1 {ts} {} walissh {} {kind} [{SD_ID}{sd}] {msg}",
         header_field(host),
@@ -276,10 +300,15 @@ pub(crate) fn syslog(item: &Item, host: &str) -> String {
     )
 }
 
-/// A PARAM-VALUE: `"`, `\` and `]` escaped (RFC 5424 §6.3.3).
+/// A PARAM-VALUE: `"`, `\` and `]` escaped (RFC 5424 §6.3.3), and
+/// control characters (a login name is the client's) spelled out.
 fn sd_escape(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            continue;
+        }
         if matches!(c, '"' | '\\' | ']') {
             out.push('\\');
         }
@@ -399,5 +428,22 @@ mod tests {
         assert_eq!(json["seq"], 42);
         assert!(!m.contains('\n'));
         assert_eq!(sd_escape("a\"b]c\\"), "a\\\"b\\]c\\\\");
+        assert_eq!(sd_escape("bob\nx"), "bob\\u{a}x");
+        // A huge command: the message stays one datagram, seq and hash kept.
+        let mut big = Event::new("exec").field("command", "\u{1}".repeat(20_000));
+        big.session = Some("s1".into());
+        let m = syslog(
+            &Item::Event {
+                seq: 7,
+                hash: "cd".repeat(32),
+                event: big,
+            },
+            "h",
+        );
+        assert!(m.len() < 65_000, "{}", m.len());
+        assert!(
+            m.contains("\"truncated\":true") && m.contains("\"seq\":7"),
+            "{m}"
+        );
     }
 }

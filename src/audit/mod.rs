@@ -295,19 +295,20 @@ fn recover(
     path: &Path,
     head: &mut chain::Head,
 ) -> Result<(), String> {
-    let ended = db::recover(conn, head)
-        .map_err(|e| format!("{}: cannot end the sessions left open: {e}", path.display()))?;
     let mut repaired = 0;
-    for r in ended.iter().flatten() {
+    let mut finish = |r: &str| {
         match recording::repair(Path::new(r)) {
             Ok(changed) => repaired += usize::from(changed),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => tracing::error!(recording = %r, error = %e, "cannot repair the recording"),
         }
-    }
-    if !ended.is_empty() {
+        chain::file_digest(Path::new(r)).ok()
+    };
+    let ended = db::recover(conn, head, &mut finish)
+        .map_err(|e| format!("{}: cannot end the sessions left open: {e}", path.display()))?;
+    if ended > 0 {
         tracing::warn!(
-            sessions = ended.len(),
+            sessions = ended,
             recordings_repaired = repaired,
             "sessions left open by an unclean stop were ended (reason bastion_restart)"
         );

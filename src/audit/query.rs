@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{Connection, OpenFlags, ToSql};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql};
 use serde_json::{Map, Value};
 
 /// How often `--follow` looks for new rows.
@@ -170,16 +170,30 @@ fn print(
     Ok(last)
 }
 
-/// The recording of session `id`, if it has one.
+/// The recording of session `id`, as its chained `session_start` names
+/// it (the sessions table, for sessions from before that).
 pub(crate) fn recording(path: &Path, id: &str) -> Result<Option<String>, String> {
     let conn = open(path)?;
-    let found = conn.query_row("SELECT recording FROM sessions WHERE id = ?1", [id], |r| {
+    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let chained: Option<String> = conn
+        .query_row(
+            "SELECT json_extract(fields, '$.recording') FROM events
+             WHERE kind = 'session_start' AND session = ?1 AND json_type(fields, '$.recording') IS NOT NULL",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?
+        .flatten();
+    if chained.is_some() {
+        return Ok(chained);
+    }
+    match conn.query_row("SELECT recording FROM sessions WHERE id = ?1", [id], |r| {
         r.get::<_, Option<String>>(0)
-    });
-    match found {
+    }) {
         Ok(r) => Ok(r),
         Err(rusqlite::Error::QueryReturnedNoRows) => Err(format!("no session {id}")),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(err(e)),
     }
 }
 

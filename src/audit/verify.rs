@@ -145,30 +145,30 @@ fn chain_of(
     let mut rows = st.query([])?;
     let mut prev = chain::genesis();
     let mut last: Option<i64> = None;
-    let mut chained = false;
     while let Some(r) = rows.next()? {
         let seq: i64 = r.get(0)?;
         let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
             (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
         let (kind, fields, hash): (String, String, Option<String>) =
             (r.get(5)?, r.get(6)?, r.get(7)?);
+        // Every row has a hash (older databases were chained when the
+        // column came), and seqs follow each other from 1.
         let Some(hash) = hash else {
-            if chained {
-                let what = "the row has no hash (written around the chain)".to_string();
-                return Ok((report.broken(Some(seq), what), seq));
-            }
-            report.unchained += 1;
-            last = Some(seq);
-            continue;
+            let what = "the row has no hash (written around the chain)".to_string();
+            return Ok((report.broken(Some(seq), what), seq));
         };
-        if chained
-            && let Some(l) = last
-            && seq != l + 1
-        {
-            let what = format!("seq {} to {} are missing (deleted)", l + 1, seq - 1);
-            return Ok((report.broken(Some(l + 1), what), seq));
+        let expected_seq = last.map_or(1, |l| l + 1);
+        if seq != expected_seq {
+            let what = match last {
+                Some(l) if seq > l + 1 => {
+                    format!("seq {} to {} are missing (deleted)", l + 1, seq - 1)
+                }
+                _ => format!(
+                    "the first row is seq {seq}, not 1 (rows deleted, or one put before them)"
+                ),
+            };
+            return Ok((report.broken(Some(expected_seq.min(seq)), what), seq));
         }
-        chained = true;
         let row = chain::Row {
             seq,
             ts: &ts,
@@ -202,23 +202,68 @@ fn chain_of(
     Ok((report, last.unwrap_or(0)))
 }
 
-/// Every recording a `session_end` row gave a digest is hashed again.
+/// Each session's row in `sessions` is what its chained `session_start`
+/// says (that table is not chained itself); each recording its
+/// `session_start` names is hashed again against its `session_end`'s
+/// digest. A session without its end yet (still running) is left.
 fn recordings(conn: &Connection, mut report: Report) -> rusqlite::Result<Report> {
     let mut st = conn.prepare(
-        "SELECT e.seq, e.session, e.fields, s.recording FROM events e
-         JOIN sessions s ON s.id = e.session
-         WHERE e.kind = 'session_end' AND s.recording IS NOT NULL ORDER BY e.seq",
+        "SELECT e.seq, e.session, e.user, e.target, e.fields,
+                (SELECT json_object('fields', x.fields) FROM events x
+                  WHERE x.kind = 'session_end' AND x.session = e.session ORDER BY x.seq DESC LIMIT 1),
+                s.user, s.target, s.client_addr, s.recording, s.id
+         FROM events e LEFT JOIN sessions s ON s.id = e.session
+         WHERE e.kind = 'session_start' ORDER BY e.seq",
     )?;
     let mut rows = st.query([])?;
     while let Some(r) = rows.next()? {
-        let (seq, session, fields, path): (i64, String, String, String) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
-        let fields: Value = serde_json::from_str(&fields).unwrap_or(Value::Null);
-        let (Some(sha), Some(len)) = (
-            fields["recording_sha256"].as_str(),
-            fields["recording_bytes"].as_u64(),
-        ) else {
+        let (seq, session): (i64, String) = (r.get(0)?, r.get(1)?);
+        let (user, target, fields): (Option<String>, Option<String>, String) =
+            (r.get(2)?, r.get(3)?, r.get(4)?);
+        let end: Option<String> = r.get(5)?;
+        let row: (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        ) = (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?);
+        let start: Value = serde_json::from_str(&fields).unwrap_or(Value::Null);
+        let recording = start["recording"].as_str().map(str::to_string);
+        let said = (
+            user,
+            target,
+            start["client_addr"].as_str().map(str::to_string),
+            recording.clone(),
+        );
+        if row.4.is_none() {
+            let what = format!("session {session}'s row in the sessions table is gone");
+            return Ok(report.broken(Some(seq), what));
+        }
+        // A session_start from before recordings were named in it names
+        // none: its recording is not compared.
+        let named = start.get("recording").is_some();
+        let row = (row.0, row.1, row.2, if named { row.3 } else { None });
+        if row != said {
+            let what = format!(
+                "session {session}'s row in the sessions table is not what its session_start says"
+            );
+            return Ok(report.broken(Some(seq), what));
+        }
+        let (Some(path), Some(end)) = (recording, end) else {
             continue;
+        };
+        let end: Value = serde_json::from_str(&end).unwrap_or(Value::Null);
+        let end: Value = end["fields"]
+            .as_str()
+            .and_then(|f| serde_json::from_str(f).ok())
+            .unwrap_or(Value::Null);
+        let (Some(sha), Some(len)) = (
+            end["recording_sha256"].as_str(),
+            end["recording_bytes"].as_u64(),
+        ) else {
+            let what = format!("session {session} ended without its recording's digest");
+            return Ok(report.broken(Some(seq), what));
         };
         let what = match chain::file_digest(Path::new(&path)) {
             Err(e) => Some(format!(

@@ -388,10 +388,13 @@ async fn audit_start(
             recording: recording.map(|r| r.path.display().to_string()),
         })
         .await;
+    // The recording's file is named in the chained row: `audit verify`
+    // and `walissh play` find it there, not in the sessions table.
     let start = ids
         .event("session_start")
         .field("client_addr", ctx.peer.to_string())
-        .field("pty", setup.pty.is_some());
+        .field("pty", setup.pty.is_some())
+        .field("recording", recording.map(|r| r.path.display().to_string()));
     match command_event(ids, &setup.command) {
         Some(command) => {
             audit.event(start).await;

