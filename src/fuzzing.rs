@@ -328,6 +328,53 @@ pub fn mcp_reply(data: &[u8]) {
     }
 }
 
+/// A recording `walissh play` reads (`audit::play`): whatever the file
+/// holds, reading it ends with a cast or a reason, its markers are
+/// numbered from 1 in order, and playing it at any speed writes only its
+/// output events.
+pub fn cast(data: &[u8]) {
+    if let Ok(c) = crate::audit::play::read(data) {
+        let markers = c.markers();
+        assert!(markers.iter().enumerate().all(|(i, m)| m.number == i + 1));
+        let mut out = Vec::new();
+        let from = markers.first();
+        c.play(f64::MAX, from, &mut out).unwrap();
+    }
+}
+
+/// What a user types, forwarded (`audit::forward`): any login name,
+/// session or fields make one RFC 5424 line with well-formed structured
+/// data, under a datagram's size.
+pub fn syslog(data: &[u8]) {
+    use crate::audit::forward::{Item, syslog};
+    let text = String::from_utf8_lossy(data);
+    let (user, command) = text.split_at(text.floor_char_boundary(text.len() / 2));
+    let mut event = crate::audit::Event::new("exec")
+        .user(user)
+        .field("command", command);
+    event.session = Some(command.chars().take(20).collect());
+    let m = syslog(
+        &Item::Event {
+            seq: 1,
+            hash: "0".repeat(64),
+            event,
+        },
+        user,
+    );
+    assert!(!m.contains('\n') && !m.contains('\r'), "{m:?}");
+    assert!(m.len() < 65_507, "{}", m.len());
+    let sd = &m[m.find(" [walissh@32473").expect("structured data")..];
+    // The SD ends at the first `]` not escaped.
+    let mut escaped = false;
+    let end = sd.char_indices().find(|&(_, c)| {
+        let close = c == ']' && !escaped;
+        escaped = c == '\\' && !escaped;
+        close
+    });
+    let end = end.expect("the SD element ends").0;
+    assert!(sd[end + 1..].starts_with(" {"), "{m:?}");
+}
+
 /// Whether `out` holds only what may reach a terminal.
 fn terminal_safe(out: &[u8]) -> Result<(), String> {
     for (i, &b) in out.iter().enumerate() {
@@ -401,6 +448,8 @@ mod tests {
             login(&input);
             tool_calls(&input);
             mcp_reply(&input);
+            cast(&input);
+            syslog(&input);
         }
     }
 }

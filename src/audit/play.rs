@@ -32,14 +32,21 @@ pub(crate) struct Marker {
 pub(crate) fn load(path: &Path) -> Result<Cast, String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
     let file = std::fs::File::open(path).map_err(err)?;
-    let mut lines = std::io::BufReader::new(file).lines();
+    read(std::io::BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A recording from any reader: what it is not is said, never a panic.
+pub(crate) fn read(input: impl BufRead) -> Result<Cast, String> {
+    let err = |e: std::io::Error| e.to_string();
+    let mut lines = input.lines();
     let header: Value = match lines.next() {
-        Some(l) => serde_json::from_str(&l.map_err(err)?)
-            .map_err(|e| format!("{}: not an asciicast: {e}", path.display()))?,
-        None => return Err(format!("{}: empty", path.display())),
+        Some(l) => {
+            serde_json::from_str(&l.map_err(err)?).map_err(|e| format!("not an asciicast: {e}"))?
+        }
+        None => return Err("empty".into()),
     };
     if header["version"] != 2 {
-        return Err(format!("{}: not an asciicast v2 file", path.display()));
+        return Err("not an asciicast v2 file".into());
     }
     let mut events = Vec::new();
     for line in lines {
