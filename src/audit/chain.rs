@@ -102,7 +102,12 @@ pub(crate) fn file_digest(path: &Path) -> std::io::Result<(String, u64)> {
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// 32 bytes from 64 hex digits; anything else hashes as zeros (and so

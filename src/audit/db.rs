@@ -64,8 +64,8 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(err)?;
     conn.execute_batch(SCHEMA).map_err(err)?;
-    // A database from before the chain gets its column; its old rows stay
-    // unchained (`audit verify` counts them apart).
+    // A database from before the chain gets its column, and its rows are
+    // chained as they stand (`chain_old_rows`).
     let has_hash: bool = conn
         .prepare("SELECT 1 FROM pragma_table_info('events') WHERE name = 'hash'")
         .and_then(|mut st| st.exists([]))
@@ -558,7 +558,7 @@ fn write_batch(
 
 /// An event as one JSON object: the common fields, then the kind's own,
 /// as `walissh audit --json` prints it.
-fn event_json(ev: &Event) -> Value {
+pub(crate) fn event_json(ev: &Event) -> Value {
     let common = [
         ("ts", Some(rfc3339(ev.ts))),
         ("session", ev.session.clone()),
@@ -574,7 +574,8 @@ fn event_json(ev: &Event) -> Value {
     Value::Object(obj)
 }
 
-fn open_reader(path: &Path) -> Result<Connection, String> {
+/// A read-only connection, so the CLI reads while the bastion writes.
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, String> {
     if !path.exists() {
         return Err(format!(
             "{}: no audit database (has walissh served yet?)",

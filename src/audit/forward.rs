@@ -231,12 +231,9 @@ pub(crate) fn json_line(item: &Item) -> Value {
             let mut o = Map::new();
             o.insert("seq".into(), json!(seq));
             o.insert("hash".into(), json!(hash));
-            o.insert("ts".into(), json!(rfc3339(event.ts)));
-            o.insert("session".into(), json!(event.session));
-            o.insert("user".into(), json!(event.user));
-            o.insert("target".into(), json!(event.target));
-            o.insert("kind".into(), json!(event.kind));
-            o.extend(event.fields.clone());
+            if let Value::Object(row) = super::db::event_json(event) {
+                o.extend(row);
+            }
             Value::Object(o)
         }
         Item::Checkpoint {

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql};
+use rusqlite::{Connection, OptionalExtension, ToSql};
 use serde_json::{Map, Value};
 
 /// How often `--follow` looks for new rows.
@@ -43,17 +43,6 @@ pub(crate) fn time_bound(text: &str) -> Result<String, String> {
     Ok(super::rfc3339(t))
 }
 
-fn open(path: &Path) -> Result<Connection, String> {
-    if !path.exists() {
-        return Err(format!(
-            "{}: no audit database (has walissh served yet?)",
-            path.display()
-        ));
-    }
-    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// The events `filter` picks after `after`, oldest first, each given to
 /// `emit`; returns the last seq seen (or `after`).
 pub(crate) fn events(
@@ -62,7 +51,7 @@ pub(crate) fn events(
     after: i64,
     emit: &mut dyn FnMut(Value) -> std::io::Result<()>,
 ) -> Result<i64, String> {
-    let conn = open(path)?;
+    let conn = super::db::open_reader(path)?;
     let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
     let mut sql = String::from(
         "SELECT seq, ts, session, user, target, kind, fields FROM events WHERE seq > ?1",
@@ -119,7 +108,7 @@ pub(crate) fn search(
     text: &str,
     emit: &mut dyn FnMut(Value) -> std::io::Result<()>,
 ) -> Result<(), String> {
-    let conn = open(path)?;
+    let conn = super::db::open_reader(path)?;
     let phrase = format!("\"{}\"", text.replace('"', "\"\""));
     let sql = "SELECT e.seq, e.ts, e.session, e.user, e.target, e.kind, e.fields
                FROM events_text t JOIN events e ON e.seq = t.rowid
@@ -173,7 +162,7 @@ fn print(
 /// The recording of session `id`, as its chained `session_start` names
 /// it (the sessions table, for sessions from before that).
 pub(crate) fn recording(path: &Path, id: &str) -> Result<Option<String>, String> {
-    let conn = open(path)?;
+    let conn = super::db::open_reader(path)?;
     let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
     let chained: Option<String> = conn
         .query_row(

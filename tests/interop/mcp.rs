@@ -41,19 +41,6 @@ fn bin(name: &str) -> String {
         .to_string()
 }
 
-/// A turn with one call of the function `name` with `args`.
-fn tool_call(id: &str, name: &str, args: Value) -> Vec<Value> {
-    vec![
-        chunk(
-            json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": id, "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}}]}),
-            None,
-        ),
-        finish("tool_calls"),
-    ]
-}
-
 /// The names of the functions a request offers.
 fn offered(request: &Value) -> Vec<String> {
     request["tools"]
@@ -426,9 +413,9 @@ fn wait_until(done: impl Fn() -> bool, what: &str) {
     }
 }
 
-/// The official Python SDK's client over `ssh -s LOGIN@bastion mcp`: its
-/// report (one JSON object) and exit status.
-fn mcp_client(b: &Bastion, login: &str, args: &[&str]) -> (Value, Option<i32>) {
+/// The official Python SDK's client, with `args`, over `ssh -s
+/// LOGIN@bastion mcp`.
+fn mcp_client_command(b: &Bastion, login: &str, args: &[&str]) -> Command {
     let ssh = b.ssh_bob(login);
     let mut ssh_args: Vec<String> = ssh
         .get_args()
@@ -437,12 +424,18 @@ fn mcp_client(b: &Bastion, login: &str, args: &[&str]) -> (Value, Option<i32>) {
     let dest = ssh_args.pop().unwrap();
     ssh_args.extend(["-s".to_string(), dest, "mcp".to_string()]);
     let script = format!("{}/tests/interop/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("python3")
-        .arg(script)
+    let mut c = Command::new("python3");
+    c.arg(script)
         .args(args)
         .arg("--")
         .arg(ssh.get_program())
-        .args(&ssh_args)
+        .args(&ssh_args);
+    c
+}
+
+/// The client's report (one JSON object) and exit status.
+fn mcp_client(b: &Bastion, login: &str, args: &[&str]) -> (Value, Option<i32>) {
+    let out = mcp_client_command(b, login, args)
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
@@ -452,17 +445,23 @@ fn mcp_client(b: &Bastion, login: &str, args: &[&str]) -> (Value, Option<i32>) {
     (report, out.status.code())
 }
 
-#[test]
-fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
+/// walissh with bob's `ai` and `toml` appended, for gateway tests (no
+/// model is asked: the client is the AI).
+fn gateway(ai: &'static str, toml: &str) -> Bastion {
     let model = Model::start(vec![]);
-    let b = bastion_with(
+    bastion_with(
         &model,
         Opts {
-            bob_ai: "auto",
-            extra_toml: "[ai]\ndeny = [\"shutdown*\"]\n".into(),
+            bob_ai: ai,
+            extra_toml: toml.into(),
             ..Opts::default()
         },
-    );
+    )
+}
+
+#[test]
+fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
+    let b = gateway("auto", "[ai]\ndeny = [\"shutdown*\"]\n");
     // Listed, and a read-only command runs unasked; its secret is
     // scrubbed from what goes back.
     let call = json!({"command": "uname -s; echo password=hunter2hunter2"}).to_string();
@@ -577,14 +576,7 @@ fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
 
 #[test]
 fn the_gateway_is_closed_to_users_whose_ai_is_off() {
-    let model = Model::start(vec![]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "off",
-            ..Opts::default()
-        },
-    );
+    let b = gateway("off", "");
     let (r, code) = mcp_client(&b, "bob:web1", &[]);
     assert_eq!(code, Some(2), "{r}");
     assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_call"));
@@ -592,8 +584,7 @@ fn the_gateway_is_closed_to_users_whose_ai_is_off() {
 
 #[test]
 fn in_confirm_the_gateway_asks_through_the_client_even_for_read_only_commands() {
-    let model = Model::start(vec![]);
-    let b = bastion_with(&model, Opts::default());
+    let b = gateway("confirm", "");
     let call = json!({"command": "uname -s"}).to_string();
     let (r, _) = mcp_client(&b, "bob:web1", &["--call", "run_command", &call]);
     assert_eq!(r["result"]["isError"], true, "{r}");
@@ -669,14 +660,7 @@ fn check_config_names_unknown_servers_and_bad_entries_by_line() {
 
 #[test]
 fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
-    let model = Model::start(vec![]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = gateway("auto", "");
     // Six slow calls at once: four run, two are told the gateway is busy.
     // The client gives up (its deadline) with four under way: they stop,
     // and their rows come before the session's end.
@@ -746,36 +730,18 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
 /// A gateway session kept open over a reload that applies `change` to the
 /// config: the call made after it is refused with `why`, and nothing runs.
 fn reload_narrows(change: impl Fn(String) -> String, why: &str) {
-    let model = Model::start(vec![]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            ..Opts::default()
-        },
-    );
+    let b = gateway("auto", "");
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
-    let script = format!("{}/tests/interop/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
-    let ssh = b.ssh_bob("bob:web1");
-    let mut args: Vec<String> = ssh
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let dest = args.pop().unwrap();
-    args.extend(["-s".into(), dest, "mcp".into()]);
-    let client = Command::new("python3")
-        .arg(script)
-        .args([
-            "--wait-for",
-            &go.display().to_string(),
-            "--call",
-            "run_command",
-            r#"{"command": "uname -s"}"#,
-            "--",
-        ])
-        .arg(ssh.get_program())
-        .args(&args)
+    let go_path = go.display().to_string();
+    let args = [
+        "--wait-for",
+        &go_path,
+        "--call",
+        "run_command",
+        r#"{"command": "uname -s"}"#,
+    ];
+    let client = mcp_client_command(&b, "bob:web1", &args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -811,8 +777,7 @@ fn a_reload_that_takes_the_target_away_reaches_a_live_gateway_session() {
 
 #[test]
 fn an_approved_command_that_ignores_term_stops_when_its_client_leaves() {
-    let model = Model::start(vec![]);
-    let b = bastion_with(&model, Opts::default());
+    let b = gateway("confirm", "");
     // bob in confirm: approved through the client, then the client gives
     // up while it runs.
     let call = json!({"command": "trap '' TERM; sleep 95"}).to_string();

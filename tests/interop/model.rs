@@ -389,6 +389,20 @@ pub fn call_at(index: u64, id: &str, command: &str, reason: &str) -> Vec<Value> 
     out
 }
 
+/// A turn with one call of the tool `name` with `args`, whole, then
+/// `finish_reason: tool_calls`.
+pub fn tool_call(id: &str, name: &str, args: Value) -> Vec<Value> {
+    vec![
+        chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ),
+        finish("tool_calls"),
+    ]
+}
+
 /// A turn with one `run_command` call, its arguments in fragments, ending
 /// with `finish_reason: tool_calls`.
 pub fn call(id: &str, command: &str, reason: &str) -> Vec<Value> {

@@ -21,20 +21,6 @@ use crate::model::*;
 /// his prompt on web1 (confirm mode).
 use crate::agent::bob_with_ai as team;
 
-/// A turn with one call of the tool `name` with `args`, whole, then
-/// `finish_reason: tool_calls`.
-fn tool_call(id: &str, name: &str, args: Value) -> Vec<Value> {
-    vec![
-        chunk(
-            json!({"role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": id, "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}}]}),
-            None,
-        ),
-        finish("tool_calls"),
-    ]
-}
-
 /// A request's system message.
 fn system(request: &Value) -> &str {
     let m = &messages(request)[0];
