@@ -87,8 +87,8 @@ local_target_toml=$'[[targets]]\nname = "l"\nkind = "local"'
 # start_walissh NAME [EXTRA_TOML]: starts a walissh in front of the sshd
 # (target `t`; user `bench` reaches every target), sets $walissh_port and
 # $walissh_pid. EXTRA_TOML is appended (more [[targets]], [terminal],
-# [llm], ...); $server_toml, if set, goes into [server]. Every instance
-# shares the upstream key.
+# [llm], ...); $server_toml, if set, goes into [server], and
+# $upstream_toml into [upstream]. Every instance shares the upstream key.
 start_walissh() {
     local name=$1 extra=${2:-}
     mkdir -p "$work/$name"
@@ -101,6 +101,7 @@ max_sessions_per_user = 1000
 ${server_toml:-}
 [upstream]
 identity = "$work/upstream"
+${upstream_toml:-}
 [[targets]]
 name = "t"
 host = "127.0.0.1"

@@ -21,6 +21,8 @@ pub(crate) struct Bastion {
     pub(crate) recorder: Recorder,
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
+    /// Enrolled TOTP secrets (`walissh totp enroll`).
+    pub(crate) totp: Arc<crate::auth::totp::Store>,
     pub(crate) upstream: crate::upstream::UpstreamSettings,
     /// Where sessions start their screen models (see `workers`).
     pub(crate) screens: tokio::runtime::Handle,
@@ -34,6 +36,8 @@ pub(crate) struct Bastion {
 pub(crate) struct Live {
     pub(crate) config: Config,
     pub(crate) agent: Arc<Agent>,
+    /// The user CAs and revoked keys the config names, as read with it.
+    pub(crate) trust: crate::auth::Trust,
 }
 
 impl Bastion {
@@ -64,7 +68,12 @@ impl Bastion {
             absolute_state_dir(&mut config)?;
             check_local_targets(&config, &me)?;
             let agent = Arc::new(Agent::assemble(&config).map_err(|e| e.0)?);
-            Ok::<_, String>(Live { config, agent })
+            let trust = crate::auth::Trust::load(&config).map_err(|e| e.0)?;
+            Ok::<_, String>(Live {
+                config,
+                agent,
+                trust,
+            })
         })
         .await
         .map_err(|e| e.to_string())

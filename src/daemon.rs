@@ -33,6 +33,7 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(5);
 pub(crate) async fn serve(
     mut config: Config,
     skills: Skills,
+    trust: crate::auth::Trust,
     workers: &Workers,
 ) -> Result<(), String> {
     // Before anything can be announced: a SIGTERM right after "listening"
@@ -80,7 +81,17 @@ pub(crate) async fn serve(
     .map_err(|e| format!("cannot open the audit: {e}"))??;
     let (recorder, recorder_thread) =
         Recorder::start(config.recordings_dir(), config.audit.record_input)?;
-    let russh_config = Arc::new(crate::server::russh_config(host_key));
+    let methods = config.auth.methods.iter().map(|m| *m.get_ref());
+    let russh_config = Arc::new(crate::server::russh_config(
+        host_key,
+        crate::auth::method_set(methods),
+    ));
+    let upstream_ca = config
+        .upstream
+        .ca_key
+        .as_ref()
+        .map(|k| crate::keys::load_or_generate(k.get_ref()).map(Arc::new))
+        .transpose()?;
 
     let mut listeners = Vec::new();
     for addr in config.listen_addrs() {
@@ -101,12 +112,15 @@ pub(crate) async fn serve(
     let passwords = crate::password::Verifier::new(hashes)?;
     let bastion = Arc::new(Bastion {
         passwords,
+        totp: Arc::new(crate::auth::totp::Store::new(config.state_dir())),
         throttle: Throttle::new(
             *config.server.auth_max_failures.get_ref(),
             Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
         ),
         upstream: crate::upstream::UpstreamSettings {
             identity: Arc::new(identity),
+            ca: upstream_ca,
+            cert_validity: Duration::from_secs(*config.upstream.cert_validity_s.get_ref()),
             known_hosts: config.known_hosts_path(),
             policy: config.upstream.host_key_policy,
             keepalive: (
@@ -121,6 +135,7 @@ pub(crate) async fn serve(
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: Arc::new(Agent::new(&config, skills)),
             config,
+            trust,
         })),
         audit,
         recorder,

@@ -375,6 +375,47 @@ pub fn syslog(data: &[u8]) {
     assert!(sd[end + 1..].starts_with(" {"), "{m:?}");
 }
 
+/// The certificate `krl` asks about: `ssh-keygen -s ca -I fuzz -n alice
+/// -z 42 user.pub`, an Ed25519 key and CA.
+const KRL_CERT: &str = "ssh-ed25519-cert-v01@openssh.com \
+    AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29tAAAAIGfYSTNjwtnx\
+    bXxhOZ0vbDqHbeHao354apU+ftpIfXPFAAAAIMOOKd9CkIWP1MGaotvlgQ49LO7L\
+    9PxC6qcXISEgGs8NAAAAAAAAACoAAAABAAAABGZ1enoAAAAJAAAABWFsaWNlAAAA\
+    AAAAAAD//////////wAAAAAAAACCAAAAFXBlcm1pdC1YMTEtZm9yd2FyZGluZwAA\
+    AAAAAAAXcGVybWl0LWFnZW50LWZvcndhcmRpbmcAAAAAAAAAFnBlcm1pdC1wb3J0\
+    LWZvcndhcmRpbmcAAAAAAAAACnBlcm1pdC1wdHkAAAAAAAAADnBlcm1pdC11c2Vy\
+    LXJjAAAAAAAAAAAAAAAzAAAAC3NzaC1lZDI1NTE5AAAAIEBRZNSfCf9jaDvDh9qi\
+    P/pmrtAYzJxADogFaDaHw7aCAAAAUwAAAAtzc2gtZWQyNTUxOQAAAEC2UnVaNcNK\
+    Mg1KQRZtkFPPfJo880GHCUCqPPTYg3kHMfVJpIBu4Q2fZ5GuHGO2rMCseuTQHGtZ\
+    gKGt924EqBwL";
+
+/// The revoked-keys reader (`auth::krl`, `[auth] revoked_keys`): on any
+/// file, a KRL or a text list, it never panics and an error is one line
+/// (a text list's naming its line); once read, asking about a key, its CA
+/// and a certificate of it never panics, and a revoked key or CA revokes
+/// the certificate too.
+pub fn krl(data: &[u8]) {
+    use crate::auth::krl::Revoked;
+    use russh::keys::ssh_key::Certificate;
+    static FIXED: LazyLock<Certificate> =
+        LazyLock::new(|| Certificate::from_openssh(KRL_CERT).expect("a valid certificate"));
+    let r = match Revoked::parse(data) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(!e.contains('\n'), "{e:?}");
+            if !data.starts_with(b"SSHKRL\n\0") {
+                assert!(e.starts_with("line "), "{e:?}");
+            }
+            return;
+        }
+    };
+    let (key, ca) = (FIXED.public_key(), FIXED.signature_key());
+    let revoked = r.cert_revoked(&FIXED);
+    if r.key_revoked(key) || r.key_revoked(ca) {
+        assert!(revoked, "the key or CA is revoked, its certificate not");
+    }
+}
+
 /// Whether `out` holds only what may reach a terminal.
 fn terminal_safe(out: &[u8]) -> Result<(), String> {
     for (i, &b) in out.iter().enumerate() {
@@ -451,5 +492,32 @@ mod tests {
             cast(&input);
             syslog(&input);
         }
+    }
+
+    /// The revoked-keys property on a real KRL (`ssh-keygen -k -s ca`
+    /// revoking serial 42 and key ID `fuzz`, so `KRL_CERT`), its prefixes,
+    /// and text lists (the CA's key; the user's key, then a bad line).
+    #[test]
+    fn the_krl_property_holds_on_a_real_krl_and_its_prefixes() {
+        const KRL: &[u8] = b"\
+            \x53\x53\x48\x4b\x52\x4c\x0a\x00\x00\x00\x00\x01\x00\x00\x00\x00\
+            \x00\x00\x00\x00\x00\x00\x00\x00\x6b\x0f\xd8\xc1\x00\x00\x00\x00\
+            \x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\
+            \x55\x00\x00\x00\x33\x00\x00\x00\x0b\x73\x73\x68\x2d\x65\x64\x32\
+            \x35\x35\x31\x39\x00\x00\x00\x20\x40\x51\x64\xd4\x9f\x09\xff\x63\
+            \x68\x3b\xc3\x87\xda\xa2\x3f\xfa\x66\xae\xd0\x18\xcc\x9c\x40\x0e\
+            \x88\x05\x68\x36\x87\xc3\xb6\x82\x00\x00\x00\x00\x20\x00\x00\x00\
+            \x08\x00\x00\x00\x00\x00\x00\x00\x2a\x23\x00\x00\x00\x08\x00\x00\
+            \x00\x04\x66\x75\x7a\x7a";
+        let r = crate::auth::krl::Revoked::parse(KRL).expect("a valid KRL");
+        let cert = russh::keys::ssh_key::Certificate::from_openssh(KRL_CERT).unwrap();
+        assert!(r.cert_revoked(&cert));
+        for n in 0..=KRL.len() {
+            krl(&KRL[..n]);
+        }
+        krl(b"# nothing\n\nssh-ed25519 \
+            AAAAC3NzaC1lZDI1NTE5AAAAIEBRZNSfCf9jaDvDh9qiP/pmrtAYzJxADogFaDaHw7aC ca\n");
+        krl(b"ssh-ed25519 \
+            AAAAC3NzaC1lZDI1NTE5AAAAIMOOKd9CkIWP1MGaotvlgQ49LO7L9PxC6qcXISEgGs8N\nx\n");
     }
 }

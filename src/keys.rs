@@ -68,10 +68,10 @@ pub(crate) fn parse_authorized_key(line: &str) -> Result<PublicKey, String> {
     }
 }
 
-/// The `authorized_keys` line for a key, as `walissh pubkey` prints it.
-pub(crate) fn public_line(key: &PrivateKey) -> String {
+/// The public key line for a key, as `walissh pubkey` prints it.
+pub(crate) fn public_line(key: &PrivateKey, comment: &str) -> String {
     let mut public = key.public_key().clone();
-    public.set_comment("walissh-bastion");
+    public.set_comment(comment);
     public.to_openssh().unwrap_or_default()
 }
 
@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(mode, 0o600);
         let b = load_or_generate(&path).unwrap();
         assert_eq!(a.public_key().key_data(), b.public_key().key_data());
-        assert!(public_line(&a).starts_with("ssh-ed25519 "));
+        assert!(public_line(&a, "walissh-bastion").starts_with("ssh-ed25519 "));
     }
 
     #[test]

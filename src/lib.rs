@@ -12,6 +12,7 @@
 
 mod agent;
 mod audit;
+mod auth;
 mod bastion;
 mod config;
 mod context;
@@ -69,6 +70,17 @@ enum Cmd {
     /// Print the bastion's upstream public key (creating it if needed).
     Pubkey {
         #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the upstream CA's public key instead (`[upstream] ca_key`):
+        /// the line for a target's TrustedUserCAKeys.
+        #[arg(long)]
+        ca: bool,
+    },
+    /// Manage users' TOTP second factors.
+    Totp {
+        #[command(subcommand)]
+        what: TotpCmd,
+        #[arg(long, global = true)]
         config: Option<PathBuf>,
     },
     /// List sessions.
@@ -136,6 +148,13 @@ enum Cmd {
 }
 
 #[derive(Subcommand)]
+enum TotpCmd {
+    /// Make a new TOTP secret for USER (replacing any) and print it as an
+    /// otpauth:// URI and a QR code for an authenticator app.
+    Enroll { user: String },
+}
+
+#[derive(Subcommand)]
 enum AuditCmd {
     /// Check the hash chain, every checkpoint's signature and every
     /// finished recording; exit 0 only when all are intact.
@@ -179,17 +198,45 @@ fn load(given: Option<PathBuf>) -> Result<Config, String> {
 /// The config, checked against the files it names, and its skills: what
 /// `serve` runs on and what `check-config` checks, so the two cannot
 /// disagree.
-fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills), String> {
+fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills, auth::Trust), String> {
     let config = load(given)?;
     config.check_files().map_err(|e| e.to_string())?;
     let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
-    Ok((config, skills))
+    let trust = auth::Trust::load(&config).map_err(|e| e.to_string())?;
+    Ok((config, skills, trust))
+}
+
+/// `walissh totp enroll USER`: the secret is stored sealed, and shown
+/// once, as a URI and a QR code.
+fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
+    let Some(u) = config.user(user) else {
+        return Err(format!("no user `{user}` in {}", config.source));
+    };
+    keys::create_private_dir(config.state_dir())?;
+    let store = auth::totp::Store::new(config.state_dir());
+    if store.enrolled(user)? {
+        eprintln!("walissh: {user}'s previous TOTP secret is replaced");
+    }
+    let uri = store.enroll(user)?;
+    let qr = qrcode::QrCode::new(uri.as_bytes())
+        .map_err(|e| format!("cannot draw the QR code: {e}"))?
+        .render::<qrcode::render::unicode::Dense1x2>()
+        .quiet_zone(true)
+        .build();
+    println!("{uri}\n\n{qr}\n");
+    println!("Scan the code, or enter the URI, in an authenticator app.");
+    if u.mfa != config::Mfa::Totp {
+        println!(
+            "{user} has no mfa = \"totp\" in the config yet: codes are not asked until it does."
+        );
+    }
+    Ok(())
 }
 
 fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Serve { config } => {
-            let (config, skills) = checked(config)?;
+            let (config, skills, trust) = checked(config)?;
             // The main runtime listens, catches signals and reloads; the
             // connections run on the workers (see `workers`).
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -197,14 +244,14 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             let workers = workers::Workers::start()?;
-            let result = runtime.block_on(daemon::serve(config, skills, &workers));
+            let result = runtime.block_on(daemon::serve(config, skills, trust, &workers));
             workers.stop();
             // Do not wait on blocking tasks stuck on a dead peer or disk.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             result
         }
         Cmd::CheckConfig { config } => {
-            let (config, _) = checked(config)?;
+            let (config, _, _) = checked(config)?;
             println!("{}: ok", config.source);
             Ok(())
         }
@@ -229,13 +276,27 @@ fn run(cmd: Cmd) -> Result<(), String> {
             println!("{}", password::hash(&password)?);
             Ok(())
         }
-        Cmd::Pubkey { config } => {
+        Cmd::Pubkey { config, ca } => {
             let config = load(config)?;
             keys::create_private_dir(config.state_dir())?;
-            let key = keys::load_or_generate(&config.identity_path())?;
-            println!("{}", keys::public_line(&key));
+            let path = match ca {
+                false => config.identity_path(),
+                true => config
+                    .upstream
+                    .ca_key
+                    .as_ref()
+                    .map(|k| k.get_ref().clone())
+                    .ok_or("the config has no [upstream] ca_key")?,
+            };
+            let key = keys::load_or_generate(&path)?;
+            let comment = if ca { "walissh-ca" } else { "walissh-bastion" };
+            println!("{}", keys::public_line(&key, comment));
             Ok(())
         }
+        Cmd::Totp {
+            what: TotpCmd::Enroll { user },
+            config,
+        } => totp_enroll(&load(config)?, &user),
         Cmd::Sessions { config, json } => {
             let config = load(config)?;
             let mut out = Lines::new(json);

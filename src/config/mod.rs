@@ -11,6 +11,7 @@
 //! implies.
 
 mod account;
+mod auth;
 mod forward;
 mod mcp;
 mod schema;
@@ -22,6 +23,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub(crate) use account::*;
+pub(crate) use auth::*;
 pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;

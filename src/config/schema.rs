@@ -57,6 +57,8 @@ pub(crate) struct Config {
     pub(crate) context: ContextConfig,
     #[serde(default)]
     pub(crate) mcp: Vec<super::McpConfig>,
+    #[serde(default)]
+    pub(crate) auth: super::AuthConfig,
     /// Where this config came from, for messages. Not a TOML key.
     #[serde(skip)]
     pub(crate) source: String,
@@ -143,6 +145,12 @@ pub(crate) struct UpstreamConfig {
     /// the session ends (OpenSSH's ServerAliveCountMax).
     #[serde(default = "default_keepalive_max")]
     pub(crate) keepalive_max: u32,
+    /// A CA key: walissh then logs in to targets with a short-lived
+    /// certificate it signs for each login, not with `identity`.
+    pub(crate) ca_key: Option<Spanned<PathBuf>>,
+    /// How long such a certificate is valid, in seconds.
+    #[serde(default = "default_cert_validity_s")]
+    pub(crate) cert_validity_s: Spanned<u64>,
 }
 
 impl Default for UpstreamConfig {
@@ -153,6 +161,8 @@ impl Default for UpstreamConfig {
             host_key_policy: HostKeyPolicy::default(),
             keepalive_s: default_keepalive_s(),
             keepalive_max: default_keepalive_max(),
+            ca_key: None,
+            cert_validity_s: default_cert_validity_s(),
         }
     }
 }
@@ -163,6 +173,10 @@ fn default_keepalive_s() -> u64 {
 
 fn default_keepalive_max() -> u32 {
     3
+}
+
+fn default_cert_validity_s() -> Spanned<u64> {
+    Spanned::new(0..0, 300)
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -216,6 +230,16 @@ pub(crate) struct UserConfig {
     pub(crate) targets: Vec<Spanned<String>>,
     #[serde(default)]
     pub(crate) ai: AiMode,
+    /// A second factor after the password or key.
+    #[serde(default)]
+    pub(crate) mfa: super::Mfa,
+    /// The certificate principals that stand for this user (default: the
+    /// user's name).
+    #[serde(default)]
+    pub(crate) principals: Vec<Spanned<String>>,
+    /// The methods this user may log in with (default: all of `[auth]
+    /// methods`).
+    pub(crate) auth: Option<Vec<Spanned<super::Method>>>,
     /// `targets` and `authorized_keys`, parsed once at load (validation
     /// has checked that they parse).
     #[serde(skip)]

@@ -46,11 +46,17 @@ impl Config {
             let why = "must be at least 1 (0 would disable the lockout)";
             return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));
         }
+        let validity = &self.upstream.cert_validity_s;
+        if !(30..=86_400).contains(validity.get_ref()) {
+            let why = "must be between 30 and 86400 seconds";
+            return Err(loc.error(validity.span(), Some("upstream.cert_validity_s"), why));
+        }
         if self.server.listen.is_empty() {
             return Err(loc.error(0..0, Some("server.listen"), "no address to listen on"));
         }
         self.validate_targets(loc)?;
         self.validate_users(loc)?;
+        self.validate_auth(loc)?;
         self.validate_team(loc)?;
         self.validate_mcp(loc)?;
         for p in &self.ai.prefixes {
@@ -140,7 +146,12 @@ impl Config {
                 })?;
             }
             let embedded_demo = self.embedded && name == "demo";
-            if u.password_hash.is_none() && u.authorized_keys.is_empty() && !embedded_demo {
+            let certified = self.auth.takes_certificates();
+            if u.password_hash.is_none()
+                && u.authorized_keys.is_empty()
+                && !embedded_demo
+                && !certified
+            {
                 return Err(loc.error(
                     u.name.span(),
                     Some("users"),
@@ -166,7 +177,12 @@ impl Config {
                 self.identity_path(),
             ),
         ];
-        for (spanned, key, path) in keys {
+        let ca = self
+            .upstream
+            .ca_key
+            .as_ref()
+            .map(|k| (Some(k), "upstream.ca_key", k.get_ref().clone()));
+        for (spanned, key, path) in keys.into_iter().chain(ca) {
             if path.exists() {
                 crate::keys::load_private(&path)
                     .map_err(|e| self.error_at(spanned.map(|s| s.span()), key, &e))?;

@@ -87,7 +87,7 @@ pub(super) async fn serve(
     }
     let bastion = &ctx.bastion;
     let connected = tokio::select! {
-        r = upstream::connect(target, &bastion.upstream, &ids.user) => r,
+        r = upstream::connect(target, &bastion.upstream, &ids.user, &ids.session) => r,
         _ = stop.requested() => Err(super::SHUTTING_DOWN.to_string()),
     };
     let runner = match connected {

@@ -54,6 +54,8 @@ pub(crate) struct Context {
     pub(crate) login: Login,
     pub(crate) peer: SocketAddr,
     pub(crate) handle: Handle,
+    /// What the login's certificate restricts.
+    pub(crate) limits: crate::auth::cert::Limits,
 }
 
 /// The client's requests before the shell, exec or subsystem started.
@@ -85,6 +87,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         let _ = channel.close().await;
         return;
     };
+    restrict(&ctx.limits, &mut setup);
     let chosen = tokio::select! {
         c = choose_target(&ctx, &mut channel, &mut setup) => c,
         _ = stop.requested() => Err(NoTarget {
@@ -176,6 +179,18 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
             env,
             early_input,
         });
+    }
+}
+
+/// What the login's certificate restricts, as sshd applies it: a
+/// `force-command` runs whatever the client asked for (a shell, a
+/// command, a subsystem), and without `permit-pty` there is no terminal.
+fn restrict(limits: &crate::auth::cert::Limits, setup: &mut Setup) {
+    if let Some(forced) = &limits.force_command {
+        setup.command = Command::Exec(forced.as_bytes().to_vec());
+    }
+    if limits.no_pty {
+        setup.pty = None;
     }
 }
 
@@ -308,6 +323,7 @@ async fn run_session(
         pty: pty_spec,
         env,
         user: ids.user.clone(),
+        session: ids.session.clone(),
         integrate: ctx.live.config.terminal.shell_integration,
     };
     let opened = tokio::select! {

@@ -6,6 +6,7 @@
 //! back-pressure (SSH windows, PTY and pipe buffers), so nothing here
 //! buffers without bound.
 
+mod cert;
 pub(crate) mod known_hosts;
 mod local;
 mod ssh;
@@ -64,6 +65,8 @@ pub(crate) struct Request {
     pub(crate) env: Vec<(String, String)>,
     /// The bastion user, the default upstream login name.
     pub(crate) user: String,
+    /// The session it is for (named in an upstream certificate's key ID).
+    pub(crate) session: String,
     /// Install shell integration if the target's shell supports it.
     pub(crate) integrate: bool,
 }
@@ -77,6 +80,7 @@ impl Request {
             pty: None,
             env: Vec::new(),
             user: user.to_string(),
+            session: String::new(),
             integrate: false,
         }
     }
@@ -397,6 +401,10 @@ impl TargetInfo {
 /// Bastion-wide settings for reaching targets.
 pub(crate) struct UpstreamSettings {
     pub(crate) identity: Arc<PrivateKey>,
+    /// `[upstream] ca_key`: logins then use a certificate signed for each
+    /// (see `upstream::cert`), valid for `cert_validity`.
+    pub(crate) ca: Option<Arc<PrivateKey>>,
+    pub(crate) cert_validity: Duration,
     pub(crate) known_hosts: PathBuf,
     pub(crate) policy: HostKeyPolicy,
     /// How often a silent target is asked whether it is alive, and how
@@ -476,9 +484,10 @@ pub(crate) async fn connect(
     target: &TargetConfig,
     ctx: &UpstreamSettings,
     user: &str,
+    session: &str,
 ) -> Result<Runner, String> {
     match target.kind {
-        TargetKind::Ssh => Ok(Runner::Ssh(ssh::connect(target, ctx, user).await?)),
+        TargetKind::Ssh => Ok(Runner::Ssh(ssh::connect(target, ctx, user, session).await?)),
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
             let own = ctx.own_account.clone();

@@ -263,8 +263,9 @@ pub(crate) async fn connect(
     target: &TargetConfig,
     ctx: &UpstreamSettings,
     user: &str,
+    session: &str,
 ) -> Result<Runner, String> {
-    let connected = tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user)).await;
+    let connected = tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user, session)).await;
     let (conn, lost) =
         connected.map_err(|_| format!("{} did not answer in time", target.name()))??;
     Ok(Runner {
@@ -279,7 +280,7 @@ async fn open_inner(
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     let name = target.name();
-    let (conn, lost) = login(target, ctx, &req.user).await?;
+    let (conn, lost) = login(target, ctx, &req.user, &req.session).await?;
     let info = match req.wants_integration() {
         true => probe(&conn).await,
         false => None,
@@ -316,6 +317,7 @@ async fn login(
     target: &TargetConfig,
     ctx: &UpstreamSettings,
     user: &str,
+    session: &str,
 ) -> Result<(client::Handle<HostKeyCheck>, Lost), String> {
     let name = target.name();
     let host = target
@@ -368,7 +370,12 @@ async fn login(
         }
     };
     let login = target.user.as_ref().map_or(user, |u| u.get_ref().as_str());
-    authenticate(&mut conn, target, ctx, login).await?;
+    let holder = super::cert::Holder {
+        principal: login,
+        user,
+        session: if session.is_empty() { "-" } else { session },
+    };
+    authenticate(&mut conn, target, ctx, &holder).await?;
     Ok((conn, lost))
 }
 
@@ -395,15 +402,19 @@ async fn probe(conn: &client::Handle<HostKeyCheck>) -> Option<TargetInfo> {
         .flatten()
 }
 
+/// Logs in as `holder.principal`: with the target's password when it has
+/// `password_env`, else with a certificate when walissh has a CA, else
+/// with the bastion's identity key.
 async fn authenticate(
     conn: &mut client::Handle<HostKeyCheck>,
     target: &TargetConfig,
     ctx: &UpstreamSettings,
-    login: &str,
+    holder: &super::cert::Holder<'_>,
 ) -> Result<(), String> {
     let name = target.name();
-    let (method, result) = match &target.password_env {
-        Some(var) => {
+    let login = holder.principal;
+    let (method, result) = match (&target.password_env, &ctx.ca) {
+        (Some(var), _) => {
             let var = var.get_ref();
             let password = std::env::var(var).map_err(|_| {
                 format!("{name}: the bastion has no password for it ({var} is not set)")
@@ -413,7 +424,14 @@ async fn authenticate(
                 conn.authenticate_password(login, password).await,
             )
         }
-        None => {
+        (None, Some(ca)) => {
+            let (key, cert) = super::cert::issue(ca, holder, ctx.cert_validity)?;
+            let result = conn
+                .authenticate_openssh_cert(login, Arc::new(key), cert)
+                .await;
+            ("certificate", result)
+        }
+        (None, None) => {
             let hash = conn
                 .best_supported_rsa_hash()
                 .await
@@ -424,11 +442,16 @@ async fn authenticate(
             ("publickey", conn.authenticate_publickey(login, key).await)
         }
     };
+    let fix = match method {
+        "certificate" => {
+            "its sshd needs TrustedUserCAKeys with the line from `walissh pubkey --ca`"
+        }
+        _ => "its authorized_keys needs the line from `walissh pubkey`",
+    };
     match result {
         Ok(r) if r.success() => Ok(()),
         Ok(_) => Err(format!(
-            "{name} refused the bastion's login as {login} ({method}); \
-             its authorized_keys needs the line from `walissh pubkey`"
+            "{name} refused the bastion's login as {login} ({method}); {fix}"
         )),
         Err(e) => Err(format!("{name}: login failed: {e}")),
     }

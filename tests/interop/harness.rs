@@ -366,12 +366,19 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 pub struct Sshd {
     pub port: u16,
     pub host_pub: String,
+    /// What sshd logs (`-e`): its "Accepted ..." lines among them.
+    pub log: Capture,
     child: Child,
     _dir: tempfile::TempDir,
 }
 
 impl Sshd {
     pub fn start(authorized_key: &str) -> Sshd {
+        Sshd::start_with(authorized_key, "")
+    }
+
+    /// An sshd with more lines in its sshd_config.
+    pub fn start_with(authorized_key: &str, extra_config: &str) -> Sshd {
         std::fs::create_dir_all("/run/sshd").ok();
         let dir = tempfile::tempdir().unwrap();
         let host_pub = keygen(&dir.path().join("host_ed25519"));
@@ -390,7 +397,7 @@ impl Sshd {
                      AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
                      PasswordAuthentication yes\nKbdInteractiveAuthentication no\n\
                      PermitRootLogin prohibit-password\nAcceptEnv *\nPrintMotd no\n\
-                     Subsystem sftp internal-sftp\nLogLevel INFO\n",
+                     Subsystem sftp internal-sftp\nLogLevel INFO\n{extra_config}\n",
                     d = dir.path().display()
                 ),
             )
@@ -411,6 +418,7 @@ impl Sshd {
                 return Sshd {
                     port,
                     host_pub,
+                    log: err,
                     child,
                     _dir: dir,
                 };
@@ -511,6 +519,11 @@ pub struct Opts {
     pub nofile_soft: Option<u64>,
     /// More keys of `[audit]`.
     pub audit_toml: String,
+    /// walissh logs in to the target with certificates from its CA
+    /// (`[upstream] ca_key`), and the target's sshd trusts that CA
+    /// (`TrustedUserCAKeys`, `AuthorizedPrincipalsFile`) instead of
+    /// listing walissh's key.
+    pub upstream_ca: bool,
 }
 
 impl Default for Opts {
@@ -533,6 +546,7 @@ impl Default for Opts {
             keepalive: (15, 3),
             nofile_soft: None,
             audit_toml: String::new(),
+            upstream_ca: false,
         }
     }
 }
@@ -600,6 +614,7 @@ max_sessions_per_user = {mu}
 host_key_policy = "{policy}"
 keepalive_s = {ka}
 keepalive_max = {km}
+{ca}
 
 [audit]
 on_failure = "{of}"
@@ -683,6 +698,10 @@ timeout_s = {llm_timeout}
                     ri = opts.record_input,
                     rx = opts.record_exec,
                     ae = opts.audit_toml,
+                    ca = match opts.upstream_ca {
+                        true => format!("ca_key = \"{}\"", dir.path().join("upstream_ca").display()),
+                        false => String::new(),
+                    },
                     me = me(),
                     alice = hash_of(ALICE_PW),
                     carol = hash_of(CAROL_PW),
@@ -718,9 +737,32 @@ timeout_s = {llm_timeout}
             String::from_utf8_lossy(&out.stderr)
         );
         let upstream_pub = String::from_utf8(out.stdout).unwrap();
-        // The target accepts walissh's key, and bob's for direct logins
-        // to compare walissh's sessions with.
-        let sshd = Sshd::start(&format!("{}\n{bob_pub}", upstream_pub.trim()));
+        // The target accepts walissh's key (or its CA's certificates), and
+        // bob's for direct logins to compare walissh's sessions with.
+        let sshd = match opts.upstream_ca {
+            false => Sshd::start(&format!("{}\n{bob_pub}", upstream_pub.trim())),
+            true => {
+                let out = Command::new(walissh_bin())
+                    .args(["pubkey", "--ca", "--config"])
+                    .arg(&config)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "pubkey --ca: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let (ca, principals) = (dir.path().join("ca.pub"), dir.path().join("principals"));
+                std::fs::write(&ca, &out.stdout).unwrap();
+                std::fs::write(&principals, format!("{}\n", me())).unwrap();
+                let trust = format!(
+                    "TrustedUserCAKeys {}\nAuthorizedPrincipalsFile {}\n",
+                    ca.display(),
+                    principals.display()
+                );
+                Sshd::start_with(&bob_pub, &trust)
+            }
+        };
         write_config(sshd.port);
         if let Some(prepare) = opts.prepare {
             prepare(&state, &sshd);

@@ -6,6 +6,7 @@ mod model;
 
 mod agent;
 mod audit_read;
+mod certs;
 mod clean;
 mod cli;
 mod context;
@@ -15,6 +16,7 @@ mod integrity;
 mod lifecycle;
 mod login;
 mod mcp;
+mod mfa;
 mod nested;
 mod proxy;
 mod storage;

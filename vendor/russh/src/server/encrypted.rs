@@ -14,7 +14,6 @@
 //
 use core::str;
 use std::cell::RefCell;
-use std::time::SystemTime;
 
 use auth::*;
 use byteorder::{BigEndian, ByteOrder};
@@ -1109,20 +1108,10 @@ impl Encrypted {
                 let pubkey = match pk_or_cert {
                     PublicKeyOrCertificate::PublicKey { ref key, .. } => key.clone(),
                     PublicKeyOrCertificate::Certificate(ref cert) => {
-                        // Validate certificate expiration. The bounds are None
-                        // for OpenSSH's "always valid" sentinels (PROTOCOL.certkeys),
-                        // which skips the corresponding check.
-                        let now = SystemTime::now();
-                        if cert.valid_after_time().map(|t| now < t).unwrap_or_default()
-                            || cert
-                                .valid_before_time()
-                                .map(|t| now > t)
-                                .unwrap_or_default()
-                        {
-                            warn!("Certificate is expired or not yet valid");
-                            reject_auth_request(until, &mut self.write, auth_request).await?;
-                            return Ok(());
-                        }
+                        // walissh patch: the validity times are the
+                        // handler's to check (and to audit), in
+                        // `auth_publickey_offered` and
+                        // `auth_openssh_certificate`.
 
                         // Verify the certificate’s signature
                         if cert.verify_signature().is_err() {
@@ -1199,6 +1188,10 @@ impl Encrypted {
                         let offer = PublicKeyOffer {
                             public_key: &pubkey,
                             algorithm: &algorithm,
+                            certificate: match pk_or_cert {
+                                PublicKeyOrCertificate::Certificate(ref cert) => Some(cert),
+                                PublicKeyOrCertificate::PublicKey { .. } => None,
+                            },
                         };
                         let auth = handler.auth_publickey_offered(user, offer).await?;
                         auth == Auth::Accept
@@ -1270,6 +1263,10 @@ impl Encrypted {
                     let offer = PublicKeyOffer {
                         public_key: &pubkey,
                         algorithm: &algorithm,
+                        certificate: match pk_or_cert {
+                            PublicKeyOrCertificate::Certificate(ref cert) => Some(cert),
+                            PublicKeyOrCertificate::PublicKey { .. } => None,
+                        },
                     };
                     let auth = handler.auth_publickey_offered(user, offer).await?;
                     match auth {

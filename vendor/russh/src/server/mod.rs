@@ -223,6 +223,10 @@ pub struct PublicKeyOffer<'a> {
     /// signature algorithm the certificate type maps to (for example
     /// `rsa-sha2-256` for `rsa-sha2-256-cert-v01@openssh.com`).
     pub algorithm: &'a ssh_key::Algorithm,
+    /// The certificate, when the client offers one: `public_key` is then
+    /// the key it certifies. (walissh patch: without it a handler cannot
+    /// tell a certificate's probe from a plain key's.)
+    pub certificate: Option<&'a ssh_key::Certificate>,
 }
 
 /// A public key whose ownership has been verified, passed to

@@ -1,9 +1,10 @@
 //! The SSH server: accepting connections and the russh handler.
 //!
-//! The handler is deliberately thin. It authenticates (with the throttle
-//! and argon2 off the runtime), refuses what walissh does not allow (port
-//! forwarding, agent and X11 forwarding, keyboard-interactive), and hands
-//! each session channel to a `session` task. Everything a channel carries
+//! The handler is deliberately thin. It authenticates (`login`: the
+//! methods' callbacks and a login's progress through its factors, with the
+//! throttle, argon2 and the TOTP store off the runtime), refuses what
+//! walissh does not allow (port forwarding, agent and X11 forwarding), and
+//! hands each session channel to a `session` task. Everything a channel carries
 //! after that reaches the session through the channel itself.
 //!
 //! Connections are accepted on the main runtime and each is then run on one
@@ -14,17 +15,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use russh::keys::PublicKey;
-use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
-use russh::{Channel, ChannelId, MethodKind, MethodSet};
+use russh::server::{
+    Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Response, Session, VerifiedPublicKey,
+};
+use russh::{Channel, ChannelId, MethodSet};
 use tokio::net::TcpListener;
 
 use crate::audit::Event;
 use crate::bastion::Bastion;
 use crate::route::Login;
 use crate::shutdown::{Listener, Watcher};
-use crate::throttle::{Attempt, Pending};
+use crate::throttle::Pending;
+
+mod login;
+
 use crate::workers::Spread;
+use login::Credential;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -39,7 +45,10 @@ const MAX_NAME: usize = 128;
 const SERVER_ID: &str = concat!("SSH-2.0-OpenSSH_9.9 walissh_", env!("CARGO_PKG_VERSION"));
 
 /// The russh server settings walissh uses.
-pub(crate) fn russh_config(host_key: russh::keys::PrivateKey) -> russh::server::Config {
+pub(crate) fn russh_config(
+    host_key: russh::keys::PrivateKey,
+    methods: MethodSet,
+) -> russh::server::Config {
     russh::server::Config {
         // OpenSSH's client speaks its extensions only to a server whose
         // version says OpenSSH: `eow@openssh.com` among them, without which
@@ -47,7 +56,7 @@ pub(crate) fn russh_config(host_key: russh::keys::PrivateKey) -> russh::server::
         // on, unread). walissh speaks the protocol as OpenSSH does; the
         // comment says what it is.
         server_id: russh::SshId::Standard(SERVER_ID.into()),
-        methods: MethodSet::from(&[MethodKind::Password, MethodKind::PublicKey][..]),
+        methods,
         keys: vec![host_key],
         // Timing is handled by the throttle and by verifying a dummy hash
         // for unknown users, so russh's fixed rejection delay is not needed.
@@ -108,6 +117,8 @@ pub(crate) async fn accept_loop(
             sessions: sessions.clone(),
             open: Arc::default(),
             credential: None,
+            progress: Default::default(),
+            limits: Default::default(),
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -232,31 +243,10 @@ pub(crate) struct Connection {
     /// What it logged in with, checked again against the config of the
     /// moment before each new session.
     credential: Option<Credential>,
-}
-
-/// What a connection logged in with.
-enum Credential {
-    /// The password hash it matched.
-    Password(String),
-    Key(PublicKey),
-}
-
-impl Credential {
-    /// Whether `user` may still log in so under `config`: a key removed, a
-    /// password changed or a user gone after a reload stops a live
-    /// connection (a ControlMaster) from opening new sessions.
-    fn still_valid(&self, config: &crate::config::Config, user: &str) -> bool {
-        let Some(u) = config.user(user) else {
-            return false;
-        };
-        match self {
-            Credential::Password(hash) => u
-                .password_hash
-                .as_ref()
-                .is_some_and(|h| h.get_ref() == hash),
-            Credential::Key(key) => u.knows(key),
-        }
-    }
+    /// How far it is through authentication.
+    progress: login::Progress,
+    /// What its certificate restricts (nothing without one).
+    limits: crate::auth::cert::Limits,
 }
 
 /// A name from the client (the user or target part of a login name), cut
@@ -293,62 +283,6 @@ impl Connection {
             .field("client_addr", self.peer.to_string())
     }
 
-    async fn accept(&mut self, login: Login, method: &str, credential: Credential) -> Auth {
-        self.credential = Some(credential);
-        self.bastion
-            .throttle
-            .account_ok(&login.user, self.peer.ip());
-        let mut ev = self.auth_event("auth_ok", &login.user, method);
-        ev.target = login.target.as_deref().map(bounded_name);
-        self.bastion.audit.event(ev).await;
-        self.login = Some(login);
-        self.authenticated.store(true, Ordering::Relaxed);
-        self.pending = None;
-        Auth::Accept
-    }
-
-    /// Audits a failure. One that guessed (it holds an attempt) counts
-    /// against the address and is answered after the throttle's delay.
-    async fn reject(
-        &self,
-        login: &Login,
-        method: &str,
-        reason: &str,
-        attempt: Option<Attempt<'_>>,
-    ) -> Auth {
-        // A flood is counted, not written row by row: the address's 1st,
-        // 2nd, 4th… failure of the minute gets a row with the count.
-        let offer = attempt.is_none() && reason == "unknown_key";
-        let failure = self.bastion.throttle.failure(self.peer.ip(), offer);
-        if let Some(count) = failure.report {
-            // For fail2ban and CrowdSec: the address, at the audit's
-            // cadence (a flood is a few lines, not one a try). The name
-            // is the client's: quoted, so it cannot forge a line.
-            tracing::warn!(peer = %self.peer, user = ?login.user, method, reason, count, "login failed");
-            let mut ev = self
-                .auth_event("auth_fail", &login.user, method)
-                .field("reason", reason)
-                .field("count", count);
-            ev.target = login.target.as_deref().map(bounded_name);
-            self.bastion.audit.event(ev).await;
-        }
-        let delay = match (attempt, reason) {
-            (Some(a), _) => a.failed(),
-            (None, "locked_out") => LOCKED_OUT_DELAY,
-            (None, _) => failure.wait,
-        };
-        tokio::time::sleep(delay).await;
-        Auth::reject()
-    }
-
-    fn known_key(&self, user: &str, key: &PublicKey) -> bool {
-        self.bastion
-            .live()
-            .config
-            .user(user)
-            .is_some_and(|u| u.knows(key))
-    }
-
     async fn refuse_forward(&self, what: &str, detail: String) {
         let login = self.login.clone().unwrap_or(Login {
             user: String::new(),
@@ -368,39 +302,11 @@ impl russh::server::Handler for Connection {
     type Error = russh::Error;
 
     async fn auth_none(&mut self, _user: &str) -> Result<Auth, Self::Error> {
-        Ok(Auth::reject())
+        Ok(self.none().await)
     }
 
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
-        let login = Login::parse(user);
-        let bastion = self.bastion.clone();
-        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
-            return Ok(self.reject(&login, "password", "locked_out", None).await);
-        };
-        let hash = bastion
-            .live()
-            .config
-            .user(&login.user)
-            .and_then(|u| u.password_hash.as_ref())
-            .map(|h| h.get_ref().clone());
-        // The account's own slow path, for guesses spread over addresses.
-        tokio::time::sleep(bastion.throttle.account_wait(&login.user, self.peer.ip())).await;
-        if bastion
-            .passwords
-            .verify(password.to_string(), hash.clone())
-            .await
-        {
-            drop(attempt);
-            let hash = hash.unwrap_or_default();
-            Ok(self
-                .accept(login, "password", Credential::Password(hash))
-                .await)
-        } else {
-            bastion.throttle.account_failed(&login.user);
-            Ok(self
-                .reject(&login, "password", "bad_password", Some(attempt))
-                .await)
-        }
+        Ok(self.password(user, password).await)
     }
 
     async fn auth_publickey_offered(
@@ -408,13 +314,7 @@ impl russh::server::Handler for Connection {
         user: &str,
         offer: PublicKeyOffer<'_>,
     ) -> Result<Auth, Self::Error> {
-        let login = Login::parse(user);
-        if self.known_key(&login.user, offer.public_key) {
-            return Ok(Auth::Accept);
-        }
-        // Clients offer every key they hold; an unknown one is audited but
-        // does not count as a guess.
-        Ok(self.reject(&login, "publickey", "unknown_key", None).await)
+        Ok(self.publickey_offered(user, offer).await)
     }
 
     async fn auth_publickey(
@@ -422,20 +322,24 @@ impl russh::server::Handler for Connection {
         user: &str,
         key: VerifiedPublicKey<'_>,
     ) -> Result<Auth, Self::Error> {
-        let login = Login::parse(user);
-        let bastion = self.bastion.clone();
-        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
-            return Ok(self.reject(&login, "publickey", "locked_out", None).await);
-        };
-        if self.known_key(&login.user, key.public_key) {
-            drop(attempt);
-            let key = key.public_key.clone();
-            Ok(self.accept(login, "publickey", Credential::Key(key)).await)
-        } else {
-            Ok(self
-                .reject(&login, "publickey", "unknown_key", Some(attempt))
-                .await)
-        }
+        Ok(self.publickey(user, key).await)
+    }
+
+    async fn auth_openssh_certificate(
+        &mut self,
+        user: &str,
+        certificate: &russh::keys::Certificate,
+    ) -> Result<Auth, Self::Error> {
+        Ok(self.certificate(user, certificate).await)
+    }
+
+    async fn auth_keyboard_interactive<'a>(
+        &'a mut self,
+        user: &str,
+        _submethods: &str,
+        response: Option<Response<'a>>,
+    ) -> Result<Auth, Self::Error> {
+        Ok(self.keyboard_interactive(user, response).await)
     }
 
     async fn channel_open_session(
@@ -454,7 +358,7 @@ impl russh::server::Handler for Connection {
         let revoked = !self
             .credential
             .as_ref()
-            .is_some_and(|c| c.still_valid(&live.config, &login.user));
+            .is_some_and(|c| c.still_valid(&live, &login.user));
         if revoked {
             let ev = Event::new("session_refused")
                 .user(login.user.clone())
@@ -499,6 +403,7 @@ impl russh::server::Handler for Connection {
             login,
             peer: self.peer,
             handle: session.handle(),
+            limits: self.limits.clone(),
         };
         tokio::spawn(async move {
             crate::session::run(ctx, channel, stop).await;

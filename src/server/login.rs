@@ -1,0 +1,532 @@
+//! Authentication, as the russh handler sees it: each method's callback,
+//! and the connection's progress from a first factor (a password, a key,
+//! a certificate) to a second (a TOTP code at a keyboard-interactive
+//! prompt).
+//!
+//! The rule that matters: a user who needs a second factor is accepted
+//! only by [`Connection::second_factor`], after a code checked against a
+//! first factor this connection gave for the very same login name. Every
+//! other path ends in a rejection (with partial success when the first
+//! factor was good), whatever the client sends in whatever order.
+//!
+//! What each factor is worth is `auth`'s; the throttle is `throttle`'s.
+
+use std::borrow::Cow;
+
+use russh::keys::PublicKey;
+use russh::keys::ssh_key::Certificate;
+use russh::server::{Auth, PublicKeyOffer, Response, VerifiedPublicKey};
+
+use super::{Connection, bounded_name};
+use crate::auth::{self, Need, cert, totp};
+use crate::bastion::{Bastion, Live};
+use crate::config::Method;
+use crate::route::Login;
+use crate::throttle::Attempt;
+
+const PASSWORD_PROMPT: &str = "Password: ";
+const CODE_PROMPT: &str = "Verification code: ";
+
+/// What a connection logged in with, checked again against the config of
+/// the moment before each new session.
+pub(super) enum Credential {
+    /// The password hash it matched.
+    Password(String),
+    Key(PublicKey),
+    Certificate(Box<Certificate>),
+}
+
+impl Credential {
+    /// Whether `user` may still log in so under `live`: a key removed or
+    /// revoked, a password changed, a CA no longer trusted or a user gone
+    /// after a reload stops a live connection (a ControlMaster) from
+    /// opening new sessions.
+    pub(super) fn still_valid(&self, live: &Live, user: &str) -> bool {
+        let Some(u) = live.config.user(user) else {
+            return false;
+        };
+        match self {
+            Credential::Password(hash) => u
+                .password_hash
+                .as_ref()
+                .is_some_and(|h| h.get_ref() == hash),
+            Credential::Key(key) => u.knows(key) && !live.trust.key_revoked(key),
+            Credential::Certificate(c) => {
+                live.trust.knows_ca(c)
+                    && !live.trust.revoked(c)
+                    && u.matches_principal(c.valid_principals())
+            }
+        }
+    }
+}
+
+/// A connection's progress through authentication.
+#[derive(Default)]
+pub(super) struct Progress {
+    /// A good first factor of a user who needs a second.
+    first: Option<First>,
+    /// Where the keyboard-interactive exchange is.
+    prompt: Prompt,
+}
+
+/// A good first factor, waiting for its second.
+struct First {
+    /// The login name exactly as the client sent it: the second factor
+    /// must come for the same one.
+    raw: String,
+    login: Login,
+    factor: &'static str,
+    credential: Credential,
+    cert: Option<cert::Accepted>,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Prompt {
+    #[default]
+    None,
+    /// Asked for the password (keyboard-interactive as a first factor).
+    Password,
+    /// Asked for the code.
+    Code,
+}
+
+/// Why a login is refused, and how the refusal counts.
+struct Refused<'a> {
+    method: &'static str,
+    reason: &'static str,
+    /// A guess (it holds an attempt): counted against the address.
+    attempt: Option<Attempt<'a>>,
+}
+
+impl Connection {
+    /// `none`: refused, with the methods offered now (a reload may have
+    /// changed them).
+    pub(super) async fn none(&mut self) -> Auth {
+        Auth::Reject {
+            proceed_with_methods: Some(self.offered()),
+            partial_success: false,
+        }
+    }
+
+    fn offered(&self) -> russh::MethodSet {
+        let live = self.bastion.live();
+        auth::method_set(live.config.auth.methods.iter().map(|m| *m.get_ref()))
+    }
+
+    /// Whether `login` may start with `method`: unknown names are
+    /// answered as if they might.
+    fn may_start(&self, login: &Login, method: Method) -> bool {
+        let live = self.bastion.live();
+        auth::may_start_with(&live.config, live.config.user(&login.user), method)
+    }
+
+    pub(super) async fn password(&mut self, raw: &str, password: &str) -> Auth {
+        let login = Login::parse(raw);
+        if !self.may_start(&login, Method::Password) {
+            return self.refuse(&login, not_allowed("password")).await;
+        }
+        let bastion = self.bastion.clone();
+        match check_password(&bastion, self.peer, &login, "password", password).await {
+            Ok(hash) => {
+                self.first_factor(raw, login, "password", Credential::Password(hash), None)
+                    .await
+            }
+            Err(refused) => self.refuse(&login, refused).await,
+        }
+    }
+
+    pub(super) async fn publickey_offered(&mut self, raw: &str, offer: PublicKeyOffer<'_>) -> Auth {
+        let login = Login::parse(raw);
+        let verdict = match offer.certificate {
+            Some(c) => self.check_certificate(&login, c).map(|_| ()),
+            None => self.check_key(&login, offer.public_key),
+        };
+        match verdict {
+            Ok(()) => Auth::Accept,
+            // Clients offer every key they hold; an unknown one is audited
+            // but does not count as a guess.
+            Err(reason) => self.refuse(&login, offered("publickey", reason)).await,
+        }
+    }
+
+    pub(super) async fn publickey(&mut self, raw: &str, key: VerifiedPublicKey<'_>) -> Auth {
+        let login = Login::parse(raw);
+        let bastion = self.bastion.clone();
+        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+            return self.refuse(&login, locked_out("publickey")).await;
+        };
+        match self.check_key(&login, key.public_key) {
+            Ok(()) => {
+                drop(attempt);
+                let credential = Credential::Key(key.public_key.clone());
+                self.first_factor(raw, login, "publickey", credential, None)
+                    .await
+            }
+            Err(reason) => {
+                let refused = Refused {
+                    method: "publickey",
+                    reason,
+                    attempt: Some(attempt),
+                };
+                self.refuse(&login, refused).await
+            }
+        }
+    }
+
+    pub(super) async fn certificate(&mut self, raw: &str, cert: &Certificate) -> Auth {
+        let login = Login::parse(raw);
+        let bastion = self.bastion.clone();
+        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+            return self.refuse(&login, locked_out("publickey")).await;
+        };
+        match self.check_certificate(&login, cert) {
+            Ok(accepted) => {
+                drop(attempt);
+                let credential = Credential::Certificate(Box::new(cert.clone()));
+                self.first_factor(raw, login, "publickey", credential, Some(accepted))
+                    .await
+            }
+            Err(reason) => {
+                let refused = Refused {
+                    method: "publickey",
+                    reason,
+                    attempt: Some(attempt),
+                };
+                self.refuse(&login, refused).await
+            }
+        }
+    }
+
+    fn check_key(&self, login: &Login, key: &PublicKey) -> Result<(), &'static str> {
+        let live = self.bastion.live();
+        if !auth::may_start_with(
+            &live.config,
+            live.config.user(&login.user),
+            Method::Publickey,
+        ) {
+            return Err("method_not_allowed");
+        }
+        let known = live.config.user(&login.user).is_some_and(|u| u.knows(key));
+        match (known, live.trust.key_revoked(key)) {
+            (true, false) => Ok(()),
+            (true, true) => Err("key_revoked"),
+            (false, _) => Err("unknown_key"),
+        }
+    }
+
+    fn check_certificate(
+        &self,
+        login: &Login,
+        c: &Certificate,
+    ) -> Result<cert::Accepted, &'static str> {
+        let live = self.bastion.live();
+        let Some(user) = live.config.user(&login.user) else {
+            return Err("unknown_user");
+        };
+        if !user.may_use(&live.config.auth, Method::Publickey) {
+            return Err("method_not_allowed");
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        cert::check(&live.trust, c, user, self.peer.ip(), now)
+    }
+
+    pub(super) async fn keyboard_interactive(
+        &mut self,
+        raw: &str,
+        response: Option<Response<'_>>,
+    ) -> Auth {
+        let login = Login::parse(raw);
+        let Some(mut response) = response else {
+            return self.start_prompts(raw, &login).await;
+        };
+        let answer = response
+            .next()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        match std::mem::take(&mut self.progress.prompt) {
+            Prompt::Password => {
+                let bastion = self.bastion.clone();
+                let method = "keyboard-interactive";
+                match check_password(&bastion, self.peer, &login, method, &answer).await {
+                    Ok(hash) => {
+                        let credential = Credential::Password(hash);
+                        match self
+                            .first_factor(raw, login, "password", credential, None)
+                            .await
+                        {
+                            // The code is asked in the same exchange.
+                            Auth::Reject {
+                                partial_success: true,
+                                ..
+                            } => self.ask(Prompt::Code),
+                            other => other,
+                        }
+                    }
+                    Err(refused) => self.refuse(&login, refused).await,
+                }
+            }
+            Prompt::Code => self.second_factor(raw, &login, &answer).await,
+            Prompt::None => {
+                self.refuse(&login, not_allowed("keyboard-interactive"))
+                    .await
+            }
+        }
+    }
+
+    /// A new keyboard-interactive exchange: the code when this login gave
+    /// its first factor, else the password as a first factor.
+    async fn start_prompts(&mut self, raw: &str, login: &Login) -> Auth {
+        if self.progress.first.as_ref().is_some_and(|f| f.raw == raw) {
+            return self.ask(Prompt::Code);
+        }
+        if !self.may_start(login, Method::KeyboardInteractive) {
+            return self
+                .refuse(login, not_allowed("keyboard-interactive"))
+                .await;
+        }
+        self.ask(Prompt::Password)
+    }
+
+    fn ask(&mut self, prompt: Prompt) -> Auth {
+        self.progress.prompt = prompt;
+        let text = match prompt {
+            Prompt::Code => CODE_PROMPT,
+            _ => PASSWORD_PROMPT,
+        };
+        Auth::Partial {
+            name: Cow::Borrowed(""),
+            instructions: Cow::Borrowed(""),
+            prompts: Cow::Owned(vec![(Cow::Borrowed(text), false)]),
+        }
+    }
+
+    /// A good first factor: in, when the user needs nothing more; else
+    /// kept, and the client told to go on with keyboard-interactive.
+    async fn first_factor(
+        &mut self,
+        raw: &str,
+        login: Login,
+        factor: &'static str,
+        credential: Credential,
+        cert: Option<cert::Accepted>,
+    ) -> Auth {
+        let need = self
+            .bastion
+            .live()
+            .config
+            .user(&login.user)
+            .map(auth::after_first);
+        match need {
+            Some(Need::Nothing) => {
+                self.accept(login, factor, vec![factor], credential, cert)
+                    .await
+            }
+            // Known users only reach here; an unknown one cannot have a
+            // good factor. Refuse rather than assume.
+            None => self.refuse(&login, not_allowed(factor)).await,
+            Some(Need::Totp) => {
+                self.progress.first = Some(First {
+                    raw: raw.to_string(),
+                    login,
+                    factor,
+                    credential,
+                    cert,
+                });
+                Auth::Reject {
+                    proceed_with_methods: Some(auth::method_set([Method::KeyboardInteractive])),
+                    partial_success: true,
+                }
+            }
+        }
+    }
+
+    /// The only way in for a user who needs a second factor: a good,
+    /// unused code after a first factor for the same login name.
+    async fn second_factor(&mut self, raw: &str, login: &Login, code: &str) -> Auth {
+        let method = "keyboard-interactive";
+        let first = match self.progress.first.take() {
+            Some(f) if f.raw == raw => f,
+            other => {
+                self.progress.first = other;
+                return self.refuse(login, not_allowed(method)).await;
+            }
+        };
+        let bastion = self.bastion.clone();
+        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+            self.progress.first = Some(first);
+            return self.refuse_code(login, locked_out(method)).await;
+        };
+        tokio::time::sleep(bastion.throttle.account_wait(&login.user, self.peer.ip())).await;
+        let (user, code) = (login.user.clone(), code.to_string());
+        let store = bastion.totp.clone();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let verdict = tokio::task::spawn_blocking(move || store.check(&user, &code, now)).await;
+        let reason = match verdict {
+            Ok(Ok(totp::Verdict::Good)) => {
+                drop(attempt);
+                let factors = vec![first.factor, "totp"];
+                return self
+                    .accept(
+                        first.login,
+                        first.factor,
+                        factors,
+                        first.credential,
+                        first.cert,
+                    )
+                    .await;
+            }
+            Ok(Ok(totp::Verdict::Wrong)) => "bad_code",
+            Ok(Ok(totp::Verdict::Replayed)) => "code_reused",
+            Ok(Ok(totp::Verdict::NotEnrolled)) => "totp_not_enrolled",
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "cannot check a TOTP code");
+                "totp_unavailable"
+            }
+            Err(_) => "totp_unavailable",
+        };
+        bastion.throttle.account_failed(&login.user);
+        self.progress.first = Some(first);
+        let refused = Refused {
+            method,
+            reason,
+            attempt: Some(attempt),
+        };
+        self.refuse_code(login, refused).await
+    }
+
+    /// A refused code: the first factor stands, and the client may try
+    /// another code (the throttle bounds how many).
+    async fn refuse_code(&self, login: &Login, refused: Refused<'_>) -> Auth {
+        let _ = self.refuse(login, refused).await;
+        Auth::Reject {
+            proceed_with_methods: Some(auth::method_set([Method::KeyboardInteractive])),
+            partial_success: false,
+        }
+    }
+
+    async fn accept(
+        &mut self,
+        login: Login,
+        method: &str,
+        factors: Vec<&'static str>,
+        credential: Credential,
+        cert: Option<cert::Accepted>,
+    ) -> Auth {
+        self.credential = Some(credential);
+        self.progress = Progress::default();
+        self.bastion
+            .throttle
+            .account_ok(&login.user, self.peer.ip());
+        let mut ev = self
+            .auth_event("auth_ok", &login.user, method)
+            .field("factors", factors);
+        if let Some(c) = &cert {
+            ev = ev
+                .field("key_id", c.key_id.as_str())
+                .field("serial", c.serial)
+                .field("ca", c.ca.as_str());
+            self.limits = c.limits.clone();
+        }
+        ev.target = login.target.as_deref().map(bounded_name);
+        self.bastion.audit.event(ev).await;
+        self.login = Some(login);
+        self.authenticated
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.pending = None;
+        Auth::Accept
+    }
+
+    /// Audits a failure. One that guessed (it holds an attempt) counts
+    /// against the address and is answered after the throttle's delay.
+    async fn refuse(&self, login: &Login, refused: Refused<'_>) -> Auth {
+        let Refused {
+            method,
+            reason,
+            attempt,
+        } = refused;
+        // A flood is counted, not written row by row: the address's 1st,
+        // 2nd, 4th… failure of the minute gets a row with the count.
+        let offer = attempt.is_none() && reason != "locked_out";
+        let failure = self.bastion.throttle.failure(self.peer.ip(), offer);
+        if let Some(count) = failure.report {
+            // For fail2ban and CrowdSec: the address, at the audit's
+            // cadence (a flood is a few lines, not one a try). The name
+            // is the client's: quoted, so it cannot forge a line.
+            tracing::warn!(peer = %self.peer, user = ?login.user, method, reason, count, "login failed");
+            let mut ev = self
+                .auth_event("auth_fail", &login.user, method)
+                .field("reason", reason)
+                .field("count", count);
+            ev.target = login.target.as_deref().map(bounded_name);
+            self.bastion.audit.event(ev).await;
+        }
+        let delay = match (attempt, reason) {
+            (Some(a), _) => a.failed(),
+            (None, "locked_out") => super::LOCKED_OUT_DELAY,
+            (None, _) => failure.wait,
+        };
+        tokio::time::sleep(delay).await;
+        Auth::reject()
+    }
+}
+
+/// Verifies a password (off the runtime), with the throttle.
+async fn check_password<'a>(
+    bastion: &'a Bastion,
+    peer: std::net::SocketAddr,
+    login: &Login,
+    method: &'static str,
+    password: &str,
+) -> Result<String, Refused<'a>> {
+    let Some(attempt) = bastion.throttle.begin(peer.ip()) else {
+        return Err(locked_out(method));
+    };
+    let hash = bastion
+        .live()
+        .config
+        .user(&login.user)
+        .and_then(|u| u.password_hash.as_ref())
+        .map(|h| h.get_ref().clone());
+    // The account's own slow path, for guesses spread over addresses.
+    tokio::time::sleep(bastion.throttle.account_wait(&login.user, peer.ip())).await;
+    if bastion
+        .passwords
+        .verify(password.to_string(), hash.clone())
+        .await
+    {
+        drop(attempt);
+        Ok(hash.unwrap_or_default())
+    } else {
+        bastion.throttle.account_failed(&login.user);
+        Err(Refused {
+            method,
+            reason: "bad_password",
+            attempt: Some(attempt),
+        })
+    }
+}
+
+fn locked_out(method: &'static str) -> Refused<'static> {
+    Refused {
+        method,
+        reason: "locked_out",
+        attempt: None,
+    }
+}
+
+fn not_allowed(method: &'static str) -> Refused<'static> {
+    offered(method, "method_not_allowed")
+}
+
+/// A refusal that is not a guess: an offered key, a method not allowed.
+fn offered(method: &'static str, reason: &'static str) -> Refused<'static> {
+    Refused {
+        method,
+        reason,
+        attempt: None,
+    }
+}
