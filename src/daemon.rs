@@ -112,7 +112,11 @@ pub(crate) async fn serve(
     let passwords = crate::password::Verifier::new(hashes)?;
     let bastion = Arc::new(Bastion {
         passwords,
-        totp: Arc::new(crate::auth::totp::Store::new(config.state_dir())),
+        totp: Arc::new(crate::auth::totp::Store::new(
+            config.state_dir(),
+            *config.server.auth_max_failures.get_ref(),
+            Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
+        )),
         throttle: Throttle::new(
             *config.server.auth_max_failures.get_ref(),
             Duration::from_secs(*config.server.auth_lockout_s.get_ref()),

@@ -213,7 +213,11 @@ fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
         return Err(format!("no user `{user}` in {}", config.source));
     };
     keys::create_private_dir(config.state_dir())?;
-    let store = auth::totp::Store::new(config.state_dir());
+    let store = auth::totp::Store::new(
+        config.state_dir(),
+        *config.server.auth_max_failures.get_ref(),
+        std::time::Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
+    );
     if store.enrolled(user)? {
         eprintln!("walissh: {user}'s previous TOTP secret is replaced");
     }

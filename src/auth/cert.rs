@@ -11,7 +11,7 @@
 use std::net::IpAddr;
 
 use russh::keys::ssh_key::certificate::CertType;
-use russh::keys::ssh_key::{Certificate, HashAlg};
+use russh::keys::ssh_key::{Algorithm, Certificate, HashAlg};
 
 use super::Trust;
 use crate::config::UserConfig;
@@ -59,6 +59,11 @@ pub(crate) fn check(
     }
     if now >= cert.valid_before() {
         return Err("certificate_expired");
+    }
+    // RSA with SHA-1 is forgeable at a price: refused, as sshd's default
+    // CASignatureAlgorithms has since OpenSSH 8.2.
+    if cert.signature().algorithm() == (Algorithm::Rsa { hash: None }) {
+        return Err("weak_ca_signature");
     }
     // The signature, the CA and the times again, by the crate's own check.
     if cert.validate_at(now, trust.ca_fingerprints()).is_err() {

@@ -10,14 +10,21 @@
 //!
 //! Codes are 6 digits, 30-second steps, SHA-1 (what every authenticator
 //! app speaks), accepted one step either side. The arithmetic is
-//! `totp-rs`'s; throttling failures is the handler's (with the password
-//! throttle), and asking for the code is `server`'s.
+//! `totp-rs`'s. Wrong codes lock the account's codes here, whatever
+//! address they come from: whoever sends one had the first factor, and the
+//! address throttle alone (the handler's) would let many addresses guess
+//! in parallel. Asking for the code is `server`'s.
 //!
-//! All of it is file I/O: callers run it on blocking threads.
+//! Every change is read, modified and written whole under an exclusive
+//! lock on `totp.lock`, so `walissh totp enroll` (another process) and the
+//! bastion's checks never lose each other's writes. All of it is file
+//! I/O: callers run it on blocking threads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
@@ -40,10 +47,18 @@ const MAX_STORE: u64 = 16 << 20;
 /// The enrolled users' secrets, on disk.
 pub(crate) struct Store {
     dir: PathBuf,
-    /// Checks and enrolments in this process take turns: each reads the
-    /// file, changes it and writes it whole.
-    turn: Mutex<()>,
+    /// Checks and enrolments in this process take turns (other processes
+    /// are kept out by the file lock), and wrong codes are counted in it.
+    turn: Mutex<Wrong>,
+    /// Wrong codes an account may have before its codes are locked...
+    max_wrong: u32,
+    /// ...for this long after the last one.
+    lockout: Duration,
 }
+
+/// Wrong codes per account: how many, and when the last came.
+#[derive(Default)]
+struct Wrong(HashMap<String, (u32, Instant)>);
 
 #[derive(Default, Serialize, Deserialize)]
 struct File {
@@ -67,13 +82,52 @@ pub(crate) enum Verdict {
     /// Right, but already used (its step or a later one was accepted).
     Replayed,
     NotEnrolled,
+    /// Too many wrong codes lately: not checked.
+    Locked,
 }
 
 impl Store {
-    pub(crate) fn new(state_dir: &Path) -> Store {
+    /// A store in `state_dir`; an account's codes lock after `max_wrong`
+    /// wrong ones, for `lockout` after the last.
+    pub(crate) fn new(state_dir: &Path, max_wrong: u32, lockout: Duration) -> Store {
         Store {
             dir: state_dir.to_path_buf(),
-            turn: Mutex::new(()),
+            turn: Mutex::new(Wrong::default()),
+            max_wrong: max_wrong.max(1),
+            lockout,
+        }
+    }
+
+    /// Holds the file lock while `f` reads and writes the store.
+    fn locked<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        use nix::fcntl::{Flock, FlockArg};
+        let path = self.dir.join("totp.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let _lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, e)| format!("{}: {e}", path.display()))?;
+        f()
+    }
+
+    /// Enrolment writes files the bastion must read: refused unless it
+    /// runs as the state directory's owner (root would leave files the
+    /// bastion's account cannot read, and every code would fail).
+    fn check_owner(&self) -> Result<(), String> {
+        let meta =
+            std::fs::metadata(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let me = nix::unistd::geteuid().as_raw();
+        match meta.uid() == me {
+            true => Ok(()),
+            false => Err(format!(
+                "{} belongs to uid {}: run this as that account (the one walissh runs as)",
+                self.dir.display(),
+                meta.uid()
+            )),
         }
     }
 
@@ -88,17 +142,28 @@ impl Store {
     /// Makes a new secret for `user`, replacing any, and returns its
     /// `otpauth://` URI (for the authenticator app; it holds the secret).
     pub(crate) fn enroll(&self, user: &str) -> Result<String, String> {
-        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        self.check_owner()?;
+        let mut wrong = self.turn.lock().unwrap_or_else(|e| e.into_inner());
         let secret: [u8; SECRET_BYTES] = rand::random();
         let totp = totp(&secret, user)?;
-        let key = self.key(true)?;
-        let mut file = self.read()?;
-        let entry = Entry {
-            sealed: seal(&key, user, &secret)?,
-            last_step: 0,
-        };
-        file.users.insert(user.to_string(), entry);
-        self.write(&file)?;
+        let sealed = self.locked(|| {
+            let key = self.key(true)?;
+            let mut file = self.read()?;
+            let sealed = seal(&key, user, &secret)?;
+            let entry = Entry {
+                sealed: sealed.clone(),
+                last_step: 0,
+            };
+            file.users.insert(user.to_string(), entry);
+            self.write(&file)?;
+            Ok(sealed)
+        })?;
+        // Read back: what the URI shows is what logins will check.
+        let stored = self.read()?.users.get(user).map(|e| e.sealed.clone());
+        if stored.as_deref() != Some(sealed.as_str()) {
+            return Err(format!("{user}'s secret was not stored; enrol again"));
+        }
+        wrong.0.remove(user);
         totp.to_url()
             .map_err(|e| format!("cannot make the otpauth URI: {e}"))
     }
@@ -110,8 +175,36 @@ impl Store {
 
     /// Checks `code` for `user` at `now` (seconds since the epoch), and
     /// uses it up when it is good.
+    ///
+    /// Checks of one account run one at a time (under `turn`), so wrong
+    /// codes sent in parallel are counted before the next is looked at.
     pub(crate) fn check(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
-        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wrong = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((n, last)) = wrong.0.get(user) {
+            if last.elapsed() >= self.lockout {
+                wrong.0.remove(user);
+            } else if *n >= self.max_wrong {
+                return Ok(Verdict::Locked);
+            }
+        }
+        let verdict = self.locked(|| self.check_unlocked(user, code, now))?;
+        match verdict {
+            Verdict::Good => {
+                wrong.0.remove(user);
+            }
+            Verdict::Wrong | Verdict::Replayed => {
+                let entry = wrong
+                    .0
+                    .entry(user.to_string())
+                    .or_insert((0, Instant::now()));
+                *entry = (entry.0 + 1, Instant::now());
+            }
+            Verdict::NotEnrolled | Verdict::Locked => {}
+        }
+        Ok(verdict)
+    }
+
+    fn check_unlocked(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
         let mut file = self.read()?;
         let Some(entry) = file.users.get_mut(user) else {
             return Ok(Verdict::NotEnrolled);
@@ -159,7 +252,11 @@ impl Store {
         // What a crash may have left of an earlier write.
         let _ = std::fs::remove_file(&tmp);
         crate::keys::write_secret(&tmp, &text)?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The rename itself is durable once the directory is.
+        std::fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("{}: {e}", self.dir.display()))
     }
 
     /// The sealing key; made (0600) when `create` and there is none.
@@ -229,10 +326,14 @@ pub(crate) fn code_for(uri: &str, now: u64) -> String {
 mod tests {
     use super::*;
 
+    fn store(dir: &Path) -> Store {
+        Store::new(dir, 100, Duration::from_secs(300))
+    }
+
     #[test]
     fn a_code_is_good_once_and_secrets_are_sealed() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
+        let store = store(dir.path());
         assert_eq!(
             store.check("alice", "123456", 0).unwrap(),
             Verdict::NotEnrolled
@@ -278,5 +379,66 @@ mod tests {
         let mode = std::fs::metadata(dir.path().join("totp.key")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(mode.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn wrong_codes_lock_the_account_not_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path(), 3, Duration::from_secs(300));
+        let alice = store.enroll("alice").unwrap();
+        let bob = store.enroll("bob").unwrap();
+        let now = 1_800_000_000;
+        for _ in 0..3 {
+            assert_eq!(store.check("alice", "000000", now).unwrap(), Verdict::Wrong);
+        }
+        // Locked: even the right code is not looked at.
+        let good = code_for(&alice, now);
+        assert_eq!(store.check("alice", &good, now).unwrap(), Verdict::Locked);
+        assert_eq!(
+            store.check("bob", &code_for(&bob, now), now).unwrap(),
+            Verdict::Good
+        );
+        // A new enrolment (the administrator's answer) unlocks.
+        let alice = store.enroll("alice").unwrap();
+        assert_eq!(
+            store.check("alice", &code_for(&alice, now), now).unwrap(),
+            Verdict::Good
+        );
+        // Wrong codes are forgotten once the lockout has passed.
+        let short = Store::new(dir.path(), 1, Duration::ZERO);
+        assert_eq!(short.check("bob", "000000", now).unwrap(), Verdict::Wrong);
+        assert_eq!(
+            short.check("bob", &code_for(&bob, now + 30), now).unwrap(),
+            Verdict::Good
+        );
+    }
+
+    /// Two stores on one directory stand for two processes (the bastion
+    /// and `walissh totp enroll`): neither loses the other's writes.
+    #[test]
+    fn processes_do_not_lose_each_others_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (store(dir.path()), store(dir.path()));
+        let uri = a.enroll("checker").unwrap();
+        let now = 1_800_000_000u64;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..40u64 {
+                    let t = now + i * 30;
+                    assert_eq!(
+                        a.check("checker", &code_for(&uri, t), t).unwrap(),
+                        Verdict::Good
+                    );
+                }
+            });
+            s.spawn(|| {
+                for i in 0..40 {
+                    b.enroll(&format!("user{i}")).unwrap();
+                }
+            });
+        });
+        let file = a.read().unwrap();
+        assert_eq!(file.users.len(), 41);
+        assert_eq!(file.users["checker"].last_step, (now + 39 * 30) / 30);
     }
 }

@@ -27,8 +27,7 @@ use crate::throttle::Attempt;
 const PASSWORD_PROMPT: &str = "Password: ";
 const CODE_PROMPT: &str = "Verification code: ";
 
-/// What a connection logged in with, checked again against the config of
-/// the moment before each new session.
+/// What a connection logged in with.
 pub(super) enum Credential {
     /// The password hash it matched.
     Password(String),
@@ -36,16 +35,33 @@ pub(super) enum Credential {
     Certificate(Box<Certificate>),
 }
 
-impl Credential {
+/// A connection's login, checked again against the config of the moment
+/// before each new session.
+pub(super) struct Proof {
+    credential: Credential,
+    /// The method of its first factor.
+    method: Method,
+    /// Whether it gave a TOTP code too.
+    totp: bool,
+}
+
+impl Proof {
     /// Whether `user` may still log in so under `live`: a key removed or
-    /// revoked, a password changed, a CA no longer trusted or a user gone
-    /// after a reload stops a live connection (a ControlMaster) from
-    /// opening new sessions.
+    /// revoked, a password changed, a certificate expired, revoked or its
+    /// CA no longer trusted, a method taken away, a second factor now
+    /// required, or a user gone after a reload stops a live connection (a
+    /// ControlMaster) from opening new sessions.
     pub(super) fn still_valid(&self, live: &Live, user: &str) -> bool {
         let Some(u) = live.config.user(user) else {
             return false;
         };
-        match self {
+        if !u.may_use(&live.config.auth, self.method) {
+            return false;
+        }
+        if auth::after_first(u) == Need::Totp && !self.totp {
+            return false;
+        }
+        match &self.credential {
             Credential::Password(hash) => u
                 .password_hash
                 .as_ref()
@@ -55,9 +71,17 @@ impl Credential {
                 live.trust.knows_ca(c)
                     && !live.trust.revoked(c)
                     && u.matches_principal(c.valid_principals())
+                    && now() < c.valid_before()
             }
         }
     }
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A connection's progress through authentication.
@@ -75,7 +99,7 @@ struct First {
     /// must come for the same one.
     raw: String,
     login: Login,
-    factor: &'static str,
+    method: Method,
     credential: Credential,
     cert: Option<cert::Accepted>,
 }
@@ -113,23 +137,29 @@ impl Connection {
         auth::method_set(live.config.auth.methods.iter().map(|m| *m.get_ref()))
     }
 
-    /// Whether `login` may start with `method`: unknown names are
-    /// answered as if they might.
-    fn may_start(&self, login: &Login, method: Method) -> bool {
-        let live = self.bastion.live();
-        auth::may_start_with(&live.config, live.config.user(&login.user), method)
+    /// Whether the bastion offers `method` at all. Whether a given user
+    /// may use it is decided only after the same work as for anyone (a
+    /// password verified), so the answer does not tell which users exist.
+    fn offers(&self, method: Method) -> bool {
+        self.bastion.live().config.auth.offers(method)
     }
 
     pub(super) async fn password(&mut self, raw: &str, password: &str) -> Auth {
         let login = Login::parse(raw);
-        if !self.may_start(&login, Method::Password) {
+        if !self.offers(Method::Password) {
             return self.refuse(&login, not_allowed("password")).await;
         }
         let bastion = self.bastion.clone();
-        match check_password(&bastion, self.peer, &login, "password", password).await {
+        match check_password(&bastion, self.peer, &login, Method::Password, password).await {
             Ok(hash) => {
-                self.first_factor(raw, login, "password", Credential::Password(hash), None)
-                    .await
+                self.first_factor(
+                    raw,
+                    login,
+                    Method::Password,
+                    Credential::Password(hash),
+                    None,
+                )
+                .await
             }
             Err(refused) => self.refuse(&login, refused).await,
         }
@@ -159,7 +189,7 @@ impl Connection {
             Ok(()) => {
                 drop(attempt);
                 let credential = Credential::Key(key.public_key.clone());
-                self.first_factor(raw, login, "publickey", credential, None)
+                self.first_factor(raw, login, Method::Publickey, credential, None)
                     .await
             }
             Err(reason) => {
@@ -183,7 +213,7 @@ impl Connection {
             Ok(accepted) => {
                 drop(attempt);
                 let credential = Credential::Certificate(Box::new(cert.clone()));
-                self.first_factor(raw, login, "publickey", credential, Some(accepted))
+                self.first_factor(raw, login, Method::Publickey, credential, Some(accepted))
                     .await
             }
             Err(reason) => {
@@ -226,10 +256,7 @@ impl Connection {
         if !user.may_use(&live.config.auth, Method::Publickey) {
             return Err("method_not_allowed");
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        cert::check(&live.trust, c, user, self.peer.ip(), now)
+        cert::check(&live.trust, c, user, self.peer.ip(), now())
     }
 
     pub(super) async fn keyboard_interactive(
@@ -248,12 +275,12 @@ impl Connection {
         match std::mem::take(&mut self.progress.prompt) {
             Prompt::Password => {
                 let bastion = self.bastion.clone();
-                let method = "keyboard-interactive";
+                let method = Method::KeyboardInteractive;
                 match check_password(&bastion, self.peer, &login, method, &answer).await {
                     Ok(hash) => {
                         let credential = Credential::Password(hash);
                         match self
-                            .first_factor(raw, login, "password", credential, None)
+                            .first_factor(raw, login, Method::KeyboardInteractive, credential, None)
                             .await
                         {
                             // The code is asked in the same exchange.
@@ -281,7 +308,7 @@ impl Connection {
         if self.progress.first.as_ref().is_some_and(|f| f.raw == raw) {
             return self.ask(Prompt::Code);
         }
-        if !self.may_start(login, Method::KeyboardInteractive) {
+        if !self.offers(Method::KeyboardInteractive) {
             return self
                 .refuse(login, not_allowed("keyboard-interactive"))
                 .await;
@@ -308,7 +335,7 @@ impl Connection {
         &mut self,
         raw: &str,
         login: Login,
-        factor: &'static str,
+        method: Method,
         credential: Credential,
         cert: Option<cert::Accepted>,
     ) -> Auth {
@@ -320,17 +347,21 @@ impl Connection {
             .map(auth::after_first);
         match need {
             Some(Need::Nothing) => {
-                self.accept(login, factor, vec![factor], credential, cert)
-                    .await
+                let proof = Proof {
+                    credential,
+                    method,
+                    totp: false,
+                };
+                self.accept(login, proof, cert).await
             }
             // Known users only reach here; an unknown one cannot have a
             // good factor. Refuse rather than assume.
-            None => self.refuse(&login, not_allowed(factor)).await,
+            None => self.refuse(&login, not_allowed(factor(method))).await,
             Some(Need::Totp) => {
                 self.progress.first = Some(First {
                     raw: raw.to_string(),
                     login,
-                    factor,
+                    method,
                     credential,
                     cert,
                 });
@@ -361,27 +392,22 @@ impl Connection {
         tokio::time::sleep(bastion.throttle.account_wait(&login.user, self.peer.ip())).await;
         let (user, code) = (login.user.clone(), code.to_string());
         let store = bastion.totp.clone();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = now();
         let verdict = tokio::task::spawn_blocking(move || store.check(&user, &code, now)).await;
         let reason = match verdict {
             Ok(Ok(totp::Verdict::Good)) => {
                 drop(attempt);
-                let factors = vec![first.factor, "totp"];
-                return self
-                    .accept(
-                        first.login,
-                        first.factor,
-                        factors,
-                        first.credential,
-                        first.cert,
-                    )
-                    .await;
+                let proof = Proof {
+                    credential: first.credential,
+                    method: first.method,
+                    totp: true,
+                };
+                return self.accept(first.login, proof, first.cert).await;
             }
             Ok(Ok(totp::Verdict::Wrong)) => "bad_code",
             Ok(Ok(totp::Verdict::Replayed)) => "code_reused",
             Ok(Ok(totp::Verdict::NotEnrolled)) => "totp_not_enrolled",
+            Ok(Ok(totp::Verdict::Locked)) => "totp_locked",
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "cannot check a TOTP code");
                 "totp_unavailable"
@@ -408,15 +434,13 @@ impl Connection {
         }
     }
 
-    async fn accept(
-        &mut self,
-        login: Login,
-        method: &str,
-        factors: Vec<&'static str>,
-        credential: Credential,
-        cert: Option<cert::Accepted>,
-    ) -> Auth {
-        self.credential = Some(credential);
+    async fn accept(&mut self, login: Login, proof: Proof, cert: Option<cert::Accepted>) -> Auth {
+        let method = factor(proof.method);
+        let mut factors = vec![method];
+        if proof.totp {
+            factors.push("totp");
+        }
+        self.credential = Some(proof);
         self.progress = Progress::default();
         self.bastion
             .throttle
@@ -475,20 +499,24 @@ impl Connection {
 }
 
 /// Verifies a password (off the runtime), with the throttle.
+/// A user who may not use `method` has the password checked against no
+/// hash, as an unknown user has: refused after the same work.
 async fn check_password<'a>(
     bastion: &'a Bastion,
     peer: std::net::SocketAddr,
     login: &Login,
-    method: &'static str,
+    method: Method,
     password: &str,
 ) -> Result<String, Refused<'a>> {
+    let name = method.name();
     let Some(attempt) = bastion.throttle.begin(peer.ip()) else {
-        return Err(locked_out(method));
+        return Err(locked_out(name));
     };
-    let hash = bastion
-        .live()
-        .config
-        .user(&login.user)
+    let live = bastion.live();
+    let user = live.config.user(&login.user);
+    let allowed = auth::may_start_with(&live.config, user, method);
+    let hash = user
+        .filter(|_| allowed)
         .and_then(|u| u.password_hash.as_ref())
         .map(|h| h.get_ref().clone());
     // The account's own slow path, for guesses spread over addresses.
@@ -503,10 +531,23 @@ async fn check_password<'a>(
     } else {
         bastion.throttle.account_failed(&login.user);
         Err(Refused {
-            method,
-            reason: "bad_password",
+            method: name,
+            reason: if allowed {
+                "bad_password"
+            } else {
+                "method_not_allowed"
+            },
             attempt: Some(attempt),
         })
+    }
+}
+
+/// The factor a method gives, as audit rows name it: a password at a
+/// prompt is a password.
+fn factor(method: Method) -> &'static str {
+    match method {
+        Method::Publickey => "publickey",
+        Method::Password | Method::KeyboardInteractive => "password",
     }
 }
 

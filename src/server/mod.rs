@@ -30,7 +30,7 @@ use crate::throttle::Pending;
 mod login;
 
 use crate::workers::Spread;
-use login::Credential;
+use login::Proof;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -242,7 +242,7 @@ pub(crate) struct Connection {
     open: Arc<std::sync::atomic::AtomicU32>,
     /// What it logged in with, checked again against the config of the
     /// moment before each new session.
-    credential: Option<Credential>,
+    credential: Option<Proof>,
     /// How far it is through authentication.
     progress: login::Progress,
     /// What its certificate restricts (nothing without one).

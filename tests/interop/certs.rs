@@ -281,3 +281,50 @@ fn targets_trust_the_bastions_ca_instead_of_its_key() {
         identity.split_whitespace().nth(1)
     );
 }
+
+/// A CA's RSA signature with SHA-1 (`ssh-keygen -t ssh-rsa`) is refused,
+/// as sshd's default CASignatureAlgorithms refuses it; with SHA-512 the
+/// same CA is fine.
+#[test]
+fn sha1_signatures_by_an_rsa_ca_are_refused() {
+    let pki = Pki::new();
+    let st = Command::new("ssh-keygen")
+        .args([
+            "-q", "-t", "rsa", "-b", "2048", "-N", "", "-C", "rsa-ca", "-f",
+        ])
+        .arg(pki.path("rsa_ca"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rsa_ca = std::fs::read_to_string(pki.path("rsa_ca.pub")).unwrap();
+    let krl = pki.revoke("serial: 13\n", false);
+    let b = Bastion::start_with(Opts {
+        extra_toml: format!(
+            "[auth]\nuser_ca_keys = [\"{}\", \"{}\"]\nrevoked_keys = \"{}\"\n\n\
+             [[users]]\nname = \"gina\"\ntargets = [\"web1\"]\n",
+            pki.ca_line(),
+            rsa_ca.trim(),
+            krl.display()
+        ),
+        ..Opts::default()
+    });
+    let key = pki.issue(
+        "sha1",
+        "rsa_ca",
+        "gina-old-ca",
+        "gina",
+        1,
+        &["-t", "ssh-rsa"],
+    );
+    refused_for(&b, &key, "gina:web1", "weak_ca_signature");
+    let key = pki.issue(
+        "sha512",
+        "rsa_ca",
+        "gina-new-ca",
+        "gina",
+        2,
+        &["-t", "rsa-sha2-512"],
+    );
+    let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo sha512-ok");
+    assert_eq!(stdout(&out), "sha512-ok\n", "stderr: {}", stderr(&out));
+}

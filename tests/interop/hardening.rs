@@ -150,14 +150,14 @@ fn one_connection_opens_at_most_max_sessions() {
 
 /// bob's OpenSSH ControlMaster on web1: one connection that later
 /// sessions ride on.
-struct Master {
+pub(crate) struct Master {
     _dir: tempfile::TempDir,
     sock: std::path::PathBuf,
     child: std::process::Child,
 }
 
 impl Master {
-    fn start(b: &Bastion) -> Master {
+    pub(crate) fn start(b: &Bastion) -> Master {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("mux");
         let mut m = Master {
@@ -188,7 +188,7 @@ impl Master {
     }
 
     /// `ssh` through the master, with `extra` options.
-    fn ssh(&self, b: &Bastion, extra: &[&str]) -> std::process::Command {
+    pub(crate) fn ssh(&self, b: &Bastion, extra: &[&str]) -> std::process::Command {
         let mut c = b.ssh_base();
         c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
             .arg(&b.bob_key)

@@ -6,6 +6,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
+use std::sync::Arc;
+
+use russh::client::KeyboardInteractiveAuthResponse as Kbd;
+use russh::keys::PrivateKeyWithHashAlg;
 
 use crate::harness::*;
 
@@ -289,13 +293,72 @@ fn a_users_auth_list_narrows_the_methods() {
     assert_eq!(stdout(&out), "ivy-key\n", "{}", stderr(&out));
 }
 
+/// A live connection (a ControlMaster) that logged in on one factor opens
+/// no new session once a reload requires a second.
+#[test]
+fn a_reload_that_requires_a_code_stops_a_one_factor_connection() {
+    let b = Bastion::start();
+    let master = crate::hardening::Master::start(&b);
+    let before = exec(master.ssh(&b, &[]), "echo BEFORE");
+    assert_eq!(stdout(&before), "BEFORE\n", "{}", stderr(&before));
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let now = text.replacen("name = \"bob\"\n", "name = \"bob\"\nmfa = \"totp\"\n", 1);
+    assert_ne!(now, text);
+    std::fs::write(&b.config, now).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+    let after = exec(master.ssh(&b, &[]), "echo AFTER");
+    assert!(!stdout(&after).contains("AFTER"), "{}", stdout(&after));
+    let refused = b.wait_kind("session_refused");
+    assert_eq!(refused["reason"], "credentials_revoked", "{refused}");
+}
+
+/// Wrong codes lock the account's codes, from every address: whoever sends
+/// them had the first factor, and the address throttle alone would let
+/// many addresses guess in parallel.
+#[test]
+fn wrong_codes_from_many_addresses_lock_the_accounts_codes() {
+    let b = mfa_bastion("");
+    let secret = enroll(&b, "frank");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let key = Arc::new(russh::keys::load_secret_key(&b.bob_key, None).unwrap());
+        let login = |from: [u8; 4]| {
+            let key = key.clone();
+            let port = b.port;
+            async move {
+                let mut h = flows::connect_from(port, from).await;
+                let with_key = PrivateKeyWithHashAlg::new(key, None);
+                let r = h
+                    .authenticate_publickey("frank:web1", with_key)
+                    .await
+                    .unwrap();
+                assert!(!r.success(), "{r:?}");
+                h
+            }
+        };
+        // Five addresses, one wrong code each: under every address's limit.
+        for i in 0..5u8 {
+            let mut h = login([127, 0, 3, i + 1]).await;
+            let r = flows::answer(&mut h, "frank:web1", "000001").await;
+            assert!(!matches!(r, Kbd::Success), "{r:?}");
+        }
+        // A sixth address with the key and the right code: locked.
+        let mut h = login([127, 0, 4, 1]).await;
+        let r = flows::answer(&mut h, "frank:web1", &oathtool(&secret)).await;
+        assert!(!matches!(r, Kbd::Success), "{r:?}");
+    });
+    let locked = b.wait_event(|e| e["kind"] == "auth_fail" && e["reason"] == "totp_locked");
+    assert_eq!(locked["user"], "frank");
+    assert!(b.audit().iter().all(|e| e["kind"] != "auth_ok"));
+}
+
 /// The partial-success rules, one SSH message at a time, with russh's
 /// client: what no stock client would try.
 mod flows {
-    use std::sync::Arc;
-
-    use russh::client::{self, AuthResult, KeyboardInteractiveAuthResponse as Kbd};
-    use russh::keys::PrivateKeyWithHashAlg;
+    use russh::client::{self, AuthResult};
     use russh::{MethodKind, MethodSet};
 
     use super::*;
@@ -327,7 +390,20 @@ mod flows {
         matches!(r, AuthResult::Failure { remaining_methods, partial_success: true } if *remaining_methods == kbd_only())
     }
 
-    async fn answer(h: &mut client::Handle<Trusting>, login: &str, answer: &str) -> Kbd {
+    /// A connection from a loopback address of the test's choosing.
+    pub(super) async fn connect_from(port: u16, from: [u8; 4]) -> client::Handle<Trusting> {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket
+            .bind((std::net::Ipv4Addr::from(from), 0).into())
+            .unwrap();
+        let stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+        let config = Arc::new(client::Config::default());
+        client::connect_stream(config, stream, Trusting)
+            .await
+            .unwrap()
+    }
+
+    pub(super) async fn answer(h: &mut client::Handle<Trusting>, login: &str, answer: &str) -> Kbd {
         match h
             .authenticate_keyboard_interactive_start(login, None)
             .await
@@ -453,4 +529,53 @@ fn fail2ban_finds_the_address_and_never_one_a_name_spells() {
     assert!(out.status.success(), "{}", stderr(&out));
     let found: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     assert_eq!(found, ["127.0.0.1", "127.0.0.1"], "{}", b.log.plain());
+}
+
+/// paramiko (Fabric's and Ansible's client) gives the password, is told
+/// partial success, and answers the code prompt; then the key the same way.
+#[test]
+fn paramiko_gives_a_password_or_a_key_then_the_code() {
+    let b = mfa_bastion("");
+    let erin = enroll(&b, "erin");
+    let frank = enroll(&b, "frank");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/paramiko_mfa.py");
+    let port = b.port.to_string();
+    let out = Command::new("python3")
+        .args([
+            script,
+            &port,
+            "erin:web1",
+            &erin,
+            "--password",
+            ERIN_PW,
+            "echo paramiko-pw",
+        ])
+        .output()
+        .expect("python3 with paramiko must be installed");
+    assert_eq!(stdout(&out), "paramiko-pw\n", "stderr: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("partial: keyboard-interactive"),
+        "{}",
+        stderr(&out)
+    );
+    let key = b.bob_key.to_str().unwrap();
+    let out = Command::new("python3")
+        .args([
+            script,
+            &port,
+            "frank:web1",
+            &frank,
+            "--key",
+            key,
+            "echo paramiko-key",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "paramiko-key\n", "stderr: {}", stderr(&out));
+    let oks: Vec<_> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "auth_ok")
+        .collect();
+    assert_eq!(oks.len(), 2, "{oks:#?}");
 }

@@ -104,6 +104,17 @@ impl Session {
                 }
                 Ok(())
             }
+            // walissh patch: paramiko asks for the service again before
+            // each method, and waits for the answer; OpenSSH's sshd gives
+            // it. Authentication goes on where it was.
+            (EncryptedState::WaitingAuthRequest(_), Some((&msg::SERVICE_REQUEST, mut r))) => {
+                let request = map_err!(String::decode(&mut r))?;
+                map_err!(ensure_end(&r))?;
+                if request == "ssh-userauth" {
+                    map_err!(service_accept_again(&mut enc.write))?;
+                }
+                Ok(())
+            }
             (EncryptedState::WaitingAuthRequest(_), Some((&msg::USERAUTH_REQUEST, mut r))) => {
                 enc.server_read_auth_request(
                     rejection_wait_until,
@@ -887,6 +898,15 @@ mod tests {
             extension_info_awaiters: std::collections::HashMap::new(),
         }
     }
+}
+
+/// `SERVICE_ACCEPT` for a repeated `ssh-userauth` request (walissh patch).
+fn service_accept_again(buffer: &mut Vec<u8>) -> Result<(), crate::Error> {
+    push_packet!(buffer, {
+        buffer.push(msg::SERVICE_ACCEPT);
+        "ssh-userauth".encode(buffer)?;
+    });
+    Ok(())
 }
 
 fn server_accept_service(
