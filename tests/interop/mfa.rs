@@ -112,10 +112,10 @@ fn a_password_and_a_code_at_a_real_terminal() {
     let mut t = Terminal::spawn(&c, 24, 80);
     t.expect("Password:");
     t.send(&format!("{ERIN_PW}\r"));
-    t.expect("Verification code:");
+    let asked_at = t.expect("Verification code:");
     t.send(&format!("{code}\r"));
     // OpenSSH asks again after a refused code; give up there.
-    let again = t.expect("Verification code:");
+    let again = t.screen.wait_for_from("Verification code:", asked_at);
     t.send("\u{3}");
     assert_ne!(t.wait(), Some(0));
     assert!(!t.screen.since(again).contains("in-with-42"));
