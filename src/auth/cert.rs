@@ -24,6 +24,8 @@ pub(crate) struct Limits {
     pub(crate) force_command: Option<String>,
     /// The certificate lacks `permit-pty`.
     pub(crate) no_pty: bool,
+    /// The certificate lacks `permit-agent-forwarding`.
+    pub(crate) no_agent: bool,
 }
 
 /// A certificate that lets its holder in: what the audit records.
@@ -98,6 +100,7 @@ fn critical_options(cert: &Certificate, peer: IpAddr) -> Result<Limits, Refusal>
     let mut limits = Limits {
         force_command: None,
         no_pty: !cert.extensions().contains_key("permit-pty"),
+        no_agent: !cert.extensions().contains_key("permit-agent-forwarding"),
     };
     for (name, value) in cert.critical_options().iter() {
         match name.as_str() {

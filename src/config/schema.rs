@@ -240,6 +240,9 @@ pub(crate) struct UserConfig {
     /// The methods this user may log in with (default: all of `[auth]
     /// methods`).
     pub(crate) auth: Option<Vec<Spanned<super::Method>>>,
+    /// Whether this user's SSH agent is forwarded to targets (`ssh -A`).
+    #[serde(default)]
+    pub(crate) agent_forwarding: bool,
     /// `targets` and `authorized_keys`, parsed once at load (validation
     /// has checked that they parse).
     #[serde(skip)]

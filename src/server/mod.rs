@@ -3,8 +3,9 @@
 //! The handler is deliberately thin. It authenticates (`login`: the
 //! methods' callbacks and a login's progress through its factors, with the
 //! throttle, argon2 and the TOTP store off the runtime), refuses what
-//! walissh does not allow (port forwarding, agent and X11 forwarding), and
-//! hands each session channel to a `session` task. Everything a channel carries
+//! walissh does not allow (port forwarding, X11 forwarding, and agent
+//! forwarding for users without `agent_forwarding`), and hands each
+//! session channel to a `session` task. Everything a channel carries
 //! after that reaches the session through the channel itself.
 //!
 //! Connections are accepted on the main runtime and each is then run on one
@@ -472,6 +473,13 @@ impl russh::server::Handler for Connection {
         _channel: ChannelId,
         _session: &mut Session,
     ) -> Result<bool, Self::Error> {
+        // The session reads the request from its channel too, and asks
+        // the same question before it forwards anything.
+        let live = self.bastion.live();
+        let user = self.login.as_ref().and_then(|l| live.config.user(&l.user));
+        if crate::session::may_forward_agent(user, &self.limits) {
+            return Ok(true);
+        }
         self.refuse_forward("agent", String::new()).await;
         Ok(false)
     }

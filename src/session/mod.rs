@@ -62,6 +62,8 @@ pub(crate) struct Context {
 struct Setup {
     command: Command,
     pty: Option<PtySpec>,
+    /// The client asked for its agent to be forwarded (`ssh -A`).
+    agent: bool,
     env: Vec<(String, String)>,
     early_input: Vec<u8>,
 }
@@ -88,6 +90,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         return;
     };
     restrict(&ctx.limits, &mut setup);
+    setup.agent &= may_forward_agent(ctx.live.config.user(&ctx.login.user), &ctx.limits);
     let chosen = tokio::select! {
         c = choose_target(&ctx, &mut channel, &mut setup) => c,
         _ = stop.requested() => Err(NoTarget {
@@ -117,6 +120,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
 /// Reads requests until the client asks for a shell, exec or subsystem.
 async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
     let mut pty = None;
+    let mut agent = false;
     let mut env = Vec::new();
     let mut early_input = Vec::new();
     let mut overflow = false;
@@ -167,6 +171,10 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
                 }
                 continue;
             }
+            ChannelMsg::AgentForward { .. } => {
+                agent = true;
+                continue;
+            }
             ChannelMsg::RequestShell { .. } => Command::Shell,
             ChannelMsg::Exec { command, .. } => Command::Exec(command),
             ChannelMsg::RequestSubsystem { name, .. } => Command::Subsystem(name),
@@ -176,10 +184,21 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
         return Some(Setup {
             command,
             pty,
+            agent,
             env,
             early_input,
         });
     }
+}
+
+/// Whether `user`'s agent may be forwarded to targets: `[[users]]
+/// agent_forwarding`, and, for a certificate login, its
+/// `permit-agent-forwarding`. Off by default.
+pub(crate) fn may_forward_agent(
+    user: Option<&crate::config::UserConfig>,
+    limits: &crate::auth::cert::Limits,
+) -> bool {
+    user.is_some_and(|u| u.agent_forwarding) && !limits.no_agent
 }
 
 /// What the login's certificate restricts, as sshd applies it: a
@@ -191,6 +210,9 @@ fn restrict(limits: &crate::auth::cert::Limits, setup: &mut Setup) {
     }
     if limits.no_pty {
         setup.pty = None;
+    }
+    if limits.no_agent {
+        setup.agent = false;
     }
 }
 
@@ -315,10 +337,12 @@ async fn run_session(
     let Setup {
         command,
         pty: pty_spec,
+        agent,
         env,
         early_input,
     } = setup;
     let request = Request {
+        agent: agent.then(|| ctx.handle.clone()),
         command,
         pty: pty_spec,
         env,
@@ -410,6 +434,7 @@ async fn audit_start(
         .event("session_start")
         .field("client_addr", ctx.peer.to_string())
         .field("pty", setup.pty.is_some())
+        .field("agent_forwarding", setup.agent)
         .field("recording", recording.map(|r| r.path.display().to_string()));
     match command_event(ids, &setup.command) {
         Some(command) => {

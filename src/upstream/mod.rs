@@ -67,6 +67,9 @@ pub(crate) struct Request {
     pub(crate) user: String,
     /// The session it is for (named in an upstream certificate's key ID).
     pub(crate) session: String,
+    /// The client's connection, when its agent is forwarded to the
+    /// target: agent channels the target opens are bridged to it.
+    pub(crate) agent: Option<russh::server::Handle>,
     /// Install shell integration if the target's shell supports it.
     pub(crate) integrate: bool,
 }
@@ -81,6 +84,7 @@ impl Request {
             env: Vec::new(),
             user: user.to_string(),
             session: String::new(),
+            agent: None,
             integrate: false,
         }
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
-use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
+use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use tokio::net::TcpStream;
 
 use super::known_hosts::{self, Known};
@@ -51,6 +51,10 @@ struct HostKeyCheck {
     /// status.
     lost: Lost,
     keepalive: (Duration, u32),
+    /// The client connection agent channels are bridged to, when the
+    /// session forwards the user's agent; otherwise the target's agent
+    /// channels are refused.
+    agent: Option<russh::server::Handle>,
 }
 
 /// Why a target's connection was lost; shared by its handler and readers.
@@ -84,6 +88,32 @@ impl client::Handler for HostKeyCheck {
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert(why);
         result
+    }
+
+    /// Without forwarding, the target gets no agent channel: russh's
+    /// default would accept one that leads nowhere.
+    async fn server_channel_open_agent_forward(
+        &mut self,
+        channel: Channel<client::Msg>,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        match &self.agent {
+            Some(handle) => {
+                reply.accept().await;
+                tokio::spawn(Self::bridge_agent(
+                    handle.clone(),
+                    channel,
+                    self.name.clone(),
+                ));
+            }
+            None => {
+                reply
+                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                    .await
+            }
+        }
+        Ok(())
     }
 
     async fn check_server_key(
@@ -121,6 +151,26 @@ impl client::Handler for HostKeyCheck {
 }
 
 impl HostKeyCheck {
+    /// One use of the forwarded agent (a signature, a listing): the
+    /// target's channel and a new one to the client, joined until either
+    /// ends.
+    async fn bridge_agent(
+        client: russh::server::Handle,
+        target: Channel<client::Msg>,
+        name: String,
+    ) {
+        let user_side = match client.channel_open_agent().await {
+            Ok(ch) => ch,
+            Err(e) => {
+                tracing::info!(target = %name, error = %e, "the client refused an agent channel");
+                return;
+            }
+        };
+        tracing::info!(target = %name, "agent channel forwarded");
+        let (mut a, mut b) = (target.into_stream(), user_side.into_stream());
+        let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
+    }
+
     fn refuse(&self, why: &str) {
         let msg = format!("host key for {} {why}; ask an administrator", self.name);
         *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
@@ -265,7 +315,8 @@ pub(crate) async fn connect(
     user: &str,
     session: &str,
 ) -> Result<Runner, String> {
-    let connected = tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user, session)).await;
+    let connected =
+        tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user, session, None)).await;
     let (conn, lost) =
         connected.map_err(|_| format!("{} did not answer in time", target.name()))??;
     Ok(Runner {
@@ -280,7 +331,7 @@ async fn open_inner(
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     let name = target.name();
-    let (conn, lost) = login(target, ctx, &req.user, &req.session).await?;
+    let (conn, lost) = login(target, ctx, &req.user, &req.session, req.agent.clone()).await?;
     let info = match req.wants_integration() {
         true => probe(&conn).await,
         false => None,
@@ -318,6 +369,7 @@ async fn login(
     ctx: &UpstreamSettings,
     user: &str,
     session: &str,
+    agent: Option<russh::server::Handle>,
 ) -> Result<(client::Handle<HostKeyCheck>, Lost), String> {
     let name = target.name();
     let host = target
@@ -338,6 +390,7 @@ async fn login(
         verdict: verdict.clone(),
         lost: lost.clone(),
         keepalive: ctx.keepalive,
+        agent,
     };
     let config = Arc::new(client::Config {
         preferred: russh::Preferred {
@@ -465,6 +518,9 @@ async fn start_command(
     echo_off: bool,
 ) -> Result<(), String> {
     let err = |e: russh::Error| e.to_string();
+    if req.agent.is_some() {
+        ch.agent_forward(false).await.map_err(err)?;
+    }
     if let Some(pty) = &req.pty {
         let modes = match echo_off {
             true => pty.modes_without_echo(),

@@ -328,3 +328,61 @@ fn sha1_signatures_by_an_rsa_ca_are_refused() {
     let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo sha512-ok");
     assert_eq!(stdout(&out), "sha512-ok\n", "stderr: {}", stderr(&out));
 }
+
+/// `ssh -A`: the user's agent reaches the target only for users with
+/// `agent_forwarding = true`; for others it is refused and audited.
+#[test]
+fn the_agent_is_forwarded_only_for_users_who_may() {
+    let b = Bastion::start_with(Opts {
+        extra_toml: "[[users]]\nname = \"kim\"\nauthorized_keys = [\"{bob_pub}\"]\n\
+                     targets = [\"web1\"]\nagent_forwarding = true\n"
+            .into(),
+        ..Opts::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let added = loop {
+        let out = Command::new("ssh-add")
+            .arg(&b.bob_key)
+            .env("SSH_AUTH_SOCK", &sock)
+            .output()
+            .unwrap();
+        // ssh-add fails until the agent listens.
+        if out.status.success() || agent.try_wait().unwrap().is_some() {
+            break out;
+        }
+    };
+    assert!(added.status.success(), "{}", stderr(&added));
+    let forwarded = |login: &str| {
+        let mut c = b.ssh_bob(login);
+        c.env("SSH_AUTH_SOCK", &sock).arg("-A");
+        exec(c, "ssh-add -l; echo agent-exit=$?")
+    };
+    let out = forwarded("kim:web1");
+    assert!(
+        stdout(&out).contains("(ED25519)"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("agent-exit=0"), "{}", stdout(&out));
+    let start = b.wait_event(|e| e["kind"] == "session_start" && e["user"] == "kim");
+    assert_eq!(start["agent_forwarding"], true);
+
+    let out = forwarded("bob:web1");
+    assert!(!stdout(&out).contains("(ED25519)"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("agent-exit=2"), "{}", stdout(&out));
+    let denied = b.wait_event(|e| e["kind"] == "forward_denied" && e["user"] == "bob");
+    assert_eq!(denied["forward"], "agent");
+    let start = b.wait_event(|e| e["kind"] == "session_start" && e["user"] == "bob");
+    assert_eq!(start["agent_forwarding"], false);
+    let _ = agent.kill();
+    let _ = agent.wait();
+}
