@@ -386,3 +386,47 @@ fn the_agent_is_forwarded_only_for_users_who_may() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+/// Mistakes in `[auth]` are named by file, line and key, before anything
+/// runs: a CA that is not a key, a revocation list that cannot be read or
+/// parsed, a user's method the bastion does not offer, MFA without the
+/// prompt that asks for it.
+#[test]
+fn auth_mistakes_are_located_by_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.krl");
+    std::fs::write(&garbage, "SSHKRL\n\0 not really").unwrap();
+    let user = "[[users]]\nname = \"u\"\npassword_hash = \"x\"\n";
+    let cases = [
+        (
+            "[server]\nstate_dir = \"/tmp/x\"\n\n[auth]\nuser_ca_keys = [\"/no/such/ca.pub\"]\n"
+                .to_string(),
+            "FILE:5: key `auth.user_ca_keys`:",
+        ),
+        (
+            format!("[auth]\nrevoked_keys = \"{}\"\n", garbage.display()),
+            "FILE:2: key `auth.revoked_keys`:",
+        ),
+        (
+            format!("[auth]\nmethods = [\"publickey\"]\n\n{user}auth = [\"password\"]\n"),
+            "key `users.auth`: `password` is not among [auth] methods",
+        ),
+        (
+            format!("[auth]\nmethods = [\"publickey\", \"password\"]\n\n{user}mfa = \"totp\"\n"),
+            "key `users.mfa`: mfa = \"totp\" needs keyboard-interactive",
+        ),
+    ];
+    for (config, expected) in cases {
+        let config = config.replace(
+            "password_hash = \"x\"",
+            &format!("password_hash = \"{}\"", hash_of("pw")),
+        );
+        let (code, err) = check_config(&config);
+        assert_eq!(code, Some(1), "{config}\n{err}");
+        assert!(
+            err.contains(expected),
+            "{config}\nexpected {expected:?} in:\n{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
