@@ -164,6 +164,16 @@ pub fn free_port() -> u16 {
 }
 
 /// Generates an ed25519 key pair at `path` (and `path.pub`).
+/// A loopback port that refuses connections for as long as the socket is
+/// held: bound, never listening, so no other test can take it (a port
+/// merely found free could be taken by then).
+pub fn closed_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (socket, port)
+}
+
 pub fn keygen(path: &Path) -> String {
     let st = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
@@ -568,6 +578,9 @@ pub struct Bastion {
     pub sshd: Sshd,
     pub log: Capture,
     _tarpit: TcpListener,
+    /// The default `[llm]` port and the `down` target's: bound, never
+    /// listening (see [`closed_port`]).
+    _closed: [tokio::net::TcpSocket; 2],
     /// Where walissh sends its systemd notifications (NOTIFY_SOCKET).
     pub notify: std::os::unix::net::UnixDatagram,
     child: Option<Child>,
@@ -589,13 +602,14 @@ impl Bastion {
         let bob_key = dir.path().join("bob_ed25519");
         let bob_pub = keygen(&bob_key);
         let config = dir.path().join("walissh.toml");
-        let down = free_port();
+        let (closed_down, down) = closed_port();
         // Accepts TCP connections (the kernel does) but never answers.
         let tarpit = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (closed, closed_port) = closed_port();
         let llm_url = opts
             .llm_url
             .clone()
-            .unwrap_or_else(|| format!("http://127.0.0.1:{}/v1", free_port()));
+            .unwrap_or_else(|| format!("http://127.0.0.1:{closed_port}/v1"));
         // The bastion's upstream key must be known before sshd starts.
         let write_config = |sshd_port: u16| {
             std::fs::write(
@@ -771,6 +785,7 @@ timeout_s = {llm_timeout}
         notify.set_read_timeout(Some(DEADLINE)).unwrap();
         let mut b = Bastion {
             _tarpit: tarpit,
+            _closed: [closed, closed_down],
             port: 0,
             notify,
             dir,
