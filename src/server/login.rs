@@ -273,32 +273,34 @@ impl Connection {
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         match std::mem::take(&mut self.progress.prompt) {
-            Prompt::Password => {
-                let bastion = self.bastion.clone();
-                let method = Method::KeyboardInteractive;
-                match check_password(&bastion, self.peer, &login, method, &answer).await {
-                    Ok(hash) => {
-                        let credential = Credential::Password(hash);
-                        match self
-                            .first_factor(raw, login, Method::KeyboardInteractive, credential, None)
-                            .await
-                        {
-                            // The code is asked in the same exchange.
-                            Auth::Reject {
-                                partial_success: true,
-                                ..
-                            } => self.ask(Prompt::Code),
-                            other => other,
-                        }
-                    }
-                    Err(refused) => self.refuse(&login, refused).await,
-                }
-            }
+            Prompt::Password => self.prompted_password(raw, login, &answer).await,
             Prompt::Code => self.second_factor(raw, &login, &answer).await,
             Prompt::None => {
                 self.refuse(&login, not_allowed("keyboard-interactive"))
                     .await
             }
+        }
+    }
+
+    /// The password typed at the prompt: a first factor, after which a user
+    /// who needs a code is asked for it in the same exchange.
+    async fn prompted_password(&mut self, raw: &str, login: Login, answer: &str) -> Auth {
+        let bastion = self.bastion.clone();
+        let method = Method::KeyboardInteractive;
+        let hash = match check_password(&bastion, self.peer, &login, method, answer).await {
+            Ok(hash) => hash,
+            Err(refused) => return self.refuse(&login, refused).await,
+        };
+        let credential = Credential::Password(hash);
+        match self
+            .first_factor(raw, login, method, credential, None)
+            .await
+        {
+            Auth::Reject {
+                partial_success: true,
+                ..
+            } => self.ask(Prompt::Code),
+            other => other,
         }
     }
 
