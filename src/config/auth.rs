@@ -50,7 +50,7 @@ pub(crate) struct AuthConfig {
     /// CA public keys whose user certificates are accepted: key lines, or
     /// files of key lines (as sshd's `TrustedUserCAKeys`).
     #[serde(default)]
-    pub(crate) user_ca_keys: Option<Spanned<Strings>>,
+    pub(crate) user_ca_keys: Option<Spanned<super::OneOrMany>>,
     /// Revoked keys and certificates: an OpenSSH KRL or a file of public
     /// keys (as sshd's `RevokedKeys`).
     #[serde(default)]
@@ -76,23 +76,6 @@ fn default_methods() -> Vec<Spanned<Method>> {
     .into_iter()
     .map(|m| Spanned::new(0..0, m))
     .collect()
-}
-
-/// One string or several.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum Strings {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Strings {
-    pub(crate) fn list(&self) -> Vec<&str> {
-        match self {
-            Strings::One(s) => vec![s.as_str()],
-            Strings::Many(v) => v.iter().map(String::as_str).collect(),
-        }
-    }
 }
 
 impl AuthConfig {

@@ -395,25 +395,26 @@ pub(crate) struct AuditConfig {
     pub(crate) checkpoint_s: u64,
     /// Where every event and checkpoint is also sent, as it is committed.
     #[serde(default)]
-    pub(crate) forward: Option<Spanned<Forwards>>,
+    pub(crate) forward: Option<Spanned<OneOrMany>>,
     /// Items each destination may hold while it is slow or down.
     #[serde(default = "default_forward_queue")]
     pub(crate) forward_queue: usize,
 }
 
-/// `forward`: one destination or several.
+/// A key that takes one string or a list of them (`[audit] forward`,
+/// `[auth] user_ca_keys`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub(crate) enum Forwards {
+pub(crate) enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
-impl Forwards {
+impl OneOrMany {
     pub(crate) fn list(&self) -> Vec<&str> {
         match self {
-            Forwards::One(s) => vec![s.as_str()],
-            Forwards::Many(v) => v.iter().map(String::as_str).collect(),
+            OneOrMany::One(s) => vec![s.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use russh::keys::PublicKey;
 use russh::keys::ssh_key::Certificate;
-use russh::server::{Auth, PublicKeyOffer, Response, VerifiedPublicKey};
+use russh::server::{Auth, PublicKeyOffer, Response};
 
 use super::{Connection, bounded_name};
 use crate::auth::{self, Need, cert, totp};
@@ -114,6 +114,13 @@ enum Prompt {
     Code,
 }
 
+/// What a publickey request signs with.
+#[derive(Clone, Copy)]
+pub(super) enum Signer<'a> {
+    Key(&'a PublicKey),
+    Certificate(&'a Certificate),
+}
+
 /// Why a login is refused, and how the refusal counts.
 struct Refused<'a> {
     method: &'static str,
@@ -167,29 +174,34 @@ impl Connection {
 
     pub(super) async fn publickey_offered(&mut self, raw: &str, offer: PublicKeyOffer<'_>) -> Auth {
         let login = Login::parse(raw);
-        let verdict = match offer.certificate {
-            Some(c) => self.check_certificate(&login, c).map(|_| ()),
-            None => self.check_key(&login, offer.public_key),
+        let signer = match offer.certificate {
+            Some(c) => Signer::Certificate(c),
+            None => Signer::Key(offer.public_key),
         };
-        match verdict {
-            Ok(()) => Auth::Accept,
+        match self.check_signer(&login, signer) {
+            Ok(_) => Auth::Accept,
             // Clients offer every key they hold; an unknown one is audited
             // but does not count as a guess.
             Err(reason) => self.refuse(&login, offered("publickey", reason)).await,
         }
     }
 
-    pub(super) async fn publickey(&mut self, raw: &str, key: VerifiedPublicKey<'_>) -> Auth {
+    /// A signature made with a key or a certificate's key (russh has
+    /// verified it): a first factor when the key or certificate is good.
+    pub(super) async fn signed(&mut self, raw: &str, signer: Signer<'_>) -> Auth {
         let login = Login::parse(raw);
         let bastion = self.bastion.clone();
         let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
             return self.refuse(&login, locked_out("publickey")).await;
         };
-        match self.check_key(&login, key.public_key) {
-            Ok(()) => {
+        match self.check_signer(&login, signer) {
+            Ok(accepted) => {
                 drop(attempt);
-                let credential = Credential::Key(key.public_key.clone());
-                self.first_factor(raw, login, Method::Publickey, credential, None)
+                let credential = match signer {
+                    Signer::Key(key) => Credential::Key(key.clone()),
+                    Signer::Certificate(c) => Credential::Certificate(Box::new(c.clone())),
+                };
+                self.first_factor(raw, login, Method::Publickey, credential, accepted)
                     .await
             }
             Err(reason) => {
@@ -203,40 +215,25 @@ impl Connection {
         }
     }
 
-    pub(super) async fn certificate(&mut self, raw: &str, cert: &Certificate) -> Auth {
-        let login = Login::parse(raw);
-        let bastion = self.bastion.clone();
-        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
-            return self.refuse(&login, locked_out("publickey")).await;
-        };
-        match self.check_certificate(&login, cert) {
-            Ok(accepted) => {
-                drop(attempt);
-                let credential = Credential::Certificate(Box::new(cert.clone()));
-                self.first_factor(raw, login, Method::Publickey, credential, Some(accepted))
-                    .await
-            }
-            Err(reason) => {
-                let refused = Refused {
-                    method: "publickey",
-                    reason,
-                    attempt: Some(attempt),
-                };
-                self.refuse(&login, refused).await
-            }
+    /// Checks a key or a certificate; for a certificate, what it lets in.
+    fn check_signer(
+        &self,
+        login: &Login,
+        signer: Signer<'_>,
+    ) -> Result<Option<cert::Accepted>, &'static str> {
+        match signer {
+            Signer::Key(key) => self.check_key(login, key).map(|()| None),
+            Signer::Certificate(c) => self.check_certificate(login, c).map(Some),
         }
     }
 
     fn check_key(&self, login: &Login, key: &PublicKey) -> Result<(), &'static str> {
         let live = self.bastion.live();
-        if !auth::may_start_with(
-            &live.config,
-            live.config.user(&login.user),
-            Method::Publickey,
-        ) {
+        let user = live.config.user(&login.user);
+        if !auth::may_start_with(&live.config, user, Method::Publickey) {
             return Err("method_not_allowed");
         }
-        let known = live.config.user(&login.user).is_some_and(|u| u.knows(key));
+        let known = user.is_some_and(|u| u.knows(key));
         match (known, live.trust.key_revoked(key)) {
             (true, false) => Ok(()),
             (true, true) => Err("key_revoked"),

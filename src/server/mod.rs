@@ -323,7 +323,7 @@ impl russh::server::Handler for Connection {
         user: &str,
         key: VerifiedPublicKey<'_>,
     ) -> Result<Auth, Self::Error> {
-        Ok(self.publickey(user, key).await)
+        Ok(self.signed(user, login::Signer::Key(key.public_key)).await)
     }
 
     async fn auth_openssh_certificate(
@@ -331,7 +331,9 @@ impl russh::server::Handler for Connection {
         user: &str,
         certificate: &russh::keys::Certificate,
     ) -> Result<Auth, Self::Error> {
-        Ok(self.certificate(user, certificate).await)
+        Ok(self
+            .signed(user, login::Signer::Certificate(certificate))
+            .await)
     }
 
     async fn auth_keyboard_interactive<'a>(

@@ -1,7 +1,8 @@
 //! `kind = "ssh"` targets: the bastion's russh client.
 //!
 //! One upstream connection per session channel, authenticated with the
-//! bastion's identity key (or a password from `password_env`), with the
+//! bastion's identity key, a certificate signed for the login (`cert`,
+//! with `[upstream] ca_key`) or a password from `password_env`, with the
 //! target's host key checked against `[upstream].known_hosts` under the
 //! configured policy before anything is sent.
 
@@ -35,8 +36,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long reaching and logging in to a target may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The client handler: only checks the target's host key. A refusal's
-/// reason is left in `verdict` for the message to the user.
+/// The client handler: checks the target's host key (a refusal's reason
+/// is left in `verdict` for the message to the user), notes why the
+/// connection was lost, and joins the target's agent channels to the
+/// client's when the session forwards the user's agent.
 struct HostKeyCheck {
     name: String,
     host: String,

@@ -81,13 +81,20 @@ impl Pki {
 }
 
 /// gina logs in by her name as principal; hank by the principal "ops".
+/// The CAs trusted: the PKI's `ca`.
 fn cert_bastion(pki: &Pki, krl: &Path) -> Bastion {
+    cert_bastion_trusting(&[pki.ca_line()], krl)
+}
+
+/// `cert_bastion` trusting the CA key lines `cas`.
+fn cert_bastion_trusting(cas: &[String], krl: &Path) -> Bastion {
+    let cas: Vec<String> = cas.iter().map(|k| format!("\"{}\"", k.trim())).collect();
     Bastion::start_with(Opts {
         extra_toml: format!(
-            "[auth]\nuser_ca_keys = [\"{}\"]\nrevoked_keys = \"{}\"\n\n\
+            "[auth]\nuser_ca_keys = [{}]\nrevoked_keys = \"{}\"\n\n\
              [[users]]\nname = \"gina\"\ntargets = [\"web1\"]\n\n\
              [[users]]\nname = \"hank\"\ntargets = [\"web1\"]\nprincipals = [\"ops\"]\n",
-            pki.ca_line(),
+            cas.join(", "),
             krl.display()
         ),
         ..Opts::default()
@@ -110,6 +117,17 @@ fn ssh_cert(b: &Bastion, key: &Path, login: &str) -> Command {
     .arg(key)
     .arg(format!("{login}@127.0.0.1"));
     c
+}
+
+/// Logs in with the certificate of `key` and runs `echo WORD`.
+fn let_in(b: &Bastion, key: &Path, login: &str, word: &str) {
+    let out = exec(ssh_cert(b, key, login), format!("echo {word}"));
+    assert_eq!(
+        stdout(&out),
+        format!("{word}\n"),
+        "stderr: {}",
+        stderr(&out)
+    );
 }
 
 fn refused_for(b: &Bastion, key: &Path, login: &str, reason: &str) {
@@ -139,8 +157,7 @@ fn a_certificate_lets_its_principal_in_and_is_audited() {
 
     // hank is whoever holds a certificate for "ops".
     let key = pki.issue("ops", "ca", "oncall-rota", "ops,backup", 8, &[]);
-    let out = exec(ssh_cert(&b, &key, "hank:web1"), "echo ops-in");
-    assert_eq!(stdout(&out), "ops-in\n", "stderr: {}", stderr(&out));
+    let_in(&b, &key, "hank:web1", "ops-in");
     // ...and a certificate naming "hank" is not one for him.
     let key = pki.issue("hank", "ca", "hank", "hank", 9, &[]);
     refused_for(&b, &key, "hank:web1", "wrong_principal");
@@ -177,13 +194,7 @@ fn revoked_certificates_and_unknown_cas_are_refused() {
 
     // A serial revoked later is refused after a reload.
     let key = pki.issue("soon", "ca", "gina-desktop", "gina", 21, &[]);
-    let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo before-revocation");
-    assert_eq!(
-        stdout(&out),
-        "before-revocation\n",
-        "stderr: {}",
-        stderr(&out)
-    );
+    let_in(&b, &key, "gina:web1", "before-revocation");
     pki.revoke("serial: 21\n", true);
     assert!(b.reload().contains("config reloaded"));
     let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo after-revocation");
@@ -212,8 +223,7 @@ fn source_address_and_force_command_are_honoured() {
         4,
         &["-O", "source-address=10.9.9.0/24,127.0.0.0/8"],
     );
-    let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo from-loopback");
-    assert_eq!(stdout(&out), "from-loopback\n", "stderr: {}", stderr(&out));
+    let_in(&b, &key, "gina:web1", "from-loopback");
 
     // force-command: whatever is asked, the certificate's command runs.
     let key = pki.issue(
@@ -298,16 +308,7 @@ fn sha1_signatures_by_an_rsa_ca_are_refused() {
     assert!(st.success());
     let rsa_ca = std::fs::read_to_string(pki.path("rsa_ca.pub")).unwrap();
     let krl = pki.revoke("serial: 13\n", false);
-    let b = Bastion::start_with(Opts {
-        extra_toml: format!(
-            "[auth]\nuser_ca_keys = [\"{}\", \"{}\"]\nrevoked_keys = \"{}\"\n\n\
-             [[users]]\nname = \"gina\"\ntargets = [\"web1\"]\n",
-            pki.ca_line(),
-            rsa_ca.trim(),
-            krl.display()
-        ),
-        ..Opts::default()
-    });
+    let b = cert_bastion_trusting(&[pki.ca_line(), rsa_ca], &krl);
     let key = pki.issue(
         "sha1",
         "rsa_ca",
@@ -325,8 +326,7 @@ fn sha1_signatures_by_an_rsa_ca_are_refused() {
         2,
         &["-t", "rsa-sha2-512"],
     );
-    let out = exec(ssh_cert(&b, &key, "gina:web1"), "echo sha512-ok");
-    assert_eq!(stdout(&out), "sha512-ok\n", "stderr: {}", stderr(&out));
+    let_in(&b, &key, "gina:web1", "sha512-ok");
 }
 
 /// `ssh -A`: the user's agent reaches the target only for users with

@@ -75,6 +75,51 @@ fn askpass(b: &Bastion, password: &str, secret: &str) -> std::path::PathBuf {
     path
 }
 
+/// `ssh` that gives `password` with the password method, then the code
+/// for `secret` at the keyboard-interactive prompt (through SSH_ASKPASS).
+fn password_then_code(b: &Bastion, login: &str, password: &str, secret: &str) -> Command {
+    let mut c = b.ssh_base();
+    c.args([
+        "-o",
+        "PreferredAuthentications=password,keyboard-interactive",
+        "-o",
+        "PubkeyAuthentication=no",
+        "-o",
+        "NumberOfPasswordPrompts=1",
+        &format!("{login}@127.0.0.1"),
+    ]);
+    with_askpass(c, &askpass(b, password, secret))
+}
+
+/// `ssh` that logs in at keyboard-interactive prompts only (a person at
+/// the terminal answers them), running `cmd`.
+fn prompted(b: &Bastion, login: &str, cmd: &str) -> Command {
+    let mut c = b.ssh_base();
+    c.args([
+        "-o",
+        "PreferredAuthentications=keyboard-interactive",
+        "-o",
+        "PubkeyAuthentication=no",
+        &format!("{login}@127.0.0.1"),
+        cmd,
+    ]);
+    c
+}
+
+/// bob's private key, for the russh client.
+fn bob_key(b: &Bastion) -> Arc<russh::keys::PrivateKey> {
+    Arc::new(russh::keys::load_secret_key(&b.bob_key, None).unwrap())
+}
+
+/// Runs a russh-client exchange to its end.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
 fn with_askpass(mut c: Command, askpass: &std::path::Path) -> Command {
     c.env("SSH_ASKPASS", askpass)
         .env("SSH_ASKPASS_REQUIRE", "force")
@@ -86,15 +131,7 @@ fn with_askpass(mut c: Command, askpass: &std::path::Path) -> Command {
 fn a_password_and_a_code_at_a_real_terminal() {
     let b = mfa_bastion("");
     let secret = enroll(&b, "erin");
-    let mut c = b.ssh_base();
-    c.args([
-        "-o",
-        "PreferredAuthentications=keyboard-interactive",
-        "-o",
-        "PubkeyAuthentication=no",
-        "erin:web1@127.0.0.1",
-        "echo in-with-$((2*21))",
-    ]);
+    let c = prompted(&b, "erin:web1", "echo in-with-$((2*21))");
     let mut t = Terminal::spawn(&c, 24, 80);
     t.expect("Password:");
     t.send(&format!("{ERIN_PW}\r"));
@@ -139,16 +176,8 @@ fn a_password_and_a_code_at_a_real_terminal() {
 fn password_method_then_a_code_through_askpass() {
     let b = mfa_bastion("");
     let secret = enroll(&b, "erin");
-    let pass = askpass(&b, ERIN_PW, &secret);
-    let mut c = b.ssh_base();
-    c.args([
-        "-o",
-        "PreferredAuthentications=password,keyboard-interactive",
-        "-o",
-        "PubkeyAuthentication=no",
-        "erin:web1@127.0.0.1",
-    ]);
-    let out = exec(with_askpass(c, &pass), "echo two-factors");
+    let c = password_then_code(&b, "erin:web1", ERIN_PW, &secret);
+    let out = exec(c, "echo two-factors");
     assert_eq!(stdout(&out), "two-factors\n", "stderr: {}", stderr(&out));
     let ok = b.wait_event(|e| e["kind"] == "auth_ok" && e["user"] == "erin");
     assert_eq!(ok["factors"], serde_json::json!(["password", "totp"]));
@@ -180,18 +209,8 @@ fn a_key_alone_is_not_enough_for_a_user_with_mfa() {
 #[test]
 fn a_user_who_never_enrolled_cannot_log_in() {
     let b = mfa_bastion("");
-    let pass = askpass(&b, ERIN_PW, "JBSWY3DPEHPK3PXP");
-    let mut c = b.ssh_base();
-    c.args([
-        "-o",
-        "PreferredAuthentications=password,keyboard-interactive",
-        "-o",
-        "PubkeyAuthentication=no",
-        "-o",
-        "NumberOfPasswordPrompts=1",
-        "gail:web1@127.0.0.1",
-    ]);
-    let out = exec(with_askpass(c, &pass), "echo should-not-run");
+    let c = password_then_code(&b, "gail:web1", ERIN_PW, "JBSWY3DPEHPK3PXP");
+    let out = exec(c, "echo should-not-run");
     assert_eq!(out.status.code(), Some(255));
     let fail = b.wait_event(|e| e["kind"] == "auth_fail" && e["user"] == "gail");
     assert_eq!(fail["reason"], "totp_not_enrolled");
@@ -241,11 +260,7 @@ fn methods_not_offered_are_refused() {
         stderr(&out)
     );
     // A client that sends the password anyway is refused unheard.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    block_on(async {
         let mut h = flows::connect(b.port).await;
         let r = h
             .authenticate_password("alice:web1", ALICE_PW)
@@ -256,15 +271,7 @@ fn methods_not_offered_are_refused() {
     let fail = b.wait_event(|e| e["kind"] == "auth_fail" && e["user"] == "alice");
     assert_eq!(fail["reason"], "method_not_allowed");
     // Keyboard-interactive still takes her password.
-    let mut c = b.ssh_base();
-    c.args([
-        "-o",
-        "PreferredAuthentications=keyboard-interactive",
-        "-o",
-        "PubkeyAuthentication=no",
-        "alice:web1@127.0.0.1",
-        "echo by-prompt",
-    ]);
+    let c = prompted(&b, "alice:web1", "echo by-prompt");
     let mut t = Terminal::spawn(&c, 24, 80);
     t.expect("Password:");
     t.send(&format!("{ALICE_PW}\r"));
@@ -319,12 +326,8 @@ fn a_reload_that_requires_a_code_stops_a_one_factor_connection() {
 fn wrong_codes_from_many_addresses_lock_the_accounts_codes() {
     let b = mfa_bastion("");
     let secret = enroll(&b, "frank");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let key = Arc::new(russh::keys::load_secret_key(&b.bob_key, None).unwrap());
+    block_on(async {
+        let key = bob_key(&b);
         let login = |from: [u8; 4]| {
             let key = key.clone();
             let port = b.port;
@@ -417,6 +420,23 @@ mod flows {
         }
     }
 
+    /// Starts keyboard-interactive for `login`, checks that it asks for
+    /// a password (not a code), and answers `answer`.
+    async fn password_prompt_answered(
+        h: &mut client::Handle<Trusting>,
+        login: &str,
+        answer: &str,
+    ) -> Kbd {
+        let r = h
+            .authenticate_keyboard_interactive_start(login, None)
+            .await
+            .unwrap();
+        assert!(prompt_of(&r).contains("Password"), "{r:?}");
+        h.authenticate_keyboard_interactive_respond(vec![answer.to_string()])
+            .await
+            .unwrap()
+    }
+
     fn prompt_of(r: &Kbd) -> String {
         match r {
             Kbd::InfoRequest { prompts, .. } => prompts[0].prompt.clone(),
@@ -428,12 +448,8 @@ mod flows {
     fn one_factor_never_lets_in_whatever_the_order() {
         let b = mfa_bastion("");
         let secret = enroll(&b, "frank");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let key = Arc::new(russh::keys::load_secret_key(&b.bob_key, None).unwrap());
+        block_on(async {
+            let key = bob_key(&b);
             let mut h = connect(b.port).await;
             // A good key is a partial success: keyboard-interactive next.
             let with_key = PrivateKeyWithHashAlg::new(key.clone(), None);
@@ -451,15 +467,7 @@ mod flows {
             assert!(is_partial(&r), "{r:?}");
             // A code for another login name is not this login's second
             // factor: that exchange asks for a password instead.
-            let r = h
-                .authenticate_keyboard_interactive_start("frank:web2", None)
-                .await
-                .unwrap();
-            assert!(prompt_of(&r).contains("Password"), "{r:?}");
-            let r = h
-                .authenticate_keyboard_interactive_respond(vec![oathtool(&secret)])
-                .await
-                .unwrap();
+            let r = password_prompt_answered(&mut h, "frank:web2", &oathtool(&secret)).await;
             assert!(!matches!(r, Kbd::Success), "{r:?}");
             // A wrong code: refused, keyboard-interactive still offered.
             let r = answer(&mut h, "frank:web1", "000000").await;
@@ -471,15 +479,7 @@ mod flows {
             // A code alone, with no first factor, asks for a password and
             // never succeeds.
             let mut h = connect(b.port).await;
-            let r = h
-                .authenticate_keyboard_interactive_start("frank:web1", None)
-                .await
-                .unwrap();
-            assert!(prompt_of(&r).contains("Password"), "{r:?}");
-            let r = h
-                .authenticate_keyboard_interactive_respond(vec![oathtool(&secret)])
-                .await
-                .unwrap();
+            let r = password_prompt_answered(&mut h, "frank:web1", &oathtool(&secret)).await;
             assert!(!matches!(r, Kbd::Success), "{r:?}");
             // A "none" request is no factor either.
             let r = h.authenticate_none("frank:web1").await.unwrap();
@@ -504,11 +504,7 @@ fn fail2ban_finds_the_address_and_never_one_a_name_spells() {
     let out = exec(b.ssh_pw("alice:web1", "wrong"), "true");
     assert_eq!(out.status.code(), Some(255));
     let forged = "x\" login failed peer=10.6.6.6:22 user=\"y";
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    block_on(async {
         let mut h = flows::connect(b.port).await;
         let r = h.authenticate_password(forged, "wrong").await.unwrap();
         assert!(!r.success(), "{r:?}");
