@@ -2,12 +2,15 @@
 //! of its own on the session's ssh connection, or as a process of a local
 //! target's account (`upstream::Runner`).
 //!
-//! What it owns: starting the command, bounded by `[ai] command_timeout_s`
-//! (start and run together), with no input; reading what it prints;
-//! keeping the bounded, ANSI-free head and tail the model gets
-//! (`terminal::Capture`, as for typed commands); how it ended. What it
-//! leaves to others: what the command line is (`upstream::clean_command`
-//! builds the clean one), how its output is drawn (the caller's [`Show`]:
+//! What it owns: starting the command, bounded in time (`[ai]
+//! command_timeout_s`, or `auto_timeout_s` for what runs unasked: start
+//! and run together) and, for what runs unasked, in output (`[ai]
+//! auto_output_max`), with no input; reading what it prints; keeping the
+//! bounded, ANSI-free head and tail the model gets (`terminal::Capture`,
+//! as for typed commands); how it ended; which wall an unasked command
+//! gets on its target ([`wall`], from `[ai] auto_sandbox`). What it
+//! leaves to others: what the command line is (`upstream::sandbox` builds
+//! the clean one), how its output is drawn (the caller's [`Show`]:
 //! the seat streams it, paced by the client; a parallel member draws
 //! labelled lines), and stopping it early: a caller that drops the future
 //! (Ctrl-C, the question's time limit) drops the running command with it,
@@ -19,8 +22,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::react::Outcome;
+use crate::config::AutoSandbox;
 use crate::terminal::Capture;
-use crate::upstream::{self, Runner};
+use crate::upstream::sandbox::Wall;
+use crate::upstream::{self, Clean, Runner};
 
 /// Where commands run apart, and for how long at most.
 #[derive(Clone, Copy)]
@@ -32,18 +37,98 @@ pub(crate) struct Apart<'a> {
     pub(crate) timeout: Duration,
 }
 
+/// How what `auto` runs unasked is walled and bounded (`[ai]
+/// auto_sandbox`, `sandbox_hide`, `auto_timeout_s`, `auto_output_max`).
+#[derive(Debug, Clone)]
+pub(crate) struct Sandboxing {
+    pub(crate) mode: AutoSandbox,
+    pub(crate) hide: Vec<String>,
+    pub(crate) timeout: Duration,
+    pub(crate) output_max: usize,
+}
+
+impl<'a> Apart<'a> {
+    /// The same place, with the limits of a command run unasked.
+    pub(crate) fn unasked(self, sandboxing: &Sandboxing) -> Apart<'a> {
+        Apart {
+            timeout: sandboxing.timeout.min(self.timeout),
+            ..self
+        }
+    }
+}
+
+/// The wall a command that `auto` would run unasked gets on `apart`'s
+/// target, or why it must be asked instead (one sentence). The target is
+/// probed once per session (`Runner::walls`).
+pub(crate) async fn wall(apart: Apart<'_>, sandboxing: &Sandboxing) -> Result<Wall, String> {
+    let found = apart
+        .runner
+        .walls(apart.upstream, apart.user, &sandboxing.hide)
+        .await;
+    if !found.bash {
+        return Err(
+            "the target has no /bin/bash, the shell walissh's policy reads \
+                    lines as, so nothing runs unasked there"
+                .into(),
+        );
+    }
+    match (sandboxing.mode, found.wall) {
+        (AutoSandbox::Off, _) => Ok(Wall::None),
+        (AutoSandbox::Require, Wall::None) => Err("no sandbox works on this target \
+             (no working bwrap, and unshare only for a root login), and [ai] \
+             auto_sandbox = \"require\": commands are asked, as in confirm"
+            .into()),
+        (_, wall) => Ok(wall),
+    }
+}
+
 /// What to run.
 #[derive(Clone, Copy)]
 pub(crate) enum Command<'a> {
     /// A line as the target account's login shell reads it, start-up files
     /// and all: a command the user approved for a parallel member.
     AsIs(&'a str),
-    /// A script the policy checked, run clean in `cwd` (see
-    /// `upstream::clean_command`).
+    /// A script the policy checked, run clean (see
+    /// `upstream::sandbox::command`); walled, it is bounded in output by
+    /// `output_max`.
     Clean {
+        clean: Clean<'a>,
+        output_max: Option<usize>,
+    },
+}
+
+impl<'a> Command<'a> {
+    /// What `auto` runs unasked: `script` behind `wall`, hiding what
+    /// `sandboxing` adds, bounded in output.
+    pub(crate) fn unasked(
         script: &'a str,
         cwd: Option<&'a str>,
-    },
+        wall: Wall,
+        sandboxing: &'a Sandboxing,
+    ) -> Command<'a> {
+        Command::Clean {
+            clean: Clean {
+                script,
+                cwd,
+                wall,
+                hide: &sandboxing.hide,
+            },
+            output_max: Some(sandboxing.output_max),
+        }
+    }
+
+    /// A line the user approved, run clean: no wall, no output cap.
+    pub(crate) fn approved_clean(line: &'a str) -> Command<'a> {
+        Command::Clean {
+            clean: Clean {
+                script: line,
+                cwd: None,
+                wall: Wall::None,
+                hide: &[],
+            },
+            output_max: None,
+        }
+    }
 }
 
 /// Where a command's output goes as it arrives.
@@ -59,12 +144,17 @@ pub(crate) trait Show {
 /// arrives.
 pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl Show) -> Outcome {
     let deadline = Instant::now() + apart.timeout;
+    let mut output_max = None;
     let start = async {
         match command {
             Command::AsIs(line) => apart.runner.exec(apart.upstream, line, apart.user).await,
-            Command::Clean { script, cwd } => {
+            Command::Clean {
+                clean,
+                output_max: max,
+            } => {
+                output_max = max;
                 let (runner, ctx) = (apart.runner, apart.upstream);
-                runner.exec_clean(ctx, script, cwd, apart.user).await
+                runner.exec_clean(ctx, clean, apart.user).await
             }
         }
     };
@@ -82,12 +172,22 @@ pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl 
     };
     let mut capture = Capture::default();
     let mut exit_code = None;
+    let mut overflowed = false;
     let read = async {
         while let Some(event) = exec.reader.next().await {
             match event {
                 upstream::TargetEvent::Data(d) | upstream::TargetEvent::Stderr(d) => {
-                    capture.push(&d);
-                    show.output(&d).await;
+                    // Past the cap the command is stopped (dropping it
+                    // ends it): only what fits is kept or shown.
+                    let total = capture.total() as usize;
+                    let room = output_max.map_or(d.len(), |max| max.saturating_sub(total));
+                    let kept = &d[..d.len().min(room)];
+                    capture.push(kept);
+                    show.output(kept).await;
+                    if kept.len() < d.len() {
+                        overflowed = true;
+                        return;
+                    }
                 }
                 upstream::TargetEvent::ExitStatus(code) => exit_code = Some(code as i32),
                 upstream::TargetEvent::ExitSignal { .. } => exit_code = Some(128),
@@ -96,11 +196,19 @@ pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl 
         }
     };
     let timed_out = tokio::time::timeout_at(deadline, read).await.is_err();
+    let interrupted = if timed_out {
+        Some(format!("it ran longer than {} s", apart.timeout.as_secs()))
+    } else if overflowed {
+        let max = output_max.unwrap_or_default();
+        Some(format!("it printed more than {max} bytes"))
+    } else {
+        None
+    };
     Outcome {
-        exit_code,
+        exit_code: if overflowed { None } else { exit_code },
         output: capture.text(),
         output_bytes: capture.total(),
-        interrupted: timed_out.then(|| format!("it ran longer than {} s", apart.timeout.as_secs())),
+        interrupted,
         abandoned: false,
     }
 }

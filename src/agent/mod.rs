@@ -46,6 +46,8 @@ pub(crate) struct Agent {
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
     pub(crate) command_timeout: Duration,
+    /// How what runs unasked is walled and bounded.
+    pub(crate) sandboxing: exec::Sandboxing,
     pub(crate) prefixes: Vec<String>,
     /// Scrubs secrets from everything bound for the model (shared with
     /// the blocking threads that scrub command output).
@@ -113,6 +115,17 @@ impl Agent {
                 wall: Duration::from_secs(config.ai.max_time_s.max(1)),
             },
             command_timeout: Duration::from_secs(config.ai.command_timeout_s.max(1)),
+            sandboxing: exec::Sandboxing {
+                mode: config.ai.auto_sandbox,
+                hide: config
+                    .ai
+                    .sandbox_hide
+                    .iter()
+                    .map(|g| g.get_ref().clone())
+                    .collect(),
+                timeout: Duration::from_secs(config.ai.auto_timeout_s.max(1)),
+                output_max: config.ai.auto_output_max.max(1) as usize,
+            },
             prefixes,
             redactor: std::sync::Arc::new(redactor),
             context: config.context.clone(),

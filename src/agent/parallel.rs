@@ -24,6 +24,7 @@ use super::react::{Approval, Host, Outcome};
 use super::render::Draw;
 use super::render::{ending, labelled};
 use crate::audit::{Audit, Ids};
+use crate::upstream::sandbox::Wall;
 use crate::upstream::{self, Runner};
 
 /// Lines of one command's output drawn, at most; the model still gets its
@@ -85,6 +86,8 @@ pub(crate) struct Target<'a> {
     pub(crate) audit: &'a Audit,
     pub(crate) ids: &'a Ids,
     pub(crate) timeout: Duration,
+    /// How what runs unasked is walled and bounded.
+    pub(crate) sandboxing: &'a exec::Sandboxing,
     /// The prompt's directory: where commands run clean start.
     pub(crate) cwd: Option<&'a str>,
 }
@@ -107,6 +110,8 @@ pub(crate) struct Member<'a> {
     pub(crate) target: Target<'a>,
     /// Streamed text not yet a whole line.
     line: String,
+    /// This member said why nothing runs unasked on its target.
+    told_no_wall: bool,
 }
 
 impl<'a> Member<'a> {
@@ -116,6 +121,7 @@ impl<'a> Member<'a> {
             console,
             target,
             line: String::new(),
+            told_no_wall: false,
         }
     }
 
@@ -134,13 +140,13 @@ impl<'a> Member<'a> {
 
     /// Runs a command on its own channel: its output is drawn line by line
     /// as it comes, and kept, bounded, for the model.
-    async fn exec(&self, command: exec::Command<'_>) -> Outcome {
+    async fn exec(&self, apart: exec::Apart<'_>, command: exec::Command<'_>) -> Outcome {
         let mut lines = Lines {
             member: self,
             pending: Vec::new(),
             shown: 0,
         };
-        let outcome = exec::run(self.target.apart(), command, &mut lines).await;
+        let outcome = exec::run(apart, command, &mut lines).await;
         lines.finish();
         outcome
     }
@@ -251,17 +257,28 @@ impl Host for Member<'_> {
         if yes { Approval::Yes } else { Approval::No }
     }
 
-    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
+    async fn wall(&mut self) -> Result<Wall, String> {
+        let wall = exec::wall(self.target.apart(), self.target.sandboxing).await;
+        if let Err(why) = &wall
+            && !std::mem::replace(&mut self.told_no_wall, true)
+        {
+            self.say(why);
+        }
+        wall
+    }
+
+    async fn run(&mut self, command: &str, clean: Option<(&str, Wall)>) -> Outcome {
         self.flush();
         self.say(&format!("$ {command}"));
-        let command = match clean {
-            Some(script) => exec::Command::Clean {
-                script,
-                cwd: self.target.cwd,
-            },
-            None => exec::Command::AsIs(command),
+        let target = self.target;
+        let (apart, command) = match clean {
+            Some((script, wall)) => (
+                target.apart().unasked(target.sandboxing),
+                exec::Command::unasked(script, target.cwd, wall, target.sandboxing),
+            ),
+            None => (target.apart(), exec::Command::AsIs(command)),
         };
-        let outcome = self.exec(command).await;
+        let outcome = self.exec(apart, command).await;
         if let Some(e) = ending(outcome.exit_code, outcome.interrupted.as_deref()) {
             self.say(&e);
         }

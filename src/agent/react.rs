@@ -26,6 +26,7 @@ use crate::config::{AiMode, Approve};
 use crate::context::Message;
 use crate::context::providers::{self, Brief, View, quote_output};
 use crate::context::store::Memory;
+use crate::upstream::sandbox::Wall;
 
 /// Output given back to the model: head and tail, with the cut said. Five
 /// of them (a turn's most) fit in the default 8192-token budget.
@@ -94,7 +95,10 @@ pub(crate) trait Host {
     /// what was checked: what the policy runs unasked. Without, `command`
     /// runs as the user would run it (typed into their shell): what the
     /// user saw and approved.
-    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome;
+    async fn run(&mut self, command: &str, clean: Option<(&str, Wall)>) -> Outcome;
+    /// The wall a command the policy would run unasked gets here, or why
+    /// it must be asked instead (which the host tells the user once).
+    async fn wall(&mut self) -> Result<Wall, String>;
     /// An MCP call (as `call` shows it) ended; `error` is why it failed.
     fn called(&mut self, call: &str, error: Option<&str>);
     /// An audit event of this session.
@@ -452,12 +456,20 @@ async fn run_tool(
         return Err("the agent kept asking for the same command; stopped".into());
     }
     let mut clean = None;
-    let (command, decision) = match policy.check_off_worker(command, mode).await {
+    let verdict = match policy.check_off_worker(command, mode).await {
+        Verdict::Run(script) => match host.wall().await {
+            Ok(wall) => {
+                clean = Some((script.clone(), wall));
+                Verdict::Run(script)
+            }
+            // No wall it may run behind: asked, as in confirm.
+            Err(_) => policy.check_off_worker(command, AiMode::Confirm).await,
+        },
+        other => other,
+    };
+    let (command, decision) = match verdict {
         Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
-        Verdict::Run(script) => {
-            clean = Some(script);
-            (command.to_string(), "auto")
-        }
+        Verdict::Run(_) => (command.to_string(), "auto"),
         Verdict::Ask(prompt) => match host.approve(command, reason, &prompt).await {
             Approval::Yes => (command.to_string(), "approved"),
             Approval::No => {
@@ -475,17 +487,23 @@ async fn run_tool(
             },
         },
     };
-    let ev = vec![
+    let mut ev = vec![
         ("command", command.clone().into()),
         ("decision", decision.into()),
     ];
+    if let Some((_, wall)) = &clean {
+        ev.push(("sandbox", wall.name().into()));
+    }
     // Write-ahead: a command reaches the target only once its row is
     // committed, so a crash never leaves a command run without one.
     if let Err(why) = host.audit_ahead("ai_tool_call", ev).await {
         host.refused(&command, why);
         return Ok(format!("not run: {why}"));
     }
-    let mut outcome = host.run(&command, clean.as_deref()).await;
+    let clean = clean
+        .as_ref()
+        .map(|(script, wall)| (script.as_str(), *wall));
+    let mut outcome = host.run(&command, clean).await;
     // Scrubbed whole, before anything is cut from it.
     outcome.output = scrub(agent, memory, &outcome.output).await;
     let fields = vec![
@@ -671,7 +689,6 @@ mod tests {
     use super::*;
     use crate::agent::scripted::{chunk, llm, server, sse};
 
-    #[derive(Default)]
     struct FakeHost {
         streamed: String,
         approvals: Vec<Approval>,
@@ -679,6 +696,21 @@ mod tests {
         /// For each command run, whether it ran clean.
         clean: Vec<bool>,
         audit: Vec<(String, Value)>,
+        /// What `wall` answers.
+        wall: Result<Wall, String>,
+    }
+
+    impl Default for FakeHost {
+        fn default() -> Self {
+            FakeHost {
+                streamed: String::new(),
+                approvals: Vec::new(),
+                ran: Vec::new(),
+                clean: Vec::new(),
+                audit: Vec::new(),
+                wall: Ok(Wall::Bwrap),
+            }
+        }
     }
 
     impl Host for FakeHost {
@@ -697,7 +729,10 @@ mod tests {
         async fn approve(&mut self, _command: &str, _reason: &str, _prompt: &Prompt) -> Approval {
             self.approvals.pop().unwrap_or(Approval::No)
         }
-        async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
+        async fn wall(&mut self) -> Result<Wall, String> {
+            self.wall.clone()
+        }
+        async fn run(&mut self, command: &str, clean: Option<(&str, Wall)>) -> Outcome {
             self.ran.push(command.to_string());
             self.clean.push(clean.is_some());
             Outcome {

@@ -268,6 +268,14 @@ impl Painter {
         }
     }
 
+    /// Something the user should know, as one dim line.
+    pub(crate) fn notice(&mut self, message: &str) -> Vec<u8> {
+        let mut out = self.end_line();
+        let message = printable(message);
+        out.extend_from_slice(format!("{DIM}walissh: {message}{RESET}\r\n").as_bytes());
+        out
+    }
+
     /// A failure of the question, as one line.
     pub(crate) fn error(&mut self, message: &str) -> Vec<u8> {
         let mut out = self.end_line();

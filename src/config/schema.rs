@@ -320,6 +320,22 @@ pub(crate) struct AiConfig {
     /// a lookup can carry data out.
     #[serde(default)]
     pub(crate) auto_network: bool,
+    /// Where what `auto` runs unasked may run: only in a sandbox
+    /// (`require`), in one where the target has one (`prefer`), or with
+    /// the policy alone (`off`).
+    #[serde(default)]
+    pub(crate) auto_sandbox: AutoSandbox,
+    /// How long one command run unasked may take before it is stopped.
+    #[serde(default = "default_auto_timeout")]
+    pub(crate) auto_timeout_s: u64,
+    /// How many bytes one command run unasked may print before it is
+    /// stopped.
+    #[serde(default = "default_auto_output_max")]
+    pub(crate) auto_output_max: u64,
+    /// More paths (globs; absolute or `~/…`) the sandbox hides, after its
+    /// own list.
+    #[serde(default)]
+    pub(crate) sandbox_hide: Vec<Spanned<String>>,
     /// Extra secret patterns (regexes), redacted before anything reaches
     /// the model.
     #[serde(default)]
@@ -340,6 +356,10 @@ impl Default for AiConfig {
             command_timeout_s: default_command_timeout(),
             deny: Vec::new(),
             auto_network: false,
+            auto_sandbox: AutoSandbox::default(),
+            auto_timeout_s: default_auto_timeout(),
+            auto_output_max: default_auto_output_max(),
+            sandbox_hide: Vec::new(),
             redact: Vec::new(),
             entry: None,
             skills_dir: None,
@@ -360,6 +380,25 @@ fn default_max_time() -> u64 {
 }
 fn default_command_timeout() -> u64 {
     60
+}
+fn default_auto_timeout() -> u64 {
+    10
+}
+fn default_auto_output_max() -> u64 {
+    1024 * 1024
+}
+
+/// `[ai] auto_sandbox`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AutoSandbox {
+    /// Nothing runs unasked where no sandbox works: it is asked.
+    #[default]
+    Require,
+    /// The sandbox where one works, the policy alone elsewhere.
+    Prefer,
+    /// The policy alone.
+    Off,
 }
 
 /// What to do when the audit database or a recording cannot be written.

@@ -82,6 +82,29 @@ impl Config {
             compile_pattern(p.get_ref())
                 .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;
         }
+        for g in &self.ai.sandbox_hide {
+            let glob = g.get_ref();
+            // The sandbox expands it in bash on the target: a path, never
+            // more shell than a glob.
+            let shell = glob
+                .chars()
+                .any(|c| c.is_control() || "$`\\\"'{}()<>|;&!".contains(c));
+            if !(glob.starts_with('/') || glob.starts_with("~/")) || glob.len() < 2 || shell {
+                let msg = format!(
+                    "{glob:?} must be an absolute path or start with ~/, \
+                     with no quotes, backslashes, $, `, braces, parentheses or control characters"
+                );
+                return Err(loc.error(g.span(), Some("ai.sandbox_hide"), &msg));
+            }
+        }
+        if self.ai.auto_timeout_s == 0 || self.ai.auto_output_max == 0 {
+            let key = if self.ai.auto_timeout_s == 0 {
+                "ai.auto_timeout_s"
+            } else {
+                "ai.auto_output_max"
+            };
+            return Err(loc.error(0..0, Some(key), "must be at least 1"));
+        }
         Ok(())
     }
 

@@ -383,7 +383,28 @@ impl Gateway {
                 .field("via", "mcp")
                 .field("client", client)
         };
-        let (decision, clean) = match agent.policy.check_off_worker(command, mode).await {
+        let apart = exec::Apart {
+            runner: &self.runner,
+            upstream: &self.bastion.upstream,
+            user: &self.ids.user,
+            timeout: agent.command_timeout,
+        };
+        let sandboxing = &agent.sandboxing;
+        let mut verdict = agent.policy.check_off_worker(command, mode).await;
+        let mut wall = None;
+        if let Verdict::Run(_) = verdict {
+            match exec::wall(apart, sandboxing).await {
+                Ok(w) => wall = Some(w),
+                // No wall it may run behind: asked, as in confirm.
+                Err(_) => {
+                    verdict = agent
+                        .policy
+                        .check_off_worker(command, AiMode::Confirm)
+                        .await
+                }
+            }
+        }
+        let (decision, clean) = match verdict {
             Verdict::Deny(why) => {
                 audit
                     .event(row("denied_by_policy").field("reason", why.as_str()))
@@ -403,22 +424,26 @@ impl Gateway {
                 }
             },
         };
+        let ahead = match wall {
+            Some(w) if clean.is_some() => row(decision).field("sandbox", w.name()),
+            _ => row(decision),
+        };
         // Written ahead, as for the agent: no command runs without its row.
-        if let Err(why) = audit.ahead(row(decision)).await {
+        if let Err(why) = audit.ahead(ahead).await {
             return result(format!("not run: {why}"), true);
         }
-        let apart = exec::Apart {
-            runner: &self.runner,
-            upstream: &self.bastion.upstream,
-            user: &self.ids.user,
-            timeout: agent.command_timeout,
-        };
-        // Everything runs clean (plain sh, a fixed environment), with its
-        // input as its lifeline: what the policy proved, as it proved it;
+        // Everything runs clean (bash, a fixed environment), with its
+        // input as its lifeline: what the policy proved, as it proved it,
+        // behind its wall and within the limits of what runs unasked;
         // what the user approved, as written. When the client leaves, the
         // channel closes and all of it stops, whatever it does with TERM.
-        let script = clean.as_deref().unwrap_or(command);
-        let run = exec::Command::Clean { script, cwd: None };
+        let (apart, run) = match (&clean, wall) {
+            (Some(script), Some(wall)) => (
+                apart.unasked(sandboxing),
+                exec::Command::unasked(script, None, wall, sandboxing),
+            ),
+            _ => (apart, exec::Command::approved_clean(command)),
+        };
         let mut ended = self.ended.clone();
         let stopped = |why: &str| Outcome {
             interrupted: Some(why.to_string()),

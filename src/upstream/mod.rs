@@ -9,6 +9,7 @@
 mod cert;
 pub(crate) mod known_hosts;
 mod local;
+pub(crate) mod sandbox;
 mod ssh;
 
 use std::path::PathBuf;
@@ -21,7 +22,6 @@ use russh::{Pty, Sig};
 
 use crate::config::{Account, HostKeyPolicy, TargetConfig, TargetKind};
 use crate::terminal::Shell;
-use crate::terminal::bootstrap::quote;
 
 pub(crate) use local::LocalAccount;
 
@@ -135,9 +135,17 @@ pub(crate) struct Opened {
 /// Runs commands on a session's target beside its shell (the agent's
 /// commands run apart: what the policy runs unasked, and parallel
 /// members'): exec channels on the same ssh connection, or processes as
-/// the local target's account.
+/// the local target's account. Clones share the connection and what the
+/// sandbox probe found.
 #[derive(Clone)]
-pub(crate) enum Runner {
+pub(crate) struct Runner {
+    via: Via,
+    /// Which wall works on the target, probed once (see [`Runner::walls`]).
+    walls: Arc<tokio::sync::OnceCell<sandbox::Found>>,
+}
+
+#[derive(Clone)]
+enum Via {
     Ssh(ssh::Runner),
     Local(Arc<LocalAccount>),
 }
@@ -158,26 +166,85 @@ enum Input {
 }
 
 impl Runner {
-    /// Starts `script` clean, in `cwd` (see [`clean_command`]), with no
-    /// input. The error is a sentence.
+    fn new(via: Via) -> Runner {
+        Runner {
+            via,
+            walls: Arc::default(),
+        }
+    }
+
+    /// Starts `script` clean, behind `wall`, in `cwd` (see
+    /// [`sandbox::command`]), with no input. The error is a sentence.
     pub(crate) async fn exec_clean(
         &self,
         ctx: &UpstreamSettings,
-        script: &str,
-        cwd: Option<&str>,
+        clean: Clean<'_>,
         user: &str,
     ) -> Result<Execution, String> {
-        // Its input stays open: it is the lifeline of [`with_lifeline`].
-        self.start(ctx, &clean_command(script, cwd), user, true)
+        let line = sandbox::command(clean.script, clean.cwd, clean.wall, clean.hide);
+        // Its input stays open: it is the lifeline (`sandbox::command`).
+        self.start(ctx, &line, user, true).await
+    }
+
+    /// Which wall works on the target, and whether it has bash: probed
+    /// the first time it is asked, by running each wall's probe the way a
+    /// command would run (best first), then kept for the session. `hide`
+    /// is `[ai] sandbox_hide`: a glob that breaks the sandbox breaks it in
+    /// the probe too.
+    pub(crate) async fn walls(
+        &self,
+        ctx: &UpstreamSettings,
+        user: &str,
+        hide: &[String],
+    ) -> sandbox::Found {
+        *self
+            .walls
+            .get_or_init(|| async {
+                for wall in sandbox::WALLS {
+                    if self.probe(ctx, user, wall, hide).await {
+                        return sandbox::Found { wall, bash: true };
+                    }
+                }
+                sandbox::Found {
+                    wall: sandbox::Wall::None,
+                    bash: false,
+                }
+            })
             .await
+    }
+
+    /// Whether `wall`'s probe prints what it should, within [`PROBE_TIME`].
+    async fn probe(
+        &self,
+        ctx: &UpstreamSettings,
+        user: &str,
+        wall: sandbox::Wall,
+        hide: &[String],
+    ) -> bool {
+        let run = async {
+            let line = sandbox::probe_line(wall, hide);
+            let Ok(mut exec) = self.start(ctx, &line, user, false).await else {
+                return false;
+            };
+            let mut out = Vec::new();
+            while let Some(event) = exec.reader.next().await {
+                if let TargetEvent::Data(d) = event
+                    && out.len() < 256
+                {
+                    out.extend_from_slice(&d);
+                }
+            }
+            sandbox::probe_worked(&out)
+        };
+        tokio::time::timeout(PROBE_TIME, run).await.unwrap_or(false)
     }
 
     /// What the environment provider knows of the target: its OS, kernel,
     /// host name, user and login shell (none when the probe failed).
     pub(crate) async fn facts(&self) -> Option<TargetInfo> {
-        match self {
-            Runner::Ssh(r) => r.facts().await,
-            Runner::Local(who) => {
+        match &self.via {
+            Via::Ssh(r) => r.facts().await,
+            Via::Local(who) => {
                 let who = who.clone();
                 tokio::task::spawn_blocking(move || TargetInfo::local(&who))
                     .await
@@ -205,15 +272,15 @@ impl Runner {
         user: &str,
         hold_input: bool,
     ) -> Result<Execution, String> {
-        match self {
-            Runner::Ssh(r) => {
+        match &self.via {
+            Via::Ssh(r) => {
                 let (reader, channel) = r.exec(command, user, hold_input).await?;
                 Ok(Execution {
                     reader: Reader::Ssh(reader),
                     _input: Input::Ssh(channel),
                 })
             }
-            Runner::Local(who) => {
+            Via::Local(who) => {
                 let req = Request::exec(command, user);
                 let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
                 let mut input = Writer::Local(w);
@@ -229,89 +296,18 @@ impl Runner {
     }
 }
 
-/// The only PATH a command run clean sees: the system's directories, the
-/// sbin ones included (`ss`, `ip`, `sysctl` live there on some systems).
-const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// How long one wall's probe may take before that wall counts as not
+/// working.
+const PROBE_TIME: Duration = Duration::from_secs(10);
 
-/// How a command run clean is stopped, all of it, when walissh gives it
-/// up (Ctrl-C, its timeout). A signal is not enough: sshd passes a TERM
-/// to the session's process group, but refuses to for some accounts
-/// (OpenSSH sends no signal into a root login's session), and a closed
-/// channel stops nothing that does not write. So the command's input,
-/// which walissh holds open and never writes to, is a lifeline: `sh`
-/// gives the script `/dev/null` instead, and a watcher waits for that
-/// input to end, which it does when walissh drops the channel or the
-/// process, then signals the whole process group: TERM, and two seconds
-/// later KILL, for what ignores TERM (the watcher ignores it itself, to
-/// live that long). sshd makes each
-/// session's process the leader of a group of its own (setsid), and
-/// walissh each local one (`local::open`), so the group is the command's
-/// and nothing else's; the line must never run where it is not. When the
-/// script ends first, the watcher is stopped, and the exit status is the
-/// script's.
-fn with_lifeline(script: &str) -> String {
-    format!(
-        "exec 3<&0 </dev/null; {{ {script}\n}} 3<&- & p=$!; \
-         {{ trap '' TERM; read -r x <&3; kill -TERM 0; sleep 2; kill -KILL 0; }} & w=$!; \
-         exec 3<&-; wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s"
-    )
-}
-
-/// The command line, for the target account's login shell, that runs
-/// `script` (a POSIX sh script, already fully quoted by the policy) clean:
-///
-/// ```text
-/// \exec '/usr/bin/env' '-i' 'PATH=<CLEAN_PATH>' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' \
-///     'cd -- CWD || exit 1; <SCRIPT, run with a lifeline>'
-/// ```
-///
-/// The login shell is unavoidable (sshd runs every exec command through
-/// it, and a local target's exec does the same), so it is given one thing
-/// to do: replace itself with `env`, which empties the environment and
-/// starts `/bin/sh` with a fixed PATH. `sh` is not interactive and gets no
-/// `ENV`, so it reads no start-up file; it goes to the prompt's directory
-/// (`cwd`; without one it stays where the login shell started, the home
-/// directory) and runs the script so that giving it up stops all of it
-/// ([`with_lifeline`]).
-///
-/// What that protects against: everything the user's interactive shell
-/// would add to a checked name. Aliases (every word the login shell reads
-/// is quoted, so neither bash's nor zsh's aliases, global ones included,
-/// apply), functions and PATH entries from rc files, and exported ones
-/// (`env -i` drops `BASH_FUNC_*`, `PATH`, `ENV`, `BASH_ENV`, `LD_PRELOAD`,
-/// `IFS` and the rest; `env` and `sh` are named by absolute path), shell
-/// options, and the interactive rc files themselves (`~/.bashrc` of an
-/// interactive shell, `~/.zshrc`: a non-interactive shell never reads
-/// them).
-///
-/// What it does not: the login shell's own non-interactive start-up runs
-/// before this line is read: `/etc/zshenv` and `~/.zshenv` for zsh; for
-/// bash started by sshd, `~/.bashrc` (and Debian's `/etc/bash.bashrc`),
-/// which most distributions' files leave at once when not interactive;
-/// `BASH_ENV` when sshd passes the environment on. Code there runs first,
-/// and a function named `exec` defined there (no quoting stops a function)
-/// takes this line over. Those files, like `/bin/sh` and the programs in
-/// the fixed PATH, are the target account's own: an account can make any
-/// of its commands do anything. The wrapper keeps the user's interactive
-/// set-up from changing what the policy checked; it is no sandbox against
-/// the account itself. Programs still read their own configuration from
-/// `$HOME` (kept, so that `git` or `systemctl --user` find theirs).
-///
-/// The quoting is POSIX single quotes, which is what bash and zsh (the
-/// login shells the agent runs with: it needs their shell integration)
-/// read; fish reads `\\` inside them differently.
-pub(crate) fn clean_command(script: &str, cwd: Option<&str>) -> String {
-    let cd = match cwd {
-        Some(dir) => format!("cd -- {} || exit 1; ", quote(dir)),
-        None => String::new(),
-    };
-    // The script's own line ends before the brace: a comment at its end
-    // must not hide it.
-    let body = format!("{cd}{}", with_lifeline(script));
-    format!(
-        "\\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' \"HOME=$HOME\" '/bin/sh' '-c' {}",
-        quote(&body)
-    )
+/// A checked script to run clean: where, and behind what.
+#[derive(Clone, Copy)]
+pub(crate) struct Clean<'a> {
+    pub(crate) script: &'a str,
+    pub(crate) cwd: Option<&'a str>,
+    pub(crate) wall: sandbox::Wall,
+    /// `[ai] sandbox_hide`, hidden after [`sandbox::HIDDEN`] when walled.
+    pub(crate) hide: &'a [String],
 }
 
 /// What the target says about itself: asked once, quietly, before an
@@ -451,7 +447,7 @@ pub(crate) async fn open(
                 writer: Writer::Ssh(w),
                 integrated,
                 info,
-                runner: Runner::Ssh(runner),
+                runner: Runner::new(Via::Ssh(runner)),
             })
         }
         TargetKind::Local => {
@@ -476,7 +472,7 @@ pub(crate) async fn open(
                 writer: Writer::Local(w),
                 integrated,
                 info,
-                runner: Runner::Local(Arc::new(who)),
+                runner: Runner::new(Via::Local(Arc::new(who))),
             })
         }
     }
@@ -491,7 +487,9 @@ pub(crate) async fn connect(
     session: &str,
 ) -> Result<Runner, String> {
     match target.kind {
-        TargetKind::Ssh => Ok(Runner::Ssh(ssh::connect(target, ctx, user, session).await?)),
+        TargetKind::Ssh => Ok(Runner::new(Via::Ssh(
+            ssh::connect(target, ctx, user, session).await?,
+        ))),
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
             let own = ctx.own_account.clone();
@@ -500,7 +498,7 @@ pub(crate) async fn connect(
                 tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
                     .await
                     .map_err(|e| format!("account lookup failed: {e}"))??;
-            Ok(Runner::Local(Arc::new(who)))
+            Ok(Runner::new(Via::Local(Arc::new(who))))
         }
     }
 }
@@ -586,245 +584,6 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
-    use std::process::Command as Process;
-
-    #[test]
-    fn the_clean_line_quotes_the_directory_and_keeps_the_script() {
-        let wrapper = format!(
-            r#"\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' "HOME=$HOME" '/bin/sh' '-c' "#
-        );
-        let line = clean_command("'ls' '-la'", Some("/srv/it's here"));
-        let body = format!(
-            "cd -- '/srv/it'\\''s here' || exit 1; {}",
-            with_lifeline("'ls' '-la'")
-        );
-        assert_eq!(line, format!("{wrapper}{}", quote(&body)));
-        assert_eq!(
-            quote(&body),
-            r#"'cd -- '\''/srv/it'\''\'\'''\''s here'\'' || exit 1; exec 3<&0 </dev/null; { '\''ls'\'' '\''-la'\''
-} 3<&- & p=$!; { trap '\'''\'' TERM; read -r x <&3; kill -TERM 0; sleep 2; kill -KILL 0; } & w=$!; exec 3<&-; wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s'"#
-        );
-        // No directory known: no cd at all.
-        let line = clean_command("'uptime'", None);
-        let body = with_lifeline("'uptime'");
-        assert!(
-            body.starts_with("exec 3<&0 </dev/null; { 'uptime'\n}"),
-            "{body}"
-        );
-        assert_eq!(line, format!("{wrapper}{}", quote(&body)));
-    }
-
-    /// Starts `line` the way sshd does: as `shell -c line`, leading a
-    /// process group of its own (the lifeline signals its group), with its
-    /// input held open, in `dir`, with `env` over a plain environment.
-    fn start_as_login_shell(
-        shell: &str,
-        line: &str,
-        dir: &Path,
-        env: &[(&str, String)],
-    ) -> std::process::Child {
-        use std::os::unix::process::CommandExt;
-        Process::new(shell)
-            .arg("-c")
-            .arg(line)
-            .current_dir(dir)
-            .env_clear()
-            .env("HOME", dir)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .process_group(0)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    /// Runs `line` as [`start_as_login_shell`] starts it, to its end, its
-    /// input open all along; returns its exit code and stdout.
-    fn run_as_login_shell(
-        shell: &str,
-        line: &str,
-        dir: &Path,
-        env: &[(&str, String)],
-    ) -> (Option<i32>, String) {
-        use std::io::Read;
-        let mut child = start_as_login_shell(shell, line, dir, env);
-        let input = child.stdin.take();
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        let status = child.wait().unwrap();
-        drop(input);
-        (status.code(), out)
-    }
-
-    #[test]
-    fn the_script_reaches_sh_intact_in_the_directory_given() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("it's a \"dir\" $HOME");
-        std::fs::create_dir(&dir).unwrap();
-        let dir_s = dir.to_str().unwrap();
-        let script = r#"printf '%s|' "$PWD" 'a  b' "\$x" 'it'\''s' \\n; printf '%s' "$PATH,$LANG"; exit 3 # a comment"#;
-        let line = clean_command(script, Some(dir_s));
-        let (code, out) = run_as_login_shell("bash", &line, tmp.path(), &[]);
-        assert_eq!(
-            out,
-            format!(r#"{dir_s}|a  b|$x|it's|\n|{CLEAN_PATH},C.UTF-8"#)
-        );
-        // The script's exit status is the command's.
-        assert_eq!(code, Some(3));
-        // A directory that cannot be entered stops the script.
-        let gone = tmp.path().join("gone");
-        let line = clean_command("echo RAN", Some(gone.to_str().unwrap()));
-        let (code, out) = run_as_login_shell("bash", &line, tmp.path(), &[]);
-        assert_eq!(code, Some(1));
-        assert!(!out.contains("RAN"), "{out}");
-    }
-
-    #[test]
-    fn ending_its_input_stops_all_the_clean_line_started() {
-        use std::io::BufRead;
-        let tmp = tempfile::tempdir().unwrap();
-        // Both sides of a pipe, neither of which sh becomes, silent.
-        let script = "'echo' 'STARTED'; 'tail' '-f' '/dev/null' | 'cat'";
-        let line = clean_command(script, None);
-        let mut child = start_as_login_shell("bash", &line, tmp.path(), &[]);
-        let group = child.id() as i32;
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        out.read_line(&mut first).unwrap();
-        assert_eq!(first, "STARTED\n");
-        let group = nix::unistd::Pid::from_raw(group);
-        let alive = || nix::sys::signal::killpg(group, None).is_ok();
-        assert!(alive());
-        // What dropping the channel or the process does to the input.
-        drop(child.stdin.take());
-        // The signal takes a moment; the orphans it reached are reaped by
-        // init, sh by this test.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while alive() && std::time::Instant::now() < deadline {
-            let _ = child.try_wait();
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let left = alive();
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        child.wait().unwrap();
-        assert!(!left, "the pipe's programs outlived the end of the input");
-    }
-
-    /// A login shell made hostile in `tmp`: a fake `ls` first in PATH, and
-    /// start-up code for `shell` (read by `shell -c` itself, as sshd runs
-    /// it) that defines an alias, a function and an exported function
-    /// `ls`, aliases for the wrapper's own words, and an `ENV` for `sh`.
-    /// Each trick, if it works, leaves a file in the markers' directory.
-    /// Returns the directory the real `ls` lists, the markers' directory
-    /// and the environment to start `shell` with.
-    fn hostile(shell: &str, tmp: &Path) -> (PathBuf, PathBuf, Vec<(&'static str, String)>) {
-        use std::os::unix::fs::PermissionsExt;
-        let (marks, listing, fakebin) = (tmp.join("marks"), tmp.join("listing"), tmp.join("bin"));
-        for d in [&marks, &listing, &fakebin] {
-            std::fs::create_dir(d).unwrap();
-        }
-        std::fs::write(listing.join("REAL-FILE-4711"), "").unwrap();
-        let m = marks.display();
-        let fake_ls = fakebin.join("ls");
-        std::fs::write(
-            &fake_ls,
-            format!("#!/bin/sh\ntouch {m}/path-ls\necho FAKE\n"),
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake_ls, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let sh_env = tmp.join("sh_env");
-        std::fs::write(
-            &sh_env,
-            format!("ls() {{ touch {m}/sh-env-ls; echo FAKE; }}\n"),
-        )
-        .unwrap();
-        let common = format!(
-            "ls() {{ touch {m}/function-ls; echo FAKE; }}\n\
-             alias ls='touch {m}/alias-ls; echo FAKE'\n\
-             alias exec='touch {m}/alias-exec; echo FAKE'\n\
-             export ENV={sh_env}\n",
-            sh_env = sh_env.display(),
-        );
-        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", fakebin.display());
-        let mut env = vec![("PATH", path)];
-        match shell {
-            "bash" => {
-                let rc = tmp.join("bash_env");
-                let rc_text = format!("shopt -s expand_aliases\n{common}export -f ls\n");
-                std::fs::write(&rc, rc_text).unwrap();
-                env.push(("BASH_ENV", rc.display().to_string()));
-            }
-            "zsh" => {
-                let zdot = tmp.join("zdot");
-                std::fs::create_dir(&zdot).unwrap();
-                // zsh expands aliases in scripts too, global ones anywhere
-                // in a line.
-                let global = format!(
-                    "alias /usr/bin/env='touch {m}/alias-env; echo FAKE'\n\
-                     alias -g /bin/sh='/bin/echo FAKE; touch {m}/global-sh; :'\n\
-                     alias -g -- -i='-i; touch {m}/global-i'\n"
-                );
-                std::fs::write(zdot.join(".zshenv"), format!("{common}{global}")).unwrap();
-                env.push(("ZDOTDIR", zdot.display().to_string()));
-            }
-            _ => unreachable!(),
-        }
-        (listing, marks, env)
-    }
-
-    fn markers(dir: &Path) -> Vec<std::ffi::OsString> {
-        let entries = std::fs::read_dir(dir).unwrap();
-        entries.map(|e| e.unwrap().file_name()).collect()
-    }
-
-    #[test]
-    fn the_real_program_runs_whatever_the_login_shell_was_told() {
-        for shell in ["bash", "zsh"] {
-            if shell == "zsh" && !Path::new("/usr/bin/zsh").exists() {
-                eprintln!("zsh is not installed: its half is skipped");
-                continue;
-            }
-            let tmp = tempfile::tempdir().unwrap();
-            let (listing, marks, env) = hostile(shell, tmp.path());
-            // The set-up is hostile to a line that is not clean.
-            let (_, plain) = run_as_login_shell(shell, "ls", &listing, &env);
-            assert!(plain.contains("FAKE"), "{shell}: not hostile: {plain:?}");
-            for m in markers(&marks) {
-                std::fs::remove_file(marks.join(m)).unwrap();
-            }
-            let script = "'ls' '-a'; '/usr/bin/env'";
-            let line = clean_command(script, Some(listing.to_str().unwrap()));
-            let (code, out) = run_as_login_shell(shell, &line, tmp.path(), &env);
-            assert_eq!(code, Some(0), "{shell}: {out:?}");
-            assert!(out.contains("REAL-FILE-4711"), "{shell}: {out:?}");
-            assert!(!out.contains("FAKE"), "{shell}: {out:?}");
-            assert_eq!(markers(&marks), Vec::<std::ffi::OsString>::new(), "{shell}");
-            // The environment is the fixed one, and what sh sets itself.
-            let mut vars: Vec<&str> = out
-                .lines()
-                .filter_map(|l| l.split_once('=').map(|(k, _)| k))
-                .filter(|k| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-                .collect();
-            vars.sort();
-            assert_eq!(
-                vars,
-                ["HOME", "LANG", "OLDPWD", "PATH", "PWD"],
-                "{shell}: {out:?}"
-            );
-            assert!(
-                out.contains(&format!("PATH={CLEAN_PATH}\n")),
-                "{shell}: {out:?}"
-            );
-        }
-    }
-
     #[test]
     fn the_probes_lines_are_read_and_empty_ones_left_out() {
         let info = TargetInfo::parse(

@@ -52,6 +52,7 @@ use crate::context::store::Memory;
 use crate::terminal::sanitize::Sanitizer;
 use crate::terminal::screen::Screen;
 use crate::terminal::{ACCEPT, CommandRecord, Question, ROTATE};
+use crate::upstream::sandbox::Wall;
 use crate::upstream::{Runner, UpstreamSettings};
 
 /// How long a command must have been silent, on a line that looks like a
@@ -155,6 +156,18 @@ pub(crate) struct Desk<'a> {
     pub(crate) settings: &'a (dyn Fn() -> Settings + Sync),
 }
 
+impl<'a> Desk<'a> {
+    /// Where the agent's commands run apart from the user's shell.
+    fn apart(&self, timeout: Duration) -> exec::Apart<'a> {
+        exec::Apart {
+            runner: self.runner,
+            upstream: self.upstream,
+            user: &self.ids.user,
+            timeout,
+        }
+    }
+}
+
 /// What a user's question runs under.
 #[derive(Clone)]
 pub(crate) struct Settings {
@@ -190,6 +203,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         speaking: None,
         rotated: false,
         account: None,
+        told_no_wall: false,
     };
     let mut memory = Memory::new(&seat.settings.agent.context);
     let (audit, ids) = (seat.desk.audit, seat.desk.ids);
@@ -261,6 +275,8 @@ struct Seat<'a> {
     /// The nested shell the question was asked in (after `sudo -i`):
     /// commands run there, as that account.
     account: Option<Account>,
+    /// The user was told why nothing runs unasked here (once a session).
+    told_no_wall: bool,
 }
 
 /// The account and host of a nested shell.
@@ -650,18 +666,13 @@ impl Seat<'_> {
     /// stops the question, and dropping this future drops the command's
     /// channel or process, which stops all of it (its input, held open
     /// until then, is its lifeline: `upstream::clean_command`).
-    async fn run_apart(&mut self, script: &str) -> Outcome {
+    async fn run_apart(&mut self, script: &str, wall: Wall) -> Outcome {
         let cwd = self.desk.shared.cwd();
-        let apart = exec::Apart {
-            runner: self.desk.runner,
-            upstream: self.desk.upstream,
-            user: &self.desk.ids.user,
-            timeout: self.settings.agent.command_timeout,
-        };
-        let command = exec::Command::Clean {
-            script,
-            cwd: cwd.as_deref(),
-        };
+        let settings = self.settings.clone();
+        let sandboxing = &settings.agent.sandboxing;
+        let apart = self.desk.apart(settings.agent.command_timeout);
+        let apart = apart.unasked(sandboxing);
+        let command = exec::Command::unasked(script, cwd.as_deref(), wall, sandboxing);
         let mut stream = Stream {
             draw: &self.draw,
             painter: &mut self.painter,
@@ -818,7 +829,20 @@ impl Host for Seat<'_> {
         }
     }
 
-    async fn run(&mut self, command: &str, clean: Option<&str>) -> Outcome {
+    async fn wall(&mut self) -> Result<Wall, String> {
+        let agent = &self.settings.agent;
+        let apart = self.desk.apart(agent.command_timeout);
+        let wall = exec::wall(apart, &agent.sandboxing).await;
+        if let Err(why) = &wall
+            && !std::mem::replace(&mut self.told_no_wall, true)
+        {
+            let out = self.painter.notice(why);
+            self.show(out);
+        }
+        wall
+    }
+
+    async fn run(&mut self, command: &str, clean: Option<(&str, Wall)>) -> Outcome {
         if self.shown.as_deref() != Some(command) {
             let line = self.painter.command(command, "");
             self.show(line);
@@ -826,7 +850,7 @@ impl Host for Seat<'_> {
         self.shown = None;
         self.settle_lines().await;
         let outcome = match clean {
-            Some(script) => self.run_apart(script).await,
+            Some((script, wall)) => self.run_apart(script, wall).await,
             None => self.run_typed(command).await,
         };
         let mut out = self.painter.end_line();

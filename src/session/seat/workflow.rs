@@ -107,6 +107,7 @@ impl Seat<'_> {
             audit: self.desk.audit,
             ids: self.desk.ids,
             timeout: agent.command_timeout,
+            sandboxing: &agent.sandboxing,
             cwd: cwd.as_deref(),
         };
         let toolbox = self.toolbox.clone();

@@ -1,0 +1,342 @@
+//! The command line that runs a checked script apart from the user's
+//! shell, and the walls around it: what `auto` runs unasked runs where the
+//! kernel itself stops writes, network and secret reads, so a table of the
+//! policy that is wrong about one option of one program cannot do harm.
+//!
+//! What it owns: the line given to the target account's login shell
+//! ([`command`]), the sandbox it sets up ([`Wall`]: bubblewrap, or
+//! util-linux `unshare` for a root login, or none), the paths the sandbox
+//! hides ([`HIDDEN`], which the policy's secret check reads too, so either
+//! wall alone stops the read), and the probe that finds which wall works
+//! on a target ([`probe_line`], [`Found`]). What it leaves to others:
+//! which wall a command gets (`agent::exec`, from `[ai] auto_sandbox`),
+//! starting the line (`Runner`), and its time and output limits
+//! (`agent::exec`).
+//!
+//! The script always runs under `/bin/bash --noprofile --norc`: the
+//! policy read it with bash's grammar, and `/bin/sh` (dash on Debian)
+//! reads some lines otherwise (`echo 10>x` is a descriptor to bash, an
+//! argument to dash).
+
+use crate::terminal::bootstrap::quote;
+
+/// The only PATH a command run clean sees: the system's directories, the
+/// sbin ones included (`ss`, `ip`, `sysctl` live there on some systems).
+pub(crate) const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Where the programs walissh names are looked for: fixed paths, never the
+/// account's PATH.
+const BASH: &str = "/bin/bash";
+const BWRAP: &str = "/usr/bin/bwrap";
+const UNSHARE: &str = "/usr/bin/unshare";
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// What stands around a script run clean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wall {
+    /// bubblewrap: for root and, where user namespaces are allowed, for
+    /// ordinary accounts.
+    Bwrap,
+    /// util-linux `unshare` and `setpriv`: root logins only (it needs the
+    /// privilege to make mounts, then drops every capability).
+    Unshare,
+    /// None: the policy alone (`auto_sandbox = "prefer"` where nothing
+    /// works, `"off"`, and commands the user approved).
+    None,
+}
+
+impl Wall {
+    /// The name audit rows carry (`sandbox`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Wall::Bwrap => "bwrap",
+            Wall::Unshare => "unshare",
+            Wall::None => "none",
+        }
+    }
+}
+
+/// What a target's probe found: the best wall that works there, and
+/// whether it has bash at its fixed path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) wall: Wall,
+    pub(crate) bash: bool,
+}
+
+/// The paths hidden from a sandboxed command (an empty directory or file
+/// in their place), as globs: `*` within one component, `~` the target
+/// account's home. `[ai] sandbox_hide` adds more. The policy's secret
+/// check matches the same list (`agent::policy::paths`).
+pub(crate) const HIDDEN: &[&str] = &[
+    // Passwords and host keys.
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/security/opasswd",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssh/*_key",
+    // Whole places of secrets.
+    "/root",
+    "/run/secrets",
+    "/var/run/secrets",
+    "/etc/kubernetes",
+    "/etc/rancher",
+    "/var/lib/kubelet/pki",
+    "/etc/wireguard",
+    "/etc/ssl/private",
+    "/etc/letsencrypt",
+    "/etc/ipsec.secrets",
+    "/etc/ipsec.d/private",
+    "/etc/krb5.keytab",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+    "/var/lib/iwd",
+    "/etc/sssd",
+    "/var/lib/sss",
+    "/var/spool/cron",
+    "/var/spool/cron/crontabs",
+    "/var/lib/tor",
+    "/var/lib/cloud/instance/user-data.txt",
+    "/var/lib/cloud/instance/user-data.txt.i",
+    "/var/lib/cloud/instances/*/user-data.txt",
+    "/var/lib/cloud/instances/*/user-data.txt.i",
+    "/var/lib/cloud/instance/vendor-data.txt",
+    "/run/cloud-init/instance-data-sensitive.json",
+    "/var/lib/cloud/instance/sensitive",
+    "/etc/mysql/debian.cnf",
+    "/etc/postfix/sasl_passwd",
+    "/etc/postfix/sasl_passwd.db",
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    "/etc/docker/key.json",
+    "/var/lib/docker/containers",
+    "/etc/containers/auth.json",
+    "/run/containers/*/auth.json",
+    "/etc/gitlab-runner",
+    "/etc/cups/ssl",
+    "/var/lib/private",
+    // Every home's credentials, the account's own wherever its home is.
+    "/home/*/.ssh",
+    "/home/*/.gnupg",
+    "/home/*/.aws",
+    "/home/*/.azure",
+    "/home/*/.kube",
+    "/home/*/.docker",
+    "/home/*/.config/gcloud",
+    "/home/*/.config/rclone",
+    "/home/*/.config/sops",
+    "/home/*/.config/gh",
+    "/home/*/.password-store",
+    "/home/*/.netrc",
+    "/home/*/.pgpass",
+    "/home/*/.my.cnf",
+    "/home/*/.git-credentials",
+    "/home/*/.vault-token",
+    "/home/*/.*_history",
+    "/home/*/.viminfo",
+    "/home/*/.lesshst",
+    "/home/*/.local/share/keyrings",
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.config/gcloud",
+    "~/.config/rclone",
+    "~/.config/sops",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.netrc",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.git-credentials",
+    "~/.vault-token",
+    "~/.*_history",
+    "~/.viminfo",
+    "~/.lesshst",
+    "~/.local/share/keyrings",
+];
+
+/// What the script runs under: bash, by its fixed path, with no start-up
+/// file, its arguments after it.
+const RUN: &str = "/bin/bash --noprofile --norc -c \"$s\" bash";
+
+/// The outer script, run by `/bin/bash` (no start-up files) with `$1` the
+/// script, `$2` the directory (empty: stay where the login shell is),
+/// `$3` the wall and the rest the globs to hide. It builds the wall, goes
+/// to the directory and runs the script with a lifeline
+/// ([`with_lifeline`]). Any step of the wall that fails stops it before the
+/// script runs: a sandbox that could not be built is never a command run
+/// without one.
+fn outer() -> String {
+    let bwrap = format!(
+        r#"a=(--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /dev/shm
+   --unshare-all --die-with-parent --new-session --cap-drop ALL)
+  for p in "${{hide[@]}}"; do
+    if [ -d "$p" ]; then a+=(--tmpfs "$p"); else a+=(--ro-bind /dev/null "$p"); fi
+  done
+  [ -z "$d" ] || a+=(--chdir "$d")
+  run() {{ {BWRAP} "${{a[@]}}" -- {RUN}; }}"#
+    );
+    let unshare = format!(
+        r#"[ "$(id -u)" = 0 ] || {{ echo 'walissh: unshare needs a root login' >&2; exit 125; }}
+  run() {{ {UNSHARE} --mount --net --pid --ipc --uts --fork --kill-child --mount-proc \
+    --propagation private -- /bin/bash --noprofile --norc -c "$inside" bash "$s" "$d" "${{hide[@]}}"; }}"#
+    );
+    format!(
+        r#"s=$1 d=$2 w=$3; shift 3
+IFS=
+shopt -s nullglob dotglob
+hide=()
+for g in "$@"; do
+  case $g in "~/"*) g=$HOME/${{g#"~/"}};; esac
+  for p in $g; do [ -e "$p" ] && hide+=("$p"); done
+done
+case $w in
+none)
+  [ -z "$d" ] || cd -- "$d" || exit 1
+  run() {{ {RUN}; }};;
+bwrap)
+  {bwrap};;
+unshare)
+  inside={inside}
+  {unshare};;
+*) exit 125;;
+esac
+{lifeline}"#,
+        inside = quote(&unshare_inside()),
+        lifeline = with_lifeline("run"),
+    )
+}
+
+/// What runs inside `unshare`'s new namespaces as root: every mount made
+/// read-only, a private `/tmp`, the hidden paths covered, then every
+/// capability dropped (an empty bounding set: nothing the script runs,
+/// set-uid programs included, gets one back) before the script. The new
+/// network namespace's `lo` stays down: no network at all.
+fn unshare_inside() -> String {
+    format!(
+        r#"set -e
+s=$1 d=$2; shift 2
+mps=()
+while read -r _ _ _ _ mp _; do
+  case $mp in *\\*) echo 'walissh: a mount point walissh cannot name' >&2; exit 125;; esac
+  mps+=("$mp")
+done </proc/self/mountinfo
+for mp in "${{mps[@]}}"; do mount -o remount,bind,ro -- "$mp"; done
+for t in /tmp /var/tmp /dev/shm; do [ ! -d "$t" ] || mount -t tmpfs -o mode=1777,size=64m tmpfs "$t"; done
+for p in "$@"; do
+  if [ -d "$p" ]; then mount -t tmpfs -o ro,size=4k,mode=755 tmpfs "$p"; else mount --bind /dev/null "$p"; fi
+done
+[ -z "$d" ] || cd -- "$d"
+exec {SETPRIV} --no-new-privs --bounding-set=-all --inh-caps=-all --ambient-caps=-all -- {RUN}"#
+    )
+}
+
+/// How a command run clean is stopped, all of it, when walissh gives it
+/// up (Ctrl-C, its timeout). A signal is not enough: sshd passes a TERM
+/// to the session's process group, but refuses to for some accounts
+/// (OpenSSH sends no signal into a root login's session), and a closed
+/// channel stops nothing that does not write. So the command's input,
+/// which walissh holds open and never writes to, is a lifeline: `run`
+/// gets `/dev/null` instead, and a watcher waits for that input to end,
+/// which it does when walissh drops the channel or the process, then
+/// signals the whole process group: TERM, and two seconds later KILL, for
+/// what ignores TERM (the watcher ignores it itself, to live that long).
+/// sshd makes each session's process the leader of a group of its own
+/// (setsid), and walissh each local one (`local::open`), so the group is
+/// the command's and nothing else's; the line must never run where it is
+/// not. A sandbox's processes are in a session of their own, but die with
+/// the sandbox's first process, which is in the group. When `run` ends
+/// first, the watcher is stopped, and the exit status is `run`'s.
+fn with_lifeline(run: &str) -> String {
+    format!(
+        "exec 3<&0 </dev/null; {run} 3<&- & p=$!; \
+         {{ trap '' TERM; read -r x <&3; kill -TERM 0; sleep 2; kill -KILL 0; }} & w=$!; \
+         exec 3<&-; wait $p; s=$?; kill -KILL $w 2>/dev/null; exit $s"
+    )
+}
+
+/// The command line, for the target account's login shell, that runs
+/// `script` (a bash script, already fully quoted by the policy) clean,
+/// behind `wall`, hiding `hide` (globs, after [`HIDDEN`]) when walled:
+///
+/// ```text
+/// \exec '/usr/bin/env' '-i' 'PATH=<CLEAN_PATH>' 'LANG=C.UTF-8' "HOME=$HOME" \
+///     '/bin/bash' '--noprofile' '--norc' '-c' '<OUTER>' 'walissh' SCRIPT CWD WALL GLOBS…
+/// ```
+///
+/// The login shell is unavoidable (sshd runs every exec command through
+/// it, and a local target's exec does the same), so it is given one thing
+/// to do: replace itself with `env`, which empties the environment and
+/// starts bash with a fixed PATH and no start-up file. Bash builds the
+/// wall, goes to the prompt's directory (`cwd`; without one it stays
+/// where the login shell started, the home directory) and runs the script
+/// in a bash of its own so that giving it up stops all of it.
+///
+/// What that protects against: everything the user's interactive shell
+/// would add to a checked name. Aliases (every word the login shell reads
+/// is quoted, so neither bash's nor zsh's aliases, global ones included,
+/// apply), functions and PATH entries from rc files, and exported ones
+/// (`env -i` drops `BASH_FUNC_*`, `PATH`, `ENV`, `BASH_ENV`, `LD_PRELOAD`,
+/// `IFS` and the rest; `env` and bash are named by absolute path), shell
+/// options, and the interactive rc files themselves.
+///
+/// What it does not: the login shell's own non-interactive start-up runs
+/// before this line is read (`~/.zshenv`, a `BASH_ENV` sshd passes on),
+/// and a function named `exec` defined there takes this line over. Those
+/// files, like bash and the programs in the fixed PATH, are the target
+/// account's own: an account can make any of its commands do anything.
+/// The walls are the kernel's, not the account's: once bwrap or unshare
+/// runs, the script cannot write outside its private `/tmp`, reach the
+/// network or read what is hidden.
+///
+/// The quoting is POSIX single quotes, which is what bash and zsh (the
+/// login shells the agent runs with: it needs their shell integration)
+/// read; fish reads `\\` inside them differently.
+pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &[String]) -> String {
+    let mut line = format!(
+        "\\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' \"HOME=$HOME\" '{BASH}' \
+         '--noprofile' '--norc' '-c' {} 'walissh' {} {} '{}'",
+        quote(&outer()),
+        quote(script),
+        quote(cwd.unwrap_or("")),
+        wall.name(),
+    );
+    if wall != Wall::None {
+        for glob in HIDDEN
+            .iter()
+            .copied()
+            .chain(hide.iter().map(String::as_str))
+        {
+            line.push(' ');
+            line.push_str(&quote(glob));
+        }
+    }
+    line
+}
+
+/// What the probe's script prints in a wall that works.
+const PROBE_OK: &str = "walissh-wall-ok";
+
+/// The probe of one wall: the line that runs a script printing
+/// [`PROBE_OK`] behind `wall`, exactly as a command would be run.
+pub(crate) fn probe_line(wall: Wall, hide: &[String]) -> String {
+    command(&format!("echo {PROBE_OK}"), None, wall, hide)
+}
+
+/// Whether a probe's output says its wall works.
+pub(crate) fn probe_worked(output: &[u8]) -> bool {
+    String::from_utf8_lossy(output).trim() == PROBE_OK
+}
+
+/// The walls to try, best first.
+pub(crate) const WALLS: [Wall; 3] = [Wall::Bwrap, Wall::Unshare, Wall::None];
+
+#[cfg(test)]
+mod tests;
