@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::react::Outcome;
 use crate::config::AutoSandbox;
 use crate::terminal::Capture;
-use crate::upstream::sandbox::Wall;
+use crate::upstream::sandbox::{Hide, Wall};
 use crate::upstream::{self, Clean, Runner};
 
 /// Where commands run apart, and for how long at most.
@@ -42,7 +42,7 @@ pub(crate) struct Apart<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct Sandboxing {
     pub(crate) mode: AutoSandbox,
-    pub(crate) hide: Vec<String>,
+    pub(crate) hide: Hide,
     pub(crate) timeout: Duration,
     pub(crate) output_max: usize,
 }
@@ -124,12 +124,18 @@ impl<'a> Command<'a> {
                 script: line,
                 cwd: None,
                 wall: Wall::None,
-                hide: &[],
+                hide: &NO_HIDE,
             },
             output_max: None,
         }
     }
 }
+
+/// What an approved line, run with no wall, hides: nothing.
+static NO_HIDE: Hide = Hide {
+    paths: Vec::new(),
+    network: true,
+};
 
 /// Where a command's output goes as it arrives.
 pub(crate) trait Show {

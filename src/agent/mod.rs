@@ -117,12 +117,15 @@ impl Agent {
             command_timeout: Duration::from_secs(config.ai.command_timeout_s.max(1)),
             sandboxing: exec::Sandboxing {
                 mode: config.ai.auto_sandbox,
-                hide: config
-                    .ai
-                    .sandbox_hide
-                    .iter()
-                    .map(|g| g.get_ref().clone())
-                    .collect(),
+                hide: crate::upstream::sandbox::Hide {
+                    paths: config
+                        .ai
+                        .sandbox_hide
+                        .iter()
+                        .map(|g| g.get_ref().clone())
+                        .collect(),
+                    network: config.ai.auto_network,
+                },
                 timeout: Duration::from_secs(config.ai.auto_timeout_s.max(1)),
                 output_max: config.ai.auto_output_max.max(1) as usize,
             },

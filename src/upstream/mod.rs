@@ -195,7 +195,7 @@ impl Runner {
         &self,
         ctx: &UpstreamSettings,
         user: &str,
-        hide: &[String],
+        hide: &sandbox::Hide,
     ) -> sandbox::Found {
         *self
             .walls
@@ -219,11 +219,12 @@ impl Runner {
         ctx: &UpstreamSettings,
         user: &str,
         wall: sandbox::Wall,
-        hide: &[String],
+        hide: &sandbox::Hide,
     ) -> bool {
         let run = async {
             let line = sandbox::probe_line(wall, hide);
-            let Ok(mut exec) = self.start(ctx, &line, user, false).await else {
+            // Its input held open: it is the lifeline (`sandbox::command`).
+            let Ok(mut exec) = self.start(ctx, &line, user, true).await else {
                 return false;
             };
             let mut out = Vec::new();
@@ -306,8 +307,8 @@ pub(crate) struct Clean<'a> {
     pub(crate) script: &'a str,
     pub(crate) cwd: Option<&'a str>,
     pub(crate) wall: sandbox::Wall,
-    /// `[ai] sandbox_hide`, hidden after [`sandbox::HIDDEN`] when walled.
-    pub(crate) hide: &'a [String],
+    /// `[ai] sandbox_hide` (hidden after [`sandbox::HIDDEN`] when walled) and `auto_network`.
+    pub(crate) hide: &'a sandbox::Hide,
 }
 
 /// What the target says about itself: asked once, quietly, before an

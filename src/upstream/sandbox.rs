@@ -168,7 +168,8 @@ const RUN: &str = "/bin/bash --noprofile --norc -c \"$s\" bash";
 
 /// The outer script, run by `/bin/bash` (no start-up files) with `$1` the
 /// script, `$2` the directory (empty: stay where the login shell is),
-/// `$3` the wall and the rest the globs to hide. It builds the wall, goes
+/// `$3` the wall, `$4` `net` when the network stays (`[ai] auto_network`)
+/// and the rest the globs to hide. It builds the wall, goes
 /// to the directory and runs the script with a lifeline
 /// ([`with_lifeline`]). Any step of the wall that fails stops it before the
 /// script runs: a sandbox that could not be built is never a command run
@@ -177,6 +178,7 @@ fn outer() -> String {
     let bwrap = format!(
         r#"a=(--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /dev/shm
    --unshare-all --die-with-parent --new-session --cap-drop ALL)
+  [ "$n" = net ] && a+=(--share-net)
   for p in "${{hide[@]}}"; do
     if [ -d "$p" ]; then a+=(--tmpfs "$p"); else a+=(--ro-bind /dev/null "$p"); fi
   done
@@ -185,11 +187,12 @@ fn outer() -> String {
     );
     let unshare = format!(
         r#"[ "$(id -u)" = 0 ] || {{ echo 'walissh: unshare needs a root login' >&2; exit 125; }}
-  run() {{ {UNSHARE} --mount --net --pid --ipc --uts --fork --kill-child --mount-proc \
+  net=--net; [ "$n" = net ] && net=--pid
+  run() {{ {UNSHARE} --mount "$net" --pid --ipc --uts --fork --kill-child --mount-proc \
     --propagation private -- /bin/bash --noprofile --norc -c "$inside" bash "$s" "$d" "${{hide[@]}}"; }}"#
     );
     format!(
-        r#"s=$1 d=$2 w=$3; shift 3
+        r#"s=$1 d=$2 w=$3 n=$4; shift 4
 IFS=
 shopt -s nullglob dotglob
 hide=()
@@ -299,20 +302,21 @@ fn with_lifeline(run: &str) -> String {
 /// The quoting is POSIX single quotes, which is what bash and zsh (the
 /// login shells the agent runs with: it needs their shell integration)
 /// read; fish reads `\\` inside them differently.
-pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &[String]) -> String {
+pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &Hide) -> String {
     let mut line = format!(
         "\\exec '/usr/bin/env' '-i' 'PATH={CLEAN_PATH}' 'LANG=C.UTF-8' \"HOME=$HOME\" '{BASH}' \
-         '--noprofile' '--norc' '-c' {} 'walissh' {} {} '{}'",
+         '--noprofile' '--norc' '-c' {} 'walissh' {} {} '{}' '{}'",
         quote(&outer()),
         quote(script),
         quote(cwd.unwrap_or("")),
         wall.name(),
+        if hide.network { "net" } else { "nonet" },
     );
     if wall != Wall::None {
         for glob in HIDDEN
             .iter()
             .copied()
-            .chain(hide.iter().map(String::as_str))
+            .chain(hide.paths.iter().map(String::as_str))
         {
             line.push(' ');
             line.push_str(&quote(glob));
@@ -321,12 +325,21 @@ pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &[Strin
     line
 }
 
+/// What a wall leaves out besides [`HIDDEN`]: `[ai] sandbox_hide`, and
+/// whether the network stays (`[ai] auto_network`: lookups may run
+/// unasked, so they must be able to).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hide {
+    pub(crate) paths: Vec<String>,
+    pub(crate) network: bool,
+}
+
 /// What the probe's script prints in a wall that works.
 const PROBE_OK: &str = "walissh-wall-ok";
 
 /// The probe of one wall: the line that runs a script printing
 /// [`PROBE_OK`] behind `wall`, exactly as a command would be run.
-pub(crate) fn probe_line(wall: Wall, hide: &[String]) -> String {
+pub(crate) fn probe_line(wall: Wall, hide: &Hide) -> String {
     command(&format!("echo {PROBE_OK}"), None, wall, hide)
 }
 

@@ -53,7 +53,7 @@ pub fn bastion_with(model: &Model, opts: Opts) -> Bastion {
 
 /// `login`'s terminal, once its shell has run a command and is back at
 /// its prompt.
-fn ready(login: &std::process::Command) -> Terminal {
+pub fn ready(login: &std::process::Command) -> Terminal {
     let t = Terminal::spawn(login, 24, 80);
     t.send("echo READY-$((1+1))\r");
     let at = t.expect("READY-2");

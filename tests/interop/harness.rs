@@ -389,6 +389,12 @@ impl Sshd {
 
     /// An sshd with more lines in its sshd_config.
     pub fn start_with(authorized_key: &str, extra_config: &str) -> Sshd {
+        Sshd::start_without(authorized_key, extra_config, &[])
+    }
+
+    /// An sshd, and what it runs, in a mount namespace of its own where
+    /// each of `programs` is `/dev/null` (a target without them).
+    pub fn start_without(authorized_key: &str, extra_config: &str, programs: &[&str]) -> Sshd {
         std::fs::create_dir_all("/run/sshd").ok();
         let dir = tempfile::tempdir().unwrap();
         let host_pub = keygen(&dir.path().join("host_ed25519"));
@@ -412,7 +418,18 @@ impl Sshd {
                 ),
             )
             .unwrap();
-            let mut child = Command::new("/usr/sbin/sshd")
+            let hide: String = programs
+                .iter()
+                .map(|p| format!("mount --bind /dev/null {p} && "))
+                .collect();
+            let mut sshd = Command::new("/usr/sbin/sshd");
+            if !programs.is_empty() {
+                sshd = Command::new("unshare");
+                sshd.args(["--mount", "--propagation", "private", "--", "/bin/sh", "-c"])
+                    .arg(format!("{hide}exec /usr/sbin/sshd \"$@\""))
+                    .arg("sh");
+            }
+            let mut child = sshd
                 .args(["-D", "-e", "-f"])
                 .arg(&cfg)
                 .stdin(Stdio::null())
@@ -534,6 +551,9 @@ pub struct Opts {
     /// (`TrustedUserCAKeys`, `AuthorizedPrincipalsFile`) instead of
     /// listing walissh's key.
     pub upstream_ca: bool,
+    /// Programs the target sshd's logins run without (see
+    /// [`Sshd::start_without`]).
+    pub target_without: &'static [&'static str],
 }
 
 impl Default for Opts {
@@ -557,6 +577,7 @@ impl Default for Opts {
             nofile_soft: None,
             audit_toml: String::new(),
             upstream_ca: false,
+            target_without: &[],
         }
     }
 }
@@ -754,7 +775,11 @@ timeout_s = {llm_timeout}
         // The target accepts walissh's key (or its CA's certificates), and
         // bob's for direct logins to compare walissh's sessions with.
         let sshd = match opts.upstream_ca {
-            false => Sshd::start(&format!("{}\n{bob_pub}", upstream_pub.trim())),
+            false => Sshd::start_without(
+                &format!("{}\n{bob_pub}", upstream_pub.trim()),
+                "",
+                opts.target_without,
+            ),
             true => {
                 let out = Command::new(walissh_bin())
                     .args(["pubkey", "--ca", "--config"])

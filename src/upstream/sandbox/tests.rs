@@ -24,7 +24,7 @@ fn walls() -> [Wall; 2] {
 /// The line with no wall: what an approved command runs as, and what
 /// these tests of the line itself use.
 fn clean_command(script: &str, cwd: Option<&str>) -> String {
-    command(script, cwd, Wall::None, &[])
+    command(script, cwd, Wall::None, &Hide::default())
 }
 
 /// Starts `line` the way sshd does: as `shell -c line`, leading a
@@ -113,7 +113,7 @@ fn ending_its_input_stops_all_behind(wall: Wall) {
     // in a sandbox's session and PID namespace too.
     let unique = 4_711_000 + (std::process::id() % 1000) * 10 + wall as u32;
     let script = format!("'echo' 'STARTED'; 'sleep' '{unique}' | 'cat'");
-    let line = command(&script, None, wall, &[]);
+    let line = command(&script, None, wall, &Hide::default());
     let mut child = start_as_login_shell("bash", &line, tmp.path(), &[]);
     let group = child.id() as i32;
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -259,7 +259,7 @@ fn the_real_program_runs_whatever_the_login_shell_was_told() {
 /// Runs `script` behind `wall` as the login shell `bash` would, in a
 /// fresh directory that is also HOME; returns the exit code and what it
 /// printed on stdout and stderr together.
-fn walled(wall: Wall, script: &str, home: &Path, hide: &[String]) -> (Option<i32>, String) {
+fn walled(wall: Wall, script: &str, home: &Path, hide: &Hide) -> (Option<i32>, String) {
     let line = format!("{} 2>&1", command(script, None, wall, hide));
     run_as_login_shell("bash", &line, home, &[])
 }
@@ -271,7 +271,7 @@ fn the_walls_line_runs_the_script_in_bash_exactly_as_quoted() {
     // `$'…'` quoting.
     let script = r#"echo 12>/dev/null visible; printf '%s|' $'a\tb' "$BASH_VERSION" "$0"; exit 3"#;
     for wall in [Wall::None, Wall::Bwrap, Wall::Unshare] {
-        let (code, out) = walled(wall, script, tmp.path(), &[]);
+        let (code, out) = walled(wall, script, tmp.path(), &Hide::default());
         assert_eq!(code, Some(3), "{wall:?}: {out}");
         let fields: Vec<&str> = out.split('|').collect();
         assert_eq!(fields[0], "visible\na\tb", "{wall:?}: {out}");
@@ -298,7 +298,10 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
         .env("WALISSH_OTHER_SECRET", "ENV-SECRET-4711")
         .spawn()
         .unwrap();
-    let hide = vec![format!("{}/extra-*.txt", home.display())];
+    let hide = Hide {
+        paths: vec![format!("{}/extra-*.txt", home.display())],
+        network: false,
+    };
     let var = format!("/var/walissh-sandbox-test-{}", std::process::id());
     let script = format!(
         "cat readable.txt; echo; \
@@ -360,7 +363,8 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
 fn a_probe_finds_the_best_wall_that_works() {
     let tmp = tempfile::tempdir().unwrap();
     for wall in walls().into_iter().chain([Wall::None]) {
-        let (code, out) = run_as_login_shell("bash", &probe_line(wall, &[]), tmp.path(), &[]);
+        let (code, out) =
+            run_as_login_shell("bash", &probe_line(wall, &Hide::default()), tmp.path(), &[]);
         assert_eq!(code, Some(0), "{wall:?}: {out}");
         assert!(probe_worked(out.as_bytes()), "{wall:?}: {out:?}");
     }
@@ -369,7 +373,7 @@ fn a_probe_finds_the_best_wall_that_works() {
 #[test]
 fn unshare_is_for_root_logins_only() {
     let tmp = tempfile::tempdir().unwrap();
-    let line = command("echo RAN", None, Wall::Unshare, &[]);
+    let line = command("echo RAN", None, Wall::Unshare, &Hide::default());
     // As an ordinary account: run the line with another uid.
     use std::os::unix::process::CommandExt;
     let out = Process::new("bash")
