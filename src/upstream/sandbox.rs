@@ -198,7 +198,12 @@ shopt -s nullglob dotglob
 hide=()
 for g in "$@"; do
   case $g in "~/"*) g=$HOME/${{g#"~/"}};; esac
-  for p in $g; do [ -e "$p" ] && hide+=("$p"); done
+  for p in $g; do
+    [ -e "$p" ] || continue
+    # Under a directory already hidden, it is gone already.
+    for h in "${{hide[@]}}"; do case $p in "$h"/*) continue 2;; esac; done
+    hide+=("$p")
+  done
 done
 case $w in
 none)

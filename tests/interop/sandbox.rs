@@ -47,11 +47,20 @@ impl Drop for Planted {
 /// Asks one question on `login` whose model runs `ls -a /tmp`,
 /// `sleep 1000` and `seq 1 100000000`, all unasked; returns what the
 /// model was told of each, and the `ai_tool_call` rows.
-fn three_unasked(b: &Bastion, model: &Model, login: &str) -> (Vec<String>, Vec<serde_json::Value>) {
-    let t = ready(&b.ssh_bob(login));
+fn three_unasked(
+    b: &Bastion,
+    model: &Model,
+    login: &str,
+    prompt: &str,
+) -> (Vec<String>, Vec<serde_json::Value>) {
+    let t = Terminal::spawn(&b.ssh_bob(login), 24, 80);
+    t.send("echo READY-$((1+1))\r");
+    let at = t.expect("READY-2");
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo READY-$((1+1))");
+    let at = t.expect_from(prompt, at);
     let at = ask(&t, "? look around");
     let at = t.expect_from("SANDBOX-DONE", at);
-    back_at_prompt_unaudited(&t, at);
+    t.expect_from(prompt, at);
     let reqs = model.wait_requests(4);
     let told: Vec<String> = reqs[1..]
         .iter()
@@ -110,7 +119,7 @@ fn unasked_lines_run_behind_bwrap_as_root_over_ssh() {
             ..Opts::default()
         },
     );
-    let (told, calls) = three_unasked(&b, &model, "bob:web1");
+    let (told, calls) = three_unasked(&b, &model, "bob:web1", "# ");
     walled_and_bounded(&told, &calls, "bwrap", &planted);
 }
 
@@ -128,7 +137,7 @@ fn unasked_lines_run_behind_bwrap_as_an_ordinary_account() {
             ..Opts::default()
         },
     );
-    let (told, calls) = three_unasked(&b, &model, "fay:zsh");
+    let (told, calls) = three_unasked(&b, &model, "fay:zsh", "% ");
     walled_and_bounded(&told, &calls, "bwrap", &planted);
 }
 
@@ -145,7 +154,7 @@ fn a_root_login_without_bwrap_gets_unshare() {
             ..Opts::default()
         },
     );
-    let (told, calls) = three_unasked(&b, &model, "bob:web1");
+    let (told, calls) = three_unasked(&b, &model, "bob:web1", "# ");
     walled_and_bounded(&told, &calls, "unshare", &planted);
 }
 

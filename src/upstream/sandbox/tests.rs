@@ -388,3 +388,13 @@ fn unshare_is_for_root_logins_only() {
     assert!(!text.contains("RAN"), "{text}");
     assert_eq!(out.status.code(), Some(125), "{text}");
 }
+
+#[test]
+#[ignore = "prints the unshare probe line, for debugging"]
+fn print_the_unshare_probe() {
+    std::fs::write(
+        "/tmp/unshare-probe.sh",
+        probe_line(Wall::Unshare, &Hide::default()),
+    )
+    .unwrap();
+}
