@@ -243,7 +243,7 @@ fn run_prompts(t: &Terminal) -> usize {
 }
 
 fn scratch() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
+    visible_dir()
 }
 
 fn path(dir: &Path, name: &str) -> String {

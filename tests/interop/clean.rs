@@ -208,8 +208,10 @@ fn auto_commands_run_clean_on_a_local_target() {
 
 /// A file whose one line a clean command prints before it waits for
 /// ever in a pipe, and how to tell whether that command still runs. (The
-/// policy runs `tail -f` only after asking: it never ends by itself.
-/// `sleep` with a count unique to this test is read-only and stays.)
+/// policy runs `tail -f` only after asking: it never ends by itself, and
+/// `sleep` unasked only for a few seconds. `seq` from a number unique to
+/// this test to infinity, counted by a `grep` that never matches, is
+/// read-only, silent, and stays.)
 struct Followed {
     _dir: tempfile::TempDir,
     file: String,
@@ -219,7 +221,7 @@ struct Followed {
 
 impl Followed {
     fn new() -> Followed {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = visible_dir();
         let file = dir.path().join("followed").display().to_string();
         let line = format!("FOLLOWED-{}", std::process::id());
         std::fs::write(&file, format!("{line}\n")).unwrap();
@@ -233,13 +235,16 @@ impl Followed {
 
     /// Never ends by itself; both sides of the pipe must be stopped.
     fn command(&self) -> String {
-        format!("cat {} && sleep {} | cat", self.file, self.seconds)
+        format!(
+            "cat {} && seq {} inf | grep -c never",
+            self.file, self.seconds
+        )
     }
 
-    /// Waits until no `sleep` of the command is left (stopping takes the
+    /// Waits until no `seq` of the command is left (stopping takes the
     /// target a moment after walissh gave the command up).
     fn wait_gone(&self) {
-        let pattern = format!("sleep {}", self.seconds);
+        let pattern = format!("seq {} inf", self.seconds);
         let start = Instant::now();
         loop {
             let st = std::process::Command::new("pgrep")
@@ -347,9 +352,10 @@ fn a_clean_command_past_its_timeout_is_stopped_and_the_model_told() {
 
 #[test]
 fn long_output_of_a_clean_command_reaches_the_screen_whole_and_the_model_bounded() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let file = dir.path().join("numbers");
-    let numbers: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    // Under `[ai] auto_output_max` (1 MiB): what runs unasked is bounded.
+    let numbers: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
     std::fs::write(&file, &numbers).unwrap();
     let command = format!("cat {}", file.display());
     let model = Model::start(vec![
@@ -360,7 +366,7 @@ fn long_output_of_a_clean_command_reaches_the_screen_whole_and_the_model_bounded
     let t = bob(&b);
     let at = ask(&t, "? count for me");
     // The user sees it all, paced by their terminal, with whole line ends.
-    let at = t.expect_from("199999\r\n200000\r\n", at);
+    let at = t.expect_from("99999\r\n100000\r\n", at);
     let at = t.expect_from("NUMBERS-DONE", at);
     back_at_prompt(&b, &t, at);
     let reqs = model.wait_requests(2);
@@ -370,7 +376,7 @@ fn long_output_of_a_clean_command_reaches_the_screen_whole_and_the_model_bounded
         format!("$ {command}\nexit code 0\n<output source=\"target\" trusted=\"no\">\n1\n2\n3\n");
     assert!(c.starts_with(&head), "{:?}", &c[..c.len().min(200)]);
     assert!(
-        c.ends_with("\n199999\n200000\n</output>"),
+        c.ends_with("\n99999\n100000\n</output>"),
         "{:?}",
         &c[c.len().saturating_sub(200)..]
     );

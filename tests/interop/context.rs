@@ -60,7 +60,7 @@ fn assert_prefixed_once(request: &Value, question: &str) {
 fn a_long_session_stays_within_its_bound() {
     const QUESTIONS: usize = 10;
     const CALLS: usize = 9;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let big = dir.path().join("numbers");
     let numbers: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
     std::fs::write(&big, numbers).unwrap();
@@ -169,7 +169,7 @@ fn secrets_file() -> String {
 
 #[test]
 fn secrets_never_reach_the_model() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let file = dir.path().join("app.env");
     std::fs::write(&file, secrets_file()).unwrap();
     let file = file.display().to_string();
@@ -380,7 +380,7 @@ fn secrets_of_every_class_never_reach_the_model_and_keep_their_number() {
     const COLOURED: &str = "AKIAQ7TESTKEYZ7XAMP";
     const DOCKER_TOKEN: &str = "Dock3r-T0ken-x9Yq";
     let docker_auth = base64(&format!("deployer:{DOCKER_TOKEN}"));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let file = dir.path().join("ops.txt");
     std::fs::write(
         &file,

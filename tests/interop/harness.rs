@@ -1292,3 +1292,12 @@ mod tests {
         assert_eq!(c.since(13), " tail");
     }
 }
+
+/// A scratch directory that what the agent runs unasked can see: its
+/// sandbox gives commands an empty `/tmp` of their own, so files they are
+/// to read are made elsewhere.
+pub fn visible_dir() -> tempfile::TempDir {
+    let base = Path::new("/var/lib/walissh-tests");
+    std::fs::create_dir_all(base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}

@@ -77,7 +77,7 @@ fn files_server(dir: &std::path::Path, extra: &str) -> String {
 
 #[test]
 fn an_agent_mixes_run_command_and_mcp_tools_under_their_rules() {
-    let files = tempfile::tempdir().unwrap();
+    let files = visible_dir();
     let note = files.path().join("note.txt");
     std::fs::write(&note, "release 7.4\npassword = hunter2hunter2\n").unwrap();
     let written = files.path().join("new.txt");
@@ -365,7 +365,7 @@ fn servers_that_fail_hang_crash_or_babble_cost_one_line_each() {
 
 #[test]
 fn session_servers_end_with_their_session_and_with_the_bastion() {
-    let files = tempfile::tempdir().unwrap();
+    let files = visible_dir();
     // The server's command line names this directory: how it is found.
     let marker = files.path().display().to_string();
     let model = Model::start(vec![
@@ -504,7 +504,7 @@ fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
     // What auto cannot prove read-only needs approval: refused with the
     // reason without elicitation, run when the user accepts, not when
     // they decline.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let made = dir.path().join("made");
     let touch = json!({"command": format!("touch {}", made.display())}).to_string();
     let (r, _) = mcp_client(&b, "bob:web1", &["--call", "run_command", &touch]);
@@ -731,7 +731,7 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
 /// config: the call made after it is refused with `why`, and nothing runs.
 fn reload_narrows(change: impl Fn(String) -> String, why: &str) {
     let b = gateway("auto", "");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let go = dir.path().join("go");
     let go_path = go.display().to_string();
     let args = [

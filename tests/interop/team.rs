@@ -221,7 +221,7 @@ fn prompt_labels(t: &Terminal) -> Vec<String> {
 fn a_parallel_workflow_runs_its_members_at_once_in_whole_labelled_lines() {
     // Each member gets a call and then an answer; the replies are the same
     // for both, as the server answers in arrival order.
-    let marks = tempfile::tempdir().unwrap();
+    let marks = visible_dir();
     let overlap = overlap(marks.path());
     let model = Model::start(vec![
         Reply::Sse(call("p1", &overlap, "time it")),
@@ -635,7 +635,7 @@ fn names_are_listed_and_run_and_an_unknown_name_is_said() {
 
 #[test]
 fn a_skill_is_loaded_and_followed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = visible_dir();
     let skill = dir.path().join("probe-disk");
     std::fs::create_dir(&skill).unwrap();
     std::fs::write(
@@ -742,7 +742,7 @@ fn check_config_names_each_assembly_error() {
     let (code, err) = check(&good);
     assert_eq!(code, Some(0), "{err}");
 
-    let no_skill_md = tempfile::tempdir().unwrap();
+    let no_skill_md = visible_dir();
     std::fs::create_dir(no_skill_md.path().join("broken")).unwrap();
     let cases: Vec<(&str, String, &str, &str)> = vec![
         (

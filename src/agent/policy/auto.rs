@@ -15,7 +15,7 @@
 
 use super::getopt::{Parsed, Spec};
 use super::parse::Redirect;
-use super::paths::secret;
+use super::paths::{normalise, secret};
 use super::unwrap::Seen;
 
 /// Why a line may not run unasked (the policy then asks).
@@ -200,14 +200,18 @@ fn secret_places<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<(), Why
 
 /// Programs that read what they are given whole (counts, checksums):
 /// a device streams without end or reads a whole disk.
+/// Counting or summing a file reads it: a secret's checksum or length is
+/// a read of the secret, so the operands are judged as [`files`] are.
 fn no_devices(p: &Parsed) -> Result<(), Why> {
-    match p.operands.iter().find(|o| {
-        o.starts_with("/dev/") && o.as_str() != "/dev/null"
-            || o.starts_with("/proc/")
-            || o.starts_with("/sys/")
-    }) {
+    let device = p.operands.iter().find(|o| {
+        let n = normalise(o);
+        n.starts_with("/dev/") && n != "/dev/null"
+            || n.starts_with("/proc/")
+            || n.starts_with("/sys/")
+    });
+    match device {
         Some(o) => Err(format!("{o} is a device or kernel file")),
-        None => Ok(()),
+        None => files(p),
     }
 }
 
@@ -259,9 +263,46 @@ fn sampler(p: &Parsed) -> Result<(), Why> {
 fn no_assign(p: &Parsed) -> Result<(), Why> {
     match p.operands.first().map(String::as_str) {
         Some("-v") => Err("-v assigns a variable".into()),
-        _ => Ok(()),
+        _ => plain_text(p),
     }
 }
+
+/// `echo` and `printf` print text, unless a word holds or spells a
+/// terminal control sequence (`\e`, `\033`, `\x1b`, `\u001b`, CSI as
+/// `\233`, `%b` of a value, a raw control character): output that could
+/// redraw the user's screen, set the clipboard or answer for them. Any
+/// mention of an escape asks, however it would be read.
+fn plain_text(p: &Parsed) -> Result<(), Why> {
+    const SPELLED: &[&str] = &["\\e", "\\0", "\\1", "\\2", "\\3", "\\x", "\\u", "\\c", "%b"];
+    for w in &p.operands {
+        let raw = w
+            .chars()
+            .any(|c| (c.is_control() && c != '\t' && c != '\n') || c == '\u{9b}');
+        let lower = w.to_ascii_lowercase();
+        if raw || SPELLED.iter().any(|s| lower.contains(s)) {
+            return Err(format!("{w:?} may spell a terminal control sequence"));
+        }
+    }
+    Ok(())
+}
+
+/// `sleep`: a pause of at most [`MAX_SLEEP`] seconds, spelled as a plain
+/// number (with `s` at most): a longer one only holds the question.
+fn short_sleep(p: &Parsed) -> Result<(), Why> {
+    let [operand] = p.operands.as_slice() else {
+        return Err("sleep takes one plain number of seconds here".into());
+    };
+    let number = operand.strip_suffix('s').unwrap_or(operand);
+    match number.parse::<f64>() {
+        Ok(n) if number.bytes().all(|b| b.is_ascii_digit() || b == b'.') && n <= MAX_SLEEP => {
+            Ok(())
+        }
+        _ => Err(format!("sleep {operand}: at most {MAX_SLEEP} s unasked")),
+    }
+}
+
+/// The longest `sleep` that runs unasked.
+const MAX_SLEEP: f64 = 5.0;
 
 fn test(p: &Parsed) -> Result<(), Why> {
     if p.operands.iter().any(|o| o == "-v" || o == "-R") {
@@ -863,7 +904,7 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &[
-            "groups", "basename", "dirname", "which", "whereis", "type", "seq", "sleep",
+            "groups", "basename", "dirname", "which", "whereis", "type", "seq",
         ],
         Spec::short("asz", "B"),
         any,
@@ -887,7 +928,8 @@ const TABLE: &[Entry] = &[
         ),
         any,
     ),
-    words(&["echo"], any),
+    words(&["echo"], plain_text),
+    entry(&["sleep"], Spec::short("", ""), short_sleep),
     words(&["find"], find),
     entry(&["pwd"], Spec::short("LP", ""), no_operands),
     words(&["printf"], no_assign),

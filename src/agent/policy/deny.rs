@@ -341,7 +341,9 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
                 })
                 .map(|w| format!("{program} removes the files of {}", w.raw))
         }
-        "sed" | "perl" | "ex" | "awk" | "gawk" => in_place(program, args, &vals),
+        "sed" | "perl" | "ex" | "awk" | "gawk" => {
+            in_place(program, args, &vals).or_else(|| interpreter_bomb(program, &vals))
+        }
         "find" => find(args),
         // The agent cannot drive a full-screen program, and one left open
         // holds the user's shell.
@@ -351,8 +353,196 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
             "{program} is interactive: the agent cannot drive it \
              (read with cat, head, tail or grep; top -bn1 for top)"
         )),
-        _ => None,
+        _ => cuts_off(program, &vals)
+            .or_else(|| mass_delete(program, &vals))
+            .or_else(|| interpreter_bomb(program, &vals))
+            .or_else(|| device_operand(program, &vals)),
     }
+}
+
+/// Cutting the host off the network: firewall flushes and default
+/// policies that drop, in every tool; links, routes and addresses taken
+/// down or flushed.
+fn cuts_off(program: &str, vals: &[&str]) -> Option<String> {
+    let has = |w: &str| vals.contains(&w);
+    let drops = vals.iter().any(|v| {
+        let v = v.to_ascii_lowercase();
+        v.contains("drop") || v.contains("reject") || v == "deny"
+    });
+    let cut = match program {
+        "iptables" | "ip6tables" | "iptables-nft" | "ip6tables-nft" | "iptables-legacy"
+        | "ip6tables-legacy" | "ebtables" | "arptables" => {
+            let flush = vals.iter().any(|v| {
+                *v == "--flush"
+                    || *v == "--delete-chain"
+                    || (v.starts_with('-') && !v.starts_with("--") && v.contains(['F', 'X']))
+            });
+            let policy = vals.iter().any(|v| {
+                *v == "--policy" || (v.starts_with('-') && !v.starts_with("--") && v.contains('P'))
+            });
+            flush || policy && drops
+        }
+        "iptables-restore" | "ip6tables-restore" | "nft" => {
+            has("flush")
+                || (has("delete") && (has("table") || has("ruleset")))
+                || drops
+                || program != "nft"
+        }
+        "ufw" => has("disable") || has("reset") || (has("default") && drops),
+        "firewall-cmd" => vals
+            .iter()
+            .any(|v| v.starts_with("--panic-on") || v.contains("drop")),
+        "ip" => {
+            has("down")
+                || has("flush")
+                || vals
+                    .first()
+                    .is_some_and(|v| "route".starts_with(v) || v.starts_with("ro"))
+                    && vals
+                        .iter()
+                        .any(|v| matches!(*v, "del" | "delete" | "d" | "replace"))
+        }
+        "ifdown" | "ifconfig" if program == "ifdown" || has("down") => true,
+        "nmcli" => has("off") || has("down") || has("disconnect") || has("delete"),
+        "networkctl" => has("down") || has("delete"),
+        "rfkill" => has("block"),
+        _ => false,
+    };
+    cut.then(|| format!("{program} can cut the host off the network"))
+}
+
+/// Mass deletes through container, cluster and scheduler tools.
+fn mass_delete(program: &str, vals: &[&str]) -> Option<String> {
+    let has = |w: &str| vals.contains(&w);
+    let all = vals.iter().any(|v| {
+        matches!(*v, "--all" | "-A" | "--all-namespaces" | "--volumes")
+            || (v.starts_with('-') && !v.starts_with("--") && v.contains('a') && v.len() <= 4)
+    });
+    let gone = match program {
+        "docker" | "podman" | "nerdctl" => has("prune") || (has("rm") || has("rmi")) && all,
+        "kubectl" | "oc" => {
+            has("delete")
+                && (all
+                    || vals.iter().any(|v| {
+                        matches!(
+                            *v,
+                            "ns" | "namespace"
+                                | "namespaces"
+                                | "node"
+                                | "nodes"
+                                | "no"
+                                | "pv"
+                                | "crd"
+                                | "crds"
+                        ) || v.starts_with("ns/")
+                            || v.starts_with("namespace/")
+                            || v.starts_with("node/")
+                    }))
+        }
+        "helm" => has("uninstall") || has("delete"),
+        "crontab" => vals.iter().any(|v| {
+            *v == "--remove" || (v.starts_with('-') && !v.starts_with("--") && v.contains('r'))
+        }),
+        "lvremove" | "vgremove" => true,
+        "ctr" | "crictl" => has("rm") || has("rmi") || has("prune"),
+        _ => false,
+    };
+    gone.then(|| format!("{program} deletes in bulk"))
+}
+
+/// Fork bombs in an interpreter's one-liner: a fork in a loop.
+fn interpreter_bomb(program: &str, vals: &[&str]) -> Option<String> {
+    let interpreter = [
+        "python", "perl", "ruby", "node", "php", "lua", "tclsh", "awk", "gawk",
+    ]
+    .iter()
+    .any(|i| program.starts_with(i));
+    let text = vals.join(" ");
+    let looping = [
+        "while",
+        "for ",
+        "loop",
+        "iter(",
+        "until",
+        "repeat",
+        "fork while",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    (interpreter && text.contains("fork") && looping)
+        .then(|| format!("{program} forks in a loop: a fork bomb's shape"))
+}
+
+/// Programs that only look at a block device; any other program given
+/// one (as an operand, an option's value or after `=`) may write it
+/// (`tar cf /dev/sda`, `sort -o /dev/sda`, `socat - /dev/sda`).
+fn device_operand(program: &str, vals: &[&str]) -> Option<String> {
+    const LOOKERS: &[&str] = &[
+        "lsblk",
+        "blkid",
+        "smartctl",
+        "file",
+        "stat",
+        "ls",
+        "udevadm",
+        "mount",
+        "umount",
+        "findmnt",
+        "df",
+        "blockdev",
+        "dumpe2fs",
+        "xfs_info",
+        "pvs",
+        "lvs",
+        "vgs",
+        "pvdisplay",
+        "lvdisplay",
+        "vgdisplay",
+        "fuser",
+        "lsof",
+        "e2label",
+        "hdparm",
+        "fsck",
+        "e2fsck",
+        "xfs_repair",
+        "tune2fs",
+        "dmsetup",
+        "losetup",
+        "eject",
+        "iostat",
+        "cat",
+        "head",
+        "tail",
+        "grep",
+        "od",
+        "hexdump",
+        "xxd",
+        "strings",
+        "wc",
+        "cmp",
+        "sudo",
+        "doas",
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "readlink",
+        "realpath",
+        "basename",
+        "dirname",
+    ];
+    if LOOKERS.contains(&program) {
+        return None;
+    }
+    vals.iter()
+        .map(|v| {
+            let v = v.rsplit_once('=').map_or(*v, |(_, after)| after);
+            v.strip_prefix("-o")
+                .filter(|p| p.starts_with('/'))
+                .unwrap_or(v)
+        })
+        .find(|v| v.starts_with('/') && is_block_device(v))
+        .map(|v| format!("{program} is given the disk {v}, which it may write"))
 }
 
 /// Recursive deletes of system directories, or of paths walissh cannot

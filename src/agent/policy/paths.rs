@@ -219,6 +219,9 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     if let Some(what) = kernel(&n, &components) {
         return Some(what);
     }
+    if hidden_by_the_sandbox(&n) {
+        return Some("a place the sandbox hides");
+    }
     if is_block_device(&n) {
         return Some("a disk or memory device");
     }
@@ -265,6 +268,43 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
         return Some("a file in a directory of secrets");
     }
     None
+}
+
+/// Whether the absolute path `n` is, or is under, a path the sandbox
+/// hides (`upstream::sandbox::HIDDEN`): the same list, so either wall
+/// alone stops the read. `~` is any home, root's included.
+fn hidden_by_the_sandbox(n: &str) -> bool {
+    use std::sync::OnceLock;
+    static PATTERNS: OnceLock<Vec<glob::Pattern>> = OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        crate::upstream::sandbox::HIDDEN
+            .iter()
+            .flat_map(|g| match g.strip_prefix("~/") {
+                Some(rest) => vec![format!("/home/*/{rest}"), format!("/root/{rest}")],
+                None => vec![g.to_string()],
+            })
+            .filter_map(|g| glob::Pattern::new(&g).ok())
+            .collect()
+    });
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    if !n.starts_with('/') {
+        return false;
+    }
+    // The path itself and each directory above it.
+    let mut at = n;
+    loop {
+        if patterns.iter().any(|p| p.matches_with(at, options)) {
+            return true;
+        }
+        match at.rfind('/') {
+            Some(0) | None => return false,
+            Some(i) => at = &at[..i],
+        }
+    }
 }
 
 /// `/proc/PID/root/etc/shadow` is `/etc/shadow`; `/proc/PID/cwd/…` and
@@ -484,14 +524,25 @@ mod tests {
             "/etc/hosts",
             "/var/log/syslog",
             "/etc/nginx/nginx.conf",
-            "/root/.ssh/id_rsa.pub",
-            "/root/.ssh/known_hosts",
-            "/root/.ssh/authorized_keys",
+            "/etc/ssh/ssh_host_ed25519_key.pub",
+            "/srv/keys.d/id_rsa.pub",
             "/proc/meminfo",
             "/proc/1/status",
             "/etc/os-release",
         ] {
             assert_eq!(secret(p), None, "{p}");
+        }
+        // Public, but where the sandbox hides them: reading them unasked
+        // would find nothing, so it is asked, and runs in the user's shell.
+        for p in [
+            "/root/.ssh/id_rsa.pub",
+            "/home/alice/.ssh/known_hosts",
+            "/root/.bash_history",
+            "/etc/wpa_supplicant/wpa_supplicant.conf",
+            "/var/spool/cron/crontabs/root",
+            "/etc/sssd/sssd.conf",
+        ] {
+            assert_eq!(secret(p), Some("a place the sandbox hides"), "{p}");
         }
     }
 }

@@ -77,7 +77,7 @@ fn auto_runs_only_read_only_commands() {
         "hostname -s",
         "ss -tlnp",
         "printf '%s\\n' x",
-        "cat /root/.ssh/id_ed25519.pub",
+        "cat /etc/ssh/ssh_host_ed25519_key.pub",
     ] {
         assert!(
             matches!(verdict(cmd, AiMode::Auto), Verdict::Run(_)),
@@ -543,4 +543,19 @@ fn what_the_policy_reads_is_what_the_shells_run() {
     assert!(typed_checked > 0 || seen_checked < TYPED_EVERY);
     assert!(unchecked * 20 <= auto_checked, "{unchecked} runs cut short");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+#[ignore = "prints verdicts, for exploring"]
+fn print_verdicts() {
+    let policy = Policy::new(&[], &["?".to_string()], false);
+    let text = std::fs::read_to_string("/tmp/lines.txt").unwrap();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let v = match policy.check(line, AiMode::Auto) {
+            Verdict::Deny(_) => "DENY",
+            Verdict::Ask(_) => "ask",
+            Verdict::Run(_) => "RUN",
+        };
+        println!("{v}\t{line}");
+    }
 }
