@@ -314,7 +314,7 @@ unshare utmpdump uuidgen uuidparse wall wdctl whereis wipefs write zramctl
 free kill pgrep pidof pidwait pkill pmap ps pwdx skill slabtop snice sysctl tload top uptime
 vmstat w watch killall killall5 fuser pstree peekfd prtstat
 ip ss bridge tc devlink rtmon genl nstat lnstat ifstat routel rtacct ctstat rdma dcb
-ifconfig route netstat arp ipmaddr iptunnel mii-tool nameif plipconfig slattach
+ifconfig ifdown ifup route netstat arp ipmaddr iptunnel mii-tool nameif plipconfig slattach
 systemctl journalctl loginctl hostnamectl timedatectl localectl machinectl busctl
 systemd-analyze systemd-run systemd-cgls systemd-cgtop systemd-resolve resolvectl networkctl
 coredumpctl bootctl homectl portablectl systemd-nspawn systemd-escape systemd-cat

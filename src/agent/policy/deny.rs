@@ -419,7 +419,10 @@ fn mass_delete(program: &str, vals: &[&str]) -> Option<String> {
             || (v.starts_with('-') && !v.starts_with("--") && v.contains('a') && v.len() <= 4)
     });
     let gone = match program {
-        "docker" | "podman" | "nerdctl" => has("prune") || (has("rm") || has("rmi")) && all,
+        "docker" | "podman" | "nerdctl" => {
+            has("prune") && (all || has("system") || has("volume"))
+                || (has("rm") || has("rmi")) && all
+        }
         "kubectl" | "oc" => {
             has("delete")
                 && (all
@@ -478,6 +481,32 @@ fn interpreter_bomb(program: &str, vals: &[&str]) -> Option<String> {
 /// (`tar cf /dev/sda`, `sort -o /dev/sda`, `socat - /dev/sda`).
 fn device_operand(program: &str, vals: &[&str]) -> Option<String> {
     const LOOKERS: &[&str] = &[
+        // Their own rules judge what they do to a disk.
+        "fdisk",
+        "sfdisk",
+        "sgdisk",
+        "gdisk",
+        "cfdisk",
+        "parted",
+        "partprobe",
+        "badblocks",
+        "mdadm",
+        "nvme",
+        "cryptsetup",
+        "zpool",
+        "debugfs",
+        "dd",
+        "tee",
+        "truncate",
+        "shred",
+        "wipefs",
+        "mkswap",
+        "blkdiscard",
+        "sg_format",
+        "kpartx",
+        "partx",
+        "swapon",
+        "swapoff",
         "lsblk",
         "blkid",
         "smartctl",

@@ -390,11 +390,32 @@ fn unshare_is_for_root_logins_only() {
 }
 
 #[test]
-#[ignore = "prints the unshare probe line, for debugging"]
-fn print_the_unshare_probe() {
-    std::fs::write(
-        "/tmp/unshare-probe.sh",
-        probe_line(Wall::Unshare, &Hide::default()),
-    )
-    .unwrap();
+#[ignore = "a figure for bench/sandbox, not a check"]
+fn figures_the_cost_of_each_wall() {
+    let tmp = tempfile::tempdir_in("/home").unwrap();
+    let runs = 40;
+    let median = |wall: Wall| {
+        let line = command("true", None, wall, &Hide::default());
+        let mut times: Vec<f64> = (0..runs)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let (code, _) = run_as_login_shell("bash", &line, tmp.path(), &[]);
+                assert_eq!(code, Some(0), "{wall:?}");
+                start.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[runs / 2]
+    };
+    let bare = median(Wall::None);
+    println!("sandbox: a clean `true` with no wall: {bare:.1} ms (median of {runs})");
+    for wall in walls() {
+        let walled = median(wall);
+        println!(
+            "sandbox: behind {}: {walled:.1} ms, {:.1} ms more ({:.2}x)",
+            wall.name(),
+            walled - bare,
+            walled / bare
+        );
+    }
 }
