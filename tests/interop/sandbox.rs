@@ -107,8 +107,9 @@ fn walled_and_bounded(told: &[String], calls: &[serde_json::Value], wall: &str, 
     );
 }
 
-#[test]
-fn unasked_lines_run_behind_bwrap_as_root_over_ssh() {
+/// bob (or fay) in `auto` on `login`: the three lines run behind `wall`,
+/// on a target sshd whose logins run without `missing`.
+fn three_behind(wall: &str, login: &str, prompt: &str, missing: &'static [&'static str]) {
     let planted = Planted::new();
     let model = script();
     let b = bastion_with(
@@ -116,11 +117,17 @@ fn unasked_lines_run_behind_bwrap_as_root_over_ssh() {
         Opts {
             bob_ai: "auto",
             extra_toml: FAY.into(),
+            target_without: missing,
             ..Opts::default()
         },
     );
-    let (told, calls) = three_unasked(&b, &model, "bob:web1", "# ");
-    walled_and_bounded(&told, &calls, "bwrap", &planted);
+    let (told, calls) = three_unasked(&b, &model, login, prompt);
+    walled_and_bounded(&told, &calls, wall, &planted);
+}
+
+#[test]
+fn unasked_lines_run_behind_bwrap_as_root_over_ssh() {
+    three_behind("bwrap", "bob:web1", "# ", &[]);
 }
 
 #[test]
@@ -128,34 +135,12 @@ fn unasked_lines_run_behind_bwrap_as_an_ordinary_account() {
     let Some(_) = zsh_user() else {
         panic!("the ordinary account's test needs root and zsh, as CI has them");
     };
-    let planted = Planted::new();
-    let model = script();
-    let b = bastion_with(
-        &model,
-        Opts {
-            extra_toml: FAY.into(),
-            ..Opts::default()
-        },
-    );
-    let (told, calls) = three_unasked(&b, &model, "fay:zsh", "% ");
-    walled_and_bounded(&told, &calls, "bwrap", &planted);
+    three_behind("bwrap", "fay:zsh", "% ", &[]);
 }
 
 #[test]
 fn a_root_login_without_bwrap_gets_unshare() {
-    let planted = Planted::new();
-    let model = script();
-    let b = bastion_with(
-        &model,
-        Opts {
-            bob_ai: "auto",
-            extra_toml: FAY.into(),
-            target_without: &["/usr/bin/bwrap"],
-            ..Opts::default()
-        },
-    );
-    let (told, calls) = three_unasked(&b, &model, "bob:web1", "# ");
-    walled_and_bounded(&told, &calls, "unshare", &planted);
+    three_behind("unshare", "bob:web1", "# ", &["/usr/bin/bwrap"]);
 }
 
 /// With no sandbox on the target, `require` asks what `auto` would run
