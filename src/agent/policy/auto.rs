@@ -495,7 +495,19 @@ fn ip_object(p: &Parsed) -> Result<(), Why> {
     }
 }
 
+/// journalctl's `-n` takes the next word only when it is a count
+/// (`-n 50`, `-n +5`, `-n all`); alone it means 10, and the word after it
+/// is an option of its own (`-n --vacuum-size=1M`). The table reads the
+/// next word as its value, so a value that is not a count is a misread.
 fn journalctl(p: &Parsed) -> Result<(), Why> {
+    for name in ["-n", "--lines"] {
+        if let Some(v) = p.value(name) {
+            let count = v.strip_prefix('+').unwrap_or(v);
+            if !(count == "all" || !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit())) {
+                return Err(format!("{name} {v}: not a count"));
+            }
+        }
+    }
     no_operands(p)
 }
 
@@ -510,6 +522,13 @@ fn sysctl(p: &Parsed) -> Result<(), Why> {
 }
 
 fn lsof(p: &Parsed) -> Result<(), Why> {
+    // `-g` and `-F` take a value only when it is attached; the table reads
+    // the next word, so an option there was eaten unchecked.
+    for name in ["-g", "-F", "-p", "-u", "-c", "-d", "-s"] {
+        if let Some(v) = p.value(name).filter(|v| v.starts_with(['-', '+'])) {
+            return Err(format!("{name} {v}: an option read as a value"));
+        }
+    }
     // `+L1` lists deleted files still open (a full disk's usual cause);
     // other `+` options repeat for ever (`+r`) or walk directories.
     if let Some(o) = p

@@ -544,18 +544,3 @@ fn what_the_policy_reads_is_what_the_shells_run() {
     assert!(unchecked * 20 <= auto_checked, "{unchecked} runs cut short");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
-
-#[test]
-#[ignore = "prints verdicts, for exploring"]
-fn print_verdicts() {
-    let policy = Policy::new(&[], &["?".to_string()], false);
-    let text = std::fs::read_to_string("/tmp/lines.txt").unwrap();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let v = match policy.check(line, AiMode::Auto) {
-            Verdict::Deny(_) => "DENY",
-            Verdict::Ask(_) => "ask",
-            Verdict::Run(_) => "RUN",
-        };
-        println!("{v}\t{line}");
-    }
-}
