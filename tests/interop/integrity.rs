@@ -24,7 +24,7 @@ const HOSTILE_PRINTF: &str = r"printf '\033]52;c;SGVsbG8=\007\033[8mHIDDEN\033[0
 
 #[test]
 fn agent_output_cannot_write_the_clipboard_or_plant_links() {
-    let d = tempfile::tempdir().unwrap();
+    let d = visible_dir();
     let file = d.path().join("motd");
     std::fs::write(
         &file,
@@ -251,7 +251,7 @@ fn a_forged_mark_with_the_old_nonce_changes_nothing() {
         if zsh && !zsh_or_skip() {
             continue;
         }
-        let d = tempfile::tempdir().unwrap();
+        let d = visible_dir();
         // World-readable: dave's zsh runs as another account.
         std::fs::set_permissions(
             d.path(),
@@ -285,7 +285,7 @@ fn a_forged_mark_with_the_old_nonce_changes_nothing() {
 
 #[test]
 fn a_forged_finish_never_sends_the_next_command_into_a_pager() {
-    let d = tempfile::tempdir().unwrap();
+    let d = visible_dir();
     let go = d.path().join("go");
     // A repository of its own, with more log than a screen holds.
     let repo = d.path().join("repo");

@@ -664,7 +664,9 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
     // Six slow calls at once: four run, two are told the gateway is busy.
     // The client gives up (its deadline) with four under way: they stop,
     // and their rows come before the session's end.
-    let call = json!({"command": "sleep 97"}).to_string();
+    // Silent and endless, yet read-only: it runs unasked (a long `sleep`
+    // is asked).
+    let call = json!({"command": "seq 97 inf | grep -c never"}).to_string();
     let (r, code) = mcp_client(
         &b,
         "bob:web1",
@@ -705,7 +707,7 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
             .all(|(i, e)| *i < end && e["interrupted"] == "the client went away"),
         "{rows:#?}"
     );
-    wait_until(|| !running("sleep 97"), "a call outlived its client");
+    wait_until(|| !running("seq 97 inf"), "a call outlived its client");
     // A message past the gateway's bound is dropped unread: nothing runs,
     // and the next client is served.
     let big =
