@@ -119,6 +119,22 @@ pub(crate) const HIDDEN: &[&str] = &[
     "/etc/gitlab-runner",
     "/etc/cups/ssl",
     "/var/lib/private",
+    // Sockets of daemons that act as root for whoever connects (a
+    // read-only file system does not stop a connect): container runtimes,
+    // virtualisation, snapd.
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/crio",
+    "/run/k3s",
+    "/run/libvirt",
+    "/var/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/run/user/*/docker.sock",
+    "/run/user/*/podman",
     // Every home's credentials, the account's own wherever its home is.
     "/home/*/.ssh",
     "/home/*/.gnupg",
@@ -179,6 +195,11 @@ fn outer() -> String {
         r#"a=(--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --tmpfs /dev/shm
    --unshare-all --die-with-parent --new-session --cap-drop ALL)
   [ "$n" = net ] && a+=(--share-net)
+  # A new /proc still writes the host's kernel settings (root may write
+  # /proc/sys and /proc/sysrq-trigger): those parts stay read-only.
+  for k in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs; do
+    [ ! -e "$k" ] || a+=(--ro-bind "$k" "$k")
+  done
   for p in "${{hide[@]}}"; do
     if [ -d "$p" ]; then a+=(--tmpfs "$p"); else a+=(--ro-bind /dev/null "$p"); fi
   done

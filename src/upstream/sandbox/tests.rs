@@ -298,8 +298,15 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
         .env("WALISSH_OTHER_SECRET", "ENV-SECRET-4711")
         .spawn()
         .unwrap();
+    // A daemon's socket that would act for whoever connects, hidden by
+    // an extra glob like /run/docker.sock by the built-in list.
+    let socket = home.join("daemon.sock");
+    let _daemon = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let hide = Hide {
-        paths: vec![format!("{}/extra-*.txt", home.display())],
+        paths: vec![
+            format!("{}/extra-*.txt", home.display()),
+            socket.display().to_string(),
+        ],
         network: false,
     };
     let var = format!("/var/walissh-sandbox-test-{}", std::process::id());
@@ -308,6 +315,10 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
          touch ~/written 2>/dev/null && echo WROTE-HOME; \
          touch /etc/walissh-written 2>/dev/null && echo WROTE-ETC; \
          touch {var} 2>/dev/null && echo WROTE-VAR; \
+         (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null && echo WROTE-SYSCTL; \
+         python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{home}/daemon.sock\")' \
+             2>/dev/null && echo REACHED-DAEMON; \
+         (echo 0 > /sys/kernel/mm/ksm/run) 2>/dev/null && echo WROTE-SYS; \
          echo in-tmp > /tmp/walissh-left && echo TMP-OK; \
          (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED; \
          cat /etc/shadow ~/.ssh/id_ed25519 {home}/extra-secret.txt 2>/dev/null; \
@@ -327,6 +338,9 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
             "WROTE-HOME",
             "WROTE-ETC",
             "WROTE-VAR",
+            "WROTE-SYSCTL",
+            "REACHED-DAEMON",
+            "WROTE-SYS",
             "CONNECTED",
             "PRIVATE-KEY-4711",
             "EXTRA-SECRET-4711",
@@ -352,6 +366,7 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
     let (_, out) = walled(Wall::None, &script, home, &hide);
     assert!(out.contains("WROTE-HOME"), "{out}");
     assert!(out.contains("PRIVATE-KEY-4711"), "{out}");
+    assert!(out.contains("REACHED-DAEMON"), "{out}");
     let _ = std::fs::remove_file("/tmp/walissh-left");
     let _ = std::fs::remove_file("/etc/walissh-written");
     let _ = std::fs::remove_file(&var);
