@@ -424,9 +424,10 @@ impl Gateway {
                 }
             },
         };
+        // A wall was found only for a line the policy runs unasked.
         let ahead = match wall {
-            Some(w) if clean.is_some() => row(decision).field("sandbox", w.name()),
-            _ => row(decision),
+            Some(w) => row(decision).field("sandbox", w.name()),
+            None => row(decision),
         };
         // Written ahead, as for the agent: no command runs without its row.
         if let Err(why) = audit.ahead(ahead).await {

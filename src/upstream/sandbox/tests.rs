@@ -375,7 +375,7 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
 }
 
 #[test]
-fn a_probe_finds_the_best_wall_that_works() {
+fn every_walls_probe_works_here() {
     let tmp = tempfile::tempdir().unwrap();
     for wall in walls().into_iter().chain([Wall::None]) {
         let (code, out) =
