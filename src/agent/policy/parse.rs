@@ -102,6 +102,12 @@ pub(crate) fn parse(line: &str) -> Script {
 /// `unwrap`). Total: every input gives a `Script`, in time bounded by the
 /// line's length and the deadline.
 pub(crate) fn parse_until(line: &str, deadline: Instant) -> Script {
+    read(line, deadline, true)
+}
+
+/// The parse; with `round_trip`, the quoted line is read again and kept
+/// only if it reads the same (see [`reads_alike`]).
+fn read(line: &str, deadline: Instant, round_trip: bool) -> Script {
     let mut parser = Parser::new();
     if parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -135,9 +141,38 @@ pub(crate) fn parse_until(line: &str, deadline: Instant) -> Script {
     }
     collect(root.walk(), line, &mut script);
     if script.plain && script.unknown.is_none() {
-        script.quoted = quoted(root.walk(), line);
+        script.quoted =
+            quoted(root.walk(), line).filter(|q| !round_trip || reads_alike(&script, q, deadline));
     }
     script
+}
+
+/// Whether the quoted line reads back as the same commands and
+/// redirections: what the renderer cannot write back unchanged (an
+/// operator and its target that would join into another token, say) is
+/// not run unasked.
+fn reads_alike(script: &Script, quoted: &str, deadline: Instant) -> bool {
+    let again = read(quoted, deadline, false);
+    let lits = |s: &Script| {
+        let words: Vec<Vec<Option<String>>> = s
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(|w| w.lit.clone()).collect())
+            .collect();
+        let redirects: Vec<(Option<String>, String, Option<Option<String>>)> = s
+            .redirects
+            .iter()
+            .map(|r| {
+                (
+                    r.fd.clone(),
+                    r.op.clone(),
+                    r.target.as_ref().map(|t| t.lit.clone()),
+                )
+            })
+            .collect();
+        (words, redirects)
+    };
+    again.plain && again.unknown.is_none() && lits(&again) == lits(script)
 }
 
 /// The line again, each word single-quoted, operators between; `None`
@@ -417,7 +452,7 @@ fn plain_shape(root: Node, line: &str) -> bool {
                     stack.push(c);
                     true
                 }
-                _ => c.kind() == "file_redirect",
+                _ => c.kind() == "file_redirect" && redirect_apart(c, line),
             }),
             "command" => tidy(node, line),
             _ => false,
@@ -439,6 +474,9 @@ fn tidy(node: Node, line: &str) -> bool {
         if !known {
             return false;
         }
+        if c.kind() == "file_redirect" && !redirect_apart(*c, line) {
+            return false;
+        }
         if let Some(end) = end {
             let gap = line.get(end..c.start_byte()).unwrap_or("x");
             if gap.is_empty() && c.kind() != "file_redirect"
@@ -450,6 +488,34 @@ fn tidy(node: Node, line: &str) -> bool {
         end = Some(c.end_byte());
     }
     true
+}
+
+/// A redirection every shell reads as the grammar does: its descriptor,
+/// if written, is one digit, and no word the shell would take for its
+/// descriptor is written against it.
+fn redirect_apart(redirect: Node, line: &str) -> bool {
+    single_digit(redirect, line) && !fd_like(line.get(..redirect.start_byte()).unwrap_or(""))
+}
+
+/// A redirection's descriptor, if written, is one digit: every shell
+/// reads `0`..`9` alike, while wider ones differ (dash takes `10>` for an
+/// argument, bash wraps `4294967297>` to descriptor 1).
+fn single_digit(redirect: Node, line: &str) -> bool {
+    redirect
+        .child_by_field_name("descriptor")
+        .is_none_or(|d| matches!(text(d, line).as_bytes(), [b'0'..=b'9']))
+}
+
+/// Whether the text before a redirection written against it ends in a
+/// word the shell would take for its descriptor (`0<x`, `2&>x`, `{fd}>x`)
+/// where the grammar took an argument: the two would then disagree on
+/// what the command's words are.
+fn fd_like(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c == ' ' || c == '\t')
+        .next()
+        .unwrap_or(before);
+    !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()) || word.ends_with('}')
 }
 
 #[cfg(test)]
@@ -502,6 +568,10 @@ mod tests {
             "tail -n 100 /var/log/syslog 2>/dev/null",
             "a && b || c",
             "ls 2>&1 | head",
+            "echo a>/dev/null",
+            "echo 1>/dev/null",
+            "echo a \\1>/dev/null",
+            "echo a1>/dev/null",
         ] {
             assert!(parse(line).plain, "{line}");
         }
@@ -516,6 +586,15 @@ mod tests {
             "cat <<< x",
             "[[ -f x ]]",
             "ls |& cat",
+            // Where the grammar and the shells disagree on a descriptor:
+            // bash runs `ls -l` with stdin from /dev/null, `echo a 2` in
+            // the background, and wraps 4294967296 to descriptor 0; dash
+            // takes `10` for an argument.
+            "ls -l 0</dev/null",
+            "echo a 2&>/dev/null",
+            "cat 4294967296</etc/hosts",
+            "echo a 10>/dev/null",
+            "echo a {fd}>/dev/null",
         ] {
             assert!(!parse(line).plain, "{line}");
         }
@@ -532,6 +611,12 @@ mod tests {
         );
         assert_eq!(parse("echo $HOME").quoted, None);
         assert_eq!(parse("(ls)").quoted, None);
+        // A rendering is kept only if it reads back the same.
+        let far = Instant::now() + std::time::Duration::from_secs(1);
+        let script = parse("echo a 2>/dev/null");
+        assert!(reads_alike(&script, "'echo' 'a' 2>'/dev/null'", far));
+        assert!(!reads_alike(&script, "'echo' 'a' '2' >'/dev/null'", far));
+        assert!(!reads_alike(&script, "'echo' 'a' 2>'/dev/null' &", far));
     }
 
     #[test]

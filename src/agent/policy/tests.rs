@@ -351,6 +351,19 @@ fn generated(count: usize) -> Vec<String> {
         "a=b",
         "+%s",
         "date",
+        // Descriptors of every width, closed ones, and words written
+        // against an operator: where the shells read a line differently.
+        "3>&1",
+        "10>/dev/null",
+        "4294967297>/dev/null",
+        ">&-",
+        "2>&-",
+        "<&-",
+        "1>&2-",
+        "0</dev/null",
+        "2&>/dev/null",
+        "1>/dev/null",
+        "9>/dev/null",
     ];
     const JOINS: &[&str] = &[" ", " ", " ", " | ", " ; ", " && ", " || "];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -392,7 +405,7 @@ const TYPED_EVERY: usize = 4;
 /// generated ones runs under real bash, dash and zsh in a jail where every
 /// program is a logging stub (`agent::oracle`). A line the policy runs
 /// unasked must run exactly the programs and argv the policy read, in
-/// every shell, and its quoted script under dash (what runs it) too; for
+/// every shell, and its quoted script under bash (what runs it) too; for
 /// every line it asks about, every program bash ran must be one the
 /// policy saw (and lists before `Run?`).
 #[test]
@@ -430,7 +443,7 @@ fn what_the_policy_reads_is_what_the_shells_run() {
                     (Shell::Bash, line.as_str()),
                     (Shell::Zsh, line.as_str()),
                     (Shell::Dash, line.as_str()),
-                    (Shell::Dash, script.as_str()),
+                    (Shell::Bash, script.as_str()),
                 ];
                 for (shell, text) in runs {
                     if !oracle.has(shell) {
