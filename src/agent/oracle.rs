@@ -590,6 +590,35 @@ impl Oracle {
         Err(last)
     }
 
+    /// Copies this machine's real `name`, and the libraries `ldd` lists
+    /// for it, into the jail beside the real shells; returns its path
+    /// there (`/.oracle/real/NAME`). None when there is no such program
+    /// or it is not a dynamic executable (a script needs other programs,
+    /// and every other program here is a stub). The line cannot write
+    /// it, and runs it with the jail's limits, as it runs the shells: a
+    /// real program given an option that writes writes inside the jail.
+    pub(crate) fn install(&self, name: &str) -> Option<String> {
+        let exe = find_program(name)?;
+        let needed = ldd(&exe)?;
+        let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let copy = |from: &Path, to: &Path| -> io::Result<()> {
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            if !to.exists() {
+                fs::copy(from, to)?;
+                fs::set_permissions(to, fs::Permissions::from_mode(0o555))?;
+            }
+            Ok(())
+        };
+        for lib in needed {
+            copy(&lib, &self.root.join(lib.strip_prefix("/").unwrap_or(&lib))).ok()?;
+        }
+        let inside = format!("/.oracle/real/{name}");
+        copy(&exe, &self.root.join(&inside[1..])).ok()?;
+        Some(inside)
+    }
+
     /// Whether `shell` is installed (bash always is, or there is no oracle).
     pub(crate) fn has(&self, shell: Shell) -> bool {
         self.shells[shell.index()]

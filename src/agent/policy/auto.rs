@@ -111,6 +111,22 @@ fn program(words: &[&str], network: bool) -> Result<(), Why> {
     Err(first_error.unwrap_or_else(|| format!("{name} is not on the read-only list")))
 }
 
+/// Every program of the table that reads options, with its spec as
+/// [`program`] applies it: for the check against the real programs.
+#[cfg(test)]
+pub(super) fn specs() -> impl Iterator<Item = (&'static [&'static str], Spec)> {
+    TABLE.iter().filter_map(|e| {
+        let spec = e.spec?;
+        Some((
+            e.names,
+            Spec {
+                long_attached: true,
+                ..spec
+            },
+        ))
+    })
+}
+
 /// One program of the table.
 struct Entry {
     names: &'static [&'static str],
@@ -524,7 +540,7 @@ fn sysctl(p: &Parsed) -> Result<(), Why> {
 fn lsof(p: &Parsed) -> Result<(), Why> {
     // `-g` and `-F` take a value only when it is attached; the table reads
     // the next word, so an option there was eaten unchecked.
-    for name in ["-g", "-F", "-p", "-u", "-c", "-d", "-s"] {
+    for name in ["-i", "-g", "-F", "-p", "-u", "-c", "-d", "-s"] {
         if let Some(v) = p.value(name).filter(|v| v.starts_with(['-', '+'])) {
             return Err(format!("{name} {v}: an option read as a value"));
         }
@@ -691,7 +707,6 @@ const TABLE: &[Entry] = &[
                 "all",
                 "almost-all",
                 "human-readable",
-                "long",
                 "reverse",
                 "recursive",
                 "size",
@@ -722,9 +737,9 @@ const TABLE: &[Entry] = &[
         names,
     ),
     entry(
-        &["cat", "tac"],
+        &["cat"],
         Spec::long(
-            "AbeEnsStTuv",
+            "AbenEstTuv",
             "",
             &[
                 "number",
@@ -737,6 +752,12 @@ const TABLE: &[Entry] = &[
             ],
             &[],
         ),
+        files,
+    ),
+    // tac's `-s` takes a separator: not cat's squeeze.
+    entry(
+        &["tac"],
+        Spec::long("br", "s", &["before", "regex"], &["separator"]),
         files,
     ),
     // `-5` is the old spelling of `-n 5`. tail's `-f` and `-F` wait for
@@ -916,23 +937,38 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &[
-            "whoami", "nproc", "tty", "arch", "lsmod", "true", "false", "logname", "users",
+            "whoami", "arch", "lsmod", "true", "false", "logname", "users",
         ],
-        Spec::long("", "", &["all"], &[]),
+        Spec::short("", ""),
         no_operands,
     ),
+    entry(&["nproc"], Spec::long("", "", &["all"], &[]), no_operands),
     entry(
-        &[
-            "groups", "basename", "dirname", "which", "whereis", "type", "seq",
-        ],
-        Spec::short("asz", "B"),
+        &["tty"],
+        Spec::long("s", "", &["silent", "quiet"], &[]),
+        no_operands,
+    ),
+    entry(&["groups"], Spec::short("", ""), any),
+    entry(
+        &["basename"],
+        Spec::long("az", "s", &["multiple", "zero"], &["suffix"]),
+        any,
+    ),
+    entry(&["dirname"], Spec::long("z", "", &["zero"], &[]), any),
+    // whereis's -B, -M and -S take lists ended by -f: not listed.
+    entry(&["whereis"], Spec::short("bmsul", ""), any),
+    entry(&["which"], Spec::short("a", ""), any),
+    entry(&["type"], Spec::short("afpPt", ""), any),
+    entry(
+        &["seq"],
+        Spec::long("w", "fs", &["equal-width"], &["format", "separator"]),
         any,
     ),
     entry(
-        &["pgrep", "pidof"],
+        &["pgrep"],
         Spec::long(
-            "lafvxcinoLwrs",
-            "uUgGPt",
+            "lafvxcinoLwr",
+            "uUgGPts",
             &[
                 "list-name",
                 "list-full",
@@ -947,6 +983,7 @@ const TABLE: &[Entry] = &[
         ),
         any,
     ),
+    entry(&["pidof"], Spec::short("scnxqwz", "oS"), any),
     words(&["echo"], plain_text),
     entry(&["sleep"], Spec::short("", ""), short_sleep),
     words(&["find"], find),
@@ -981,7 +1018,7 @@ const TABLE: &[Entry] = &[
                 "numeric-sort",
                 "show-parents",
                 "uid-changes",
-                "threads",
+                "thread-names",
                 "hide-threads",
             ],
             &[],
@@ -991,7 +1028,7 @@ const TABLE: &[Entry] = &[
     entry(
         &["stat"],
         Spec::long(
-            "LfSt",
+            "Lft",
             "c",
             &["dereference", "file-system", "terse"],
             &["format", "printf"],
@@ -1061,26 +1098,17 @@ const TABLE: &[Entry] = &[
         no_operands,
     ),
     entry(
-        &[
-            "lsmem", "lspci", "lsusb", "lsns", "lsipc", "lslocks", "lslogins",
-        ],
-        Spec::long(
-            "abJnrvkmDtPs",
-            "o",
-            &[
-                "all",
-                "bytes",
-                "json",
-                "noheadings",
-                "raw",
-                "summary",
-                "verbose",
-                "tree",
-            ],
-            &["output", "type"],
-        ),
+        &["lsmem", "lsns", "lsipc", "lslocks"],
+        Spec::long("Jnr", "o", &["json", "noheadings", "raw"], &["output"]),
         any,
     ),
+    entry(
+        &["lslogins"],
+        Spec::long("r", "o", &["raw"], &["output"]),
+        any,
+    ),
+    entry(&["lspci"], Spec::short("nvkDtmb", ""), any),
+    entry(&["lsusb"], Spec::short("vt", ""), any),
     entry(
         &["ss"],
         Spec::long(
@@ -1273,13 +1301,6 @@ const TABLE: &[Entry] = &[
                 "nopager",
                 "show-delta",
                 "reltime",
-                "since",
-                "until",
-                "time-format",
-                "color",
-                "level",
-                "facility",
-                "buffer-size",
             ],
             &[
                 "level",
@@ -1295,8 +1316,8 @@ const TABLE: &[Entry] = &[
     entry(
         &["journalctl"],
         Spec::long(
-            "kxqrmeabNlaF",
-            "unpSUtgoIM",
+            "kxqrmeabNla",
+            "unpSUtgoMF",
             &[
                 "no-pager",
                 "pager-end",
@@ -1334,7 +1355,6 @@ const TABLE: &[Entry] = &[
                 "output-fields",
                 "cursor",
                 "after-cursor",
-                "invocation",
             ],
         )
         .requiring(&[
@@ -1354,7 +1374,7 @@ const TABLE: &[Entry] = &[
     entry(
         &["systemctl"],
         Spec::long(
-            "alqt",
+            "alq",
             "tpPsnoH",
             &[
                 "no-pager",
@@ -1372,7 +1392,6 @@ const TABLE: &[Entry] = &[
                 "show-types",
                 "system",
                 "user",
-                "lines",
             ],
             &["type", "state", "property", "lines", "output", "kill-whom"],
         )
@@ -1380,37 +1399,37 @@ const TABLE: &[Entry] = &[
         systemctl,
     ),
     entry(
-        &[
-            "hostnamectl",
-            "timedatectl",
-            "localectl",
-            "loginctl",
-            "networkctl",
-            "resolvectl",
-            "busctl",
-        ],
+        &["localectl"],
+        Spec::long("", "", &["no-pager"], &[]),
+        status_verb,
+    ),
+    entry(&["hostnamectl"], Spec::short("", ""), status_verb),
+    entry(
+        &["timedatectl"],
+        Spec::long("a", "p", &["all", "no-pager", "value"], &["property"]),
+        status_verb,
+    ),
+    entry(
+        &["loginctl"],
         Spec::long(
-            "a",
+            "al",
             "p",
-            &[
-                "no-pager",
-                "all",
-                "full",
-                "no-legend",
-                "static",
-                "transient",
-                "pretty",
-                "json",
-            ],
+            &["all", "no-pager", "no-legend", "full", "value"],
             &["property"],
         ),
+        status_verb,
+    ),
+    // busctl reads `--all` as its `--allow-interactive-authorization`.
+    entry(
+        &["networkctl", "busctl", "resolvectl"],
+        Spec::long("", "", &["no-pager", "no-legend", "full"], &[]),
         status_verb,
     ),
     entry(
         &["vmstat"],
         Spec::long(
-            "awSdDpstfn",
-            "S",
+            "awdDstfn",
+            "Sp",
             &[
                 "active",
                 "wide",
@@ -1433,13 +1452,13 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["lsof"],
-        Spec::long("nPltRVbwKU", "iupcdgaF", &[], &[]).with_optional("i"),
+        Spec::long("nPltRVbwUa", "iupcdgF", &[], &[]),
         lsof,
     ),
     entry(
         &["netstat"],
         Spec::long(
-            "nltupaesrivWoxgMwT",
+            "nltupaesrivWoxgMw",
             "A",
             &[
                 "numeric",
@@ -1460,21 +1479,19 @@ const TABLE: &[Entry] = &[
         netstat,
     ),
     entry(
-        &[
-            "md5sum",
-            "sha1sum",
-            "sha256sum",
-            "sha512sum",
-            "b2sum",
-            "cksum",
-        ],
+        &["md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum"],
         Spec::long("btz", "", &["binary", "text", "tag", "zero"], &[]),
         no_devices,
     ),
     entry(
-        &["readlink", "realpath"],
+        &["cksum"],
+        Spec::long("z", "", &["tag", "zero"], &[]),
+        no_devices,
+    ),
+    entry(
+        &["readlink"],
         Spec::long(
-            "efmnqsvzLP",
+            "efmnqsvz",
             "",
             &[
                 "canonicalize",
@@ -1485,10 +1502,25 @@ const TABLE: &[Entry] = &[
                 "silent",
                 "verbose",
                 "zero",
-                "logical",
-                "physical",
+            ],
+            &[],
+        ),
+        any,
+    ),
+    entry(
+        &["realpath"],
+        Spec::long(
+            "emqszLP",
+            "",
+            &[
+                "canonicalize-existing",
+                "canonicalize-missing",
+                "quiet",
                 "strip",
                 "no-symlinks",
+                "zero",
+                "logical",
+                "physical",
             ],
             &["relative-to", "relative-base"],
         ),
@@ -1497,8 +1529,8 @@ const TABLE: &[Entry] = &[
     entry(
         &["findmnt"],
         Spec::long(
-            "lnrJDAbfkmsuUvdtOSTR",
-            "oTS",
+            "lnrJDAbfkmsuUvR",
+            "oTSdtO",
             &[
                 "list",
                 "noheadings",
@@ -1537,7 +1569,25 @@ const TABLE: &[Entry] = &[
         sysctl,
     ),
     entry(
-        &["dpkg", "dpkg-query"],
+        &["dpkg"],
+        Spec::long(
+            "lsLSp",
+            "",
+            &[
+                "list",
+                "status",
+                "listfiles",
+                "search",
+                "print-avail",
+                "get-selections",
+                "print-architecture",
+            ],
+            &[],
+        ),
+        dpkg,
+    ),
+    entry(
+        &["dpkg-query"],
         Spec::long(
             "lsLSpW",
             "f",
@@ -1547,8 +1597,6 @@ const TABLE: &[Entry] = &[
                 "listfiles",
                 "search",
                 "print-avail",
-                "get-selections",
-                "print-architecture",
                 "show",
             ],
             &["showformat"],
@@ -1599,10 +1647,6 @@ impl Spec {
             long_required,
             ..self
         }
-    }
-
-    const fn with_optional(self, optional: &'static str) -> Spec {
-        Spec { optional, ..self }
     }
 
     /// systemctl's value options without `-H`/`-M` (another host or

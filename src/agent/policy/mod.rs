@@ -292,4 +292,6 @@ pub(crate) fn commands(line: &str) -> Option<usize> {
 }
 
 #[cfg(test)]
+mod tables;
+#[cfg(test)]
 mod tests;
