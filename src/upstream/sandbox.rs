@@ -135,6 +135,12 @@ pub(crate) const HIDDEN: &[&str] = &[
     "/var/snap/lxd/common/lxd/unix.socket",
     "/run/user/*/docker.sock",
     "/run/user/*/podman",
+    // The journal's and syslog's inputs: a line written there is a write
+    // (a forged log line).
+    "/run/systemd/journal/socket",
+    "/run/systemd/journal/stdout",
+    "/run/systemd/journal/dev-log",
+    "/dev/log",
     // Every home's credentials, the account's own wherever its home is.
     "/home/*/.ssh",
     "/home/*/.gnupg",
@@ -217,12 +223,24 @@ fn outer() -> String {
 IFS=
 shopt -s nullglob dotglob
 hide=()
+# A path through a symlink (/var/run is /run) is hidden where it leads:
+# neither wall can mount over a symlink. Resolved without a fork unless
+# a symlink is on the way.
+real() {{
+  r=$1; local rest=${{1#/}} q= c
+  while [ -n "$rest" ]; do
+    c=${{rest%%/*}}; [ "$c" = "$rest" ] && rest= || rest=${{rest#*/}}
+    q+=/$c
+    if [ -L "$q" ]; then r=$(readlink -f -- "$1"); return; fi
+  done
+}}
 for g in "$@"; do
   case $g in "~/"*) g=$HOME/${{g#"~/"}};; esac
   for p in $g; do
     [ -e "$p" ] || continue
+    real "$p"; p=$r
     # Under a directory already hidden, it is gone already.
-    for h in "${{hide[@]}}"; do case $p in "$h"/*) continue 2;; esac; done
+    for h in "${{hide[@]}}"; do case $p in "$h"|"$h"/*) continue 2;; esac; done
     hide+=("$p")
   done
 done
@@ -339,8 +357,10 @@ pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &Hide) 
         if hide.network { "net" } else { "nonet" },
     );
     if wall != Wall::None {
+        let bus: &[&str] = if needs_bus(script) { &[] } else { BUS };
         for glob in HIDDEN
             .iter()
+            .chain(bus)
             .copied()
             .chain(hide.paths.iter().map(String::as_str))
         {
@@ -349,6 +369,42 @@ pub(crate) fn command(script: &str, cwd: Option<&str>, wall: Wall, hide: &Hide) 
         }
     }
     line
+}
+
+/// The system bus and systemd's own sockets. Through them a root process
+/// asks systemd or logind to start a unit, reboot, or kill a session, and
+/// a read-only file system does not stop a connect. They are hidden from
+/// every line but those that run one of [`BUS_CLIENTS`], whose verbs the
+/// policy's table limits to showing.
+const BUS: &[&str] = &[
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/systemd/io.systemd.*",
+    "/run/systemd/userdb",
+    "/run/user/*/bus",
+    "/run/user/*/systemd",
+];
+
+/// The programs of the policy's table that need the bus.
+const BUS_CLIENTS: &[&str] = &[
+    "systemctl",
+    "loginctl",
+    "timedatectl",
+    "hostnamectl",
+    "localectl",
+    "networkctl",
+    "busctl",
+    "resolvectl",
+];
+
+/// Whether `script` (every word single-quoted, as the policy renders it)
+/// names a bus client anywhere. A word that only mentions one (a grep
+/// pattern) leaves the bus reachable, as it was before this wall.
+fn needs_bus(script: &str) -> bool {
+    BUS_CLIENTS
+        .iter()
+        .any(|c| script.contains(&format!("'{c}'")) || script.contains(&format!("/{c}'")))
 }
 
 /// What a wall leaves out besides [`HIDDEN`]: `[ai] sandbox_hide`, and

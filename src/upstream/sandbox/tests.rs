@@ -289,6 +289,10 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE-KEY-4711").unwrap();
     std::fs::write(home.join("extra-secret.txt"), "EXTRA-SECRET-4711").unwrap();
     std::fs::write(home.join("readable.txt"), "READABLE-4711").unwrap();
+    // A hidden place that is a symlink: hidden where it leads.
+    std::fs::create_dir(home.join("aws-real")).unwrap();
+    std::fs::write(home.join("aws-real/credentials"), "AWS-SECRET-4711").unwrap();
+    std::os::unix::fs::symlink(home.join("aws-real"), home.join(".aws")).unwrap();
     // A listener on the host's loopback, and a process with a secret in
     // its environment.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -321,7 +325,7 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
          (echo 0 > /sys/kernel/mm/ksm/run) 2>/dev/null && echo WROTE-SYS; \
          echo in-tmp > /tmp/walissh-left && echo TMP-OK; \
          (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED; \
-         cat /etc/shadow ~/.ssh/id_ed25519 {home}/extra-secret.txt 2>/dev/null; \
+         cat /etc/shadow ~/.ssh/id_ed25519 {home}/extra-secret.txt ~/.aws/credentials 2>/dev/null; \
          cat /proc/{pid}/environ 2>/dev/null | tr '\\0' '\\n' | grep WALISSH_OTHER; \
          ls /proc | grep -c '^[0-9]'; \
          echo DONE",
@@ -345,6 +349,7 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
             "PRIVATE-KEY-4711",
             "EXTRA-SECRET-4711",
             "ENV-SECRET-4711",
+            "AWS-SECRET-4711",
             "root:",
         ] {
             assert!(!out.contains(leak), "{wall:?}: {leak} in {out}");
@@ -372,6 +377,40 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
     let _ = std::fs::remove_file(&var);
     other.kill().unwrap();
     other.wait().unwrap();
+}
+
+#[test]
+fn the_system_bus_is_hidden_from_lines_that_run_no_bus_client() {
+    const BUS: &str = "/run/dbus/system_bus_socket";
+    // A stand-in for the bus where this machine runs none (root only: it
+    // lives under /run).
+    if !is_root() || Path::new(BUS).exists() {
+        eprintln!("skipped: not root, or a real system bus is running");
+        return;
+    }
+    let made_dir = !Path::new("/run/dbus").exists();
+    std::fs::create_dir_all("/run/dbus").unwrap();
+    let _bus = std::os::unix::net::UnixListener::bind(BUS).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let connect = format!(
+        "python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{BUS}\")' \
+         2>/dev/null && echo REACHED-BUS; echo DONE"
+    );
+    for wall in walls() {
+        let (_, out) = walled(wall, &connect, tmp.path(), &Hide::default());
+        assert!(
+            out.contains("DONE") && !out.contains("REACHED-BUS"),
+            "{wall:?}: {out}"
+        );
+        // A line that runs systemctl (here, only names it) keeps the bus.
+        let client = format!("{connect}; : 'systemctl'");
+        let (_, out) = walled(wall, &client, tmp.path(), &Hide::default());
+        assert!(out.contains("REACHED-BUS"), "{wall:?}: {out}");
+    }
+    std::fs::remove_file(BUS).unwrap();
+    if made_dir {
+        let _ = std::fs::remove_dir("/run/dbus");
+    }
 }
 
 #[test]
