@@ -276,8 +276,16 @@ while read -r _ _ _ _ mp _; do
   mps+=("$mp")
 done </proc/self/mountinfo
 for mp in "${{mps[@]}}"; do mount -o remount,bind,ro -- "$mp"; done
+# A /dev of its own, as bwrap's: a read-only mount does not stop a write
+# to a device node, and root owns the disks'.
+mount -t tmpfs -o mode=755,size=64k tmpfs /dev
+for n in null:3 zero:5 full:7 random:8 urandom:9; do mknod -m 666 "/dev/${{n%:*}}" c 1 "${{n#*:}}"; done
+ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout; ln -s fd/2 /dev/stderr
+mkdir /dev/shm /dev/pts
 for t in /tmp /var/tmp /dev/shm; do [ ! -d "$t" ] || mount -t tmpfs -o mode=1777,size=64m tmpfs "$t"; done
+mount -o remount,bind,ro /dev
 for p in "$@"; do
+  [ -e "$p" ] || continue
   if [ -d "$p" ]; then mount -t tmpfs -o ro,size=4k,mode=755 tmpfs "$p"; else mount --bind /dev/null "$p"; fi
 done
 [ -z "$d" ] || cd -- "$d"

@@ -327,6 +327,9 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
          (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED; \
          cat /etc/shadow ~/.ssh/id_ed25519 {home}/extra-secret.txt ~/.aws/credentials 2>/dev/null; \
          cat /proc/{pid}/environ 2>/dev/null | tr '\\0' '\\n' | grep WALISSH_OTHER; \
+         for d in /dev/[shv]d? /dev/nvme* /dev/loop* /dev/mapper/* /dev/mem /dev/kmsg; do \
+             [ -e \"$d\" ] && echo DEVICE-VISIBLE; done; \
+         head -c 4 /dev/zero | wc -c; \
          ls /proc | grep -c '^[0-9]'; \
          echo DONE",
         home = home.display(),
@@ -350,6 +353,7 @@ fn behind_a_wall_nothing_is_written_reached_or_read_that_should_not_be() {
             "EXTRA-SECRET-4711",
             "ENV-SECRET-4711",
             "AWS-SECRET-4711",
+            "DEVICE-VISIBLE",
             "root:",
         ] {
             assert!(!out.contains(leak), "{wall:?}: {leak} in {out}");
@@ -472,4 +476,147 @@ fn figures_the_cost_of_each_wall() {
             walled / bare
         );
     }
+}
+
+/// What a directory holds, recursively: each path with its size, mode
+/// and modification time.
+fn snapshot(dir: &Path, out: &mut Vec<(PathBuf, u64, u32, i64, i64)>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        out.push((path.clone(), m.len(), m.mode(), m.mtime(), m.mtime_nsec()));
+        if m.is_dir() {
+            snapshot(&path, out);
+        }
+    }
+}
+
+/// The shared scratch places, top level only, without what other tests
+/// of this run make there (tempfile's `.tmp*`, the oracle's jails, ...).
+fn scratch() -> Vec<(PathBuf, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ours = [".tmp", "walissh", "rustc", "cargo", "systemd-private"];
+            if ours.iter().any(|p| name.starts_with(p)) {
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(e.path()) {
+                out.push((e.path(), m.mtime(), m.mtime_nsec()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// [`run_as_login_shell`], stopped (its whole group) after `limit`, as
+/// `[ai] auto_timeout_s` stops it on a target.
+fn run_bounded(line: &str, dir: &Path, limit: std::time::Duration) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = start_as_login_shell("bash", line, dir, &[]);
+    let input = child.stdin.take();
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if wait.recv_timeout(limit).is_err() {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    });
+    let mut out = Vec::new();
+    let _ = child.stdout.take().unwrap().read_to_end(&mut out);
+    let status = child.wait().unwrap();
+    let _ = done.send(());
+    guard.join().unwrap();
+    drop(input);
+    (status.code(), String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Every line of the policy's corpora that `auto` runs unasked, run for
+/// real behind each wall as a target runs it, in a home of its own: the
+/// home and the shared scratch places are the same after each line as
+/// before it. The lines a hostile reader wrote to get something past the
+/// tables (`tests/policy/`) are among them, with the diagnostics an SRE
+/// runs; whatever a table lets through, the wall keeps from changing
+/// anything.
+#[test]
+fn no_line_auto_runs_changes_the_home_or_the_scratch_places() {
+    use crate::agent::policy::{Policy, Verdict};
+    use crate::config::AiMode;
+    let policy = Policy::new(&[], &["?".to_string()], false);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy");
+    let mut lines = Vec::new();
+    for file in ["diagnostics.txt", "adversarial.tsv", "hostile30.tsv"] {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        for l in text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        {
+            lines.push(l.rsplit('\t').next().unwrap_or(l).to_string());
+        }
+    }
+    let scripts: Vec<String> = lines
+        .iter()
+        .filter_map(|l| match policy.check(l, AiMode::Auto) {
+            Verdict::Run(script) => Some(script),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        scripts.len() > 100,
+        "only {} lines run unasked",
+        scripts.len()
+    );
+    let tmp = tempfile::tempdir_in("/home").unwrap();
+    let home = tmp.path();
+    std::fs::create_dir(home.join(".config")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    std::fs::write(home.join("notes.txt"), "notes\n").unwrap();
+    let dir = home.display().to_string();
+    let mut changed = Vec::new();
+    for wall in walls() {
+        for script in &scripts {
+            let (mut before, before_scratch) = (Vec::new(), scratch());
+            snapshot(home, &mut before);
+            let line = format!(
+                "{} 2>&1",
+                command(script, Some(&dir), wall, &Hide::default())
+            );
+            run_bounded(&line, home, std::time::Duration::from_secs(10));
+            let mut after = Vec::new();
+            snapshot(home, &mut after);
+            if after != before || scratch() != before_scratch {
+                changed.push(format!("{wall:?}: {script}"));
+            }
+        }
+    }
+    eprintln!(
+        "sandbox: {} unasked lines run behind each wall, {} changed something",
+        scripts.len(),
+        changed.len()
+    );
+    assert!(changed.is_empty(), "{}", changed.join("\n"));
+    // The check can fail: the same kind of line with no wall writes.
+    let mut before = Vec::new();
+    snapshot(home, &mut before);
+    let line = command(
+        "'touch' 'written'",
+        Some(&dir),
+        Wall::None,
+        &Hide::default(),
+    );
+    run_bounded(&line, home, std::time::Duration::from_secs(10));
+    let mut after = Vec::new();
+    snapshot(home, &mut after);
+    assert_ne!(after, before);
 }
