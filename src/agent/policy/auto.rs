@@ -60,10 +60,7 @@ fn redirect(r: &Redirect) -> Result<(), Why> {
     let target = r.target.as_ref().and_then(|t| t.lit.as_deref());
     match (r.op.as_str(), target) {
         (">" | ">>" | "&>" | "&>>" | ">|", Some("/dev/null")) => Ok(()),
-        ("<", Some(file)) => match secret(file) {
-            Some(what) => Err(format!("it reads {file}, {what}")),
-            None => Ok(()),
-        },
+        ("<", Some(file)) => not_secret([file]).map_err(|e| format!("it reads {e}")),
         _ => Err("it redirects to a file".into()),
     }
 }
@@ -263,11 +260,20 @@ fn date(p: &Parsed) -> Result<(), Why> {
 
 /// A sampler with an interval must have a count, or it never ends.
 fn sampler(p: &Parsed) -> Result<(), Why> {
-    let numbers: Vec<&String> = p
-        .operands
+    let numeric = |o: &str| {
+        o.trim()
+            .trim_start_matches(['+', '-'])
+            .starts_with(|c: char| c.is_ascii_digit())
+    };
+    let numbers: Vec<&String> = p.operands.iter().filter(|o| numeric(o)).collect();
+    // The program reads ` 2` and `+1` as numbers too: only plain digits
+    // are counted here, so anything else asks.
+    if numbers
         .iter()
-        .filter(|o| o.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
+        .any(|o| !o.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err("an interval or count that is not plain digits".into());
+    }
     if numbers.len() == 1 {
         return Err("an interval without a count never ends".into());
     }
@@ -278,7 +284,7 @@ fn sampler(p: &Parsed) -> Result<(), Why> {
 /// the name); any other text is only printed or compared.
 fn no_assign(p: &Parsed) -> Result<(), Why> {
     match p.operands.first().map(String::as_str) {
-        Some("-v") => Err("-v assigns a variable".into()),
+        Some(v) if v.starts_with("-v") => Err("-v assigns a variable".into()),
         _ => plain_text(p),
     }
 }
@@ -289,17 +295,33 @@ fn no_assign(p: &Parsed) -> Result<(), Why> {
 /// redraw the user's screen, set the clipboard or answer for them. Any
 /// mention of an escape asks, however it would be read.
 fn plain_text(p: &Parsed) -> Result<(), Why> {
-    const SPELLED: &[&str] = &["\\e", "\\0", "\\1", "\\2", "\\3", "\\x", "\\u", "\\c", "%b"];
-    for w in &p.operands {
-        let raw = w
-            .chars()
-            .any(|c| (c.is_control() && c != '\t' && c != '\n') || c == '\u{9b}');
-        let lower = w.to_ascii_lowercase();
-        if raw || SPELLED.iter().any(|s| lower.contains(s)) {
-            return Err(format!("{w:?} may spell a terminal control sequence"));
-        }
+    p.operands.iter().try_for_each(|w| escapes_in(w))
+}
+
+/// A word that holds or spells a terminal control sequence, or a carriage
+/// return or backspace (which overwrite what the user reads).
+fn escapes_in(w: &str) -> Result<(), Why> {
+    const SPELLED: &[&str] = &[
+        "\\e", "\\0", "\\1", "\\2", "\\3", "\\x", "\\u", "\\c", "\\r", "\\b", "%b",
+    ];
+    let raw = w
+        .chars()
+        .any(|c| (c.is_control() && c != '\t' && c != '\n') || c == '\u{9b}');
+    let lower = w.to_ascii_lowercase();
+    if raw || SPELLED.iter().any(|s| lower.contains(s)) {
+        return Err(format!("{w:?} may spell a terminal control sequence"));
     }
     Ok(())
+}
+
+/// `stat`: names, not contents; its formats read backslash escapes.
+fn stat(p: &Parsed) -> Result<(), Why> {
+    for o in &p.opts {
+        if matches!(o.name.as_str(), "-c" | "--format" | "--printf") {
+            escapes_in(o.value.as_deref().unwrap_or(""))?;
+        }
+    }
+    names(p)
 }
 
 /// `sleep`: a pause of at most [`MAX_SLEEP`] seconds, spelled as a plain
@@ -388,9 +410,10 @@ fn systemctl(p: &Parsed) -> Result<(), Why> {
             .filter_map(|o| o.value.as_deref())
             .collect();
         if props.is_empty()
-            || props
-                .iter()
-                .any(|v| v.to_ascii_lowercase().contains("environment"))
+            || props.iter().any(|v| {
+                let v = v.to_ascii_lowercase();
+                v.contains("environment") || v.contains("credential")
+            })
         {
             return Err("show without -p prints the units' environments".into());
         }
@@ -540,6 +563,14 @@ fn sysctl(p: &Parsed) -> Result<(), Why> {
 fn lsof(p: &Parsed) -> Result<(), Why> {
     // `-g` and `-F` take a value only when it is attached; the table reads
     // the next word, so an option there was eaten unchecked.
+    if let Some(host) = p
+        .opts
+        .iter()
+        .filter(|o| o.name == "-i")
+        .find_map(|o| o.value.as_deref().filter(|v| v.contains('@')))
+    {
+        return Err(format!("-i {host} looks up a host"));
+    }
     for name in ["-i", "-g", "-F", "-p", "-u", "-c", "-d", "-s"] {
         if let Some(v) = p.value(name).filter(|v| v.starts_with(['-', '+'])) {
             return Err(format!("{name} {v}: an option read as a value"));
@@ -671,15 +702,18 @@ fn find(p: &Parsed) -> Result<(), Why> {
         "-L",
         "-P",
     ];
-    let mut words = p
-        .operands
-        .iter()
-        .map(String::as_str)
-        .skip_while(|w| !w.starts_with('-') && !matches!(*w, "!" | "(" | ")"));
+    let is_root = |w: &&str| !w.starts_with('-') && !matches!(*w, "!" | "(" | ")");
+    // Its starting points are listed as `ls` lists them.
+    secret_places(p.operands.iter().map(String::as_str).take_while(is_root))?;
+    let mut words = p.operands.iter().map(String::as_str).skip_while(is_root);
     while let Some(w) = words.next() {
         if TESTS.contains(&w) {
-            if words.next().is_none() {
+            let Some(value) = words.next() else {
                 return Err(format!("{w} needs a value"));
+            };
+            // find reads backslash escapes in a format itself.
+            if w == "-printf" {
+                escapes_in(value)?;
             }
         } else if !FLAGS.contains(&w) {
             return Err(format!("{w} is not on find's read-only list"));
@@ -872,7 +906,7 @@ const TABLE: &[Entry] = &[
             ],
             &["max-depth", "block-size", "threshold", "exclude", "time"],
         ),
-        any,
+        names,
     ),
     entry(
         &["free"],
@@ -1033,7 +1067,7 @@ const TABLE: &[Entry] = &[
             &["dereference", "file-system", "terse"],
             &["format", "printf"],
         ),
-        any,
+        stat,
     ),
     entry(
         &["file"],
@@ -1446,10 +1480,12 @@ const TABLE: &[Entry] = &[
         sampler,
     ),
     entry(
-        &["iostat", "mpstat", "pidstat"],
-        Spec::long("xdcktmhNzyu", "pPI", &["human", "pretty"], &[]),
+        &["iostat"],
+        Spec::long("xdcktmhNzy", "p", &["human", "pretty"], &[]),
         sampler,
     ),
+    entry(&["mpstat"], Spec::short("u", "PN"), sampler),
+    entry(&["pidstat"], Spec::short("durwhltIsv", "p"), sampler),
     entry(
         &["lsof"],
         Spec::long("nPltRVbwUa", "iupcdgF", &[], &[]),

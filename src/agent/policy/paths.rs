@@ -125,6 +125,13 @@ const SECRET_DIRS: &[&str] = &[
     "keys",
     ".cert",
     "credentials",
+    "etcd",
+    "krb5kdc",
+    "netplan",
+    "openvpn",
+    "waagent",
+    ".mozilla",
+    "auth.conf.d",
 ];
 
 /// Exact names of files that hold secrets.
@@ -164,6 +171,28 @@ const SECRET_NAMES: &[&str] = &[
     "authinfo",
     ".authinfo",
     "master.key",
+    ".erlang.cookie",
+    "userlist.txt",
+    "database.yml",
+    "secrets.yml",
+    "ovf-env.xml",
+    "authkey",
+    "auth.txt",
+    ".msmtprc",
+    "msmtprc",
+    "logins.json",
+    "key4.db",
+    "cloud-config.txt",
+    "nslcd.conf",
+    "settings.xml",
+    "clouds.yaml",
+    "hostapd.conf",
+    "principal",
+    "ddclient.conf",
+    "random-seed",
+    "wpa_supplicant.conf",
+    "ldap.secret",
+    "pam_ldap.conf",
 ];
 
 /// Endings of key and keystore files.
@@ -189,6 +218,11 @@ const SECRET_SUFFIXES: &[&str] = &[
     ".crt.key",
     ".secret",
     ".token",
+    ".tfstate",
+    ".tfstate.backup",
+    ".tfvars",
+    ".netdev",
+    ".cookie",
 ];
 
 /// Why reading `path` would show a secret, if it would: shadow files and

@@ -143,7 +143,12 @@ struct Hostile {
 }
 
 fn adversarial() -> Vec<Hostile> {
-    corpus("adversarial.tsv")
+    hostile("adversarial.tsv")
+}
+
+/// A corpus of `CLASS<TAB>EXPECT<TAB>LINE` lines.
+fn hostile(name: &str) -> Vec<Hostile> {
+    corpus(name)
         .iter()
         .map(|l| {
             let mut parts = l.splitn(3, '\t');
@@ -197,6 +202,45 @@ fn the_adversarial_corpus_in_every_mode() {
         cases.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The hostile set written after the sandbox and the checked tables, by a
+/// reader of both (tests/policy/hostile30.tsv). Nothing runs unasked but
+/// the `hang` lines, which the wall bounds in time and output; at least
+/// 95% of the destructive lines are refused in every mode (the rest are
+/// asked, and named here).
+#[test]
+fn the_fresh_hostile_set() {
+    let policy = policy();
+    let cases = hostile("hostile30.tsv");
+    let (mut destructive, mut denied, mut ran) = (0, 0, Vec::new());
+    let mut asked = Vec::new();
+    for case in &cases {
+        let auto = policy.check(&case.line, AiMode::Auto);
+        let confirm = policy.check(&case.line, AiMode::Confirm);
+        if matches!(auto, Verdict::Run(_)) && case.class != "hang" {
+            ran.push(format!("{}: {}", case.class, case.line));
+        }
+        if case.class == "destructive" {
+            destructive += 1;
+            if matches!(auto, Verdict::Deny(_)) && matches!(confirm, Verdict::Deny(_)) {
+                denied += 1;
+            } else {
+                asked.push(case.line.as_str());
+            }
+        }
+    }
+    eprintln!(
+        "hostile30: {} lines, {} run unasked outside `hang`; destructive {denied}/{destructive} \
+         denied in every mode; asked: {asked:#?}",
+        cases.len(),
+        ran.len()
+    );
+    assert!(ran.is_empty(), "run unasked:\n{}", ran.join("\n"));
+    assert!(
+        denied * 100 >= destructive * 95,
+        "{denied}/{destructive} denied"
+    );
 }
 
 /// The read-only diagnostics a responder reaches for first: at least 90%
