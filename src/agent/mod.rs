@@ -107,9 +107,15 @@ impl Agent {
             Redactor::new(&[], &held).expect("no extra patterns")
         });
         let team = team::Team::new(config, model.as_ref().ok());
+        let hidden: Vec<String> = config
+            .ai
+            .sandbox_hide
+            .iter()
+            .map(|g| g.get_ref().clone())
+            .collect();
         Agent {
             model,
-            policy: Policy::new(&deny, &prefixes, config.ai.auto_network),
+            policy: Policy::hiding(&deny, &prefixes, config.ai.auto_network, &hidden),
             limits: Limits {
                 max_steps: config.ai.max_steps.max(1),
                 wall: Duration::from_secs(config.ai.max_time_s.max(1)),
@@ -118,12 +124,7 @@ impl Agent {
             sandboxing: exec::Sandboxing {
                 mode: config.ai.auto_sandbox,
                 hide: crate::upstream::sandbox::Hide {
-                    paths: config
-                        .ai
-                        .sandbox_hide
-                        .iter()
-                        .map(|g| g.get_ref().clone())
-                        .collect(),
+                    paths: hidden.clone(),
                     network: config.ai.auto_network,
                 },
                 timeout: Duration::from_secs(config.ai.auto_timeout_s.max(1)),

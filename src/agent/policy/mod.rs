@@ -79,11 +79,24 @@ struct Rules {
     prefixes: Vec<String>,
     /// `[ai] auto_network`: name lookups and connections may run unasked.
     network: bool,
+    /// `[ai] sandbox_hide`: read as secrets too, so that either wall alone
+    /// keeps them from an unasked line.
+    hidden: Vec<glob::Pattern>,
 }
 
 impl Policy {
     /// `deny` are the `[ai] deny` globs (validated by the config).
     pub(crate) fn new(deny: &[String], prefixes: &[String], network: bool) -> Policy {
+        Policy::hiding(deny, prefixes, network, &[])
+    }
+
+    /// [`Policy::new`], with the `[ai] sandbox_hide` globs.
+    pub(crate) fn hiding(
+        deny: &[String],
+        prefixes: &[String],
+        network: bool,
+        hidden: &[String],
+    ) -> Policy {
         Policy {
             rules: Arc::new(Rules {
                 deny: deny
@@ -92,6 +105,7 @@ impl Policy {
                     .collect(),
                 prefixes: prefixes.to_vec(),
                 network,
+                hidden: paths::hiding(hidden.iter().map(String::as_str)),
             }),
         }
     }
@@ -153,6 +167,7 @@ impl Policy {
         }
         if mode == AiMode::Auto
             && auto::allows(&seen, rules.network).is_ok()
+            && !rules.names_hidden(&seen)
             && let Some(quoted) = &seen.script.quoted
         {
             return Verdict::Run(quoted.clone());
@@ -172,6 +187,27 @@ impl Policy {
 }
 
 impl Rules {
+    /// Whether a word of the line (or a redirection's file) names a path
+    /// of `[ai] sandbox_hide`, or one under it.
+    fn names_hidden(&self, seen: &unwrap::Seen) -> bool {
+        if self.hidden.is_empty() {
+            return false;
+        }
+        let words = seen.runs.iter().flatten();
+        let targets = seen
+            .script
+            .redirects
+            .iter()
+            .filter_map(|r| r.target.as_ref());
+        words
+            .chain(targets)
+            .filter_map(|w| w.lit.as_deref())
+            .any(|v| {
+                let v = v.rsplit_once('=').map_or(v, |(_, after)| after);
+                paths::under(&paths::normalise(v), &self.hidden)
+            })
+    }
+
     fn denied(&self, command: &str, seen: &unwrap::Seen) -> Option<String> {
         // A function that reaches a function of the line, itself or
         // through another (`a(){ b|b& }; b(){ a|a& }; a`): the shape of a

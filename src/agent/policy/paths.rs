@@ -310,16 +310,26 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
 fn hidden_by_the_sandbox(n: &str) -> bool {
     use std::sync::OnceLock;
     static PATTERNS: OnceLock<Vec<glob::Pattern>> = OnceLock::new();
-    let patterns = PATTERNS.get_or_init(|| {
-        crate::upstream::sandbox::HIDDEN
-            .iter()
-            .flat_map(|g| match g.strip_prefix("~/") {
-                Some(rest) => vec![format!("/home/*/{rest}"), format!("/root/{rest}")],
-                None => vec![g.to_string()],
-            })
-            .filter_map(|g| glob::Pattern::new(&g).ok())
-            .collect()
-    });
+    let patterns =
+        PATTERNS.get_or_init(|| hiding(crate::upstream::sandbox::HIDDEN.iter().copied()));
+    under(n, patterns)
+}
+
+/// Sandbox globs as patterns of absolute paths: `~/` is every home,
+/// root's included.
+pub(crate) fn hiding<'a>(globs: impl Iterator<Item = &'a str>) -> Vec<glob::Pattern> {
+    globs
+        .flat_map(|g| match g.strip_prefix("~/") {
+            Some(rest) => vec![format!("/home/*/{rest}"), format!("/root/{rest}")],
+            None => vec![g.to_string()],
+        })
+        .filter_map(|g| glob::Pattern::new(&g).ok())
+        .collect()
+}
+
+/// Whether the absolute path `n`, or a directory above it, matches one of
+/// `patterns`.
+pub(crate) fn under(n: &str, patterns: &[glob::Pattern]) -> bool {
     let options = glob::MatchOptions {
         case_sensitive: true,
         require_literal_separator: true,
@@ -328,7 +338,6 @@ fn hidden_by_the_sandbox(n: &str) -> bool {
     if !n.starts_with('/') {
         return false;
     }
-    // The path itself and each directory above it.
     let mut at = n;
     loop {
         if patterns.iter().any(|p| p.matches_with(at, options)) {

@@ -243,7 +243,40 @@ fn the_fresh_hostile_set() {
     );
 }
 
-/// The read-only diagnostics a responder reaches for first: at least 90%
+/// `[ai] sandbox_hide` is a secret to the policy too: either wall alone
+/// keeps an unasked line from it.
+#[test]
+fn the_sandboxs_extra_hidden_paths_are_secrets_to_the_policy() {
+    let hide = [
+        "/srv/vault/*.json".to_string(),
+        "~/.config/acme".to_string(),
+    ];
+    let hiding = Policy::hiding(&[], &["?".to_string()], false, &hide);
+    for line in [
+        "cat /srv/vault/db.json",
+        "ls /srv/vault/db.json",
+        "grep x /srv/vault/db.json",
+        "cat /srv/vault/./db.json",
+        "cat /home/alice/.config/acme/key",
+        "wc -l < /srv/vault/db.json",
+        "ls /root/.config/acme",
+    ] {
+        assert!(
+            !matches!(hiding.check(line, AiMode::Auto), Verdict::Run(_)),
+            "{line}"
+        );
+        assert!(
+            matches!(policy().check(line, AiMode::Auto), Verdict::Run(_)) || line.contains("/root"),
+            "{line} runs without the glob"
+        );
+    }
+    assert!(matches!(
+        hiding.check("cat /srv/vault/README", AiMode::Auto),
+        Verdict::Run(_)
+    ));
+}
+
+/// The read-only diagnostics a responder reaches for first: at least 95%
 /// run unasked in `auto`.
 #[test]
 fn the_diagnostic_list_runs_unasked() {
@@ -268,7 +301,7 @@ fn the_diagnostic_list_runs_unasked() {
         share * 100.0,
         asked.join("\n  ")
     );
-    assert!(share >= 0.9, "{asked:#?}");
+    assert!(share >= 0.95, "{asked:#?}");
 }
 
 #[test]
