@@ -606,8 +606,7 @@ impl Oracle {
                 fs::create_dir_all(parent)?;
             }
             if !to.exists() {
-                fs::copy(from, to)?;
-                fs::set_permissions(to, fs::Permissions::from_mode(0o555))?;
+                copy_program(from, to)?;
             }
             Ok(())
         };
@@ -927,8 +926,7 @@ fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
             continue;
         };
         let dest = root.join(".oracle/real").join(shell.name());
-        fs::copy(&exe, &dest)?;
-        mode(&dest, 0o555)?;
+        copy_program(&exe, &dest)?;
         let Some(needed) = ldd(&exe) else { continue };
         libs.extend(needed);
         shells[shell.index()] = true;
@@ -942,8 +940,7 @@ fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
         if let Some(parent) = dest.parent() {
             fs::create_dir_all(parent)?;
         }
-        fs::copy(&lib, &dest)?;
-        mode(&dest, 0o555)?;
+        copy_program(&lib, &dest)?;
     }
     let names: HashSet<&str> = STUBS.split_whitespace().collect();
     for dir in ["usr/bin", "usr/sbin"] {
@@ -958,6 +955,23 @@ fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
         }
     }
     Ok(shells)
+}
+
+/// Copies a program or library into the jail, read-only. By `cp`, not
+/// from this process: a descriptor open for writing here would be
+/// inherited by the children other threads fork meanwhile (other
+/// oracles' runs), and running the program while one of them still holds
+/// it fails ("Text file busy").
+fn copy_program(from: &Path, to: &Path) -> io::Result<()> {
+    let copied = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()?;
+    if !copied.success() {
+        return Err(io::Error::other(format!("cp {} failed", from.display())));
+    }
+    fs::set_permissions(to, fs::Permissions::from_mode(0o555))
 }
 
 /// `name` on the usual system paths, resolved.

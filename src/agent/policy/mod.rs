@@ -86,6 +86,7 @@ struct Rules {
 
 impl Policy {
     /// `deny` are the `[ai] deny` globs (validated by the config).
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn new(deny: &[String], prefixes: &[String], network: bool) -> Policy {
         Policy::hiding(deny, prefixes, network, &[])
     }
