@@ -102,11 +102,14 @@ pub(super) fn cluster_kinds(vals: &[&str]) -> bool {
         || operands.iter().any(|w| w.contains('/') && at_risk(w))
 }
 
+/// How many words after `run` are tried as the start of its command.
+const CANDIDATES: usize = 8;
+
 /// A container run with a host directory mounted read-write (`-v
 /// /:/host`, `--mount type=bind,source=/,target=/host`): the command it
 /// runs sees the host's files under the mount point, so it is judged with
 /// them put back (`rm -rf /host/etc` is `rm -rf /etc`).
-pub(super) fn container_run(program: &str, args: &[Word]) -> Option<String> {
+pub(super) fn container_run(program: &str, args: &[Word], depth: usize) -> Option<String> {
     if !matches!(program, "docker" | "podman" | "nerdctl") {
         return None;
     }
@@ -133,12 +136,15 @@ pub(super) fn container_run(program: &str, args: &[Word]) -> Option<String> {
         }
         w.clone()
     };
-    // Any later word may be the image or the start of the command.
+    // Any of the first few later words may be the image or the start of
+    // the command (an option's value looks like either); a bound, since
+    // each is judged whole and may hold another container run.
     (0..rest.len())
         .filter(|&i| !rest[i].text().starts_with('-'))
+        .take(CANDIDATES)
         .find_map(|i| {
             let argv: Vec<Word> = rest[i..].iter().map(host).collect();
-            command(&argv)
+            command_at(&argv, depth + 1)
         })
         .map(|why| format!("{program} runs, on the host's mounted files: {why}"))
 }

@@ -189,7 +189,7 @@ pub(super) enum Call {
 /// delete of a system tree (`shutil.rmtree("/usr")`) or the removal of a
 /// file the host cannot lose; a write to a path `bad_write` guards that
 /// the code names (`open('/dev/sda', 'wb')`).
-pub(super) fn interpreter(program: &str, vals: &[&str]) -> Option<String> {
+pub(super) fn interpreter(program: &str, vals: &[&str], depth: usize) -> Option<String> {
     // `python3.11`, `perl5.36`: a version may follow the name.
     let named = INTERPRETERS.iter().any(|i| {
         program
@@ -209,7 +209,7 @@ pub(super) fn interpreter(program: &str, vals: &[&str]) -> Option<String> {
             "{program} forks or spawns without end: a fork bomb's shape"
         ));
     }
-    if let Some(why) = shell.iter().find_map(judge_call) {
+    if let Some(why) = shell.iter().find_map(|c| judge_call(c, depth)) {
         return Some(format!("{program} runs {why}"));
     }
     code_deletes(&code)
@@ -218,17 +218,17 @@ pub(super) fn interpreter(program: &str, vals: &[&str]) -> Option<String> {
 }
 
 /// A command an interpreter or socat runs, judged as the line's own.
-pub(super) fn judge_call(call: &Call) -> Option<String> {
+pub(super) fn judge_call(call: &Call, depth: usize) -> Option<String> {
     match call {
         Call::List(argv) => {
             let words: Vec<Word> = argv.iter().map(|a| Word::known(a)).collect();
-            command(&words).map(|why| format!("`{}`: {why}", argv.join(" ")))
+            command_at(&words, depth + 1).map(|why| format!("`{}`: {why}", argv.join(" ")))
         }
         Call::Text(text) => {
             let seen = see(text);
             seen.runs
                 .iter()
-                .find_map(|r| command(r))
+                .find_map(|r| command_at(r, depth + 1))
                 .or_else(|| seen.redirects.iter().find_map(redirect))
                 .map(|why| format!("`{text}`: {why}"))
         }
@@ -533,7 +533,7 @@ pub(super) fn tar_archive(vals: &[&str]) -> Vec<String> {
 /// socat's addresses: a file or device one writes (`OPEN:/dev/sda`,
 /// `FILE:…`, a bare path; not the read-only one of `-u` or `-U`), and the
 /// commands `EXEC:` and `SYSTEM:` run.
-pub(super) fn socat(vals: &[&str]) -> Option<String> {
+pub(super) fn socat(vals: &[&str], depth: usize) -> Option<String> {
     let mut addresses = Vec::new();
     let mut i = 0;
     while i < vals.len() {
@@ -555,7 +555,7 @@ pub(super) fn socat(vals: &[&str]) -> Option<String> {
         let kind = kind.to_ascii_uppercase();
         let head = rest.split(',').next().unwrap_or(rest);
         if matches!(kind.as_str(), "EXEC" | "SYSTEM")
-            && let Some(why) = judge_call(&Call::Text(head.to_string()))
+            && let Some(why) = judge_call(&Call::Text(head.to_string()), depth)
         {
             return Some(format!("socat runs {why}"));
         }

@@ -127,6 +127,19 @@ pub(crate) fn redirect(r: &Redirect) -> Option<String> {
 
 /// The rule one command breaks, if any.
 pub(crate) fn command(argv: &[Word]) -> Option<String> {
+    command_at(argv, 0)
+}
+
+/// How deep commands inside commands (an interpreter's code, socat's
+/// `EXEC:`, a container's command) are followed; deeper is refused: each
+/// level may fan out, and the check must end in bounded time and stack.
+const MAX_NESTED: usize = 4;
+
+/// [`command`] for a command found `depth` levels inside another.
+pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
+    if depth > MAX_NESTED {
+        return Some("commands nested deeper than walissh checks".into());
+    }
     let program = basename(argv.first()?.lit.as_deref()?);
     let args = &argv[1..];
     let vals: Vec<&str> = args.iter().map(Word::text).collect();
@@ -164,7 +177,7 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
         }
         "sed" | "perl" | "ex" | "awk" | "gawk" => in_place(program, args, &vals)
             .or_else(|| sed_writes(program, &vals))
-            .or_else(|| interpreter(program, &vals)),
+            .or_else(|| interpreter(program, &vals, depth)),
         p if p.starts_with("xtables") && p.ends_with("-multi") => command(args),
         // Disks and volumes.
         p if p.starts_with("mkfs") || p.starts_with("mke2fs") || p.starts_with("mkdosfs") => {
@@ -335,7 +348,7 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
         // Packages.
         "dpkg" | "rpm" | "apt" | "apt-get" | "aptitude" | "yum" | "dnf" | "microdnf" | "zypper"
         | "pacman" | "apk" => removes_essentials(program, &vals),
-        "socat" => socat(&vals),
+        "socat" => socat(&vals, depth),
         // The agent cannot drive a full-screen program, and one left open
         // holds the user's shell.
         "vi" | "vim" | "nvim" | "view" | "nano" | "pico" | "emacs" | "joe" | "mcedit" | "ed"
@@ -346,8 +359,8 @@ pub(crate) fn command(argv: &[Word]) -> Option<String> {
         )),
         _ => cuts_off(program, &vals)
             .or_else(|| mass_delete(program, args, &vals))
-            .or_else(|| container_run(program, args))
-            .or_else(|| interpreter(program, &vals))
+            .or_else(|| container_run(program, args, depth))
+            .or_else(|| interpreter(program, &vals, depth))
             .or_else(|| outputs(program, &vals))
             .or_else(|| device_operand(program, &vals)),
     }

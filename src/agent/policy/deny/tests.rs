@@ -477,3 +477,13 @@ fn containers_clusters_and_packages() {
         "rsync -t /etc/passwd /srv/backup/",
     ]);
 }
+
+#[test]
+fn nesting_ends_and_what_is_too_deep_is_refused() {
+    // Containers in containers, each mounting the host: every level fans
+    // out over the words that may start its command.
+    let docker = "docker run -v /:/h x ".repeat(300) + "ls";
+    assert!(denied(&docker).is_some(), "{docker}");
+    // Shallow nesting is still judged by what it runs.
+    assert!(denied("docker run -v /:/host alpine ls /host").is_none());
+}
