@@ -73,13 +73,8 @@ impl Agent {
     }
 
     pub(crate) fn new(config: &Config, skills: skills::Skills) -> Agent {
-        let prefixes: Vec<String> = config
-            .ai
-            .prefixes
-            .iter()
-            .map(|p| p.get_ref().clone())
-            .collect();
-        let deny: Vec<String> = config.ai.deny.iter().map(|d| d.get_ref().clone()).collect();
+        let prefixes = values(&config.ai.prefixes);
+        let deny = values(&config.ai.deny);
         let model = Model::new(&config.llm);
         if let Err(e) = &model {
             tracing::warn!(error = %e, "the agent's model client is not available");
@@ -107,12 +102,7 @@ impl Agent {
             Redactor::new(&[], &held).expect("no extra patterns")
         });
         let team = team::Team::new(config, model.as_ref().ok());
-        let hidden: Vec<String> = config
-            .ai
-            .sandbox_hide
-            .iter()
-            .map(|g| g.get_ref().clone())
-            .collect();
+        let hidden = values(&config.ai.sandbox_hide);
         Agent {
             model,
             policy: Policy::hiding(&deny, &prefixes, config.ai.auto_network, &hidden),
@@ -156,6 +146,11 @@ pub(crate) use crate::terminal::Question;
 
 /// What a user whose `ai` is off is told, and the audit says.
 pub(crate) const AGENT_OFF: &str = "the agent is off for your account; nothing was run.";
+
+/// The values of a config list, without where they were written.
+fn values(list: &[toml::Spanned<String>]) -> Vec<String> {
+    list.iter().map(|v| v.get_ref().clone()).collect()
+}
 
 /// What is drawn where the shell cleared the question's line: the prompt
 /// and the question again if the shell wiped them, and the cursor put on

@@ -472,4 +472,4 @@ pub(crate) fn probe_worked(output: &[u8]) -> bool {
 pub(crate) const WALLS: [Wall; 3] = [Wall::Bwrap, Wall::Unshare, Wall::None];
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

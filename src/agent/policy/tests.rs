@@ -634,3 +634,100 @@ fn what_the_policy_reads_is_what_the_shells_run() {
     assert!(unchecked * 20 <= auto_checked, "{unchecked} runs cut short");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every line of the policy's corpora that `auto` runs unasked, run for
+/// real behind each wall as a target runs it, in a home of its own: the
+/// home and the shared scratch places are the same after each line as
+/// before it. The lines a hostile reader wrote to get something past the
+/// tables (`tests/policy/`) are among them, with the diagnostics an SRE
+/// runs; whatever a table lets through, the wall keeps from changing
+/// anything.
+#[test]
+fn no_line_auto_runs_changes_the_home_or_the_scratch_places() {
+    use crate::upstream::sandbox::tests::{run_bounded, scratch, snapshot, walls};
+    use crate::upstream::sandbox::{Hide, Wall, command};
+    use std::path::Path;
+    let policy = Policy::new(&[], &["?".to_string()], false);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy");
+    let mut lines = Vec::new();
+    for file in ["diagnostics.txt", "adversarial.tsv", "hostile30.tsv"] {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        for l in text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        {
+            lines.push(l.rsplit('\t').next().unwrap_or(l).to_string());
+        }
+    }
+    let scripts: Vec<String> = lines
+        .iter()
+        .filter_map(|l| match policy.check(l, AiMode::Auto) {
+            Verdict::Run(script) => Some(script),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        scripts.len() > 100,
+        "only {} lines run unasked",
+        scripts.len()
+    );
+    let tmp = tempfile::tempdir_in("/home").unwrap();
+    let home = tmp.path();
+    std::fs::create_dir(home.join(".config")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
+    std::fs::write(home.join("notes.txt"), "notes\n").unwrap();
+    let dir = home.display().to_string();
+    let mut changed = Vec::new();
+    for wall in walls() {
+        for script in &scripts {
+            let (mut before, before_scratch) = (Vec::new(), scratch());
+            snapshot(home, &mut before);
+            let line = format!(
+                "{} 2>&1",
+                command(script, Some(&dir), wall, &Hide::default())
+            );
+            run_bounded(&line, home, std::time::Duration::from_secs(3));
+            let mut after = Vec::new();
+            snapshot(home, &mut after);
+            // The shared places change under other processes too (a log
+            // being written): there, what counts is a change to a name
+            // the line itself spells.
+            let named: Vec<String> = scratch()
+                .into_iter()
+                .filter(|e| !before_scratch.contains(e))
+                .map(|e| e.0.display().to_string())
+                .filter(|p| {
+                    let name = p.rsplit('/').next().unwrap_or(p);
+                    script.contains(name)
+                })
+                .collect();
+            if after != before || !named.is_empty() {
+                changed.push(format!(
+                    "{wall:?}: {script}: home {}, {named:?}",
+                    after != before
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "sandbox: {} unasked lines run behind each wall, {} changed something",
+        scripts.len(),
+        changed.len()
+    );
+    assert!(changed.is_empty(), "{}", changed.join("\n"));
+    // The check can fail: the same kind of line with no wall writes.
+    let mut before = Vec::new();
+    snapshot(home, &mut before);
+    let line = command(
+        "'touch' 'written'",
+        Some(&dir),
+        Wall::None,
+        &Hide::default(),
+    );
+    run_bounded(&line, home, std::time::Duration::from_secs(10));
+    let mut after = Vec::new();
+    snapshot(home, &mut after);
+    assert_ne!(after, before);
+}

@@ -14,7 +14,7 @@ fn is_root() -> bool {
 /// The walls this machine must have: both, as CI runs (root, bubblewrap
 /// installed). A machine without them fails here, loudly, instead of
 /// passing without testing them.
-fn walls() -> [Wall; 2] {
+pub(crate) fn walls() -> [Wall; 2] {
     assert!(Path::new(UNSHARE).exists() && Path::new(SETPRIV).exists());
     assert!(Path::new(BWRAP).exists(), "bubblewrap must be installed");
     assert!(is_root(), "the sandbox's tests run as root");
@@ -480,7 +480,7 @@ fn figures_the_cost_of_each_wall() {
 
 /// What a directory holds, recursively: each path with its size, mode
 /// and modification time.
-fn snapshot(dir: &Path, out: &mut Vec<(PathBuf, u64, u32, i64, i64)>) {
+pub(crate) fn snapshot(dir: &Path, out: &mut Vec<(PathBuf, u64, u32, i64, i64)>) {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -499,7 +499,8 @@ fn snapshot(dir: &Path, out: &mut Vec<(PathBuf, u64, u32, i64, i64)>) {
 
 /// The shared scratch places, top level only, without what other tests
 /// of this run make there (tempfile's `.tmp*`, the oracle's jails, ...).
-fn scratch() -> Vec<(PathBuf, i64, i64)> {
+/// Other processes write there too: see the test below.
+pub(crate) fn scratch() -> Vec<(PathBuf, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
     for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
@@ -518,9 +519,14 @@ fn scratch() -> Vec<(PathBuf, i64, i64)> {
     out
 }
 
-/// [`run_as_login_shell`], stopped (its whole group) after `limit`, as
-/// `[ai] auto_timeout_s` stops it on a target.
-fn run_bounded(line: &str, dir: &Path, limit: std::time::Duration) -> (Option<i32>, String) {
+/// [`run_as_login_shell`], stopped (its whole group) after `limit` or
+/// past 1 MiB of output, as `[ai] auto_timeout_s` and `auto_output_max`
+/// stop it on a target (a flood such as `seq 1 inf` runs unasked).
+pub(crate) fn run_bounded(
+    line: &str,
+    dir: &Path,
+    limit: std::time::Duration,
+) -> (Option<i32>, String) {
     use std::io::Read;
     let mut child = start_as_login_shell("bash", line, dir, &[]);
     let input = child.stdin.take();
@@ -532,7 +538,19 @@ fn run_bounded(line: &str, dir: &Path, limit: std::time::Duration) -> (Option<i3
         }
     });
     let mut out = Vec::new();
-    let _ = child.stdout.take().unwrap().read_to_end(&mut out);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut chunk = [0u8; 65536];
+    while let Ok(n) = stdout.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        if out.len() + n > 1 << 20 {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            break;
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+    drop(stdout);
     let status = child.wait().unwrap();
     let _ = done.send(());
     guard.join().unwrap();
@@ -540,83 +558,72 @@ fn run_bounded(line: &str, dir: &Path, limit: std::time::Duration) -> (Option<i3
     (status.code(), String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Every line of the policy's corpora that `auto` runs unasked, run for
-/// real behind each wall as a target runs it, in a home of its own: the
-/// home and the shared scratch places are the same after each line as
-/// before it. The lines a hostile reader wrote to get something past the
-/// tables (`tests/policy/`) are among them, with the diagnostics an SRE
-/// runs; whatever a table lets through, the wall keeps from changing
-/// anything.
+/// The hostile set's `write` lines, which the policy asks about, run raw
+/// behind each wall as if a table had let them through: the wall alone
+/// keeps every one from changing the host. Lines that run a systemd tool
+/// are left out: the wall leaves them the bus (see [`BUS`]), and the
+/// policy's verb list is what holds them back.
 #[test]
-fn no_line_auto_runs_changes_the_home_or_the_scratch_places() {
-    use crate::agent::policy::{Policy, Verdict};
-    use crate::config::AiMode;
-    let policy = Policy::new(&[], &["?".to_string()], false);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy");
-    let mut lines = Vec::new();
-    for file in ["diagnostics.txt", "adversarial.tsv", "hostile30.tsv"] {
-        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
-            continue;
-        };
-        for l in text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        {
-            lines.push(l.rsplit('\t').next().unwrap_or(l).to_string());
-        }
-    }
-    let scripts: Vec<String> = lines
-        .iter()
-        .filter_map(|l| match policy.check(l, AiMode::Auto) {
-            Verdict::Run(script) => Some(script),
-            _ => None,
+fn the_wall_alone_stops_the_hostile_sets_writes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy/hostile30.tsv");
+    let text = std::fs::read_to_string(root).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("write\task\t"))
+        .filter(|l| {
+            !needs_bus(&crate::terminal::bootstrap::quote(
+                l.split(' ').next().unwrap_or(""),
+            ))
         })
         .collect();
-    assert!(
-        scripts.len() > 100,
-        "only {} lines run unasked",
-        scripts.len()
-    );
+    assert!(lines.len() >= 20, "{lines:?}");
+    let witness = || {
+        use std::os::unix::fs::MetadataExt;
+        let read = |p: &str| std::fs::read(p).ok();
+        let mode = |p: &str| std::fs::metadata(p).map(|m| m.mode()).ok();
+        let routes = Process::new("ip")
+            .arg("route")
+            .output()
+            .map(|o| o.stdout)
+            .ok();
+        (
+            ["/tmp/marker", "/srv/backup", "/etc/cron.d/job"].map(|p| Path::new(p).exists()),
+            [
+                "/etc/passwd",
+                "/etc/nginx/nginx.conf",
+                "/root/.ssh/authorized_keys",
+                "/proc/sys/net/ipv4/ip_forward",
+            ]
+            .map(read),
+            mode("/usr/bin/find"),
+            routes,
+        )
+    };
+    let clock = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
     let tmp = tempfile::tempdir_in("/home").unwrap();
     let home = tmp.path();
-    std::fs::create_dir(home.join(".config")).unwrap();
-    std::fs::write(home.join(".bashrc"), "# rc\n").unwrap();
-    std::fs::write(home.join("notes.txt"), "notes\n").unwrap();
     let dir = home.display().to_string();
-    let mut changed = Vec::new();
+    let before = witness();
     for wall in walls() {
-        for script in &scripts {
-            let (mut before, before_scratch) = (Vec::new(), scratch());
-            snapshot(home, &mut before);
-            let line = format!(
-                "{} 2>&1",
-                command(script, Some(&dir), wall, &Hide::default())
+        for line in &lines {
+            let started = clock();
+            let run = format!("{} 2>&1", command(line, Some(&dir), wall, &Hide::default()));
+            let (_, out) = run_bounded(&run, home, std::time::Duration::from_secs(10));
+            assert_eq!(
+                witness(),
+                before,
+                "{wall:?}: {line} changed the host: {out}"
             );
-            run_bounded(&line, home, std::time::Duration::from_secs(10));
-            let mut after = Vec::new();
-            snapshot(home, &mut after);
-            if after != before || scratch() != before_scratch {
-                changed.push(format!("{wall:?}: {script}"));
-            }
+            assert!(clock() >= started, "{wall:?}: {line} set the clock back");
         }
     }
     eprintln!(
-        "sandbox: {} unasked lines run behind each wall, {} changed something",
-        scripts.len(),
-        changed.len()
+        "sandbox: {} hostile writes behind each wall, none got through",
+        lines.len()
     );
-    assert!(changed.is_empty(), "{}", changed.join("\n"));
-    // The check can fail: the same kind of line with no wall writes.
-    let mut before = Vec::new();
-    snapshot(home, &mut before);
-    let line = command(
-        "'touch' 'written'",
-        Some(&dir),
-        Wall::None,
-        &Hide::default(),
-    );
-    run_bounded(&line, home, std::time::Duration::from_secs(10));
-    let mut after = Vec::new();
-    snapshot(home, &mut after);
-    assert_ne!(after, before);
 }

@@ -611,9 +611,6 @@ pub(super) fn device_operand(program: &str, vals: &[&str]) -> Option<String> {
         "lsblk",
         "blkid",
         "smartctl",
-        "file",
-        "stat",
-        "ls",
         "udevadm",
         "mount",
         "umount",
@@ -640,28 +637,15 @@ pub(super) fn device_operand(program: &str, vals: &[&str]) -> Option<String> {
         "losetup",
         "eject",
         "iostat",
-        "cat",
-        "head",
-        "tail",
-        "grep",
         "od",
         "hexdump",
         "xxd",
         "strings",
-        "wc",
         "cmp",
         "sudo",
         "doas",
-        "echo",
-        "printf",
-        "test",
-        "[",
-        "readlink",
-        "realpath",
-        "basename",
-        "dirname",
     ];
-    if LOOKERS.contains(&program) {
+    if LOOKERS.contains(&program) || READERS.contains(&program) {
         return None;
     }
     vals.iter()

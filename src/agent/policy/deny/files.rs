@@ -286,32 +286,6 @@ pub(super) fn rsync(args: &[Word], vals: &[&str]) -> Option<String> {
 /// not know (`cd / && find . -delete`): that is refused unless a name
 /// test narrows what it changes (`find . -name '*.pyc' -delete`).
 pub(super) fn find(args: &[Word]) -> Option<String> {
-    /// Programs an `-exec` may run under `/` without changing anything.
-    const READERS: &[&str] = &[
-        "ls",
-        "stat",
-        "file",
-        "grep",
-        "egrep",
-        "fgrep",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "du",
-        "echo",
-        "printf",
-        "test",
-        "[",
-        "readlink",
-        "realpath",
-        "basename",
-        "dirname",
-    ];
     /// Tests that pick files by name.
     const NAMED: &[&str] = &[
         "-name",

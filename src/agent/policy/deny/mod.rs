@@ -37,6 +37,35 @@ use places::*;
 use power::*;
 use processes::*;
 
+/// Programs that only read what they are given and print: whatever their
+/// operands name, they change nothing (a `find -exec` of one under `/`,
+/// one given a disk).
+const READERS: &[&str] = &[
+    "ls",
+    "stat",
+    "file",
+    "grep",
+    "egrep",
+    "fgrep",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "du",
+    "echo",
+    "printf",
+    "test",
+    "[",
+    "readlink",
+    "realpath",
+    "basename",
+    "dirname",
+];
+
 /// Files the agent must never write.
 const ACCOUNT_FILES: &[&str] = &[
     "/etc/shadow",
