@@ -511,10 +511,7 @@ fn single_digit(redirect: Node, line: &str) -> bool {
 /// where the grammar took an argument: the two would then disagree on
 /// what the command's words are.
 fn fd_like(before: &str) -> bool {
-    let word = before
-        .rsplit(|c: char| c == ' ' || c == '\t')
-        .next()
-        .unwrap_or(before);
+    let word = before.rsplit([' ', '\t']).next().unwrap_or(before);
     !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()) || word.ends_with('}')
 }
 
