@@ -264,15 +264,26 @@ real() {{
     if [ -L "$q" ]; then r=$(readlink -f -- "$1"); return; fi
   done
 }}
+# A place to hide, once: where it leads, unless a hidden directory holds
+# it already.
+add() {{
+  [ -e "$1" ] || return 0
+  real "$1"
+  for x in "${{hide[@]}}"; do case $r in "$x"|"$x"/*) return 0;; esac; done
+  hide+=("$r")
+}}
+# `~/` globs are expanded in the home itself, never spliced into a
+# pattern: a `[`, `*` or `\` in its path would make them match nothing,
+# and the wall would fail open.
+here=$PWD
 for g in "$@"; do
-  case $g in "~/"*) g=$HOME/${{g#"~/"}};; esac
-  for p in $g; do
-    [ -e "$p" ] || continue
-    real "$p"; p=$r
-    # Under a directory already hidden, it is gone already.
-    for h in "${{hide[@]}}"; do case $p in "$h"|"$h"/*) continue 2;; esac; done
-    hide+=("$p")
-  done
+  case $g in
+  "~/"*)
+    cd -- "$HOME" || {{ echo 'walissh: cannot enter the home to hide its secrets' >&2; exit 125; }}
+    for p in ${{g#"~/"}}; do add "$HOME/$p"; done
+    cd -- "$here" || exit 125;;
+  *) for p in $g; do add "$p"; done;;
+  esac
 done
 case $w in
 none)

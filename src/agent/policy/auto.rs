@@ -79,6 +79,14 @@ fn program(words: &[&str], network: bool) -> Result<(), Why> {
     if name == "ip" {
         return ip(&words[1..]);
     }
+    // GNU head and tail read `-99999c` as an old-style count with a unit
+    // (the next word a file), where a getopt reading makes it digits and
+    // `-c` taking the next word as its value: the file would go unjudged.
+    if matches!(name, "head" | "tail")
+        && let Some(w) = words[1..].iter().find(|w| old_count_with_unit(w))
+    {
+        return Err(format!("{w}: an old-style count with a unit"));
+    }
     let mut first_error = None;
     for entry in TABLE.iter().filter(|e| e.names.contains(&name)) {
         if entry.network && !network {
@@ -122,6 +130,15 @@ pub(super) fn specs() -> impl Iterator<Item = (&'static [&'static str], Spec)> {
             },
         ))
     })
+}
+
+/// `-5c`, `-10lf`: digits, then letters, in one word.
+fn old_count_with_unit(word: &str) -> bool {
+    let Some(rest) = word.strip_prefix('-') else {
+        return false;
+    };
+    let letters = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    letters.len() < rest.len() && !letters.is_empty()
 }
 
 /// One program of the table.
@@ -369,6 +386,14 @@ fn getent_hosts(p: &Parsed) -> Result<(), Why> {
 /// `ps`: UNIX options are read by the spec; BSD letters (`aux`) are
 /// checked here. `e` and `E` show every process's environment.
 fn ps(p: &Parsed) -> Result<(), Why> {
+    // procps reads the whole line again the BSD way when a UNIX value does
+    // not parse (`-eux`: no user `x`), and BSD `e` shows environments.
+    let listed = p.opts.iter().any(|o| {
+        o.value.is_some() && !matches!(o.name.as_str(), "-o" | "-O" | "--format" | "--sort")
+    });
+    if listed && p.has("-e") {
+        return Err("-e with a list option: a list that does not parse makes ps read the line the BSD way, where e shows environments".into());
+    }
     let formats = p
         .opts
         .iter()
@@ -551,8 +576,21 @@ fn journalctl(p: &Parsed) -> Result<(), Why> {
 }
 
 fn sysctl(p: &Parsed) -> Result<(), Why> {
-    if let Some(o) = p.operands.iter().find(|o| o.contains("key")) {
-        return Err(format!("{o} may be a key"));
+    if ["-a", "-A", "-X", "--all"].iter().any(|o| p.has(o)) {
+        return Err("it lists every setting, keys among them".into());
+    }
+    // A key, or a subtree that holds one (`net.ipv4` lists
+    // `tcp_fastopen_key`; `net.ipv6.conf.*.stable_secret`).
+    let holds_key = |o: &str| {
+        let o = o.replace('/', ".");
+        o.contains("key")
+            || o.contains("secret")
+            || "net.ipv4.tcp_fastopen_key".starts_with(&format!("{o}."))
+            || "net.ipv6.conf.".starts_with(&format!("{o}."))
+            || o.starts_with("net.ipv6.conf.") && o.split('.').count() < 5
+    };
+    if let Some(o) = p.operands.iter().find(|o| holds_key(o)) {
+        return Err(format!("{o} is or holds a key"));
     }
     match p.operands.iter().find(|o| o.contains('=')) {
         Some(o) => Err(format!("{o} sets a value")),

@@ -232,6 +232,12 @@ const SECRET_SUFFIXES: &[&str] = &[
 /// directory they are in is not known here. The model errs towards
 /// asking: a certificate ending in `.pem` asks too.
 pub(crate) fn secret(path: &str) -> Option<&'static str> {
+    // `..` is taken off by text here, while the kernel takes it after a
+    // symlink (`/var/run/../root` is `/root`): such a path cannot be
+    // judged by name.
+    if path.split('/').any(|c| c == "..") {
+        return Some("a path that climbs (through a symlink it leads elsewhere)");
+    }
     let n = match through_proc(path) {
         Ok(n) => n,
         Err(what) => return Some(what),
@@ -398,6 +404,9 @@ fn kernel(n: &str, components: &[&str]) -> Option<&'static str> {
         if matches!(name, "kcore" | "kmsg" | "kallsyms") {
             return Some("kernel memory or messages");
         }
+    }
+    if n.starts_with("/proc/sys/") && (n.contains("key") || n.contains("secret")) {
+        return Some("a kernel key (TCP Fast Open's, IPv6's stable secret)");
     }
     if n.starts_with("/sys/kernel/debug") || n.starts_with("/sys/kernel/tracing") {
         return Some("kernel tracing");

@@ -731,3 +731,47 @@ fn no_line_auto_runs_changes_the_home_or_the_scratch_places() {
     snapshot(home, &mut after);
     assert_ne!(after, before);
 }
+
+/// What a second reader found after the tables were checked: an old-style
+/// count with a unit hid head's file from the secret check; procps reads
+/// a failed UNIX line again the BSD way (`e`: environments); `..` after a
+/// symlink leads elsewhere than its text; sysctl subtrees that hold keys.
+#[test]
+fn the_second_readers_lines_ask() {
+    let policy = policy();
+    for line in [
+        "head -99999c /home/u/.env",
+        "tail -5c /var/www/html/wp-config.php",
+        "head -10lc /etc/hosts",
+        "ps -eux",
+        "ps -eu x",
+        "ps -ewwu x",
+        "ps -e -u nobody",
+        "cat /var/run/../root/notes.txt",
+        "cat /var/run/../etc/sssd/sssd.conf",
+        "cat < /var/run/../root/x",
+        "cat /proc/sys/net/ipv4/tcp_fastopen_key",
+        "sysctl net.ipv4",
+        "sysctl -a",
+        "sysctl net/ipv4",
+        "sysctl net.ipv6.conf.all",
+    ] {
+        assert!(
+            !matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
+            "{line}"
+        );
+    }
+    for line in [
+        "head -5 /etc/hosts",
+        "tail -n 20 /var/log/syslog",
+        "ps -ef",
+        "ps -u root",
+        "sysctl vm.swappiness",
+        "sysctl net.ipv4.ip_forward",
+    ] {
+        assert!(
+            matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
+            "{line}"
+        );
+    }
+}

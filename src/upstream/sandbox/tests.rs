@@ -627,3 +627,25 @@ fn the_wall_alone_stops_the_hostile_sets_writes() {
         lines.len()
     );
 }
+
+#[test]
+fn a_home_whose_path_has_glob_characters_is_still_hidden() {
+    // Outside /home/*, so only the `~/` globs can hide it.
+    let base = tempfile::tempdir_in("/home").unwrap();
+    let home = base.path().join("zz [h]ome*?\\x");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "KEYDATA-4711").unwrap();
+    std::fs::write(home.join(".bash_history"), "HISTORY-4711").unwrap();
+    let script = "cat ~/.ssh/id_rsa ~/.bash_history 2>/dev/null; echo DONE";
+    for wall in walls() {
+        let (_, out) = walled(wall, script, &home, &Hide::default());
+        assert!(out.contains("DONE"), "{wall:?}: {out}");
+        assert!(
+            !out.contains("KEYDATA") && !out.contains("HISTORY"),
+            "{wall:?}: {out}"
+        );
+    }
+    // With no wall the same script reads them: the test can fail.
+    let (_, out) = walled(Wall::None, script, &home, &Hide::default());
+    assert!(out.contains("KEYDATA"), "{out}");
+}
