@@ -1511,7 +1511,6 @@ const TABLE: &[Entry] = &[
                 "timestamp",
                 "forks",
                 "one-header",
-                "unit",
             ],
             &["unit"],
         ),
@@ -1519,7 +1518,8 @@ const TABLE: &[Entry] = &[
     ),
     entry(
         &["iostat"],
-        Spec::long("xdcktmhNzy", "p", &["human", "pretty"], &[]),
+        // not `-p`: it takes the next word only when it is not a number.
+        Spec::long("xdcktmhNzy", "", &["human", "pretty"], &[]),
         sampler,
     ),
     entry(&["mpstat"], Spec::short("u", "PN"), sampler),
@@ -1699,10 +1699,11 @@ const TABLE: &[Entry] = &[
         Spec::short("aHScdefilmnqrstuvx", ""),
         no_operands,
     ),
-    net(&["host"], Spec::long("aCdlirTtv46", "cNRtW", &[], &[]), any),
+    net(&["host"], Spec::long("aCdlirTv46", "cNRtW", &[], &[]), any),
     net(
         &["dig"],
-        Spec::long("46bhmrtuvx", "bckpqtxy", &["short"], &[]),
+        // not `-k FILE`: it reads a key.
+        Spec::long("46hmruv", "bcpqtxy", &["short"], &[]),
         any,
     ),
     net(&["nslookup"], Spec::short("", ""), any),

@@ -273,3 +273,28 @@ fn the_check_finds_a_wrong_table() {
         assert_eq!(tally.failures.len(), 1, "{name}: {:?}", tally.failures);
     }
 }
+
+/// A letter or name listed twice (a flag and a value option at once) is
+/// read as the first list that has it: the table's own contradiction,
+/// found without running anything (systemctl's `-t` was one; dig's and
+/// host's, whose programs are not installed here, too).
+#[test]
+fn no_option_is_listed_twice() {
+    let mut twice = Vec::new();
+    for (names, spec) in specs() {
+        for c in spec.flags.chars() {
+            if spec.values.contains(c) || spec.optional.contains(c) {
+                twice.push(format!("{names:?} -{c}"));
+            }
+        }
+        for c in spec.values.chars().filter(|c| spec.optional.contains(*c)) {
+            twice.push(format!("{names:?} -{c}"));
+        }
+        for l in spec.long_flags {
+            if spec.long_values.contains(l) || spec.long_optional.contains(l) {
+                twice.push(format!("{names:?} --{l}"));
+            }
+        }
+    }
+    assert!(twice.is_empty(), "{twice:#?}");
+}
