@@ -165,6 +165,11 @@ fn hostile(name: &str) -> Vec<Hostile> {
         .collect()
 }
 
+/// Whether `auto` runs `line` at once.
+fn runs_unasked(policy: &Policy, line: &str) -> bool {
+    matches!(policy.check(line, AiMode::Auto), Verdict::Run(_))
+}
+
 fn policy() -> Policy {
     Policy::new(&[], &["?".to_string(), "ai:".to_string()], false)
 }
@@ -261,19 +266,13 @@ fn the_sandboxs_extra_hidden_paths_are_secrets_to_the_policy() {
         "wc -l < /srv/vault/db.json",
         "ls /root/.config/acme",
     ] {
+        assert!(!runs_unasked(&hiding, line), "{line}");
         assert!(
-            !matches!(hiding.check(line, AiMode::Auto), Verdict::Run(_)),
-            "{line}"
-        );
-        assert!(
-            matches!(policy().check(line, AiMode::Auto), Verdict::Run(_)) || line.contains("/root"),
+            runs_unasked(&policy(), line) || line.contains("/root"),
             "{line} runs without the glob"
         );
     }
-    assert!(matches!(
-        hiding.check("cat /srv/vault/README", AiMode::Auto),
-        Verdict::Run(_)
-    ));
+    assert!(runs_unasked(&hiding, "cat /srv/vault/README"));
 }
 
 /// The read-only diagnostics a responder reaches for first: at least 95%
@@ -285,7 +284,7 @@ fn the_diagnostic_list_runs_unasked() {
     assert!(lines.len() >= 40, "only {} lines", lines.len());
     let asked: Vec<String> = lines
         .iter()
-        .filter(|l| !matches!(policy.check(l, AiMode::Auto), Verdict::Run(_)))
+        .filter(|l| !runs_unasked(&policy, l))
         .map(|l| {
             format!(
                 "{l}: {}",
@@ -341,10 +340,7 @@ fn a_long_line_is_refused_and_a_looping_one_ends() {
         Verdict::Deny(_)
     ));
     for line in ["case x in a) ls;; esac", "ls\u{a0}-la", "echo \u{a0}"] {
-        assert!(
-            !matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
-            "{line}"
-        );
+        assert!(!runs_unasked(&policy, line), "{line}");
     }
 }
 
@@ -756,10 +752,7 @@ fn the_second_readers_lines_ask() {
         "sysctl net/ipv4",
         "sysctl net.ipv6.conf.all",
     ] {
-        assert!(
-            !matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
-            "{line}"
-        );
+        assert!(!runs_unasked(&policy, line), "{line}");
     }
     for line in [
         "head -5 /etc/hosts",
@@ -769,9 +762,6 @@ fn the_second_readers_lines_ask() {
         "sysctl vm.swappiness",
         "sysctl net.ipv4.ip_forward",
     ] {
-        assert!(
-            matches!(policy.check(line, AiMode::Auto), Verdict::Run(_)),
-            "{line}"
-        );
+        assert!(runs_unasked(&policy, line), "{line}");
     }
 }

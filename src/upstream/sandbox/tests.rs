@@ -626,6 +626,17 @@ fn the_wall_alone_stops_the_hostile_sets_writes() {
         "sandbox: {} hostile writes behind each wall, none got through",
         lines.len()
     );
+    // With no wall the harmless one of them does write: the witness sees it.
+    let run = command(
+        "touch /tmp/marker",
+        Some(&dir),
+        Wall::None,
+        &Hide::default(),
+    );
+    run_bounded(&run, home, std::time::Duration::from_secs(10));
+    let seen = witness() != before;
+    let _ = std::fs::remove_file("/tmp/marker");
+    assert!(seen, "the witness missed a write to /tmp/marker");
 }
 
 #[test]
