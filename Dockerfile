@@ -3,11 +3,14 @@
 # have no container engine); see docs/operations.md.
 #
 #   docker build -t walissh .
-#   docker run -p 2222:2222 -v walissh-state:/var/lib/walissh walissh
+#   docker run -p 2222:2222 -v walissh-state:/var/lib/walissh \
+#       -v $PWD/walissh.toml:/etc/walissh/walissh.toml:ro walissh
 #
-# The shipped config listens on 2222 and keeps its state (audit, recordings,
-# host keys) in /var/lib/walissh: keep that on a volume. Mount your own
-# config over /etc/walissh/walissh.toml.
+# The shipped config has no user and listens on loopback, so the container
+# refuses to start until you mount your own config over
+# /etc/walissh/walissh.toml, with users and listen = ["0.0.0.0:2222"].
+# State (audit, recordings, host keys) is kept in /var/lib/walissh: keep
+# that on a volume.
 
 FROM rust:1.91-bookworm AS build
 WORKDIR /src

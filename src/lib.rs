@@ -203,6 +203,8 @@ fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills, aut
     config.check_files().map_err(|e| e.to_string())?;
     let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
     let trust = auth::Trust::load(&config).map_err(|e| e.to_string())?;
+    // Last, so that a config with other faults is told about those first.
+    config.check_has_users().map_err(|e| e.to_string())?;
     Ok((config, skills, trust))
 }
 

@@ -28,9 +28,33 @@ pub(crate) fn hash(password: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot hash password: {e}"))
 }
 
-/// Checks that `phc` is an argon2id PHC string with sane parameters.
+/// The salt and hash of every password hash written in walissh's own
+/// examples (etc/, the docs, the README, older releases' sample config).
+/// Their passwords are public, so a config that copied one lets anyone in.
+/// `every_hash_in_the_repositorys_examples_is_refused` keeps this complete.
+const EXAMPLE_HASHES: &[&str] = &[
+    // etc/walissh.toml (alice, "secret"), shipped live by earlier packages.
+    "gogEsck8BfJBp6kcDqo+oQ$4Q9yMwdMw2I+4DdJ2yOoEinAFuFJn3iK+dr99hjzfpg",
+    // etc/triage.toml before it took a key instead.
+    "c29tZXNhbHQxMjM0NTY$3o2nY0f6WQ6cV9cV3Zyq1gD8sH0x3m4b8iJk3mQq7hE",
+];
+
+/// Checks that `phc` is an argon2id PHC string with sane parameters, and
+/// not one of walissh's own examples.
 pub(crate) fn check_hash(phc: &str) -> Result<(), String> {
     let parsed = PasswordHash::new(phc).map_err(|e| format!("not a PHC hash string: {e}"))?;
+    // Compared on salt and hash alone: the parameters can be spelt another
+    // way without changing what the hash accepts.
+    let salt_and_hash = phc.rsplitn(3, '$').collect::<Vec<_>>();
+    if let [hash, salt, _] = salt_and_hash[..]
+        && EXAMPLE_HASHES.contains(&format!("{salt}${hash}").as_str())
+    {
+        return Err(
+            "this is an example hash from walissh's own files, whose password \
+             is public: make your own with `walissh hash-password`"
+                .to_string(),
+        );
+    }
     if parsed.algorithm.as_str() != "argon2id" {
         return Err(format!(
             "`{}` is not argon2id (make one with walissh hash-password)",
@@ -178,6 +202,49 @@ mod tests {
         assert!(verify("correct horse", &h));
         assert!(!verify("wrong", &h));
         assert!(check_hash("plaintext").is_err());
+    }
+
+    /// Every argon2 hash written in a file an operator copies from (the
+    /// sample configs, the docs, the README, the packaging) is refused.
+    #[test]
+    fn every_hash_in_the_repositorys_examples_is_refused() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+        for dir in ["etc", "docs", "packaging", "systemd", "tools"] {
+            walk(&root.join(dir), &mut files);
+        }
+        let mut found = 0;
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            for (at, _) in text.match_indices("$argon2") {
+                let phc: String = text[at..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '`'))
+                    .collect();
+                if PasswordHash::new(&phc).is_ok() {
+                    found += 1;
+                    assert!(check_hash(&phc).is_err(), "{}: {phc}", file.display());
+                }
+            }
+        }
+        // etc/walissh.toml's commented example at least.
+        assert!(found >= 1);
+        let example = "$argon2id$v=19$m=19456,t=2,p=1$gogEsck8BfJBp6kcDqo+oQ$4Q9yMwdMw2I+4DdJ2yOoEinAFuFJn3iK+dr99hjzfpg";
+        assert!(check_hash(example).unwrap_err().contains("example"));
+        assert!(verify("secret", example));
+        // The same salt and hash with its parameters spelt out otherwise.
+        let respelt = example.replace("m=19456,t=2,p=1", "t=2,m=19456,p=1");
+        assert!(check_hash(&respelt).is_err());
+    }
+
+    fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match path.is_dir() {
+                true => walk(&path, files),
+                false => files.push(path),
+            }
+        }
     }
 
     #[test]

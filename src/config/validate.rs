@@ -185,6 +185,22 @@ impl Config {
         Ok(())
     }
 
+    /// Refuses a config nobody could log in with: a bastion with no users
+    /// is a package's sample left as installed, not a deployment, and
+    /// starting it would only look like success. `serve` and
+    /// `check-config` call this; the commands that read the audit or print
+    /// keys do not, so they work before the first user is added.
+    pub(crate) fn check_has_users(&self) -> Result<(), ConfigError> {
+        match self.users.is_empty() {
+            false => Ok(()),
+            true => Err(ConfigError(format!(
+                "{}: key `users`: no user is configured, so nobody could log in and \
+                 walissh does not start: add a [[users]] table (the file's comments show one)",
+                self.source
+            ))),
+        }
+    }
+
     /// Checks what can only be checked against the files the config names:
     /// existing key files must parse. Missing ones are generated at start.
     pub(crate) fn check_files(&self) -> Result<(), ConfigError> {

@@ -259,12 +259,102 @@ fn embedded_default_serves_demo_on_2222() {
     );
 }
 
-/// The sample configs in the repository are valid as shipped: every key,
-/// and the triage team (its skills directory is relative to the
+/// The config the Debian package and the Docker image install lets
+/// nobody in: it has no user, listens on loopback only, and `check-config`
+/// (the unit's ExecStartPre) and `serve` refuse it with a clear message
+/// until a user is added. Its commented example user, uncommented as an
+/// operator would, is refused for its public example hash, and accepted
+/// once the hash is the operator's own.
+#[test]
+fn the_shipped_config_lets_nobody_in() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap();
+    // What the package and the image really install at the config's path.
+    let deb = read("Cargo.toml");
+    let asset = deb
+        .lines()
+        .find(|l| l.contains("\"etc/walissh/walissh.toml\", \""))
+        .expect("the package installs a config");
+    assert!(
+        asset.trim_start().starts_with("[\"etc/walissh.toml\""),
+        "{asset}"
+    );
+    let image = read("Dockerfile");
+    let copy = image
+        .lines()
+        .find(|l| l.starts_with("COPY") && l.ends_with(" /etc/walissh/walissh.toml"))
+        .expect("the image installs a config");
+    assert!(copy.contains(" etc/walissh.toml "), "{copy}");
+
+    let shipped = read("etc/walissh.toml");
+    let listen: Vec<&str> = shipped
+        .lines()
+        .filter(|l| l.starts_with("listen"))
+        .collect();
+    assert_eq!(listen, ["listen = [\"127.0.0.1:2222\"]"]);
+    let (code, err) = check(&shipped);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("key `users`: no user is configured"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let serve = Command::new(walissh_bin())
+        .current_dir(root)
+        .args(["serve", "--config", "etc/walissh.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(serve.status.code(), Some(1));
+    assert!(
+        stderr(&serve).contains("no user is configured"),
+        "{}",
+        stderr(&serve)
+    );
+
+    // The operator uncomments the example users.
+    let mut in_users = false;
+    let uncommented: String = shipped
+        .lines()
+        .map(|l| {
+            if l.starts_with("# One [[users]]") {
+                in_users = true;
+            } else if l.starts_with("# How people log in") {
+                in_users = false;
+            }
+            let code = l.strip_prefix("# ").filter(|rest| {
+                let key = rest.split(" = ").next().unwrap_or("");
+                *rest == "[[users]]"
+                    || *rest == "]"
+                    || rest.starts_with("  \"")
+                    || (rest.contains(" = ")
+                        && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            });
+            match (in_users, code) {
+                (true, Some(code)) => code.to_string() + "\n",
+                _ => l.to_string() + "\n",
+            }
+        })
+        .collect();
+    assert_eq!(uncommented.matches("\n[[users]]\n").count(), 2);
+    let (code, err) = check(&uncommented);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("key `users.password_hash`: this is an example hash"),
+        "{err}"
+    );
+    let example = uncommented
+        .lines()
+        .find_map(|l| l.strip_prefix("password_hash = "))
+        .unwrap()
+        .trim_matches('"');
+    let own = uncommented.replace(example, &hash_of(ALICE_PW));
+    let (code, err) = check(&own);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// The sample configs in the repository are valid once they have a user:
+/// every key, and the triage team (its skills directory is relative to the
 /// repository's root, as its header says).
 #[test]
 fn the_sample_configs_pass_check_config() {
-    for sample in ["etc/walissh.toml", "etc/triage.toml"] {
+    for sample in ["etc/triage.toml"] {
         let out = Command::new(walissh_bin())
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .args(["check-config", "--config", sample])
