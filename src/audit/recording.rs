@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
 enum Msg {
@@ -54,6 +55,11 @@ pub(crate) struct Header<'a> {
     pub(crate) rows: u32,
     pub(crate) term: &'a str,
     pub(crate) title: &'a str,
+    /// A command's output with no terminal (`ssh bastion tar c …`, scp):
+    /// the one kind of stream whose binary stretches are summarised
+    /// rather than kept. A terminal's output is kept whatever its bytes:
+    /// a shell whose output starts with a NUL is still a shell.
+    pub(crate) transfer: bool,
 }
 
 impl Recorder {
@@ -79,6 +85,7 @@ impl Recorder {
     /// Creates `<dir>/<id>.cast` and writes its header.
     pub(crate) async fn open(&self, id: &str, header: Header<'_>) -> Result<Recording, String> {
         let path = self.dir.join(format!("{id}.cast"));
+        let transfer = header.transfer;
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -111,6 +118,7 @@ impl Recorder {
             tx: self.tx.clone(),
             start: Instant::now(),
             record_input: self.record_input,
+            transfer,
         })
     }
 }
@@ -124,6 +132,8 @@ pub(crate) struct Recording {
     tx: mpsc::Sender<Msg>,
     start: Instant,
     record_input: bool,
+    /// Binary output is summarised (see [`Header::transfer`]).
+    transfer: bool,
 }
 
 /// One stream of a recording: output ("o") or input ("i").
@@ -132,10 +142,14 @@ pub(crate) struct Track<'a> {
     code: &'static str,
     carry: Vec<u8>,
     enabled: bool,
+    /// Whether binary output is summarised; only a transfer's is.
+    summarise: bool,
     /// Bytes of binary output (chunks with a NUL byte: a tar or scp
-    /// stream) not said yet: counted, not kept, so a transfer costs the
-    /// recording a line, not its size.
+    /// stream) not said yet: counted and hashed, not kept, so a transfer
+    /// costs the recording a line, not its size, and the line still pins
+    /// down what went by.
     binary: u64,
+    digest: Sha256,
     /// Binary output went by already.
     was_binary: bool,
 }
@@ -174,7 +188,9 @@ impl Recording {
             code: "o",
             carry: Vec::new(),
             enabled: true,
+            summarise: self.transfer,
             binary: 0,
+            digest: Sha256::new(),
             was_binary: false,
         }
     }
@@ -186,7 +202,9 @@ impl Recording {
             code: "i",
             carry: Vec::new(),
             enabled: self.record_input,
+            summarise: self.transfer,
             binary: 0,
+            digest: Sha256::new(),
             was_binary: false,
         }
     }
@@ -246,7 +264,7 @@ impl Track<'_> {
         if !self.enabled {
             return;
         }
-        if let Some(nul) = memchr::memchr(0, data) {
+        if let Some(nul) = memchr::memchr(0, data).filter(|_| self.summarise) {
             // The text before a stream turns binary is kept (`echo x;
             // cat file.tar` in one chunk); the rest is counted.
             let (text, rest) = if self.binary == 0 && !self.was_binary {
@@ -260,6 +278,7 @@ impl Track<'_> {
             }
             self.was_binary = true;
             self.binary += rest.len() as u64;
+            self.digest.update(rest);
             if self.binary >= BINARY_REPORT {
                 self.say_binary().await;
             }
@@ -272,12 +291,19 @@ impl Track<'_> {
         self.rec.event(self.code, text).await;
     }
 
-    /// Says how much binary output went by unrecorded.
+    /// Says how much binary output went by unrecorded, and its SHA-256.
     async fn say_binary(&mut self) {
+        let line = self.binary_line();
+        self.rec.event(self.code, line).await;
+    }
+
+    /// `[N bytes of binary output, sha256 HEX]`, for what was counted
+    /// since the last such line; the count starts again.
+    fn binary_line(&mut self) -> String {
         let n = std::mem::take(&mut self.binary);
-        self.rec
-            .event(self.code, format!("[{n} bytes of binary output]\r\n"))
-            .await;
+        let digest = std::mem::replace(&mut self.digest, Sha256::new()).finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("[{n} bytes of binary output, sha256 {hex}]\r\n")
     }
 }
 
@@ -286,11 +312,12 @@ impl Drop for Track<'_> {
     /// recorder's queue has room (a session's end must not wait on it).
     fn drop(&mut self) {
         if self.enabled && self.binary > 0 {
+            let text = self.binary_line();
             let _ = self.rec.tx.try_send(Msg::Event {
                 id: self.rec.id.clone(),
                 at: self.rec.start.elapsed().as_secs_f64(),
                 code: self.code,
-                text: format!("[{} bytes of binary output]\r\n", self.binary),
+                text,
             });
         }
     }

@@ -539,6 +539,7 @@ async fn admit(
         rows,
         term,
         title: &title,
+        transfer: !pty && matches!(setup.command, Command::Exec(_)),
     };
     match bastion.recorder.open(&ids.session, header).await {
         Ok(r) => Ok(Some(r)),

@@ -286,9 +286,47 @@ fn exec_sessions_are_recorded_and_binary_output_is_counted() {
         let path = recording.unwrap_or_else(|| panic!("no recording: {sessions:#?}"));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("EXEC-RECORDED"), "{text}");
-        assert!(text.contains("bytes of binary output]"), "{text}");
+        let line = text
+            .split("bytes of binary output, sha256 ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no binary summary: {text}"));
+        let hex = &line[..line.find(']').unwrap()];
+        assert_eq!(hex.len(), 64, "{text}");
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{text}");
         assert!(!text.contains("a\\u0000b"), "{text}");
     }
+}
+
+/// A terminal's output is recorded whatever its bytes: a shell whose every
+/// chunk of output starts with a NUL (the reviewer's `pty.spawn` with a
+/// NUL-prefixing reader) is recorded as it prints, not summarised as
+/// binary, and its commands are still audited.
+#[test]
+fn a_nul_byte_hides_nothing_from_a_terminal_sessions_recording() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("python3 -c 'import pty,os; pty.spawn(\"/bin/bash\", lambda fd: b\"\\0\"+os.read(fd,4096))'\r");
+    // The inner shell's first output, its prompt, comes after a NUL.
+    t.expect("\0");
+    t.send("echo HIDDEN-$((6*7)); echo MARK-DONE\r");
+    t.expect("HIDDEN-42");
+    t.expect("MARK-DONE");
+    t.send("exit\r");
+    // The python line ends with its inner shell: its command row says so.
+    let python = b.wait_event(|e| {
+        e["kind"] == "command"
+            && e["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("python3 -c"))
+    });
+    assert_eq!(python["exit_code"], 0, "{python}");
+    t.send("exit\r");
+    b.wait_kind("session_end");
+    let sessions = b.sessions();
+    let path = sessions[0]["recording"].as_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("HIDDEN-42"), "{text}");
+    assert!(!text.contains("bytes of binary output"), "{text}");
 }
 
 /// One user has at most `[server] max_sessions_per_user` sessions open at
