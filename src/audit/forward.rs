@@ -11,7 +11,7 @@
 //! what is committed (`db`), the destinations' syntax (`config`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -28,6 +28,10 @@ const SD_ID: &str = "walissh@32473";
 const RECONNECT: Duration = Duration::from_secs(1);
 /// A message's JSON is kept under this many bytes (UDP's limit is 65507).
 const MAX_MESSAGE: usize = 60_000;
+/// What one destination's queue may hold, in bytes, whatever its count of
+/// items: with the collector down, a flood of large rows must not grow
+/// walissh's memory (10,000 rows of 60 KB once did by 860 MB).
+const MAX_QUEUED_BYTES: usize = 16 << 20;
 /// JSON lines POSTed at once, at most.
 const HTTP_BATCH: usize = 256;
 
@@ -47,9 +51,50 @@ pub(crate) enum Item {
     },
 }
 
+impl Item {
+    /// About what the item holds in memory: its strings and some.
+    fn size(&self) -> usize {
+        fn value(v: &Value) -> usize {
+            match v {
+                Value::String(s) => s.len() + 8,
+                Value::Array(items) => items.iter().map(value).sum::<usize>() + 8,
+                Value::Object(map) => map.iter().map(|(k, v)| k.len() + value(v)).sum(),
+                _ => 16,
+            }
+        }
+        match self {
+            Item::Event { hash, event, .. } => {
+                let names = [&event.user, &event.session, &event.target];
+                let names: usize = names
+                    .iter()
+                    .filter_map(|n| n.as_ref())
+                    .map(String::len)
+                    .sum();
+                256 + hash.len()
+                    + names
+                    + event
+                        .fields
+                        .iter()
+                        .map(|(k, v)| k.len() + value(v))
+                        .sum::<usize>()
+            }
+            Item::Checkpoint {
+                head, signature, ..
+            } => 256 + head.len() + signature.len(),
+        }
+    }
+}
+
+/// One destination's queue, bounded in items (the channel) and in bytes.
+struct Queue {
+    name: String,
+    tx: mpsc::Sender<Item>,
+    bytes: Arc<AtomicUsize>,
+}
+
 /// Where items go, and what was lost on the way.
 pub(crate) struct Forward {
-    queues: Vec<(String, mpsc::Sender<Item>)>,
+    queues: Vec<Queue>,
     lost: Arc<AtomicU64>,
 }
 
@@ -67,8 +112,9 @@ impl Forward {
             .map(|d| {
                 let (tx, rx) = mpsc::channel(queue.max(1));
                 let name = format!("{d:?}");
-                runtime.spawn(send_all(d, rx));
-                (name, tx)
+                let bytes = Arc::new(AtomicUsize::new(0));
+                runtime.spawn(send_all(d, rx, bytes.clone()));
+                Queue { name, tx, bytes }
             })
             .collect();
         Forward { queues, lost }
@@ -77,8 +123,18 @@ impl Forward {
     /// Offers `item` to every destination, never waiting: a full queue
     /// loses it, counted and logged.
     pub(crate) fn offer(&self, item: &Item) {
-        for (name, q) in &self.queues {
-            if q.try_send(item.clone()).is_err() {
+        let size = item.size();
+        for Queue { name, tx, bytes } in &self.queues {
+            let room = bytes
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                    (b + size <= MAX_QUEUED_BYTES).then_some(b + size)
+                })
+                .is_ok();
+            let queued = room && tx.try_send(item.clone()).is_ok();
+            if room && !queued {
+                bytes.fetch_sub(size, Ordering::AcqRel);
+            }
+            if !queued {
                 let n = self.lost.fetch_add(1, Ordering::Relaxed) + 1;
                 // A line for the first loss and every thousandth after.
                 if n == 1 || n.is_multiple_of(1000) {
@@ -97,7 +153,7 @@ impl Forward {
 /// Sends what comes on `rx` to `to` until the queue closes, reconnecting
 /// as needed; an item is dropped only when the queue is full, never
 /// because the destination was down.
-async fn send_all(to: Destination, mut rx: mpsc::Receiver<Item>) {
+async fn send_all(to: Destination, mut rx: mpsc::Receiver<Item>, bytes: Arc<AtomicUsize>) {
     let host = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -120,7 +176,10 @@ async fn send_all(to: Destination, mut rx: mpsc::Receiver<Item>) {
             }
         }
         match link.send(&to, &host, &batch).await {
-            Ok(()) => batch.clear(),
+            Ok(()) => {
+                let sent: usize = batch.drain(..).map(|i| i.size()).sum();
+                bytes.fetch_sub(sent, Ordering::AcqRel);
+            }
             Err(e) => {
                 if !link.failing {
                     tracing::warn!(destination = ?to, error = %e, "audit forward failing; kept and tried again");
@@ -402,6 +461,33 @@ mod tests {
             "outage: 5000 offered to a queue of 1000: {} lost",
             f.take_lost()
         );
+    }
+
+    /// With the collector down, a queue of many items still holds at most
+    /// [`MAX_QUEUED_BYTES`]: large rows are lost, counted, beyond it.
+    #[tokio::test]
+    async fn a_queue_is_bounded_in_bytes_as_well_as_items() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let f = Forward::start(
+            vec![Destination::Tcp(format!("127.0.0.1:{port}"))],
+            100_000,
+            &tokio::runtime::Handle::current(),
+        );
+        let item = Item::Event {
+            seq: 1,
+            hash: "ab".repeat(32),
+            event: Event::new("forward_denied").field("detail", "h".repeat(60_000)),
+        };
+        for _ in 0..1000 {
+            f.offer(&item);
+        }
+        let held = f.queues[0].bytes.load(Ordering::Acquire);
+        assert!(held <= MAX_QUEUED_BYTES, "{held}");
+        let fit = MAX_QUEUED_BYTES / item.size();
+        assert!(f.take_lost() >= (1000 - fit - 1) as u64);
     }
 
     #[test]

@@ -431,6 +431,19 @@ impl russh::server::Handler for Connection {
         session.channel_success(channel)
     }
 
+    async fn env_request(
+        &mut self,
+        channel: ChannelId,
+        name: &str,
+        value: &str,
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        match crate::session::env_acceptable(name, value) {
+            true => session.channel_success(channel),
+            false => session.channel_failure(channel),
+        }
+    }
+
     async fn shell_request(
         &mut self,
         channel: ChannelId,

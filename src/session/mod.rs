@@ -8,6 +8,8 @@
 //! in [`Shared`]).
 
 mod bridge;
+mod env;
+pub(crate) use env::acceptable as env_acceptable;
 mod gateway;
 mod rows;
 mod seat;
@@ -64,6 +66,7 @@ struct Setup {
     pty: Option<PtySpec>,
     /// The client asked for its agent to be forwarded (`ssh -A`).
     agent: bool,
+    /// What passed `env`'s allow-list.
     env: Vec<(String, String)>,
     early_input: Vec<u8>,
 }
@@ -81,10 +84,14 @@ struct Totals {
 }
 
 pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Listener) {
+    let mut env = env::Env::default();
     let setup = tokio::select! {
-        s = read_setup(&mut channel) => s,
+        s = read_setup(&mut channel, &mut env) => s,
         _ = stop.requested() => None,
     };
+    if let Some(refused) = env.refusals(&ctx.login.user) {
+        ctx.bastion.audit.event(refused).await;
+    }
     let Some(mut setup) = setup else {
         let _ = channel.close().await;
         return;
@@ -118,10 +125,9 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
 }
 
 /// Reads requests until the client asks for a shell, exec or subsystem.
-async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
+async fn read_setup(channel: &mut Channel<Msg>, env: &mut env::Env) -> Option<Setup> {
     let mut pty = None;
     let mut agent = false;
-    let mut env = Vec::new();
     let mut early_input = Vec::new();
     let mut overflow = false;
     loop {
@@ -146,9 +152,7 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
                 variable_value,
                 ..
             } => {
-                if env_allowed(&variable_name) {
-                    env.push((variable_name, variable_value));
-                }
+                env.request(variable_name, variable_value);
                 continue;
             }
             ChannelMsg::WindowChange {
@@ -185,7 +189,7 @@ async fn read_setup(channel: &mut Channel<Msg>) -> Option<Setup> {
             command,
             pty,
             agent,
-            env,
+            env: env.take_accepted(),
             early_input,
         });
     }
@@ -214,13 +218,6 @@ fn restrict(limits: &crate::auth::cert::Limits, setup: &mut Setup) {
     if limits.no_agent {
         setup.agent = false;
     }
-}
-
-/// Only the locale travels from the client, as with OpenSSH's default
-/// `AcceptEnv LANG LC_*`: other variables can change how the target's
-/// shell behaves.
-fn env_allowed(name: &str) -> bool {
-    name == "LANG" || name.starts_with("LC_")
 }
 
 async fn choose_target(

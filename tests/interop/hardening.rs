@@ -371,3 +371,47 @@ fn a_session_runs_when_the_screen_models_budget_is_used_up() {
     assert_eq!(c[0]["command"], "echo SUM-$((6*7))");
     assert_eq!(c[0]["exit_code"], 0);
 }
+
+/// Runs `paramiko_flood.py` as bob against `b`: KIND, COUNT, SIZE.
+fn flood(b: &Bastion, kind: &str, count: usize, size: usize) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/paramiko_flood.py"
+    );
+    let out = std::process::Command::new("python3")
+        .args([script, &b.port.to_string(), "bob:web1"])
+        .arg(&b.bob_key)
+        .args([kind, &count.to_string(), &size.to_string()])
+        .output()
+        .expect("python3 with paramiko must be installed");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).ends_with("still-here\n"), "{}", stdout(&out));
+    stdout(&out)
+}
+
+/// `env` requests are bounded as OpenSSH's `AcceptEnv` bounds them: only
+/// the locale's names, with short locale values, reach the target; a
+/// flood of others (the review sent 120,000 of 30 KB and took the bastion
+/// down) keeps nothing, and is one audit row with its count.
+#[test]
+fn an_env_flood_keeps_nothing_and_is_one_audit_row() {
+    let b = Bastion::start();
+    let out = flood(&b, "env", 1000, 30_000);
+    assert!(
+        out.starts_with("LANG=C.UTF-8\nLC_ALL=C\nrefused 0\n"),
+        "{out}"
+    );
+    let refused = b.wait_kind("env_refused");
+    assert_eq!(refused["count"], 1000, "{refused}");
+    assert_eq!(refused["user"], "bob");
+    let names = refused["names"].as_array().unwrap();
+    assert_eq!(names.len(), 8, "{refused}");
+    assert_eq!(names[0], "LC_X0");
+    // One row for the flood, not one a request.
+    let rows = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "env_refused")
+        .count();
+    assert_eq!(rows, 1);
+}
