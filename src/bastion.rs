@@ -30,6 +30,8 @@ pub(crate) struct Bastion {
     pub(crate) screen_memory: Arc<crate::terminal::screen::Memory>,
     /// Sessions open per user (`[server] max_sessions_per_user`).
     pub(crate) user_sessions: UserSessions,
+    /// Logged-in connections per user (`[server] max_connections_per_user`).
+    pub(crate) user_connections: UserSessions,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.
@@ -65,6 +67,7 @@ impl Bastion {
         let loaded = tokio::task::spawn_blocking(move || {
             let mut config = Config::load(Some(&path)).map_err(|e| e.0)?;
             config.check_files().map_err(|e| e.0)?;
+            config.check_has_users().map_err(|e| e.0)?;
             absolute_state_dir(&mut config)?;
             check_local_targets(&config, &me)?;
             let agent = Arc::new(Agent::assemble(&config).map_err(|e| e.0)?);

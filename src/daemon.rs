@@ -136,6 +136,7 @@ pub(crate) async fn serve(
             known_hosts_lock: Default::default(),
         },
         user_sessions: Default::default(),
+        user_connections: Default::default(),
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: Arc::new(Agent::new(&config, skills)),
             config,

@@ -91,6 +91,9 @@ pub(crate) struct ServerConfig {
     /// Sessions one user may have open at once, over all connections.
     #[serde(default = "default_max_user_sessions")]
     pub(crate) max_sessions_per_user: Spanned<u32>,
+    /// Logged-in connections one user may have open at once.
+    #[serde(default = "default_max_user_connections")]
+    pub(crate) max_connections_per_user: Spanned<u32>,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +107,7 @@ impl Default for ServerConfig {
             login_grace_s: default_login_grace_s(),
             max_sessions_per_connection: default_max_sessions(),
             max_sessions_per_user: default_max_user_sessions(),
+            max_connections_per_user: default_max_user_connections(),
         }
     }
 }
@@ -116,6 +120,9 @@ fn default_state_dir() -> PathBuf {
 }
 fn default_max_sessions() -> Spanned<u32> {
     Spanned::new(0..0, 10)
+}
+fn default_max_user_connections() -> Spanned<u32> {
+    Spanned::new(0..0, 32)
 }
 fn default_max_user_sessions() -> Spanned<u32> {
     Spanned::new(0..0, 50)

@@ -42,6 +42,13 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if *s.max_connections_per_user.get_ref() == 0 {
+            return Err(loc.error(
+                s.max_connections_per_user.span(),
+                Some("server.max_connections_per_user"),
+                "must be at least 1",
+            ));
+        }
         if *s.auth_lockout_s.get_ref() == 0 {
             let why = "must be at least 1 (0 would disable the lockout)";
             return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));

@@ -435,6 +435,17 @@ impl Connection {
 
     async fn accept(&mut self, login: Login, proof: Proof, cert: Option<cert::Accepted>) -> Auth {
         let method = factor(proof.method);
+        let max = *self
+            .bastion
+            .live()
+            .config
+            .server
+            .max_connections_per_user
+            .get_ref();
+        let Some(slot) = self.bastion.user_connections.take(&login.user, max) else {
+            return self.too_many_connections(&login, method, max).await;
+        };
+        self.user_slot = Some(slot);
         let mut factors = vec![method];
         if proof.totp {
             factors.push("totp");
@@ -461,6 +472,25 @@ impl Connection {
             .store(true, std::sync::atomic::Ordering::Relaxed);
         self.pending = None;
         Auth::Accept
+    }
+
+    /// The user holds `[server] max_connections_per_user` logged-in
+    /// connections already: this login is refused with no method left to
+    /// try (the client says "Permission denied"), and audited. It is not
+    /// a guess: the credentials were right, and the throttle does not
+    /// count it.
+    async fn too_many_connections(&self, login: &Login, method: &str, max: u32) -> Auth {
+        tracing::warn!(peer = %self.peer, user = ?login.user, max, "login refused: too many connections for this user");
+        let mut ev = self
+            .auth_event("connection_refused", &login.user, method)
+            .field("reason", "max_connections_per_user")
+            .field("limit", max);
+        ev.target = login.target.as_deref().map(bounded_name);
+        self.bastion.audit.event(ev).await;
+        Auth::Reject {
+            proceed_with_methods: Some(russh::MethodSet::empty()),
+            partial_success: false,
+        }
     }
 
     /// Audits a failure. One that guessed (it holds an attempt) counts

@@ -29,9 +29,11 @@ use crate::shutdown::{Listener, Watcher};
 use crate::throttle::Pending;
 
 mod login;
+mod tally;
 
 use crate::workers::Spread;
 use login::Proof;
+use tally::Tally;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -120,6 +122,8 @@ pub(crate) async fn accept_loop(
             credential: None,
             progress: Default::default(),
             limits: Default::default(),
+            refusals: Default::default(),
+            user_slot: None,
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -153,6 +157,7 @@ async fn serve_connection(
     mut stop: Listener,
 ) {
     let peer = handler.peer;
+    let (bastion, refusals) = (handler.bastion.clone(), handler.refusals.clone());
     // A second handle on the socket, to cut the connection at the login
     // deadline: before key exchange ends, russh sends no disconnect, and
     // its task owns the stream.
@@ -187,13 +192,13 @@ async fn serve_connection(
     let handle = running.handle();
     tokio::pin!(running);
     let mut login_checked = false;
-    loop {
+    let ended = loop {
         tokio::select! {
             result = &mut running => {
                 if let Err(e) = result {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                return;
+                break true;
             }
             _ = tokio::time::sleep_until(login_by), if !login_checked => {
                 login_checked = true;
@@ -209,14 +214,14 @@ async fn serve_connection(
                 // Logged in: the second handle is not needed any more.
                 cutter = None;
             }
-            _ = stop.requested() => break,
+            _ = stop.requested() => break false,
         }
-    }
+    };
     // Shutdown. Sessions have told their users and closed their
     // channels, and clients leave once their channels are closed.
     // Only lingering ones are disconnected: OpenSSH drops output it
     // has not printed yet when a disconnect arrives.
-    if tokio::time::timeout(LINGER, &mut running).await.is_err() {
+    if !ended && tokio::time::timeout(LINGER, &mut running).await.is_err() {
         let _ = handle
             .disconnect(
                 russh::Disconnect::ByApplication,
@@ -225,6 +230,10 @@ async fn serve_connection(
             )
             .await;
         let _ = tokio::time::timeout(LINGER, running).await;
+    }
+    let refusals = std::mem::take(&mut *refusals.lock().unwrap_or_else(|e| e.into_inner()));
+    for total in refusals.totals() {
+        bastion.audit.event(total).await;
     }
 }
 
@@ -248,6 +257,12 @@ pub(crate) struct Connection {
     progress: login::Progress,
     /// What its certificate restricts (nothing without one).
     limits: crate::auth::cert::Limits,
+    /// Its refused requests, counted; the accept loop writes the totals
+    /// when it ends.
+    refusals: Arc<std::sync::Mutex<Tally>>,
+    /// Its place among its user's connections, once logged in
+    /// (`[server] max_connections_per_user`).
+    user_slot: Option<crate::bastion::UserSlot>,
 }
 
 /// A name from the client (the user or target part of a login name), cut
@@ -289,13 +304,27 @@ impl Connection {
             user: String::new(),
             target: None,
         });
+        let detail = crate::text::head(&detail, tally::DETAIL_MAX).into_owned();
         let mut ev = Event::new("forward_denied")
             .user(login.user)
             .field("forward", what)
             .field("detail", detail)
             .field("client_addr", self.peer.to_string());
         ev.target = login.target;
-        self.bastion.audit.event(ev).await;
+        self.refused(format!("forward_denied:{what}"), ev).await;
+    }
+
+    /// Audits a refused request through the connection's tally: a flood
+    /// of one kind is a few rows with counts.
+    async fn refused(&self, kind: String, ev: Event) {
+        let row = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .refused(kind, ev);
+        if let Some(row) = row {
+            self.bastion.audit.event(row).await;
+        }
     }
 }
 
@@ -367,7 +396,8 @@ impl russh::server::Handler for Connection {
                 .user(login.user.clone())
                 .field("client_addr", self.peer.to_string())
                 .field("reason", "credentials_revoked");
-            self.bastion.audit.event(ev).await;
+            self.refused("session_refused:credentials_revoked".into(), ev)
+                .await;
             reply
                 .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
                 .await;
@@ -392,7 +422,7 @@ impl russh::server::Handler for Connection {
                     .field("client_addr", self.peer.to_string())
                     .field("reason", reason)
                     .field("limit", limit);
-                self.bastion.audit.event(ev).await;
+                self.refused(format!("session_refused:{reason}"), ev).await;
                 reply
                     .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
                     .await;

@@ -415,3 +415,64 @@ fn an_env_flood_keeps_nothing_and_is_one_audit_row() {
         .count();
     assert_eq!(rows, 1);
 }
+
+/// Refused forwards and channel opens are counted per connection, as
+/// pre-auth failures are: a flood of them (the review's 3,000 of 30 KB
+/// added 92 MB to the audit) is a few rows with counts, their client text
+/// cut, and one last row with the total when the connection ends.
+#[test]
+fn a_flood_of_refused_forwards_is_a_few_short_rows_with_counts() {
+    let b = Bastion::start();
+    for (kind, forward) in [("forward", "tcpip-forward"), ("direct", "direct-tcpip")] {
+        let out = flood(&b, kind, 300, 30_000);
+        assert!(out.starts_with("refused 300\n"), "{out}");
+        let total = b.wait_event(|e| {
+            e["kind"] == "forward_denied" && e["forward"] == forward && e["count"] == 300
+        });
+        assert!(total["detail"].as_str().unwrap().len() < 300, "{total}");
+        let rows: Vec<serde_json::Value> = b
+            .audit()
+            .into_iter()
+            .filter(|e| e["kind"] == "forward_denied" && e["forward"] == forward)
+            .collect();
+        // 1, 2, 4 … 256, then the total.
+        let counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().unwrap()).collect();
+        assert_eq!(counts, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300], "{rows:#?}");
+    }
+}
+
+/// One user holds at most `[server] max_connections_per_user` logged-in
+/// connections: one more is refused at login and audited, and a place
+/// comes free when a connection ends.
+#[test]
+fn one_user_holds_at_most_max_connections() {
+    let b = Bastion::start_with(Opts {
+        max_user_connections: 2,
+        ..Opts::default()
+    });
+    let first = Master::start(&b);
+    let _second = Master::start(&b);
+    let out = exec(b.ssh_bob("bob:web1"), "echo THIRD");
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("THIRD"));
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let refused = b.wait_kind("connection_refused");
+    assert_eq!(refused["user"], "bob");
+    assert_eq!(refused["reason"], "max_connections_per_user");
+    assert_eq!(refused["limit"], 2);
+    drop(first);
+    // The bastion sees the first connection go when its socket closes:
+    // a login succeeds once it has.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let out = exec(b.ssh_bob("bob:web1"), "echo THIRD");
+        if stdout(&out).contains("THIRD") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", stderr(&out));
+    }
+}

@@ -540,6 +540,8 @@ pub struct Opts {
     pub record_exec: bool,
     /// `[server] max_sessions_per_user`.
     pub max_user_sessions: u32,
+    /// `[server] max_connections_per_user`.
+    pub max_user_connections: u32,
     /// `[upstream] keepalive_s` and `keepalive_max`.
     pub keepalive: (u64, u32),
     /// A soft limit on open files for walissh's process, below the hard.
@@ -573,6 +575,7 @@ impl Default for Opts {
             max_sessions: 10,
             record_exec: true,
             max_user_sessions: 50,
+            max_user_connections: 32,
             keepalive: (15, 3),
             nofile_soft: None,
             audit_toml: String::new(),
@@ -644,6 +647,7 @@ auth_lockout_s = 600
 login_grace_s = {lg}
 max_sessions_per_connection = {ms}
 max_sessions_per_user = {mu}
+max_connections_per_user = {mc}
 
 [upstream]
 host_key_policy = "{policy}"
@@ -726,6 +730,7 @@ timeout_s = {llm_timeout}
                     lg = opts.login_grace_s,
                     ms = opts.max_sessions,
                     mu = opts.max_user_sessions,
+                    mc = opts.max_user_connections,
                     policy = opts.host_key_policy,
                     ka = opts.keepalive.0,
                     km = opts.keepalive.1,
