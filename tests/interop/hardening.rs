@@ -476,3 +476,32 @@ fn one_user_holds_at_most_max_connections() {
         assert!(std::time::Instant::now() < deadline, "{}", stderr(&out));
     }
 }
+
+/// Debian's `ssh-audit` finds nothing to warn of in what walissh offers:
+/// no MAC in encrypt-and-MAC mode, no Diffie-Hellman group under 3072
+/// bits, no compression before login. Its only notes are the names it
+/// does not know yet (the post-quantum key exchange, strict kex).
+#[test]
+fn ssh_audit_finds_nothing_to_warn_of() {
+    let b = Bastion::start();
+    let out = std::process::Command::new("ssh-audit")
+        .args(["-n", "-p", &b.port.to_string(), "127.0.0.1"])
+        .output()
+        .expect("ssh-audit must be installed (Debian: ssh-audit)");
+    let text = stdout(&out);
+    assert!(text.contains("(kex) curve25519-sha256"), "{text}");
+    assert!(
+        text.contains("(mac) hmac-sha2-256-etm@openssh.com"),
+        "{text}"
+    );
+    let complaints: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[warn]") || l.contains("[fail]"))
+        .filter(|l| !l.contains("unknown algorithm"))
+        .collect();
+    assert!(complaints.is_empty(), "{complaints:#?}\n{text}");
+    assert!(
+        text.contains("(gen) compression: enabled (zlib@openssh.com)"),
+        "{text}"
+    );
+}
