@@ -220,10 +220,11 @@ fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
         *config.server.auth_max_failures.get_ref(),
         std::time::Duration::from_secs(*config.server.auth_lockout_s.get_ref()),
     );
-    if store.enrolled(user)? {
+    let enrolled = store.enroll(user)?;
+    if enrolled.replaced {
         eprintln!("walissh: {user}'s previous TOTP secret is replaced");
     }
-    let uri = store.enroll(user)?;
+    let uri = &enrolled.uri;
     let qr = qrcode::QrCode::new(uri.as_bytes())
         .map_err(|e| format!("cannot draw the QR code: {e}"))?
         .render::<qrcode::render::unicode::Dense1x2>()
@@ -236,6 +237,10 @@ fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
             "{user} has no mfa = \"totp\" in the config yet: codes are not asked until it does."
         );
     }
+    // Shown: another enrolment of the user may replace it from now on.
+    std::io::Write::flush(&mut std::io::stdout())
+        .map_err(|e| format!("cannot print the URI: {e}"))?;
+    drop(enrolled);
     Ok(())
 }
 

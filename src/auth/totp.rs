@@ -13,23 +13,29 @@
 //! `totp-rs`'s. Wrong codes lock the account's codes here, whatever
 //! address they come from: whoever sends one had the first factor, and the
 //! address throttle alone (the handler's) would let many addresses guess
-//! in parallel. Asking for the code is `server`'s.
+//! in parallel. The count is kept in the file, beside the secret, so an
+//! enrolment (which replaces the entry) unlocks a running bastion, and a
+//! restart does not. Asking for the code is `server`'s.
 //!
 //! Every change is read, modified and written whole under an exclusive
 //! lock on `totp.lock`, so `walissh totp enroll` (another process) and the
-//! bastion's checks never lose each other's writes. All of it is file
+//! bastion's checks never lose each other's writes. An enrolment also
+//! claims its user (`totp.enroll/`) until its URI has been shown: a second
+//! enrolment of the same user meanwhile fails at once, so the one that
+//! reports success is the one whose secret is stored. All of it is file
 //! I/O: callers run it on blocking threads.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use totp_rs::{Algorithm, Totp};
 
@@ -47,18 +53,21 @@ const MAX_STORE: u64 = 16 << 20;
 /// The enrolled users' secrets, on disk.
 pub(crate) struct Store {
     dir: PathBuf,
-    /// Checks and enrolments in this process take turns (other processes
-    /// are kept out by the file lock), and wrong codes are counted in it.
-    turn: Mutex<Wrong>,
     /// Wrong codes an account may have before its codes are locked...
     max_wrong: u32,
-    /// ...for this long after the last one.
-    lockout: Duration,
+    /// ...for this many seconds after the last one.
+    lockout_s: u64,
 }
 
-/// Wrong codes per account: how many, and when the last came.
-#[derive(Default)]
-struct Wrong(HashMap<String, (u32, Instant)>);
+/// A new enrolment, stored: its URI, to be shown while `_claim` keeps any
+/// other enrolment of the user out.
+pub(crate) struct Enrolled {
+    /// The `otpauth://` URI (it holds the secret).
+    pub(crate) uri: String,
+    /// Whether it replaced a secret.
+    pub(crate) replaced: bool,
+    _claim: Flock<std::fs::File>,
+}
 
 #[derive(Default, Serialize, Deserialize)]
 struct File {
@@ -72,6 +81,16 @@ struct Entry {
     /// The last step a code was accepted for.
     #[serde(default)]
     last_step: u64,
+    /// Wrong (or reused) codes since the last good one...
+    #[serde(default, skip_serializing_if = "is_zero")]
+    wrong: u32,
+    /// ...and when the last of them came (seconds since the epoch).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    last_wrong: u64,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The result of checking a code.
@@ -92,26 +111,38 @@ impl Store {
     pub(crate) fn new(state_dir: &Path, max_wrong: u32, lockout: Duration) -> Store {
         Store {
             dir: state_dir.to_path_buf(),
-            turn: Mutex::new(Wrong::default()),
             max_wrong: max_wrong.max(1),
-            lockout,
+            lockout_s: lockout.as_secs(),
         }
     }
 
-    /// Holds the file lock while `f` reads and writes the store.
+    /// Holds the file lock while `f` reads and writes the store. The lock
+    /// is taken on a file opened for this call, so it also keeps out the
+    /// other threads of this process (`flock` locks belong to the open).
     fn locked<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-        use nix::fcntl::{Flock, FlockArg};
         let path = self.dir.join("totp.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let _lock = Flock::lock(file, FlockArg::LockExclusive)
+        let _lock = Flock::lock(lock_file(&path)?, FlockArg::LockExclusive)
             .map_err(|(_, e)| format!("{}: {e}", path.display()))?;
         f()
+    }
+
+    /// Claims `user`'s enrolment, or says another is under way. Not
+    /// waited for: two enrolments at once are a mistake, and the later one
+    /// would replace the secret the earlier one has just shown.
+    fn claim(&self, user: &str) -> Result<Flock<std::fs::File>, String> {
+        let dir = self.dir.join("totp.enroll");
+        crate::keys::create_private_dir(&dir)?;
+        // Hex: any user name makes one plain file name.
+        let name: String = user.bytes().map(|b| format!("{b:02x}")).collect();
+        let path = dir.join(format!("{name}.lock"));
+        Flock::lock(lock_file(&path)?, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+            match e {
+                nix::errno::Errno::EWOULDBLOCK => format!(
+                    "another `walissh totp enroll {user}` is under way: its secret is the one kept, this one stored nothing"
+                ),
+                e => format!("{}: {e}", path.display()),
+            }
+        })
     }
 
     /// Enrolment writes files the bastion must read: refused unless it
@@ -139,69 +170,51 @@ impl Store {
         self.dir.join("totp.key")
     }
 
-    /// Makes a new secret for `user`, replacing any, and returns its
-    /// `otpauth://` URI (for the authenticator app; it holds the secret).
-    pub(crate) fn enroll(&self, user: &str) -> Result<String, String> {
+    /// Makes a new secret for `user`, replacing any (and so unlocking its
+    /// codes). What comes back holds the user's claim: no other enrolment
+    /// of them can replace the secret until it is dropped, after its URI
+    /// has been shown.
+    pub(crate) fn enroll(&self, user: &str) -> Result<Enrolled, String> {
         self.check_owner()?;
-        let mut wrong = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        let claim = self.claim(user)?;
         let secret: [u8; SECRET_BYTES] = rand::random();
-        let totp = totp(&secret, user)?;
-        let sealed = self.locked(|| {
+        let uri = totp(&secret, user)?
+            .to_url()
+            .map_err(|e| format!("cannot make the otpauth URI: {e}"))?;
+        let replaced = self.locked(|| {
             let key = self.key(true)?;
             let mut file = self.read()?;
             let sealed = seal(&key, user, &secret)?;
             let entry = Entry {
                 sealed: sealed.clone(),
                 last_step: 0,
+                wrong: 0,
+                last_wrong: 0,
             };
-            file.users.insert(user.to_string(), entry);
+            let replaced = file.users.insert(user.to_string(), entry).is_some();
             self.write(&file)?;
-            Ok(sealed)
+            // Read back, still under the lock: what the URI shows is what
+            // logins will check.
+            match self.read()?.users.get(user) {
+                Some(e) if e.sealed == sealed => Ok(replaced),
+                _ => Err(format!("{user}'s secret was not stored; enrol again")),
+            }
         })?;
-        // Read back: what the URI shows is what logins will check.
-        let stored = self.read()?.users.get(user).map(|e| e.sealed.clone());
-        if stored.as_deref() != Some(sealed.as_str()) {
-            return Err(format!("{user}'s secret was not stored; enrol again"));
-        }
-        wrong.0.remove(user);
-        totp.to_url()
-            .map_err(|e| format!("cannot make the otpauth URI: {e}"))
-    }
-
-    /// Whether `user` has a secret.
-    pub(crate) fn enrolled(&self, user: &str) -> Result<bool, String> {
-        Ok(self.read()?.users.contains_key(user))
+        Ok(Enrolled {
+            uri,
+            replaced,
+            _claim: claim,
+        })
     }
 
     /// Checks `code` for `user` at `now` (seconds since the epoch), and
     /// uses it up when it is good.
     ///
-    /// Checks of one account run one at a time (under `turn`), so wrong
-    /// codes sent in parallel are counted before the next is looked at.
+    /// Checks run one at a time (under the file lock), so wrong codes sent
+    /// in parallel are counted before the next is looked at, by whichever
+    /// process checks them.
     pub(crate) fn check(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
-        let mut wrong = self.turn.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((n, last)) = wrong.0.get(user) {
-            if last.elapsed() >= self.lockout {
-                wrong.0.remove(user);
-            } else if *n >= self.max_wrong {
-                return Ok(Verdict::Locked);
-            }
-        }
-        let verdict = self.locked(|| self.check_unlocked(user, code, now))?;
-        match verdict {
-            Verdict::Good => {
-                wrong.0.remove(user);
-            }
-            Verdict::Wrong | Verdict::Replayed => {
-                let entry = wrong
-                    .0
-                    .entry(user.to_string())
-                    .or_insert((0, Instant::now()));
-                *entry = (entry.0 + 1, Instant::now());
-            }
-            Verdict::NotEnrolled | Verdict::Locked => {}
-        }
-        Ok(verdict)
+        self.locked(|| self.check_unlocked(user, code, now))
     }
 
     fn check_unlocked(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
@@ -209,23 +222,25 @@ impl Store {
         let Some(entry) = file.users.get_mut(user) else {
             return Ok(Verdict::NotEnrolled);
         };
+        // A clock set back counts as no time passed: the lock holds.
+        let quiet = now.saturating_sub(entry.last_wrong) >= self.lockout_s;
+        if entry.wrong >= self.max_wrong && !quiet {
+            return Ok(Verdict::Locked);
+        }
+        if quiet {
+            entry.wrong = 0;
+        }
         let key = self.key(false)?;
-        let secret = open(&key, user, &entry.sealed)?;
-        let totp = totp(&secret, user)?;
-        // Spaces as apps show them ("123 456") are not part of the code.
-        let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
-        if code.len() != DIGITS as usize || !code.bytes().all(|b| b.is_ascii_digit()) {
-            return Ok(Verdict::Wrong);
+        let verdict = judge(&open(&key, user, &entry.sealed)?, user, code, now, entry)?;
+        match verdict {
+            Verdict::Good => entry.wrong = 0,
+            _ => {
+                entry.wrong = entry.wrong.saturating_add(1);
+                entry.last_wrong = now;
+            }
         }
-        let Some(step) = totp.check(&code, now) else {
-            return Ok(Verdict::Wrong);
-        };
-        if step <= entry.last_step {
-            return Ok(Verdict::Replayed);
-        }
-        entry.last_step = step;
         self.write(&file)?;
-        Ok(Verdict::Good)
+        Ok(verdict)
     }
 
     fn read(&self) -> Result<File, String> {
@@ -274,6 +289,41 @@ impl Store {
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
     }
+}
+
+/// Opens a lock file (made 0600 when missing).
+fn lock_file(path: &Path) -> Result<std::fs::File, String> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The verdict on `code` for `secret`; a good one is used up in `entry`.
+fn judge(
+    secret: &[u8],
+    user: &str,
+    code: &str,
+    now: u64,
+    entry: &mut Entry,
+) -> Result<Verdict, String> {
+    let totp = totp(secret, user)?;
+    // Spaces as apps show them ("123 456") are not part of the code.
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if code.len() != DIGITS as usize || !code.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(Verdict::Wrong);
+    }
+    let Some(step) = totp.check(&code, now) else {
+        return Ok(Verdict::Wrong);
+    };
+    if step <= entry.last_step {
+        return Ok(Verdict::Replayed);
+    }
+    entry.last_step = step;
+    Ok(Verdict::Good)
 }
 
 fn totp(secret: &[u8], user: &str) -> Result<Totp, String> {
@@ -338,7 +388,7 @@ mod tests {
             store.check("alice", "123456", 0).unwrap(),
             Verdict::NotEnrolled
         );
-        let uri = store.enroll("alice").unwrap();
+        let uri = store.enroll("alice").unwrap().uri;
         assert!(uri.starts_with("otpauth://totp/walissh:alice?"), "{uri}");
         let now = 1_800_000_000;
         let code = code_for(&uri, now);
@@ -385,8 +435,8 @@ mod tests {
     fn wrong_codes_lock_the_account_not_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path(), 3, Duration::from_secs(300));
-        let alice = store.enroll("alice").unwrap();
-        let bob = store.enroll("bob").unwrap();
+        let alice = store.enroll("alice").unwrap().uri;
+        let bob = store.enroll("bob").unwrap().uri;
         let now = 1_800_000_000;
         for _ in 0..3 {
             assert_eq!(store.check("alice", "000000", now).unwrap(), Verdict::Wrong);
@@ -399,10 +449,21 @@ mod tests {
             Verdict::Good
         );
         // A new enrolment (the administrator's answer) unlocks.
-        let alice = store.enroll("alice").unwrap();
+        let alice = store.enroll("alice").unwrap().uri;
         assert_eq!(
             store.check("alice", &code_for(&alice, now), now).unwrap(),
             Verdict::Good
+        );
+        // The count is in the file: a restarted bastion (a new store on
+        // the same directory) finds bob locked as he was.
+        for _ in 0..3 {
+            assert_eq!(store.check("bob", "000000", now).unwrap(), Verdict::Wrong);
+        }
+        let restarted = Store::new(dir.path(), 3, Duration::from_secs(300));
+        let bob_now = code_for(&bob, now + 30);
+        assert_eq!(
+            restarted.check("bob", &bob_now, now + 30).unwrap(),
+            Verdict::Locked
         );
         // Wrong codes are forgotten once the lockout has passed.
         let short = Store::new(dir.path(), 1, Duration::ZERO);
@@ -413,13 +474,31 @@ mod tests {
         );
     }
 
+    /// While one enrolment of a user is under way (its URI not shown yet),
+    /// another fails and stores nothing; other users are not held up.
+    #[test]
+    fn a_second_enrolment_of_a_user_meanwhile_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (store(dir.path()), store(dir.path()));
+        let first = a.enroll("alice").unwrap();
+        assert!(!first.replaced);
+        let err = b.enroll("alice").err().unwrap();
+        assert!(err.contains("under way"), "{err}");
+        b.enroll("bob").unwrap();
+        let now = 1_800_000_000;
+        let code = code_for(&first.uri, now);
+        assert_eq!(a.check("alice", &code, now).unwrap(), Verdict::Good);
+        drop(first);
+        assert!(b.enroll("alice").unwrap().replaced);
+    }
+
     /// Two stores on one directory stand for two processes (the bastion
     /// and `walissh totp enroll`): neither loses the other's writes.
     #[test]
     fn processes_do_not_lose_each_others_writes() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (store(dir.path()), store(dir.path()));
-        let uri = a.enroll("checker").unwrap();
+        let uri = a.enroll("checker").unwrap().uri;
         let now = 1_800_000_000u64;
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -319,6 +319,41 @@ fn a_reload_that_requires_a_code_stops_a_one_factor_connection() {
     assert_eq!(refused["reason"], "credentials_revoked", "{refused}");
 }
 
+/// frank logs in from `from` with bob's key and `code`: whether he is in.
+async fn key_and_code(b: &Bastion, from: [u8; 4], code: &str) -> bool {
+    let mut h = flows::connect_from(b.port, from).await;
+    let with_key = PrivateKeyWithHashAlg::new(bob_key(b), None);
+    let r = h
+        .authenticate_publickey("frank:web1", with_key)
+        .await
+        .unwrap();
+    assert!(!r.success(), "{r:?}");
+    matches!(
+        flows::answer(&mut h, "frank:web1", code).await,
+        Kbd::Success
+    )
+}
+
+/// Five wrong codes for frank, one from each of five addresses under
+/// `net` (under every address's limit), then the right one for `secret`
+/// from a sixth: refused, locked.
+fn lock_franks_codes(b: &Bastion, net: u8, secret: &str) {
+    block_on(async {
+        for i in 0..5u8 {
+            assert!(!key_and_code(b, [127, 0, net, i + 1], "000001").await);
+        }
+        assert!(!key_and_code(b, [127, 0, net, 6], &oathtool(secret)).await);
+    });
+}
+
+/// How many logins were refused as `totp_locked`.
+fn locked_refusals(b: &Bastion) -> usize {
+    b.audit()
+        .iter()
+        .filter(|e| e["kind"] == "auth_fail" && e["reason"] == "totp_locked")
+        .count()
+}
+
 /// Wrong codes lock the account's codes, from every address: whoever sends
 /// them had the first factor, and the address throttle alone would let
 /// many addresses guess in parallel.
@@ -326,36 +361,119 @@ fn a_reload_that_requires_a_code_stops_a_one_factor_connection() {
 fn wrong_codes_from_many_addresses_lock_the_accounts_codes() {
     let b = mfa_bastion("");
     let secret = enroll(&b, "frank");
-    block_on(async {
-        let key = bob_key(&b);
-        let login = |from: [u8; 4]| {
-            let key = key.clone();
-            let port = b.port;
-            async move {
-                let mut h = flows::connect_from(port, from).await;
-                let with_key = PrivateKeyWithHashAlg::new(key, None);
-                let r = h
-                    .authenticate_publickey("frank:web1", with_key)
-                    .await
-                    .unwrap();
-                assert!(!r.success(), "{r:?}");
-                h
-            }
-        };
-        // Five addresses, one wrong code each: under every address's limit.
-        for i in 0..5u8 {
-            let mut h = login([127, 0, 3, i + 1]).await;
-            let r = flows::answer(&mut h, "frank:web1", "000001").await;
-            assert!(!matches!(r, Kbd::Success), "{r:?}");
-        }
-        // A sixth address with the key and the right code: locked.
-        let mut h = login([127, 0, 4, 1]).await;
-        let r = flows::answer(&mut h, "frank:web1", &oathtool(&secret)).await;
-        assert!(!matches!(r, Kbd::Success), "{r:?}");
-    });
+    lock_franks_codes(&b, 3, &secret);
     let locked = b.wait_event(|e| e["kind"] == "auth_fail" && e["reason"] == "totp_locked");
     assert_eq!(locked["user"], "frank");
     assert!(b.audit().iter().all(|e| e["kind"] != "auth_ok"));
+}
+
+/// The lock is kept with the secret, in the store: `walissh totp enroll`
+/// (another process) lifts it for the running bastion, as the docs say,
+/// and a restart does not.
+#[test]
+fn enrolling_again_unlocks_a_running_bastion_and_a_restart_does_not() {
+    let mut b = mfa_bastion("");
+    let secret = enroll(&b, "frank");
+    lock_franks_codes(&b, 3, &secret);
+    assert_eq!(locked_refusals(&b), 1);
+    let secret = enroll(&b, "frank");
+    assert!(block_on(key_and_code(
+        &b,
+        [127, 0, 4, 1],
+        &oathtool(&secret)
+    )));
+    lock_franks_codes(&b, 5, &secret);
+    assert_eq!(locked_refusals(&b), 2);
+    b.terminate();
+    b.restart();
+    // The code is one frank has not used: refused only because locked.
+    assert!(!block_on(key_and_code(
+        &b,
+        [127, 0, 6, 1],
+        &oathtool(&secret)
+    )));
+    assert_eq!(locked_refusals(&b), 3);
+}
+
+/// Whether process `pid` waits for a file lock (a `->` line of
+/// /proc/locks).
+fn waits_for_a_lock(pid: u32) -> bool {
+    let locks = std::fs::read_to_string("/proc/locks").unwrap();
+    locks.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&"->") && f.get(5) == Some(&pid.to_string().as_str())
+    })
+}
+
+/// Twelve `walissh totp enroll frank` at once: exactly one reports
+/// success, and its secret is the one logins check; the others say why in
+/// one line and print no URI. The test holds the store's lock
+/// (`totp.lock`) until each enrolment has ended or waits for it, so all
+/// twelve are under way together, however they are scheduled.
+#[test]
+fn of_twelve_enrolments_at_once_the_one_that_succeeds_is_stored() {
+    let b = mfa_bastion("");
+    let lock = std::fs::File::create(b.state.join("totp.lock")).unwrap();
+    use std::os::fd::AsRawFd;
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut children: Vec<std::process::Child> = (0..12)
+        .map(|_| {
+            Command::new(walissh_bin())
+                .arg("totp")
+                .arg("--config")
+                .arg(&b.config)
+                .args(["enroll", "frank"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    loop {
+        let mut settled = 0;
+        for c in children.iter_mut() {
+            if c.try_wait().unwrap().is_some() || waits_for_a_lock(c.id()) {
+                settled += 1;
+            }
+        }
+        if settled == children.len() {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the enrolments never settled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(lock);
+    let outs: Vec<std::process::Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let (won, lost): (Vec<_>, Vec<_>) = outs.iter().partition(|o| o.status.success());
+    assert_eq!(won.len(), 1, "{} reported success", won.len());
+    for o in &lost {
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stdout(o).is_empty(), "{}", stdout(o));
+        let err = stderr(o);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("under way"), "{err}");
+    }
+    let uri = stdout(won[0]);
+    let secret = uri
+        .split("secret=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(block_on(key_and_code(
+        &b,
+        [127, 0, 7, 1],
+        &oathtool(&secret)
+    )));
 }
 
 /// The partial-success rules, one SSH message at a time, with russh's
