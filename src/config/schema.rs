@@ -352,6 +352,10 @@ pub(crate) struct AiConfig {
     pub(crate) entry: Option<Spanned<String>>,
     /// A directory of skills (folders holding a SKILL.md).
     pub(crate) skills_dir: Option<Spanned<PathBuf>>,
+    /// Whether the MCP gateway asks the client to approve what needs
+    /// approval, or refuses it.
+    #[serde(default)]
+    pub(crate) mcp_confirm: McpConfirm,
 }
 
 impl Default for AiConfig {
@@ -370,6 +374,7 @@ impl Default for AiConfig {
             redact: Vec::new(),
             entry: None,
             skills_dir: None,
+            mcp_confirm: McpConfirm::default(),
         }
     }
 }
@@ -406,6 +411,19 @@ pub(crate) enum AutoSandbox {
     Prefer,
     /// The policy alone.
     Off,
+}
+
+/// `[ai] mcp_confirm`: who approves, through the MCP gateway, a command
+/// the policy does not run unasked. The only one the gateway can ask is
+/// the MCP client, which may answer by itself.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum McpConfirm {
+    /// Nobody: it is refused, and only what the policy runs unasked runs.
+    #[default]
+    Refuse,
+    /// The client, by MCP elicitation: its answer is taken as the user's.
+    Elicitation,
 }
 
 /// What to do when the audit database or a recording cannot be written.

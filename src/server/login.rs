@@ -45,13 +45,14 @@ pub(super) struct Proof {
     totp: bool,
 }
 
-impl Proof {
+impl crate::session::Credential for Proof {
     /// Whether `user` may still log in so under `live`: a key removed or
     /// revoked, a password changed, a certificate expired, revoked or its
     /// CA no longer trusted, a method taken away, a second factor now
     /// required, or a user gone after a reload stops a live connection (a
-    /// ControlMaster) from opening new sessions.
-    pub(super) fn still_valid(&self, live: &Live, user: &str) -> bool {
+    /// ControlMaster) from opening new sessions, and an MCP gateway
+    /// session from running its next call.
+    fn still_valid(&self, live: &Live, user: &str) -> bool {
         let Some(u) = live.config.user(user) else {
             return false;
         };
@@ -450,7 +451,7 @@ impl Connection {
         if proof.totp {
             factors.push("totp");
         }
-        self.credential = Some(proof);
+        self.credential = Some(std::sync::Arc::new(proof));
         self.progress = Progress::default();
         self.bastion
             .throttle

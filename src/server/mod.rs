@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use crate::audit::Event;
 use crate::bastion::Bastion;
 use crate::route::Login;
+use crate::session::Credential as _;
 use crate::shutdown::{Listener, Watcher};
 use crate::throttle::Pending;
 
@@ -283,7 +284,7 @@ pub(crate) struct Connection {
     open: Arc<std::sync::atomic::AtomicU32>,
     /// What it logged in with, checked again against the config of the
     /// moment before each new session.
-    credential: Option<Proof>,
+    credential: Option<Arc<Proof>>,
     /// How far it is through authentication.
     progress: login::Progress,
     /// What its certificate restricts (nothing without one).
@@ -418,11 +419,11 @@ impl russh::server::Handler for Connection {
             return Ok(());
         };
         let live = self.bastion.live();
-        let revoked = !self
+        let proof = self
             .credential
-            .as_ref()
-            .is_some_and(|c| c.still_valid(&live, &login.user));
-        if revoked {
+            .clone()
+            .filter(|c| c.still_valid(&live, &login.user));
+        let Some(proof) = proof else {
             let ev = Event::new("session_refused")
                 .user(login.user.clone())
                 .field("client_addr", self.peer.to_string())
@@ -433,7 +434,7 @@ impl russh::server::Handler for Connection {
                 .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
                 .await;
             return Ok(());
-        }
+        };
         let server = &live.config.server;
         let (max, max_user) = (
             *server.max_sessions_per_connection.get_ref(),
@@ -468,6 +469,7 @@ impl russh::server::Handler for Connection {
             peer: self.peer,
             handle: session.handle(),
             limits: self.limits.clone(),
+            credential: proof,
         };
         tokio::spawn(async move {
             crate::session::run(ctx, channel, stop).await;

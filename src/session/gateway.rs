@@ -4,10 +4,12 @@
 //!
 //! What it owns: serving MCP (through `rmcp`) on the channel, its two
 //! tools (`run_command`, `read_file`), and what each call goes through:
-//! the user's `ai` mode, the agent's policy (deny rules; `auto` runs only
-//! what it proves read-only), approval by MCP elicitation when the client
-//! offers it (refused with the reason otherwise), the audit rows (with
-//! `via = "mcp"` and the client's name), and redaction of what goes back.
+//! the login's credentials and the user's rights as the config has them
+//! now, the user's `ai` mode, the agent's policy (deny rules; `auto` runs
+//! only what it proves read-only), approval (`[ai] mcp_confirm`: refused,
+//! or asked of the client by MCP elicitation, so the client is the
+//! approver), the audit rows (with `via = "mcp"` and the client's name),
+//! and redaction of what goes back.
 //! What it leaves to others: the login and the target's choice
 //! (`server`, `session`), the policy itself (`agent::policy`), running a
 //! command apart (`agent::exec`), the rows' storage (`audit`).
@@ -36,7 +38,7 @@ use crate::agent::react::{self, Outcome};
 use crate::agent::render;
 use crate::audit::Ids;
 use crate::bastion::Bastion;
-use crate::config::{AiMode, TargetConfig};
+use crate::config::{AiMode, McpConfirm, TargetConfig};
 use crate::context::redact::Numbering;
 use crate::shutdown::Listener;
 use crate::upstream::{self, Runner};
@@ -106,7 +108,9 @@ pub(super) async fn serve(
     let gateway = Gateway {
         bastion: ctx.bastion.clone(),
         ids: ids.clone(),
+        credential: ctx.credential.clone(),
         started: mode,
+        confirm_at_start: ctx.live.config.ai.mcp_confirm,
         runner,
         numbering: Arc::new(Numbering::default()),
         calls: calls.clone(),
@@ -177,8 +181,12 @@ async fn pump(
 struct Gateway {
     bastion: Arc<Bastion>,
     ids: Ids,
+    /// What the login proved: asked again before each call.
+    credential: Arc<dyn super::Credential>,
     /// The user's mode at login: a reload may narrow it, never widen it.
     started: AiMode,
+    /// `[ai] mcp_confirm` at login: likewise.
+    confirm_at_start: McpConfirm,
     runner: Runner,
     numbering: Arc<Numbering>,
     calls: Arc<tokio::sync::Semaphore>,
@@ -186,6 +194,14 @@ struct Gateway {
     ended: tokio::sync::watch::Receiver<bool>,
     /// The target's facts, probed at the first read.
     facts: tokio::sync::OnceCell<crate::upstream::TargetInfo>,
+}
+
+/// Why a call may not run at all now.
+struct Refused {
+    /// For the row: `credentials_revoked`, `ai_off` or `target_not_allowed`.
+    reason: &'static str,
+    /// For the client.
+    message: String,
 }
 
 /// A call's outcome as the client gets it.
@@ -263,7 +279,7 @@ impl ServerHandler for Gateway {
             return Err(ErrorData::resource_not_found(why, None));
         }
         self.admitted()
-            .map_err(|why| ErrorData::invalid_request(why, None))?;
+            .map_err(|no| ErrorData::invalid_request(no.message, None))?;
         // One probe per session, however often it is read.
         let info = self
             .facts
@@ -335,15 +351,29 @@ impl ServerHandler for Gateway {
 
 impl Gateway {
     /// The agents and the mode a call runs under now, or why it may not
-    /// run: a reload may have turned the user's `ai` off, or taken the
-    /// target from them (the connection stays, the right does not).
-    fn admitted(&self) -> Result<(Arc<crate::agent::Agent>, AiMode), String> {
-        let (agent, mode) = super::settings_now(&self.bastion, &self.ids.user, self.started);
-        if mode == AiMode::Off {
-            return Err(format!("{}'s ai is off now: nothing runs", self.ids.user));
-        }
+    /// run: a reload may have revoked the login's key or certificate
+    /// (`[auth] revoked_keys`), removed the user or their key, turned
+    /// their `ai` off, or taken the target from them (the connection
+    /// stays, the right does not), as a shell's next session would find.
+    fn admitted(&self) -> Result<(Arc<crate::agent::Agent>, AiMode), Refused> {
+        let user = &self.ids.user;
         let live = self.bastion.live();
-        let reaches = live.config.user(&self.ids.user).is_some_and(|u| {
+        if !self.credential.still_valid(&live, user) {
+            return Err(Refused {
+                reason: "credentials_revoked",
+                message: format!(
+                    "{user}'s login is no longer valid (its key or certificate revoked, or the user's entry changed): nothing runs"
+                ),
+            });
+        }
+        let (agent, mode) = super::settings_now(&self.bastion, user, self.started);
+        if mode == AiMode::Off {
+            return Err(Refused {
+                reason: "ai_off",
+                message: format!("{user}'s ai is off now: nothing runs"),
+            });
+        }
+        let reaches = live.config.user(user).is_some_and(|u| {
             live.config
                 .allowed_targets(u)
                 .iter()
@@ -351,10 +381,13 @@ impl Gateway {
         });
         match reaches {
             true => Ok((agent, mode)),
-            false => Err(format!(
-                "{} may no longer reach {}: nothing runs",
-                self.ids.user, self.ids.target
-            )),
+            false => Err(Refused {
+                reason: "target_not_allowed",
+                message: format!(
+                    "{user} may no longer reach {}: nothing runs",
+                    self.ids.target
+                ),
+            }),
         }
     }
 
@@ -371,10 +404,6 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let audit = &self.bastion.audit;
-        let (agent, mode) = match self.admitted() {
-            Ok(a) => a,
-            Err(why) => return result(why, true),
-        };
         let row = |decision: &str| {
             self.ids
                 .event("ai_tool_call")
@@ -382,6 +411,16 @@ impl Gateway {
                 .field("decision", decision)
                 .field("via", "mcp")
                 .field("client", client)
+        };
+        // Checked at each call: the session outlives reloads.
+        let (agent, mode) = match self.admitted() {
+            Ok(a) => a,
+            Err(no) => {
+                audit
+                    .event(row("denied_by_policy").field("reason", no.reason))
+                    .await;
+                return Err(ErrorData::invalid_request(no.message, None));
+            }
         };
         let apart = exec::Apart {
             runner: &self.runner,
@@ -414,6 +453,17 @@ impl Gateway {
                 return result(text, true);
             }
             Verdict::Run(script) => ("auto", Some(script)),
+            Verdict::Ask(_) if self.confirm() == McpConfirm::Refuse => {
+                let why = "it needs approval, and [ai] mcp_confirm is \"refuse\"";
+                audit
+                    .event(row("denied_by_policy").field("reason", why))
+                    .await;
+                let text = format!(
+                    "not run: this command needs approval ({}), and walissh takes none through the MCP gateway ([ai] mcp_confirm = \"refuse\"): only what its policy runs unasked runs here",
+                    self.why_asked(mode)
+                );
+                return result(text, true);
+            }
             Verdict::Ask(prompt) => match self.ask(command, &prompt, mode, context).await {
                 Ok(()) => ("approved", None),
                 Err(why) => {
@@ -474,8 +524,26 @@ impl Gateway {
         result(react::describe(&shown, &outcome), failed)
     }
 
-    /// Asks the user through the client (MCP elicitation). Err says why
-    /// the command does not run.
+    /// `[ai] mcp_confirm` for the next call: "refuse" if it was at login
+    /// or is now (a reload narrows a live session, never widens it).
+    fn confirm(&self) -> McpConfirm {
+        match self.bastion.live().config.ai.mcp_confirm {
+            McpConfirm::Elicitation => self.confirm_at_start,
+            McpConfirm::Refuse => McpConfirm::Refuse,
+        }
+    }
+
+    /// Why a command needs approval.
+    fn why_asked(&self, mode: AiMode) -> String {
+        match mode {
+            AiMode::Confirm => format!("{} has ai = confirm", self.ids.user),
+            _ => "walissh cannot prove it read-only".to_string(),
+        }
+    }
+
+    /// Asks through the client (MCP elicitation): whatever answers there,
+    /// a person or the client itself, is the approver. Err says why the
+    /// command does not run.
     async fn ask(
         &self,
         command: &str,
@@ -483,10 +551,7 @@ impl Gateway {
         mode: AiMode,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), String> {
-        let why = match mode {
-            AiMode::Confirm => format!("{} has ai = confirm", self.ids.user),
-            _ => "walissh cannot prove it read-only".to_string(),
-        };
+        let why = self.why_asked(mode);
         if !context
             .peer
             .supported_elicitation_modes()

@@ -58,6 +58,16 @@ pub(crate) struct Context {
     pub(crate) handle: Handle,
     /// What the login's certificate restricts.
     pub(crate) limits: crate::auth::cert::Limits,
+    /// What the login proved, for checks after the session's start.
+    pub(crate) credential: Arc<dyn Credential>,
+}
+
+/// A login's proof (a key, a certificate, a password, a code), as the
+/// server keeps it: a session asks it again, against the config of the
+/// moment, before each MCP gateway call.
+pub(crate) trait Credential: Send + Sync {
+    /// Whether `user` may still log in so under `live`.
+    fn still_valid(&self, live: &Live, user: &str) -> bool;
 }
 
 /// The client's requests before the shell, exec or subsystem started.

@@ -445,6 +445,9 @@ fn mcp_client(b: &Bastion, login: &str, args: &[&str]) -> (Value, Option<i32>) {
     (report, out.status.code())
 }
 
+/// `[ai]` for gateway tests whose client approves (`mcp_confirm`).
+const ELICIT: &str = "[ai]\nmcp_confirm = \"elicitation\"\n";
+
 /// walissh with bob's `ai` and `toml` appended, for gateway tests (no
 /// model is asked: the client is the AI).
 fn gateway(ai: &'static str, toml: &str) -> Bastion {
@@ -461,7 +464,10 @@ fn gateway(ai: &'static str, toml: &str) -> Bastion {
 
 #[test]
 fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
-    let b = gateway("auto", "[ai]\ndeny = [\"shutdown*\"]\n");
+    let b = gateway(
+        "auto",
+        "[ai]\ndeny = [\"shutdown*\"]\nmcp_confirm = \"elicitation\"\n",
+    );
     // Listed, and a read-only command runs unasked; its secret is
     // scrubbed from what goes back.
     let call = json!({"command": "uname -s; echo password=hunter2hunter2"}).to_string();
@@ -584,7 +590,7 @@ fn the_gateway_is_closed_to_users_whose_ai_is_off() {
 
 #[test]
 fn in_confirm_the_gateway_asks_through_the_client_even_for_read_only_commands() {
-    let b = gateway("confirm", "");
+    let b = gateway("confirm", ELICIT);
     let call = json!({"command": "uname -s"}).to_string();
     let (r, _) = mcp_client(&b, "bob:web1", &["--call", "run_command", &call]);
     assert_eq!(r["result"]["isError"], true, "{r}");
@@ -729,10 +735,10 @@ fn a_client_gets_four_calls_at_once_and_its_calls_end_when_it_leaves() {
     );
 }
 
-/// A gateway session kept open over a reload that applies `change` to the
-/// config: the call made after it is refused with `why`, and nothing runs.
-fn reload_narrows(change: impl Fn(String) -> String, why: &str) {
-    let b = gateway("auto", "");
+/// A gateway session on `b` kept open while `change` is made and the
+/// config reloaded: the call made after it is refused with `why` (an MCP
+/// error), nothing runs, and its row says `reason`.
+fn narrowed_under_a_live_session(b: &Bastion, change: impl FnOnce(), why: &str, reason: &str) {
     let dir = visible_dir();
     let go = dir.path().join("go");
     let go_path = go.display().to_string();
@@ -743,22 +749,39 @@ fn reload_narrows(change: impl Fn(String) -> String, why: &str) {
         "run_command",
         r#"{"command": "uname -s"}"#,
     ];
-    let client = mcp_client_command(&b, "bob:web1", &args)
+    let client = mcp_client_command(b, "bob:web1", &args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // The session is up (its subsystem row is in), then the config
-    // changes and is reloaded, then the client calls.
+    // The session is up (its subsystem row is in), then the change is
+    // made and reloaded, then the client calls.
     b.wait_event(|e| e["kind"] == "subsystem" && e["name"] == "mcp");
-    let config = std::fs::read_to_string(&b.config).unwrap();
-    std::fs::write(&b.config, change(config)).unwrap();
+    change();
     assert!(b.reload().contains("config reloaded"));
     std::fs::write(&go, "").unwrap();
     let out = client.wait_with_output().unwrap();
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(r["result"]["errorCode"], -32600, "{r}");
     assert!(r["result"]["text"].as_str().unwrap().contains(why), "{r}");
-    assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_call"));
+    let row = b.wait_event(|e| e["kind"] == "ai_tool_call");
+    assert_eq!(row["decision"], "denied_by_policy", "{row}");
+    assert_eq!(row["reason"], reason, "{row}");
+    assert_eq!(
+        (&row["via"], &row["command"]),
+        (&json!("mcp"), &json!("uname -s"))
+    );
+    assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_result"));
+}
+
+/// `narrowed_under_a_live_session` with a config edit.
+fn reload_narrows(change: impl Fn(String) -> String, why: &str, reason: &str) {
+    let b = gateway("auto", "");
+    let edit = || {
+        let config = std::fs::read_to_string(&b.config).unwrap();
+        std::fs::write(&b.config, change(config)).unwrap();
+    };
+    narrowed_under_a_live_session(&b, edit, why, reason);
 }
 
 #[test]
@@ -766,6 +789,7 @@ fn a_reload_that_turns_ai_off_reaches_a_live_gateway_session() {
     reload_narrows(
         |c| c.replace("ai = \"auto\"", "ai = \"off\""),
         "ai is off now",
+        "ai_off",
     );
 }
 
@@ -774,12 +798,104 @@ fn a_reload_that_takes_the_target_away_reaches_a_live_gateway_session() {
     reload_narrows(
         |c| c.replace("targets = [\"web1\", \"local\"]", "targets = [\"local\"]"),
         "may no longer reach web1",
+        "target_not_allowed",
     );
+}
+
+/// The key a gateway session logged in with, put in the KRL
+/// (`ssh-keygen -k`) and reloaded: its next call is refused, as a new
+/// session of that key would be.
+#[test]
+fn a_key_revoked_under_a_live_gateway_session_runs_no_more_calls() {
+    let keys = tempfile::tempdir().unwrap();
+    let krl = keys.path().join("revoked.krl");
+    // Nothing revoked yet: an empty list of keys.
+    std::fs::write(&krl, "").unwrap();
+    let b = gateway(
+        "auto",
+        &format!("[auth]\nrevoked_keys = \"{}\"\n", krl.display()),
+    );
+    let revoke = || {
+        let out = Command::new("ssh-keygen")
+            .args(["-q", "-k", "-f"])
+            .arg(&krl)
+            .arg(b.bob_key.with_extension("pub"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ssh-keygen -k: {}", stderr(&out));
+    };
+    narrowed_under_a_live_session(
+        &b,
+        revoke,
+        "login is no longer valid",
+        "credentials_revoked",
+    );
+    // A new session of the key is refused at its start, as before.
+    let (r, code) = mcp_client(&b, "bob:web1", &[]);
+    assert_eq!(code, Some(2), "{r}");
+}
+
+/// `[ai] mcp_confirm` defaults to "refuse": a client that declares
+/// elicitation and accepts whatever it is asked gets only what the policy
+/// runs unasked; nothing is asked of it.
+#[test]
+fn by_default_the_gateway_takes_no_approval_from_the_client() {
+    let accepting = ["--elicit", "accept", "--elicit-content", r#"{"run": true}"#];
+    let call = |b: &Bastion, command: &str| {
+        let mut args = accepting.to_vec();
+        let json = json!({ "command": command }).to_string();
+        args.extend(["--call", "run_command", &json]);
+        mcp_client(b, "bob:web1", &args).0
+    };
+    let dir = visible_dir();
+    let made = dir.path().join("made");
+    let touch = format!("touch {}", made.display());
+    let b = gateway("auto", "");
+    let r = call(&b, &touch);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["text"].as_str().unwrap();
+    assert!(text.contains("mcp_confirm = \"refuse\""), "{text}");
+    assert_eq!(r["elicitations"], json!([]), "{r}");
+    assert!(!made.exists(), "{r}");
+    // What the policy runs unasked still runs.
+    let r = call(&b, "uname -s");
+    assert!(
+        r["result"]["text"].as_str().unwrap().contains("Linux"),
+        "{r}"
+    );
+    let rows: Vec<Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "ai_tool_call")
+        .collect();
+    let decisions: Vec<&Value> = rows.iter().map(|e| &e["decision"]).collect();
+    assert_eq!(
+        decisions,
+        [&json!("denied_by_policy"), &json!("auto")],
+        "{rows:#?}"
+    );
+    assert!(
+        rows[0]["reason"].as_str().unwrap().contains("mcp_confirm"),
+        "{rows:#?}"
+    );
+    // In confirm everything needs approval: nothing runs.
+    let b = gateway("confirm", "");
+    let r = call(&b, "uname -s");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("bob has ai = confirm"),
+        "{r}"
+    );
+    assert_eq!(r["elicitations"], json!([]), "{r}");
+    assert!(b.audit().iter().all(|e| e["kind"] != "ai_tool_result"));
 }
 
 #[test]
 fn an_approved_command_that_ignores_term_stops_when_its_client_leaves() {
-    let b = gateway("confirm", "");
+    let b = gateway("confirm", ELICIT);
     // bob in confirm: approved through the client, then the client gives
     // up while it runs.
     let call = json!({"command": "trap '' TERM; sleep 95"}).to_string();
