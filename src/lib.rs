@@ -164,6 +164,12 @@ enum AuditCmd {
         /// pin the key you recorded elsewhere.
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Also check the database against the checkpoints `[audit]
+        /// forward` sent: a file of the syslog lines or JSON lines a
+        /// collector received. A database rolled back or cut before one
+        /// of them fails.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
     },
     /// Print the audit key's public half and its fingerprint.
     Key,
@@ -390,9 +396,17 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     println!("{}", key.fingerprint(Default::default()));
                     Ok(())
                 }
-                Some(AuditCmd::Verify { key }) => {
-                    let key = audit_key(&config, key.as_deref())?;
-                    let report = audit::verify::verify(&config.audit_db_path(), &key)?;
+                Some(AuditCmd::Verify { key, against }) => {
+                    let a = &config.audit;
+                    let options = audit::verify::Options {
+                        key: audit_key(&config, key.as_deref())?,
+                        freshness: audit::verify::Freshness::of(
+                            a.checkpoint_events,
+                            std::time::Duration::from_secs(a.checkpoint_s),
+                        ),
+                        against,
+                    };
+                    let report = audit::verify::verify(&config.audit_db_path(), &options)?;
                     match json {
                         true => println!("{}", report.to_json()),
                         false => println!("{}", report.line()),

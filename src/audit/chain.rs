@@ -8,7 +8,9 @@
 //! Every `[audit] checkpoint_events` events or `checkpoint_s` seconds, the
 //! writer signs the chain's head with the audit key (ed25519, in
 //! `state_dir`, an SSH signature that `ssh-keygen -Y check-novalidate`
-//! verifies too) into the `checkpoints` table.
+//! verifies too) into the `checkpoints` table. Checkpoints are chained
+//! too: each signs the SHA-256 of the one before's message (`prev`), so a
+//! checkpoint deleted from the middle shows in the one after it.
 //!
 //! What it owns: the hashing, the head the writer keeps, the checkpoint
 //! message, the key. What it leaves to others: writing rows (`db`),
@@ -60,9 +62,40 @@ pub(crate) fn link(prev: &str, row: &Row<'_>) -> String {
     hex(&h.finalize())
 }
 
-/// What a checkpoint signs.
-pub(crate) fn checkpoint_message(seq: i64, head: &str, ts: &str) -> String {
-    format!("walissh audit checkpoint\nseq {seq}\nhead {head}\nts {ts}\n")
+/// One signed checkpoint, as stored, forwarded and kept in the head file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Signed {
+    pub(crate) seq: i64,
+    pub(crate) head: String,
+    pub(crate) ts: String,
+    /// The checkpoint before: its seq and [`Signed::id`] (seq 0 and the
+    /// zero hash for the first). None in checkpoints from before they were
+    /// chained: their message has no `prev` line.
+    pub(crate) prev: Option<(i64, String)>,
+    pub(crate) signature: String,
+}
+
+impl Signed {
+    /// What the signature signs.
+    pub(crate) fn message(&self) -> String {
+        let (seq, head, ts) = (self.seq, &self.head, &self.ts);
+        let mut m = format!("walissh audit checkpoint\nseq {seq}\nhead {head}\nts {ts}\n");
+        if let Some((prev_seq, prev)) = &self.prev {
+            m.push_str(&format!("prev {prev_seq} {prev}\n"));
+        }
+        m
+    }
+
+    /// The hash the next checkpoint names: SHA-256 of this one's message
+    /// (which names the one before, and so on back to the first).
+    pub(crate) fn id(&self) -> String {
+        hex(&Sha256::digest(self.message().as_bytes()))
+    }
+
+    /// Whether the audit key signed it.
+    pub(crate) fn signed_by(&self, key: &PublicKey) -> bool {
+        signed_by(key, &self.message(), &self.signature)
+    }
 }
 
 pub(crate) fn sign(key: &PrivateKey, message: &str) -> Result<String, String> {
@@ -126,6 +159,8 @@ fn unhex(text: &str) -> [u8; 32] {
 pub(crate) struct Head {
     pub(crate) seq: i64,
     pub(crate) hash: String,
+    /// The last checkpoint written: its seq and id, which the next names.
+    last_checkpoint: (i64, String),
     /// Events since the last checkpoint.
     pending: u64,
     since: Instant,
@@ -140,10 +175,13 @@ pub(crate) struct Checkpoints {
 }
 
 impl Head {
-    pub(crate) fn new(seq: i64, hash: String, policy: Checkpoints) -> Head {
+    /// The head at `seq` and `hash`, the last checkpoint being `last` (none
+    /// yet: the next is the first).
+    pub(crate) fn new(seq: i64, hash: String, last: Option<&Signed>, policy: Checkpoints) -> Head {
         Head {
             seq,
             hash,
+            last_checkpoint: last.map_or((0, genesis()), |c| (c.seq, c.id())),
             pending: 0,
             since: Instant::now(),
             policy,
@@ -168,26 +206,32 @@ impl Head {
         Some(self.policy.every.saturating_sub(self.since.elapsed()))
     }
 
-    /// The checkpoint to write now (seq, head, signature), when one is due
-    /// or `force`d and any event waits for one.
-    pub(crate) fn checkpoint(
-        &self,
-        ts: &str,
-        force: bool,
-    ) -> Option<Result<(i64, String, String), String>> {
+    /// The checkpoint to write now, when one is due or `force`d and any
+    /// event waits for one.
+    pub(crate) fn checkpoint(&self, ts: &str, force: bool) -> Option<Result<Signed, String>> {
         let due = self.due_in()?;
         if !force && !due.is_zero() {
             return None;
         }
         let key = self.policy.key.as_ref()?;
-        let message = checkpoint_message(self.seq, &self.hash, ts);
-        Some(sign(key, &message).map(|sig| (self.seq, self.hash.clone(), sig)))
+        let mut c = Signed {
+            seq: self.seq,
+            head: self.hash.clone(),
+            ts: ts.to_string(),
+            prev: Some(self.last_checkpoint.clone()),
+            signature: String::new(),
+        };
+        Some(sign(key, &c.message()).map(|sig| {
+            c.signature = sig;
+            c
+        }))
     }
 
-    /// A checkpoint was written.
-    pub(crate) fn checkpointed(&mut self) {
+    /// `c` was written: the next checkpoint names it.
+    pub(crate) fn checkpointed(&mut self, c: &Signed) {
         self.pending = 0;
         self.since = Instant::now();
+        self.last_checkpoint = (c.seq, c.id());
     }
 }
 
@@ -218,20 +262,40 @@ mod tests {
         assert_eq!(a, link(&genesis(), &row(1, "{\"command\":\"ls\"}")));
     }
 
+    fn checkpoint(seq: i64, prev: Option<(i64, String)>) -> Signed {
+        Signed {
+            seq,
+            head: genesis(),
+            ts: "t".into(),
+            prev,
+            signature: String::new(),
+        }
+    }
+
     #[test]
     fn checkpoints_are_ssh_signatures_of_the_audit_key() {
         let key = PrivateKey::random(&mut rand::rng(), russh::keys::Algorithm::Ed25519).unwrap();
-        let message = checkpoint_message(7, &genesis(), "t");
+        let message = checkpoint(7, Some((0, genesis()))).message();
         let sig = sign(&key, &message).unwrap();
         assert!(sig.starts_with("-----BEGIN SSH SIGNATURE-----"), "{sig}");
         assert!(signed_by(key.public_key(), &message, &sig));
         assert!(!signed_by(
             key.public_key(),
-            &checkpoint_message(8, &genesis(), "t"),
+            &checkpoint(8, Some((0, genesis()))).message(),
             &sig
         ));
         let other = PrivateKey::random(&mut rand::rng(), russh::keys::Algorithm::Ed25519).unwrap();
         assert!(!signed_by(other.public_key(), &message, &sig));
         assert!(!signed_by(key.public_key(), &message, "garbage"));
+    }
+
+    #[test]
+    fn a_checkpoint_names_the_one_before_and_old_ones_keep_their_message() {
+        let old = checkpoint(3, None);
+        assert!(old.message().ends_with("ts t\n"), "{}", old.message());
+        let next = checkpoint(7, Some((3, old.id())));
+        assert!(next.message().ends_with(&format!("prev 3 {}\n", old.id())));
+        // The id covers the prev line: a checkpoint re-pointed is another.
+        assert_ne!(next.id(), checkpoint(7, Some((0, genesis()))).id());
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! SQLite in WAL mode, so the CLI can read while the bastion writes. The
 //! writer drains whatever is queued into one transaction, which keeps a
-//! burst of events to one fsync.
+//! burst of events to one fsync. The `sessions` table is written from the
+//! chained `session_start` and `session_end` events, in their transaction,
+//! so it never says what the chain does not (`audit verify` checks that).
 
 use std::path::Path;
 
@@ -22,7 +24,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     client_addr TEXT NOT NULL,
     started     TEXT NOT NULL,
     ended       TEXT,
-    recording   TEXT
+    recording   TEXT,
+    start_seq   INTEGER
 );
 CREATE TABLE IF NOT EXISTS events (
     seq     INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -38,7 +41,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     seq       INTEGER PRIMARY KEY,
     ts        TEXT NOT NULL,
     head      TEXT NOT NULL,
-    signature TEXT NOT NULL
+    signature TEXT NOT NULL,
+    prev_seq  INTEGER,
+    prev      TEXT
 );
 CREATE INDEX IF NOT EXISTS events_session ON events(session);
 CREATE TABLE IF NOT EXISTS conversations (
@@ -75,8 +80,47 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, String> {
             .map_err(err)?;
         chain_old_rows(&conn).map_err(err)?;
     }
+    // Columns of later versions; older rows keep them NULL, which verify
+    // reads as "written before they came".
+    add_column(&conn, "checkpoints", "prev_seq", "INTEGER").map_err(err)?;
+    add_column(&conn, "checkpoints", "prev", "TEXT").map_err(err)?;
+    add_column(&conn, "sessions", "start_seq", "INTEGER").map_err(err)?;
     index_text(&conn).map_err(err)?;
     Ok(conn)
+}
+
+/// Adds `column` to `table` when a database from an older version lacks it.
+fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+    if !has_column(conn, table, column)? {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+    }
+    Ok(())
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
+        .exists(params![table, column])
+}
+
+/// `column` to select, or NULL in its place in a database an older version
+/// made and no newer walissh has opened for writing yet (readers, such as
+/// `audit verify`, read it as it is).
+pub(crate) fn column_or_null(
+    conn: &Connection,
+    table: &str,
+    column: &str,
+) -> rusqlite::Result<&'static str> {
+    // Only the columns added since: a name from this list is the SQL.
+    let name = match column {
+        "prev_seq" => "prev_seq",
+        "prev" => "prev",
+        "start_seq" => "start_seq",
+        _ => return Err(rusqlite::Error::InvalidColumnName(column.into())),
+    };
+    Ok(match has_column(conn, table, column)? {
+        true => name,
+        false => "NULL",
+    })
 }
 
 /// A database from before the chain: its rows are chained as they stand,
@@ -172,7 +216,57 @@ pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::R
         Some((seq, None)) => (seq, chain::genesis()),
         None => (0, chain::genesis()),
     };
-    Ok(chain::Head::new(seq, hash, policy))
+    let last_checkpoint = checkpoints(conn)?.pop();
+    Ok(chain::Head::new(
+        seq,
+        hash,
+        last_checkpoint.as_ref(),
+        policy,
+    ))
+}
+
+/// The checkpoints' columns, in the order `checkpoint_row` reads them.
+fn checkpoint_columns(conn: &Connection) -> rusqlite::Result<String> {
+    let prev_seq = column_or_null(conn, "checkpoints", "prev_seq")?;
+    let prev = column_or_null(conn, "checkpoints", "prev")?;
+    Ok(format!("seq, ts, head, {prev_seq}, {prev}, signature"))
+}
+
+fn checkpoint_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<chain::Signed> {
+    let prev = match (r.get::<_, Option<i64>>(3)?, r.get::<_, Option<String>>(4)?) {
+        (Some(s), Some(h)) => Some((s, h)),
+        _ => None,
+    };
+    Ok(chain::Signed {
+        seq: r.get(0)?,
+        ts: r.get(1)?,
+        head: r.get(2)?,
+        prev,
+        signature: r.get(5)?,
+    })
+}
+
+/// Every checkpoint, in seq order.
+pub(crate) fn checkpoints(conn: &Connection) -> rusqlite::Result<Vec<chain::Signed>> {
+    let sql = format!(
+        "SELECT {} FROM checkpoints ORDER BY seq",
+        checkpoint_columns(conn)?
+    );
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map([], checkpoint_row)?;
+    rows.collect()
+}
+
+/// The checkpoint at `seq`, if the database holds one.
+pub(crate) fn checkpoint_at(
+    conn: &Connection,
+    seq: i64,
+) -> rusqlite::Result<Option<chain::Signed>> {
+    let sql = format!(
+        "SELECT {} FROM checkpoints WHERE seq = ?1",
+        checkpoint_columns(conn)?
+    );
+    conn.query_row(&sql, [seq], checkpoint_row).optional()
 }
 
 /// Inserts one event as the chain's next row; returns its seq and hash
@@ -202,35 +296,80 @@ fn insert_event(
         tx.prepare_cached("INSERT INTO events_text (rowid, text) VALUES (?1, ?2)")?
             .execute(params![seq, text])?;
     }
+    session_row(tx, seq, &ts, ev)?;
     Ok((seq, hash))
 }
 
-/// Writes the checkpoint that is due (or, with `force`, any that waits).
-pub(crate) fn checkpoint(
-    conn: &Connection,
-    head: &mut chain::Head,
-    force: bool,
-    forward: Option<&Forward>,
-) {
+/// The `sessions` row follows its chained events: made by `session_start`
+/// (which names the user, target, address and recording, and whose seq
+/// the row keeps), ended by `session_end`, both at the event's own time.
+fn session_row(
+    tx: &rusqlite::Transaction<'_>,
+    seq: i64,
+    ts: &str,
+    ev: &Event,
+) -> rusqlite::Result<()> {
+    let Some(id) = ev.session.as_deref() else {
+        return Ok(());
+    };
+    match ev.kind {
+        "session_start" => {
+            let text = |k: &str| ev.fields.get(k).and_then(Value::as_str);
+            // OR IGNORE: a session id used twice (64 random bits) must not
+            // stop the writer; verify says the row is not this event's.
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO sessions (id, user, target, client_addr, started, recording, start_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id,
+                ev.user.as_deref().unwrap_or_default(),
+                ev.target.as_deref().unwrap_or_default(),
+                text("client_addr").unwrap_or_default(),
+                ts,
+                text("recording"),
+                seq
+            ])?;
+        }
+        "session_end" => {
+            tx.prepare_cached("UPDATE sessions SET ended = ?2 WHERE id = ?1")?
+                .execute(params![id, ts])?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Where the writer sends each checkpoint besides the database.
+pub(crate) struct Copies {
+    /// The head file (`copies::head_path`).
+    pub(crate) head_file: std::path::PathBuf,
+    pub(crate) forward: Option<Forward>,
+}
+
+/// Writes the checkpoint that is due (or, with `force`, any that waits),
+/// then its copies: the head file only once the database holds it, so a
+/// head file never names a checkpoint the database has yet to commit.
+pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool, copies: &Copies) {
     let ts = rfc3339(std::time::SystemTime::now());
     match head.checkpoint(&ts, force) {
         None => {}
         Some(Err(e)) => tracing::error!(error = %e, "audit checkpoint not written"),
-        Some(Ok((seq, hash, signature))) => {
+        Some(Ok(c)) => {
+            let prev = c.prev.clone().unzip();
             let written = conn.execute(
-                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature) VALUES (?1, ?2, ?3, ?4)",
-                params![seq, ts, hash, signature],
+                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
             );
             match written {
                 Ok(_) => {
-                    head.checkpointed();
-                    if let Some(f) = forward {
-                        f.offer(&Item::Checkpoint {
-                            seq,
-                            head: hash,
-                            ts,
-                            signature,
-                        });
+                    head.checkpointed(&c);
+                    if let Err(e) = super::copies::write_head(&copies.head_file, &c) {
+                        let file = copies.head_file.display();
+                        tracing::error!(%file, error = %e, "audit head file not written");
+                    }
+                    if let Some(f) = &copies.forward {
+                        f.offer(&Item::Checkpoint(c));
                     }
                 }
                 Err(e) => {
@@ -271,11 +410,8 @@ pub(crate) fn recover(
             Some(user.clone()),
             Some(target.clone()),
         );
+        // The event ends the row too (`session_row`).
         (seq, hash) = insert_event(&tx, (seq, &hash), &ev)?;
-        tx.execute(
-            "UPDATE sessions SET ended = ?2 WHERE id = ?1",
-            params![id, rfc3339(now)],
-        )?;
     }
     tx.commit()?;
     head.committed(seq, hash, open.len() as u64);
@@ -290,7 +426,7 @@ const KEEP_UNWRITTEN: usize = 16 << 20;
 /// How often a failing database is tried again while records wait.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Records written in one transaction, at most.
-const BATCH: usize = 512;
+pub(crate) const BATCH: usize = 512;
 
 /// Runs until every sender is gone, writing records in batches. When a
 /// write fails (a full disk, a database made read-only), its records are
@@ -301,16 +437,17 @@ pub(crate) fn writer_loop(
     mut rx: mpsc::Receiver<Record>,
     health: &Health,
     mut head: chain::Head,
-    forward: Option<Forward>,
+    copies: Copies,
 ) {
     let mut waiting = Unwritten::default();
-    let to = (health, forward.as_ref());
+    let forward = copies.forward.as_ref();
+    let to = (health, forward);
     loop {
         let Some(mut batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
             break;
         };
         // What a full forward queue lost is said in the chain itself.
-        if let Some(lost) = forward.as_ref().map(Forward::take_lost).filter(|n| *n > 0) {
+        if let Some(lost) = forward.map(Forward::take_lost).filter(|n| *n > 0) {
             let ev = Event::new("audit_forward_lost").field("events", lost);
             batch.records.push(Record::Event(ev));
         }
@@ -318,14 +455,14 @@ pub(crate) fn writer_loop(
         if !batch.is_empty() || !waiting.records.is_empty() {
             write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
         }
-        checkpoint(&conn, &mut head, false, forward.as_ref());
+        checkpoint(&conn, &mut head, false, &copies);
     }
     // The senders are gone: one last try for what waits, and the head
     // signed, so a clean stop leaves nothing unsigned.
     if !waiting.records.is_empty() {
         write_or_keep(&mut conn, Batch::default(), &mut waiting, to, &mut head);
     }
-    checkpoint(&conn, &mut head, true, forward.as_ref());
+    checkpoint(&conn, &mut head, true, &copies);
 }
 
 /// Records whose write failed, oldest first, and how many were given up.
@@ -485,13 +622,6 @@ fn log_unwritten(record: &Record) {
         Record::Event(ev) | Record::Committed { event: ev, .. } => {
             tracing::error!(event = %event_json(ev), "unwritten audit event")
         }
-        Record::SessionStart(row) => {
-            tracing::error!(session = %row.id, user = %row.user, target = %row.target,
-                client_addr = %row.client_addr, "unwritten session start")
-        }
-        Record::SessionEnd { id, .. } => {
-            tracing::error!(session = %id, "unwritten session end")
-        }
         // Not audit: a lost conversation is only not restored.
         Record::Conversation { .. } | Record::Flush(_) => {}
     }
@@ -512,23 +642,6 @@ fn write_batch(
             Record::Event(ev) | Record::Committed { event: ev, .. } => {
                 (seq, hash) = insert_event(&tx, (seq, &hash), ev)?;
                 linked.push((seq, hash.clone()));
-            }
-            Record::SessionStart(row) => {
-                tx.prepare_cached(
-                    "INSERT INTO sessions (id, user, target, client_addr, started, recording) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?
-                .execute(params![
-                    row.id,
-                    row.user,
-                    row.target,
-                    row.client_addr,
-                    rfc3339(row.started),
-                    row.recording
-                ])?;
-            }
-            Record::SessionEnd { id, ended } => {
-                tx.prepare_cached("UPDATE sessions SET ended = ?2 WHERE id = ?1")?
-                    .execute(params![id, rfc3339(*ended)])?;
             }
             Record::Conversation {
                 user,

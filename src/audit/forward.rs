@@ -43,12 +43,7 @@ pub(crate) enum Item {
         hash: String,
         event: Event,
     },
-    Checkpoint {
-        seq: i64,
-        head: String,
-        ts: String,
-        signature: String,
-    },
+    Checkpoint(super::chain::Signed),
 }
 
 impl Item {
@@ -295,14 +290,9 @@ pub(crate) fn json_line(item: &Item) -> Value {
             }
             Value::Object(o)
         }
-        Item::Checkpoint {
-            seq,
-            head,
-            ts,
-            signature,
-        } => {
-            json!({"kind": "audit_checkpoint", "seq": seq, "head": head, "ts": ts, "signature": signature})
-        }
+        // The same line as the head file's (`copies`), which
+        // `audit verify --against` reads back.
+        Item::Checkpoint(c) => super::copies::to_json(c),
     }
 }
 
@@ -324,9 +314,9 @@ pub(crate) fn syslog(item: &Item, host: &str) -> String {
             }
             (rfc3339(event.ts), event.kind, 6, p)
         }
-        Item::Checkpoint { seq, head, ts, .. } => {
-            let p = vec![("seq", seq.to_string()), ("head", head.clone())];
-            (ts.clone(), "audit_checkpoint", 5, p)
+        Item::Checkpoint(c) => {
+            let p = vec![("seq", c.seq.to_string()), ("head", c.head.clone())];
+            (c.ts.clone(), "audit_checkpoint", 5, p)
         }
     };
     let sd: String = params

@@ -7,6 +7,7 @@
 //! `[audit] on_failure` policy decides whether new sessions are refused.
 
 pub(crate) mod chain;
+pub(crate) mod copies;
 pub(crate) mod db;
 pub(crate) mod forward;
 pub(crate) mod play;
@@ -118,25 +119,9 @@ impl Ids {
     }
 }
 
-/// A session's row in the `sessions` table.
-#[derive(Debug, Clone)]
-pub(crate) struct SessionRow {
-    pub(crate) id: String,
-    pub(crate) user: String,
-    pub(crate) target: String,
-    pub(crate) client_addr: String,
-    pub(crate) started: SystemTime,
-    pub(crate) recording: Option<String>,
-}
-
 #[derive(Debug)]
 pub(crate) enum Record {
     Event(Event),
-    SessionStart(SessionRow),
-    SessionEnd {
-        id: String,
-        ended: SystemTime,
-    },
     /// A user's conversation with a target, sanitised, to restore when
     /// they come back (`[context] restore`).
     Conversation {
@@ -195,7 +180,8 @@ pub(crate) struct Audit {
 }
 
 impl Audit {
-    /// Opens (creating if needed) the database, ends what a crash left
+    /// Opens (creating if needed) the database, checks it still holds the
+    /// checkpoint its head file names (`copies`), ends what a crash left
     /// open (`recover`), and starts its writer thread.
     pub(crate) fn start(
         path: &Path,
@@ -204,15 +190,20 @@ impl Audit {
         forward: Option<forward::Forward>,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
         let mut conn = db::open_writer(path)?;
+        copies::check_head_at_start(&conn, path)?;
         let mut head = db::head(&conn, checkpoints)
             .map_err(|e| format!("{}: cannot read the chain's head: {e}", path.display()))?;
         recover(&mut conn, path, &mut head)?;
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
+        let copies = db::Copies {
+            head_file: copies::head_path(path),
+            forward,
+        };
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || db::writer_loop(conn, rx, &h, head, forward))
+            .spawn(move || db::writer_loop(conn, rx, &h, head, copies))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         let path = Arc::new(path.to_path_buf());
         Ok((Audit { tx, health, path }, thread))
@@ -244,18 +235,6 @@ impl Audit {
             _ if self.health.policy() == OnFailure::Continue => Ok(()),
             _ => Err("the audit database cannot be written"),
         }
-    }
-
-    pub(crate) async fn session_start(&self, row: SessionRow) {
-        self.send(Record::SessionStart(row)).await
-    }
-
-    pub(crate) async fn session_end(&self, id: &str) {
-        self.send(Record::SessionEnd {
-            id: id.to_string(),
-            ended: SystemTime::now(),
-        })
-        .await
     }
 
     /// Keeps a user's conversation with a target for their next session.
@@ -396,7 +375,7 @@ mod tests {
             n as f64 / written.as_secs_f64()
         );
         let t = std::time::Instant::now();
-        let report = verify::verify(&path, &public).unwrap();
+        let report = verify::verify(&path, &verify::Options::key(public)).unwrap();
         assert!(report.broken.is_none(), "{}", report.line());
         assert_eq!(report.events as usize, n);
         println!("verify: {n} events in {:?}", t.elapsed());

@@ -19,14 +19,14 @@ pub(crate) use shared::Shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
 use russh::server::{Handle, Msg};
 use russh::{Channel, ChannelMsg};
 
 use crate::audit::recording::{Header, Recording};
-use crate::audit::{Event, Ids, SessionRow};
+use crate::audit::{Event, Ids};
 use crate::bastion::{Bastion, Live};
 use crate::config::{AiMode, OnFailure, TargetConfig};
 use crate::route::{self, Login, NoTarget};
@@ -326,13 +326,19 @@ async fn run_session(
     let Ok(recording) = admit(ctx, &ids, &channel, &setup).await else {
         return;
     };
-    if let Err(problem) = audit_start(ctx, &ids, &setup, recording.as_ref()).await {
+    if let Err(refused) = audit_start(ctx, &ids, &setup, recording.as_ref()).await {
+        let problem = refused.problem;
         let msg = format!("{problem}; new sessions are refused until an administrator fixes it");
         refuse(&channel, pty, &msg).await;
-        if let Some(r) = recording {
-            r.close().await;
+        // A start queued as a plain event is written once the database
+        // works: its end (and its recording's digest) must follow it.
+        match (refused.start_queued, recording) {
+            (true, recording) => audit_end(bastion, &ids, &Totals::default(), recording).await,
+            (false, Some(r)) => {
+                let _ = r.close().await;
+            }
+            (false, None) => {}
         }
-        bastion.audit.session_end(&ids.session).await;
         return;
     }
 
@@ -414,42 +420,46 @@ async fn run_session(
     audit_end(bastion, &ids, &totals, recording).await;
 }
 
-/// The session's row and its `session_start` and command events. The last
-/// is written ahead (`Audit::ahead`): no shell or command starts before
-/// its rows are in the database. Err when they cannot be, under
-/// `[audit] on_failure = "refuse"`.
+/// Why a session's start could not be audited, and whether its
+/// `session_start` row is queued all the same (an exec's: only its command
+/// row is written ahead).
+struct Refused {
+    problem: &'static str,
+    start_queued: bool,
+}
+
+/// The session's `session_start` and command events (the writer makes the
+/// session's row from the first). The last is written ahead
+/// (`Audit::ahead`): no shell or command starts before its rows are in
+/// the database. Err when they cannot be, under `[audit] on_failure =
+/// "refuse"`.
 async fn audit_start(
     ctx: &Context,
     ids: &Ids,
     setup: &Setup,
     recording: Option<&Recording>,
-) -> Result<(), &'static str> {
+) -> Result<(), Refused> {
     let audit = &ctx.bastion.audit;
-    audit
-        .session_start(SessionRow {
-            id: ids.session.clone(),
-            user: ids.user.clone(),
-            target: ids.target.clone(),
-            client_addr: ctx.peer.to_string(),
-            started: SystemTime::now(),
-            recording: recording.map(|r| r.path.display().to_string()),
-        })
-        .await;
     // The recording's file is named in the chained row: `audit verify`
-    // and `walissh play` find it there, not in the sessions table.
+    // and `walissh play` find it there, and the sessions table has it
+    // from there.
     let start = ids
         .event("session_start")
         .field("client_addr", ctx.peer.to_string())
         .field("pty", setup.pty.is_some())
         .field("agent_forwarding", setup.agent)
         .field("recording", recording.map(|r| r.path.display().to_string()));
-    match command_event(ids, &setup.command) {
+    let (written, start_queued) = match command_event(ids, &setup.command) {
         Some(command) => {
             audit.event(start).await;
-            audit.ahead(command).await
+            (audit.ahead(command).await, true)
         }
-        None => audit.ahead(start).await,
-    }
+        None => (audit.ahead(start).await, false),
+    };
+    written.map_err(|problem| Refused {
+        problem,
+        start_queued,
+    })
 }
 
 /// A shell that takes walissh's bootstrap gets it first, typed into its
@@ -512,8 +522,8 @@ async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Opt
             .field("recording_sha256", sha256)
             .field("recording_bytes", bytes);
     }
+    // The writer ends the session's row with this event.
     bastion.audit.event(end).await;
-    bastion.audit.session_end(&ids.session).await;
 }
 
 /// Checks that the session can be audited, and opens its recording when it

@@ -91,8 +91,10 @@ fn an_untouched_audit_verifies_and_its_checkpoints_are_ssh_signatures() {
     assert_eq!(report["recordings"], 3, "{report}");
     let events = report["events"].as_i64().unwrap();
     assert_eq!(events, last_seq(&b), "{report}");
-    // The clean stop signed the head.
+    // The clean stop signed the head, and the head file beside the
+    // database holds that checkpoint.
     assert_eq!(report["last_checkpoint"]["seq"], events, "{report}");
+    assert_eq!(report["copies"], 1, "{report}");
     let human = stdout(&b.cli(&["audit", "verify"]));
     assert!(
         human.starts_with(&format!(
@@ -115,7 +117,14 @@ fn an_untouched_audit_verifies_and_its_checkpoints_are_ssh_signatures() {
             "SELECT signature FROM checkpoints ORDER BY seq DESC LIMIT 1",
         ),
     );
-    let message = format!("walissh audit checkpoint\nseq {events}\nhead {head}\nts {ts}\n");
+    // Checkpoints are chained: the first names seq 0 and the zero hash.
+    let prev = sql(
+        &b,
+        "SELECT prev_seq || ' ' || prev FROM checkpoints ORDER BY seq DESC LIMIT 1",
+    );
+    assert_eq!(prev, format!("0 {}", "0".repeat(64)));
+    let message =
+        format!("walissh audit checkpoint\nseq {events}\nhead {head}\nts {ts}\nprev {prev}\n");
     let sig = b.dir.path().join("checkpoint.sig");
     std::fs::write(&sig, format!("{signature}\n")).unwrap();
     let mut check = Command::new("ssh-keygen");
@@ -451,4 +460,339 @@ fn a_full_forward_queue_loses_events_and_says_so() {
     // Sessions were not slowed into failing, and the audit still verifies.
     assert!(b.terminate().success());
     assert_eq!(verify(&b).1, Some(0));
+}
+
+/// Rewrites every row's hash as someone who can write the database can
+/// (it takes no key): SHA-256 of the previous hash and the row's columns.
+fn rechain(b: &Bastion) {
+    use sha2::{Digest, Sha256};
+    let out = Command::new("sqlite3")
+        .arg("-json")
+        .arg(db(b))
+        .arg("SELECT seq, ts, session, user, target, kind, fields FROM events ORDER BY seq")
+        .output()
+        .unwrap();
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut prev = [0u8; 32];
+    let mut script = String::from("BEGIN;");
+    for r in &rows {
+        let canonical = serde_json::json!([
+            r["seq"],
+            r["ts"],
+            r["session"],
+            r["user"],
+            r["target"],
+            r["kind"],
+            r["fields"]
+        ])
+        .to_string();
+        let mut h = Sha256::new();
+        h.update(prev);
+        h.update(canonical.as_bytes());
+        prev = h.finalize().into();
+        let hex: String = prev.iter().map(|b| format!("{b:02x}")).collect();
+        script.push_str(&format!(
+            "UPDATE events SET hash = '{hex}' WHERE seq = {};",
+            r["seq"]
+        ));
+    }
+    script.push_str("COMMIT;");
+    sql(b, &script);
+}
+
+fn head_file(b: &Bastion) -> PathBuf {
+    b.state.join("audit.head")
+}
+
+/// The audit key's public half, as `audit key` prints it, in a file: the
+/// key an auditor pins.
+fn pinned_key(b: &Bastion) -> PathBuf {
+    let key = stdout(&b.cli(&["audit", "key"]));
+    let file = b.dir.path().join("pinned.pub");
+    std::fs::write(&file, format!("{}\n", key.lines().next().unwrap())).unwrap();
+    file
+}
+
+/// walissh after three exec sessions, signing every two events, so the
+/// chain has several checkpoints.
+fn often_signed() -> Bastion {
+    let mut b = Bastion::start_with(Opts {
+        audit_toml: "checkpoint_events = 2\n".into(),
+        ..Opts::default()
+    });
+    for i in 0..3 {
+        let out = exec(b.ssh_bob("bob:web1"), format!("echo SIGNED-{i}"));
+        assert!(stdout(&out).contains(&format!("SIGNED-{i}")));
+    }
+    assert!(b.terminate().success());
+    let n: i64 = sql(&b, "SELECT count(*) FROM checkpoints").parse().unwrap();
+    assert!(n >= 3, "{n} checkpoints");
+    b
+}
+
+#[test]
+fn every_checkpoint_deleted_and_the_chain_rewritten_is_found() {
+    let b = audited();
+    // All checkpoints and the head file gone, a row edited, the chain
+    // hashed again: every row links, and no checkpoint contradicts them.
+    // The chain spans an hour, far more than a checkpoint interval.
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "DELETE FROM checkpoints; \
+                 UPDATE events SET ts = '2020-01-01T00:00:00.000Z' WHERE seq = 1; \
+                 UPDATE events SET fields = replace(fields, 'AUDITED-1', 'nothing')",
+            );
+            std::fs::remove_file(head_file(&b)).unwrap();
+            rechain(&b);
+        },
+        Some(1),
+        "no checkpoint at all",
+    );
+}
+
+#[test]
+fn a_checkpoint_deleted_from_the_middle_breaks_the_checkpoint_chain() {
+    let b = often_signed();
+    let second: i64 = sql(
+        &b,
+        "SELECT seq FROM checkpoints ORDER BY seq LIMIT 1 OFFSET 1",
+    )
+    .parse()
+    .unwrap();
+    let third: i64 = sql(
+        &b,
+        "SELECT seq FROM checkpoints ORDER BY seq LIMIT 1 OFFSET 2",
+    )
+    .parse()
+    .unwrap();
+    broken_by(
+        &b,
+        || {
+            sql(&b, &format!("DELETE FROM checkpoints WHERE seq = {second}"));
+        },
+        Some(third),
+        &format!("the checkpoint at seq {second} is gone: the checkpoint at seq {third} names it"),
+    );
+    // The first one too: the second names it.
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "DELETE FROM checkpoints WHERE seq = (SELECT min(seq) FROM checkpoints)",
+            );
+        },
+        Some(second),
+        "is gone: the checkpoint at seq",
+    );
+    // The tail cut away with the checkpoints that signed it: the chain and
+    // the checkpoints left agree, but the head file names a later one.
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                &format!(
+                    "DELETE FROM events WHERE seq > {second}; DELETE FROM checkpoints WHERE seq > {second}"
+                ),
+            );
+        },
+        None,
+        "audit.head holds the checkpoint at seq",
+    );
+}
+
+#[test]
+fn verify_wants_a_checkpoint_within_the_interval_of_the_last_row() {
+    let b = often_signed();
+    let key = pinned_key(&b);
+    let last = last_seq(&b);
+    let verify_pinned = |what: &str| {
+        let out = b.cli_any(&[
+            "audit",
+            "verify",
+            "--json",
+            "--key",
+            &key.display().to_string(),
+        ]);
+        let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{report}");
+        let said = report["broken"]["what"].as_str().unwrap();
+        assert!(said.contains(what), "{what:?} not in {report}");
+    };
+    assert_eq!(
+        b.cli_any(&["audit", "verify", "--key", &key.display().to_string()])
+            .status
+            .code(),
+        Some(0)
+    );
+    let backup = b.dir.path().join("pinned-backup");
+    copy_dir(&b.state, &backup);
+    let put_back = || {
+        std::fs::remove_dir_all(&b.state).unwrap();
+        copy_dir(&backup, &b.state);
+    };
+    // The last two checkpoints deleted, and the last row moved an hour on
+    // (the chain hashed again): rows an hour past the last checkpoint left
+    // (M: twice checkpoint_s).
+    sql(
+        &b,
+        &format!(
+            "DELETE FROM checkpoints WHERE seq > (SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT 1 OFFSET 2); \
+             UPDATE events SET ts = strftime('%Y-%m-%dT%H:%M:%fZ', ts, '+1 hour') WHERE seq = {last}"
+        ),
+    );
+    rechain(&b);
+    verify_pinned("no checkpoint after seq");
+    put_back();
+    // 600 rows after the last checkpoint, at its time: more than N (twice
+    // checkpoint_events and a writer's batch: 516 here).
+    sql(
+        &b,
+        &format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600) \
+             INSERT INTO events (seq, ts, kind, fields) \
+             SELECT {last} + i, (SELECT ts FROM events WHERE seq = {last}), 'exec', '{{}}' FROM n"
+        ),
+    );
+    rechain(&b);
+    verify_pinned("600 events over 0s follow (at most 516 events");
+    put_back();
+}
+
+#[test]
+fn sessions_rows_must_say_what_their_chained_events_say() {
+    let b = audited();
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "UPDATE sessions SET started = '2020-01-01T00:00:00.000Z'",
+            );
+        },
+        None,
+        "start in the sessions table",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE sessions SET ended = NULL");
+        },
+        None,
+        "end in the sessions table",
+    );
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "INSERT INTO sessions (id, user, target, client_addr, started) \
+                 VALUES ('feedfacefeedface', 'mallory', 'web1', '10.0.0.9:4000', '2026-01-01T00:00:00.000Z')",
+            );
+        },
+        None,
+        "session feedfacefeedface is in the sessions table, but no chained session_start has it",
+    );
+    // A row pointed at another row of the chain.
+    broken_by(
+        &b,
+        || {
+            sql(&b, "UPDATE sessions SET start_seq = 1");
+        },
+        None,
+        "no chained session_start has it",
+    );
+}
+
+#[test]
+fn a_database_rolled_back_is_found_by_its_head_file_and_forwarded_checkpoints() {
+    let port = free_port();
+    let syslog = Rsyslog::start(port);
+    let mut b = forwarding(port, 1000);
+    let signed_at = |b: &Bastion, syslog: &Rsyslog| {
+        let last = last_seq(b);
+        wait_for(
+            || {
+                syslog
+                    .received()
+                    .contains(&format!("audit_checkpoint [walissh@32473 seq=\"{last}\""))
+            },
+            "the last checkpoint at rsyslog",
+        );
+    };
+    let out = exec(b.ssh_bob("bob:web1"), "echo BEFORE-ROLLBACK");
+    assert!(stdout(&out).contains("BEFORE-ROLLBACK"));
+    assert!(b.terminate().success());
+    signed_at(&b, &syslog);
+    let old = b.dir.path().join("old-state");
+    copy_dir(&b.state, &old);
+    b.restart();
+    let out = exec(b.ssh_bob("bob:web1"), "echo AFTER-ROLLBACK");
+    assert!(stdout(&out).contains("AFTER-ROLLBACK"));
+    assert!(b.terminate().success());
+    signed_at(&b, &syslog);
+    let received = b.dir.path().join("received.log");
+    std::fs::write(&received, syslog.received()).unwrap();
+    let against = |b: &Bastion| {
+        let out = b.cli_any(&[
+            "audit",
+            "verify",
+            "--json",
+            "--against",
+            &received.display().to_string(),
+        ]);
+        let report: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+        (report, out.status.code())
+    };
+    // Untouched: the head file and both forwarded checkpoints match.
+    let (report, code) = against(&b);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["copies"], 3, "{report}");
+    // The database alone put back to its older copy: its head file says.
+    let current = b.dir.path().join("current-state");
+    copy_dir(&b.state, &current);
+    for f in ["audit.db", "audit.db-wal", "audit.db-shm"] {
+        let _ = std::fs::remove_file(b.state.join(f));
+        if old.join(f).exists() {
+            std::fs::copy(old.join(f), b.state.join(f)).unwrap();
+        }
+    }
+    let (report, code) = verify(&b);
+    assert_eq!(code, Some(1), "{report}");
+    let said = report["broken"]["what"].as_str().unwrap();
+    assert!(
+        said.contains("audit.head holds the checkpoint") && said.contains("rolled back or cut"),
+        "{report}"
+    );
+    // Database and head file both put back: consistent, but not with the
+    // checkpoints that left the machine.
+    std::fs::remove_dir_all(&b.state).unwrap();
+    copy_dir(&old, &b.state);
+    assert_eq!(verify(&b).1, Some(0));
+    let (report, code) = against(&b);
+    assert_eq!(code, Some(1), "{report}");
+    let said = report["broken"]["what"].as_str().unwrap();
+    assert!(
+        said.contains("received.log line ") && said.contains("rolled back or cut"),
+        "{report}"
+    );
+    // A file with no checkpoint in it is a mistake, not a pass.
+    std::fs::write(&received, "nothing here\n").unwrap();
+    let out = b.cli_any(&[
+        "audit",
+        "verify",
+        "--against",
+        &received.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no forwarded checkpoint"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -1,0 +1,81 @@
+//! Linking every event row again, in seq order, and checking each
+//! checkpoint at the row it signed: its signature, and that its head is
+//! the chain's there.
+
+use rusqlite::Connection;
+use russh::keys::PublicKey;
+
+use super::{Checked, Stop};
+use crate::audit::chain::{self, Signed};
+
+/// Links every row; returns how many there are (the last seq: they run
+/// from 1 without a gap, or the chain is broken).
+pub(super) fn link(conn: &Connection, cps: &[Signed], key: &PublicKey) -> Checked<u64> {
+    let by_seq: std::collections::HashMap<i64, &Signed> = cps.iter().map(|c| (c.seq, c)).collect();
+    let mut st = conn.prepare(
+        "SELECT seq, ts, session, user, target, kind, fields, hash FROM events ORDER BY seq",
+    )?;
+    let mut rows = st.query([])?;
+    let mut prev = chain::genesis();
+    let mut last = 0i64;
+    while let Some(r) = rows.next()? {
+        let seq: i64 = r.get(0)?;
+        let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        let (kind, fields, hash): (String, String, Option<String>) =
+            (r.get(5)?, r.get(6)?, r.get(7)?);
+        // Every row has a hash (older databases were chained when the
+        // column came), and seqs follow each other from 1.
+        let Some(hash) = hash else {
+            let what = "the row has no hash (written around the chain)";
+            return Err(Stop::Broken(Some(seq), what.into()));
+        };
+        in_order(seq, last)?;
+        let row = chain::Row {
+            seq,
+            ts: &ts,
+            session: session.as_deref(),
+            user: user.as_deref(),
+            target: target.as_deref(),
+            kind: &kind,
+            fields: &fields,
+        };
+        if chain::link(&prev, &row) != hash {
+            let what =
+                "the row does not match its hash (edited, inserted, or a row before it deleted)";
+            return Err(Stop::Broken(Some(seq), what.into()));
+        }
+        if let Some(c) = by_seq.get(&seq) {
+            signed_here(c, &hash, key)?;
+        }
+        prev = hash;
+        last = seq;
+    }
+    Ok(u64::try_from(last).unwrap_or(0))
+}
+
+/// `seq` comes right after `last` (0 before the first row).
+fn in_order(seq: i64, last: i64) -> Checked<()> {
+    if seq == last + 1 {
+        return Ok(());
+    }
+    let what = match last {
+        l if l > 0 && seq > l + 1 => format!("seq {} to {} are missing (deleted)", l + 1, seq - 1),
+        _ => format!("the first row is seq {seq}, not 1 (rows deleted, or one put before them)"),
+    };
+    Err(Stop::Broken(Some((last + 1).min(seq)), what))
+}
+
+/// The checkpoint at this row is the audit key's, over this chain.
+fn signed_here(c: &Signed, hash: &str, key: &PublicKey) -> Checked<()> {
+    let seq = c.seq;
+    if !c.signed_by(key) {
+        let what = format!("the checkpoint at seq {seq} is not signed by the audit key");
+        return Err(Stop::Broken(Some(seq), what));
+    }
+    if c.head != hash {
+        let what = format!("the checkpoint at seq {seq} signed another chain");
+        return Err(Stop::Broken(Some(seq), what));
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The sessions table and the recordings against their chained rows.
+//! The table is not chained itself: the writer makes each row from its
+//! session's `session_start` event and ends it with its `session_end`, so
+//! a row must say what those say (it holds no exit status: that is only in
+//! the chained `session_end`). Each recording is hashed again against the
+//! digest its `session_end` holds.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::Value;
+
+use super::{Checked, Stop, seconds_between};
+use crate::audit::chain;
+
+/// How far a row written before rows were made from their events (no
+/// `start_seq`) may be from its events' times: its start and end were
+/// taken apart from them, milliseconds apart unless the queue was full.
+const OLD_ROW_SLACK_S: f64 = 10.0;
+
+/// One row of the sessions table.
+struct SessionRow {
+    id: String,
+    started: String,
+    ended: Option<String>,
+    start_seq: Option<i64>,
+}
+
+/// Every row of the sessions table has its chained `session_start` (the
+/// one it names), starts at its time and ends at its `session_end`'s.
+pub(super) fn rows_follow_events(conn: &Connection) -> Checked<()> {
+    let start_seq = crate::audit::db::column_or_null(conn, "sessions", "start_seq")?;
+    let sql = format!("SELECT id, started, ended, {start_seq} FROM sessions ORDER BY rowid");
+    let mut st = conn.prepare(&sql)?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(SessionRow {
+                id: r.get(0)?,
+                started: r.get(1)?,
+                ended: r.get(2)?,
+                start_seq: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.iter().try_for_each(|row| row_follows(conn, row))
+}
+
+fn row_follows(conn: &Connection, row: &SessionRow) -> Checked<()> {
+    let id = &row.id;
+    let (start_seq, start_ts) = start_of(conn, row)?;
+    let broken = |what: String| Err(Stop::Broken(Some(start_seq), what));
+    let end_ts: Option<String> = conn
+        .query_row(
+            "SELECT ts FROM events WHERE kind = 'session_end' AND session = ?1 ORDER BY seq DESC LIMIT 1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let near = |a: &str, b: &str| seconds_between(a, b).is_some_and(|s| s.abs() <= OLD_ROW_SLACK_S);
+    let old = row.start_seq.is_none();
+    let start_ok = row.started == start_ts || (old && near(&row.started, &start_ts));
+    if !start_ok {
+        return broken(format!(
+            "session {id}'s start in the sessions table ({}) is not its session_start's ({start_ts})",
+            row.started
+        ));
+    }
+    let end_ok = match (&row.ended, &end_ts) {
+        (a, b) if a == b => true,
+        // Before, a session refused for a failing audit was ended in the
+        // table without a session_end.
+        (Some(_), None) => old,
+        (Some(a), Some(b)) => old && near(a, b),
+        (None, _) => false,
+    };
+    if !end_ok {
+        let said = |t: &Option<String>| t.clone().unwrap_or_else(|| "none".into());
+        return broken(format!(
+            "session {id}'s end in the sessions table ({}) is not its session_end's ({})",
+            said(&row.ended),
+            said(&end_ts)
+        ));
+    }
+    Ok(())
+}
+
+/// The seq and time of the row's `session_start`: the one it names, or
+/// for a row from before rows named it, its session's first.
+fn start_of(conn: &Connection, row: &SessionRow) -> Checked<(i64, String)> {
+    let id = &row.id;
+    let start: Option<(i64, String, String, Option<String>)> = match row.start_seq {
+        Some(seq) => conn
+            .query_row(
+                "SELECT seq, ts, kind, session FROM events WHERE seq = ?1",
+                [seq],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?,
+        None => conn
+            .query_row(
+                "SELECT seq, ts, kind, session FROM events WHERE kind = 'session_start' AND session = ?1 ORDER BY seq LIMIT 1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?,
+    };
+    match start {
+        Some((seq, ts, kind, session))
+            if kind == "session_start" && session.as_deref() == Some(id.as_str()) =>
+        {
+            Ok((seq, ts))
+        }
+        _ => Err(Stop::Broken(
+            None,
+            format!(
+                "session {id} is in the sessions table, but no chained session_start has it (inserted)"
+            ),
+        )),
+    }
+}
+
+/// Each session's row in `sessions` is what its chained `session_start`
+/// says; each recording its `session_start` names is hashed again against
+/// its `session_end`'s digest. A session without its end yet (still
+/// running) is left. Returns how many recordings were checked.
+pub(super) fn recordings(conn: &Connection) -> Checked<u64> {
+    let mut count = 0;
+    let mut st = conn.prepare(
+        "SELECT e.seq, e.session, e.user, e.target, e.fields,
+                (SELECT json_object('fields', x.fields) FROM events x
+                  WHERE x.kind = 'session_end' AND x.session = e.session ORDER BY x.seq DESC LIMIT 1),
+                s.user, s.target, s.client_addr, s.recording, s.id
+         FROM events e LEFT JOIN sessions s ON s.id = e.session
+         WHERE e.kind = 'session_start' ORDER BY e.seq",
+    )?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        let (seq, session): (i64, String) = (r.get(0)?, r.get(1)?);
+        let (user, target, fields): (Option<String>, Option<String>, String) =
+            (r.get(2)?, r.get(3)?, r.get(4)?);
+        let end: Option<String> = r.get(5)?;
+        // user, target, client_addr, recording, id
+        let row: [Option<String>; 5] = [r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?];
+        let row = (
+            row[0].clone(),
+            row[1].clone(),
+            row[2].clone(),
+            row[3].clone(),
+            row[4].clone(),
+        );
+        let start: Value = serde_json::from_str(&fields).unwrap_or(Value::Null);
+        let recording = start["recording"].as_str().map(str::to_string);
+        let said = (
+            user,
+            target,
+            start["client_addr"].as_str().map(str::to_string),
+            recording.clone(),
+        );
+        if row.4.is_none() {
+            let what = format!("session {session}'s row in the sessions table is gone");
+            return Err(Stop::Broken(Some(seq), what));
+        }
+        // A session_start from before recordings were named in it names
+        // none: its recording is not compared.
+        let named = start.get("recording").is_some();
+        let row = (row.0, row.1, row.2, if named { row.3 } else { None });
+        if row != said {
+            let what = format!(
+                "session {session}'s row in the sessions table is not what its session_start says"
+            );
+            return Err(Stop::Broken(Some(seq), what));
+        }
+        let (Some(path), Some(end)) = (recording, end) else {
+            continue;
+        };
+        let end: Value = serde_json::from_str(&end).unwrap_or(Value::Null);
+        let end: Value = end["fields"]
+            .as_str()
+            .and_then(|f| serde_json::from_str(f).ok())
+            .unwrap_or(Value::Null);
+        let (Some(sha), Some(len)) = (
+            end["recording_sha256"].as_str(),
+            end["recording_bytes"].as_u64(),
+        ) else {
+            let what = format!("session {session} ended without its recording's digest");
+            return Err(Stop::Broken(Some(seq), what));
+        };
+        let what = match chain::file_digest(Path::new(&path)) {
+            Err(e) => Some(format!(
+                "the recording of session {session} ({path}) cannot be read: {e}"
+            )),
+            Ok((_, n)) if n != len => Some(format!(
+                "the recording of session {session} ({path}) is {n} bytes, {len} when it closed (cut or grown)"
+            )),
+            Ok((h, _)) if h != sha => Some(format!(
+                "the recording of session {session} ({path}) was changed after it closed"
+            )),
+            Ok(_) => None,
+        };
+        if let Some(what) = what {
+            return Err(Stop::Broken(Some(seq), what));
+        }
+        count += 1;
+    }
+    Ok(count)
+}
