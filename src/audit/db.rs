@@ -357,10 +357,21 @@ pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool,
         Some(Err(e)) => tracing::error!(error = %e, "audit checkpoint not written"),
         Some(Ok(c)) => {
             let prev = c.prev.clone().unzip();
-            let written = conn.execute(
-                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
-            );
+            // This one commit syncs the log (synchronous = FULL): with the
+            // usual NORMAL, a power cut could take back a checkpoint the
+            // head file, synced, already names, and walissh would then
+            // refuse to start. Syncing the log makes every earlier commit
+            // durable too.
+            let durable = conn.pragma_update(None, "synchronous", "FULL");
+            let written = durable.and_then(|()| {
+                conn.execute(
+                    "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
+                )
+            });
+            if let Err(e) = conn.pragma_update(None, "synchronous", "NORMAL") {
+                tracing::warn!(error = %e, "audit database left at synchronous = FULL");
+            }
             match written {
                 Ok(_) => {
                     head.checkpointed(&c);
