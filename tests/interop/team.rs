@@ -738,7 +738,9 @@ members = [\"collect\", \"diagnose\"]\n";
 #[test]
 fn check_config_names_each_assembly_error() {
     let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/skills");
-    let good = format!("{TEAM}\n[ai]\nentry = \"triage\"\nskills_dir = \"{skills}\"\n");
+    // One user: a config nobody could log in with is refused.
+    let user = "[[users]]\nname = \"u\"\nauthorized_keys = [\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHMTPR0d+PrPU0WH3b7gJLajZMMutiK2XEYTom1UgY8S u@h\"]\n";
+    let good = format!("{TEAM}\n{user}\n[ai]\nentry = \"triage\"\nskills_dir = \"{skills}\"\n");
     let (code, err) = check(&good);
     assert_eq!(code, Some(0), "{err}");
 
