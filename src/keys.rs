@@ -109,7 +109,16 @@ pub(crate) fn demo_password(state_dir: &Path) -> Result<(String, Option<String>)
     if path.exists() {
         let hash = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        return Ok((hash.trim().to_string(), None));
+        let hash = hash.trim().to_string();
+        // Held to what a config's hash is held to: an example's or a weak
+        // one put here would otherwise let anyone in as demo.
+        crate::password::check_hash(&hash).map_err(|e| {
+            format!(
+                "{}: {e}; remove the file for a new demo password",
+                path.display()
+            )
+        })?;
+        return Ok((hash, None));
     }
     let password = random_password(20);
     let hash = crate::password::hash(&password)?;
@@ -142,6 +151,22 @@ mod tests {
         let b = load_or_generate(&path).unwrap();
         assert_eq!(a.public_key().key_data(), b.public_key().key_data());
         assert!(public_line(&a, "walissh-bastion").starts_with("ssh-ed25519 "));
+    }
+
+    /// A `demo.hash` put in the state directory is checked as a config's
+    /// hash is: the repository's example is refused, a fresh one kept.
+    #[test]
+    fn the_demo_hash_is_checked_like_a_configs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("demo.hash");
+        let example = "$argon2id$v=19$m=19456,t=2,p=1$gogEsck8BfJBp6kcDqo+oQ$4Q9yMwdMw2I+4DdJ2yOoEinAFuFJn3iK+dr99hjzfpg";
+        std::fs::write(&path, example).unwrap();
+        let e = demo_password(dir.path()).unwrap_err();
+        assert!(e.contains("example hash") && e.contains("demo.hash"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        let (hash, password) = demo_password(dir.path()).unwrap();
+        assert!(password.is_some());
+        assert_eq!(demo_password(dir.path()).unwrap(), (hash, None));
     }
 
     #[test]

@@ -444,9 +444,9 @@ pub(crate) struct AuditConfig {
     /// typed input can hold passwords.
     #[serde(default)]
     pub(crate) record_input: bool,
-    /// Record exec sessions' output too: a shell started through exec
-    /// (`ssh -T host 'python3 -c "import pty; pty.spawn(...)"'`) must not
-    /// escape the recording. Binary output is counted, not kept.
+    /// Record exec sessions' output too, so a shell started through exec
+    /// (`ssh -T host 'python3 -c "import pty; pty.spawn(...)"'`) is
+    /// recorded. Binary output is summarised (count and SHA-256).
     #[serde(default = "default_true")]
     pub(crate) record_exec: bool,
     #[serde(default)]

@@ -84,18 +84,19 @@ pub(crate) fn russh_config(
 }
 
 /// The algorithms offered: russh's safe defaults less what ssh-audit
-/// warns of (`server::tests` runs it): MACs only in encrypt-then-MAC mode
-/// (AEAD ciphers use none), Diffie-Hellman groups of 3072 bits and up
-/// (group 14 is 2048), and compression only delayed until after login
-/// (`zlib@openssh.com`; plain `zlib` compresses what an attacker sends
-/// before authentication).
+/// warns of (`hardening::ssh_audit_finds_nothing_to_warn_of` runs it):
+/// MACs only in encrypt-then-MAC mode (AEAD ciphers use none),
+/// Diffie-Hellman groups of 3072 bits and up (group 14 is 2048), and
+/// compression only delayed until after login (`zlib@openssh.com`; plain
+/// `zlib` compresses what an attacker sends before authentication). No
+/// group exchange: russh answers a client that asks for a small group
+/// with group 14's 2048 bits, and every client has curve25519.
 fn preferred() -> russh::Preferred {
     use russh::{compression, kex, mac};
     const KEX: &[kex::Name] = &[
         kex::MLKEM768X25519_SHA256,
         kex::CURVE25519,
         kex::CURVE25519_PRE_RFC_8731,
-        kex::DH_GEX_SHA256,
         kex::DH_G18_SHA512,
         kex::DH_G17_SHA512,
         kex::DH_G16_SHA512,

@@ -504,4 +504,23 @@ fn ssh_audit_finds_nothing_to_warn_of() {
         text.contains("(gen) compression: enabled (zlib@openssh.com)"),
         "{text}"
     );
+    // What ssh-audit's probe may not reach: a client that asks only for
+    // group 14 or for a group exchange (where a small group could be
+    // handed out) finds no key exchange in common.
+    for kex in [
+        "diffie-hellman-group14-sha256",
+        "diffie-hellman-group-exchange-sha256",
+    ] {
+        let mut ssh = b.ssh_base();
+        ssh.args(["-o", &format!("KexAlgorithms={kex}"), "-o", "BatchMode=yes"])
+            .args(["-o", "IdentitiesOnly=yes", "-i"])
+            .arg(&b.bob_key)
+            .arg("bob:web1@127.0.0.1");
+        let out = exec(ssh, "echo IN");
+        assert!(!stdout(&out).contains("IN"), "{kex}");
+        assert_eq!(out.status.code(), Some(255), "{kex}: {}", stderr(&out));
+    }
+    // The same login with the usual key exchanges gets in.
+    let out = exec(b.ssh_bob("bob:web1"), "echo IN");
+    assert_eq!(stdout(&out), "IN\n", "{}", stderr(&out));
 }
