@@ -13,6 +13,7 @@ pub(crate) mod forward;
 pub(crate) mod play;
 pub(crate) mod query;
 pub(crate) mod recording;
+pub(crate) mod tally;
 pub(crate) mod verify;
 
 use std::path::Path;

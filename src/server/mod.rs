@@ -30,11 +30,10 @@ use crate::shutdown::{Listener, Watcher};
 use crate::throttle::Pending;
 
 mod login;
-mod tally;
 
+use crate::audit::tally::{self, Tally};
 use crate::workers::Spread;
 use login::Proof;
-use tally::Tally;
 
 /// How long a client may stay connected at shutdown once its sessions end.
 const LINGER: Duration = Duration::from_secs(2);
@@ -470,6 +469,7 @@ impl russh::server::Handler for Connection {
             peer: self.peer,
             handle: session.handle(),
             limits: self.limits.clone(),
+            refusals: self.refusals.clone(),
             credential: proof,
         };
         tokio::spawn(async move {

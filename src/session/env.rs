@@ -76,14 +76,15 @@ impl Env {
         std::mem::take(&mut self.accepted)
     }
 
-    /// The `env_refused` row for this channel's refusals, if any: their
-    /// count and the first few names.
-    pub(crate) fn refusals(&self, user: &str) -> Option<crate::audit::Event> {
+    /// This channel's refusals, if any: how many, and an `env_refused`
+    /// row with the first few names (the connection's tally adds the
+    /// count).
+    pub(crate) fn refusals(&self, user: &str) -> Option<(crate::audit::Event, u64)> {
         (self.refused > 0).then(|| {
-            crate::audit::Event::new("env_refused")
+            let row = crate::audit::Event::new("env_refused")
                 .user(user.to_string())
-                .field("count", self.refused)
-                .field("names", self.refused_names.clone())
+                .field("names", self.refused_names.clone());
+            (row, self.refused)
         })
     }
 }
@@ -119,8 +120,8 @@ mod tests {
             env.request("LC_ALL".into(), format!("C{}", i % 10));
             env.request("LANG".into(), "x".repeat(30_000));
         }
-        let ev = env.refusals("alice").unwrap();
-        assert_eq!(ev.fields["count"], 200_000);
+        let (ev, n) = env.refusals("alice").unwrap();
+        assert_eq!(n, 200_000);
         assert_eq!(ev.fields["names"].as_array().unwrap().len(), NAMES_REPORTED);
         assert_eq!(
             env.take_accepted(),

@@ -60,6 +60,24 @@ pub(crate) struct Context {
     pub(crate) limits: crate::auth::cert::Limits,
     /// What the login proved, for checks after the session's start.
     pub(crate) credential: Arc<dyn Credential>,
+    /// The connection's refused requests, counted (shared with the
+    /// server's handler, which writes the totals when it ends).
+    pub(crate) refusals: Arc<std::sync::Mutex<crate::audit::tally::Tally>>,
+}
+
+impl Context {
+    /// Audits `n` refusals of `kind` through the connection's tally: a
+    /// client repeating one costs a few rows with counts.
+    async fn refused(&self, kind: &str, row: Event, n: u64) {
+        let row = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .refused_many(kind.to_string(), row, n);
+        if let Some(row) = row {
+            self.bastion.audit.event(row).await;
+        }
+    }
 }
 
 /// A login's proof (a key, a certificate, a password, a code), as the
@@ -99,8 +117,8 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         s = read_setup(&mut channel, &mut env) => s,
         _ = stop.requested() => None,
     };
-    if let Some(refused) = env.refusals(&ctx.login.user) {
-        ctx.bastion.audit.event(refused).await;
+    if let Some((row, n)) = env.refusals(&ctx.login.user) {
+        ctx.refused("env_refused", row, n).await;
     }
     let Some(mut setup) = setup else {
         let _ = channel.close().await;
@@ -123,7 +141,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
                     .user(ctx.login.user.clone())
                     .field("requested", requested.as_str());
                 ev.target = Some(requested.clone());
-                ctx.bastion.audit.event(ev).await;
+                ctx.refused("target_denied", ev, 1).await;
             }
             refuse(&channel, setup.pty.is_some(), &no.message).await;
             return;

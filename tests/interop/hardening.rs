@@ -414,6 +414,18 @@ fn an_env_flood_keeps_nothing_and_is_one_audit_row() {
         .filter(|e| e["kind"] == "env_refused")
         .count();
     assert_eq!(rows, 1);
+
+    // Spread over many channels of one connection, the same: counted
+    // over the connection, and its total written when it ends.
+    flood(&b, "channels", 300, 100);
+    b.wait_event(|e| e["kind"] == "env_refused" && e["count"] == 300);
+    let counts: Vec<u64> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "env_refused")
+        .map(|e| e["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1000, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300]);
 }
 
 /// Refused forwards and channel opens are counted per connection, as

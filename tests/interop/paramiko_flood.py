@@ -6,7 +6,9 @@ KIND is one of:
   env      COUNT `env` requests for LC_X<i> with SIZE-byte values on one
            channel, then LANG=C.UTF-8 and LC_ALL=C, then `printenv` there;
   forward  COUNT `tcpip-forward` requests for a SIZE-byte host name;
-  direct   COUNT `direct-tcpip` channel opens to a SIZE-byte host name.
+  direct   COUNT `direct-tcpip` channel opens to a SIZE-byte host name;
+  channels COUNT session channels, each sent one refused `env` request
+           (LC_BAD<i>, SIZE bytes) and closed.
 Prints the refusals it saw (`refused N`) and, last, the output of a
 command run on a fresh channel afterwards.
 """
@@ -44,6 +46,11 @@ def main():
                 t.open_channel("direct-tcpip", ("h" * size, 22), ("127.0.0.1", 0), timeout=30)
             except paramiko.ChannelException:
                 refused += 1
+    elif kind == "channels":
+        for i in range(count):
+            chan = t.open_session(timeout=30)
+            chan.set_environment_variable("LC_BAD%d" % i, "x" * size)
+            chan.close()
     else:
         sys.exit("unknown kind " + kind)
     print("refused", refused)

@@ -1,10 +1,12 @@
 //! Counts a connection's refused requests, so that a client repeating one
 //! costs the audit a few rows, not one a request.
 //!
-//! Refused forwards and channel opens are written as pre-auth failures
-//! are: the 1st, 2nd, 4th, 8th… refusal of a kind on a connection gets a
-//! row with the count so far, and when the connection ends a last row
-//! gives the total if it was not the last one written. 3,000 refused
+//! Refused forwards, channel opens, targets and `env` requests are written
+//! as pre-auth failures are: the refusal of a kind on a connection that
+//! brings its count to 1, 2, 4, 8… or past one of them gets a row with the
+//! count so far, and when the connection ends a last row gives the total
+//! if it was not the last one written. The server's handler and the
+//! sessions of one connection share one tally. 3,000 refused
 //! `tcpip-forward` requests once added 3,000 rows of 30 KB each; now they
 //! add 13 rows of at most [`DETAIL_MAX`] bytes of client text.
 //! What it leaves to others: which requests are refused (the handler) and
@@ -35,14 +37,22 @@ impl Tally {
     /// Counts a refusal of `kind`, described by `row`; gives the row to
     /// write, with its `count`, when this one gets a row.
     pub(crate) fn refused(&mut self, kind: String, row: Event) -> Option<Event> {
+        self.refused_many(kind, row, 1)
+    }
+
+    /// Counts `n` refusals of `kind` at once (a channel's `env` requests).
+    pub(crate) fn refused_many(&mut self, kind: String, row: Event, n: u64) -> Option<Event> {
         let count = self.kinds.entry(kind).or_insert(Count {
             seen: 0,
             said: 0,
             row: Event::new("-"),
         });
-        count.seen += 1;
+        let before = count.seen;
+        count.seen += n;
         count.row = row;
-        if !count.seen.is_power_of_two() {
+        // A row when the count reaches or passes a power of two.
+        let crossed = before == 0 || count.seen.ilog2() > before.ilog2();
+        if !crossed {
             return None;
         }
         count.said = count.seen;
@@ -84,5 +94,19 @@ mod tests {
         assert_eq!(totals.len(), 1);
         assert_eq!(totals[0].fields["count"], 3000);
         assert_eq!(totals[0].fields["detail"], "h2999");
+    }
+
+    /// Counted many at a time, a row comes when the count passes a power
+    /// of two, and the total at the end is exact.
+    #[test]
+    fn many_at_once_pass_powers_of_two() {
+        let mut tally = Tally::default();
+        let counts: Vec<u64> = (0..10)
+            .filter_map(|_| tally.refused_many("env".into(), Event::new("env_refused"), 3))
+            .map(|r| r.fields["count"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counts, [3, 6, 9, 18]);
+        let totals: Vec<Event> = tally.totals().collect();
+        assert_eq!(totals[0].fields["count"], 30);
     }
 }
