@@ -706,6 +706,18 @@ fn sessions_rows_must_say_what_their_chained_events_say() {
         None,
         "no chained session_start has it",
     );
+    // A row made to look older than the column, for an old row's slack.
+    broken_by(
+        &b,
+        || {
+            sql(
+                &b,
+                "UPDATE sessions SET start_seq = NULL WHERE rowid = (SELECT MAX(rowid) FROM sessions)",
+            );
+        },
+        None,
+        "names no session_start, though it was written after rows that do",
+    );
 }
 
 #[test]

@@ -42,7 +42,23 @@ pub(super) fn rows_follow_events(conn: &Connection) -> Checked<()> {
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    rows.iter().try_for_each(|row| row_follows(conn, row))
+    // Rows without `start_seq` get an old row's slack only where they are
+    // old: before the first row that has one. A row nulled later to get
+    // the slack is not.
+    let first_new = rows.iter().position(|r| r.start_seq.is_some());
+    for (i, row) in rows.iter().enumerate() {
+        row_follows(conn, row)?;
+        if row.start_seq.is_none() && first_new.is_some_and(|f| i > f) {
+            return Err(Stop::Broken(
+                None,
+                format!(
+                    "session {} in the sessions table names no session_start, though it was written after rows that do",
+                    row.id
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn row_follows(conn: &Connection, row: &SessionRow) -> Checked<()> {
