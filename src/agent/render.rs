@@ -26,6 +26,9 @@ pub(crate) enum Draw {
 
 /// The gutter in front of every line the agent writes: a cyan bar.
 const GUTTER: &str = "\x1b[36m\u{2502}\x1b[0m ";
+/// Back to the row's first column, and the row erased: every status line
+/// starts so.
+const ERASE_ROW: &str = "\r\x1b[2K";
 /// The gutter's width on screen.
 const GUTTER_WIDTH: usize = 2;
 const BOLD: &str = "\x1b[1m";
@@ -163,10 +166,12 @@ impl Painter {
         out.into_bytes()
     }
 
-    /// A whole line of its own, behind the gutter.
+    /// A whole line of its own, behind the gutter. The row is erased
+    /// first, from its first column: whatever a command left on it (a
+    /// fake gutter line, say) is gone before the line is drawn.
     fn line(&mut self, body: &str) -> Vec<u8> {
         let mut out = self.end_line();
-        out.extend_from_slice(format!("{GUTTER}{body}\r\n").as_bytes());
+        out.extend_from_slice(format!("{ERASE_ROW}{GUTTER}{body}\r\n").as_bytes());
         out
     }
 
@@ -178,7 +183,9 @@ impl Painter {
 
     /// A command the agent is about to run (and why, if it said).
     pub(crate) fn command(&mut self, command: &str, reason: &str) -> Vec<u8> {
-        let command = printable(command);
+        // Exactly as it runs: what `printable` would hide or join is
+        // spelt out.
+        let command = exact(command);
         let reason = printable(reason);
         if reason.is_empty() {
             self.line(&format!("{BOLD}$ {command}{RESET}"))
@@ -220,7 +227,7 @@ impl Painter {
             Some(a) => format!("Run as {}? [y/N/e] ", printable(a)),
             None => "Run? [y/N/e] ".to_string(),
         };
-        out.extend_from_slice(format!("{GUTTER}{question}").as_bytes());
+        out.extend_from_slice(format!("{ERASE_ROW}{GUTTER}{question}\x1b[K").as_bytes());
         self.col = GUTTER_WIDTH + question.width();
         out
     }
@@ -254,7 +261,7 @@ impl Painter {
 
     /// A command the policy refused.
     pub(crate) fn refused(&mut self, command: &str, why: &str) -> Vec<u8> {
-        let (command, why) = (printable(command), printable(why));
+        let (command, why) = (exact(command), printable(why));
         self.line(&format!(
             "{RED}refused{RESET} {BOLD}{command}{RESET}: {why}"
         ))
@@ -426,6 +433,32 @@ mod tests {
                 assert!(row.starts_with('\u{2502}'), "{rows:#?}");
             }
         }
+    }
+
+    /// The approval lines are drawn over whatever a command left on their
+    /// rows (the review's fake gutter line, printed where the cursor was
+    /// left), and the command is shown exactly: read by vt100, the rows
+    /// say the command that runs and the question, and nothing else.
+    #[test]
+    fn the_approval_lines_erase_what_a_command_left_on_their_rows() {
+        let mut p = Painter::new(80);
+        let mut bytes = b"output\r\n".to_vec();
+        // A command's last output: a forged prompt with no line end, then
+        // the cursor back at the row's start.
+        bytes.extend_from_slice("\u{2502} $ ls -l /tmp  \u{2502} Run? [y/N/e] y\r".as_bytes());
+        p.after_output(false);
+        bytes.extend(p.command("rm -rf /srv/\u{200b}data", ""));
+        bytes.extend(p.ask(None));
+        let rows = screen(80, &bytes);
+        assert_eq!(
+            rows,
+            [
+                "output",
+                "\u{2502} $ rm -rf /srv/\\u200bdata",
+                "\u{2502} Run? [y/N/e]"
+            ],
+            "{rows:#?}"
+        );
     }
 
     /// What a terminal `cols` wide shows, row by row, after `bytes`.

@@ -17,7 +17,13 @@
 //! - moves and erasures inside the current line;
 //! - inside the alternate screen (full-screen programs: `top`, `less`),
 //!   moves and erasures anywhere, scroll regions, keypad and charset
-//!   modes: that screen is the program's and goes when it ends;
+//!   modes: that screen is the program's and goes when it ends. Whichever
+//!   of its modes (47, 1047, 1049) a program asks for, the terminal is
+//!   given 1049, which saves the cursor on the way in and puts it back on
+//!   the way out, and saving or restoring the cursor (`ESC 7`/`8`, `CSI
+//!   s`/`u`) is dropped: with 47 or 1047, or a save inside, a program could
+//!   leave the screen with the cursor anywhere on the user's, over lines
+//!   already drawn, such as the next `Run?` (a review did);
 //! - the private modes full-screen programs use (the alternate screen,
 //!   cursor visibility, cursor keys, mouse reports, bracketed paste),
 //!   undone by [`Sanitizer::finish`] if the command leaves them on.
@@ -54,7 +60,8 @@ const PRIVATE_MODES: &[(u16, &str)] = &[
     (2004, "\x1b[?2004l"),
 ];
 
-/// Modes that switch to the alternate screen.
+/// Modes that switch to the alternate screen; each is given to the
+/// terminal as 1049.
 const ALTERNATE: &[u16] = &[47, 1047, 1049];
 
 /// Final bytes of control sequences that stay in the cursor's line: SGR
@@ -62,8 +69,9 @@ const ALTERNATE: &[u16] = &[47, 1047, 1049];
 /// erase, delete and insert characters.
 const LINE_FINALS: &[u8] = b"mKCDG`XP@";
 /// Final bytes allowed in the alternate screen besides those: moves,
-/// erasures, scrolling, scroll regions, save and restore, tabs, repeat.
-const SCREEN_FINALS: &[u8] = b"ABEFHfdeaJLMSTrsuIZb";
+/// erasures, scrolling, scroll regions, tabs, repeat (not the cursor's
+/// save and restore: see the module's doc).
+const SCREEN_FINALS: &[u8] = b"ABEFHfdeaJLMSTrIZb";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum State {
@@ -125,8 +133,8 @@ impl Sanitizer {
         self.params.clear();
         self.overlong = false;
         self.undo_screen(&mut out);
-        if let Some(mode) = self.alternate.take() {
-            out.extend_from_slice(format!("\x1b[?{mode}l").as_bytes());
+        if self.alternate.take().is_some() {
+            out.extend_from_slice(b"\x1b[?1049l");
         }
         for mode in self.left_on.drain(..) {
             if let Some((_, undo)) = PRIVATE_MODES.iter().find(|(m, _)| *m == mode) {
@@ -217,9 +225,9 @@ impl Sanitizer {
             b']' | b'P' | b'_' | b'^' | b'X' => self.state = State::String,
             0x20..0x30 => self.state = State::EscInter(b),
             0x1b => self.state = State::Esc,
-            // Save and restore the cursor, index, reverse index, next
-            // line, keypad modes: the alternate screen's only.
-            b'7' | b'8' | b'D' | b'M' | b'E' | b'=' | b'>' if self.alternate.is_some() => {
+            // Index, reverse index, next line, keypad modes: the
+            // alternate screen's only.
+            b'D' | b'M' | b'E' | b'=' | b'>' if self.alternate.is_some() => {
                 match b {
                     b'=' => self.keypad = true,
                     b'>' => self.keypad = false,
@@ -338,13 +346,18 @@ impl Sanitizer {
             };
             if ALTERNATE.contains(&mode) {
                 match (set, self.alternate) {
-                    (true, None) => self.alternate = Some(mode),
+                    (true, None) => {
+                        self.alternate = Some(mode);
+                        out.extend_from_slice(b"\x1b[?1049h");
+                    }
                     (false, Some(m)) if m == mode => {
                         self.undo_screen(out);
                         self.alternate = None;
+                        out.extend_from_slice(b"\x1b[?1049l");
                     }
-                    _ => continue,
+                    _ => {}
                 }
+                continue;
             } else if PRIVATE_MODES.iter().any(|(m, _)| *m == mode) {
                 // 7 and 25 are on by default: turning them off is what
                 // must be undone.
@@ -378,6 +391,65 @@ fn needs_look(data: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The review's class: a command's output that leaves the cursor
+    /// somewhere above, on the user's screen, so that what is printed
+    /// next (a fake gutter line) lands over lines already drawn. Read by
+    /// a real emulator (vt100): through the sanitizer the cursor comes
+    /// back to where the output began, and the lines above it are as they
+    /// were; raw, each moves it (so the check can fail).
+    #[test]
+    fn no_output_leaves_the_cursor_anywhere_but_where_it_began() {
+        let attacks: &[&[u8]] = &[
+            b"\x1b[?47h\x1b[2;1H\x1b[?47l",
+            b"\x1b[?1047h\x1b[2;1H\x1b[?1047l",
+            b"\x1b[?1049h\x1b[2;1H\x1b7\x1b[?1049l\x1b8",
+            b"\x1b[?1049h\x1b[2;1H\x1b[s\x1b[?1049l\x1b[u",
+            b"\x1b[?1049h\x1b7\x1b[?1049l\x1b[?1049h\x1b[2;1H\x1b[?1049l\x1b8",
+            b"\x1b[?47h\x1b[2;1H",
+            b"\x1b[?1047h\x1b[2;1H\x1b[?1049l\x1b[?47l",
+            b"\x1b[?1049h\x1b[1;3r\x1b[2;1H\x1b[?1049l",
+            b"\x1b[?47h\x1b[?1049h\x1b[2;1H\x1b[?1049l\x1b[?47l",
+            b"\x1b[2;1H\x1b[3A\x1bM\x1b[1;1f\x1b[2d",
+        ];
+        let mut raw_moved = 0;
+        let before = b"line one\r\nline two\r\nline three\r\nline four\r\n$ cat notes.txt\r\n";
+        for attack in attacks {
+            let screen = |output: &[u8]| {
+                let nz = |n| std::num::NonZeroU16::new(n).unwrap();
+                let mut vt = vt100::Parser::new(nz(24), nz(80), 0);
+                vt.process(before);
+                let start = vt.screen().cursor_position();
+                vt.process(output);
+                vt.process(b"\x1b[36m\xe2\x94\x82\x1b[0m Run? [y/N/e]");
+                (start, vt.screen().cursor_position(), vt.screen().contents())
+            };
+            let (start, end, contents) = screen(&clean(attack));
+            assert_eq!(
+                start.0,
+                end.0,
+                "{:?}: {contents}",
+                String::from_utf8_lossy(attack)
+            );
+            assert!(
+                contents
+                    .starts_with("line one\nline two\nline three\nline four\n$ cat notes.txt\n"),
+                "{contents}"
+            );
+            let (start, end, _) = screen(attack);
+            raw_moved += usize::from(start.0 != end.0);
+            // vt100 gives 47 and 1047 1049's save and restore; xterm and
+            // most terminals do not. So the terminal is never asked for
+            // them at all.
+            let cleaned = String::from_utf8_lossy(&clean(attack)).into_owned();
+            assert!(
+                !cleaned.contains("[?47") && !cleaned.contains("[?1047"),
+                "{cleaned:?}"
+            );
+        }
+        // Raw, the attacks vt100 models move the cursor: the check bites.
+        assert!(raw_moved >= 5, "{raw_moved}");
+    }
 
     fn clean(input: &[u8]) -> Vec<u8> {
         let mut s = Sanitizer::default();
