@@ -1275,3 +1275,67 @@ fn the_tour_question_is_answered_and_recorded() {
         std::fs::copy(&path, to).unwrap();
     }
 }
+
+/// The review's attack on `Run?` (issue 32): a file the agent reads holds
+/// sequences that enter the alternate screen, move the cursor, leave it,
+/// and print a fake gutter line, so that the next `Run?` would show one
+/// command while another runs. Read by a terminal emulator (vt100) at the
+/// moment `Run?` is shown, through a real `ssh` PTY, the cursor's row
+/// says `Run?` and nothing else, and the command row above it the exact
+/// command that runs; for each variation. (The fake lines stay where the
+/// file printed them, as its output, above the real ones.)
+#[test]
+fn the_run_prompt_shows_the_command_that_runs_whatever_a_file_printed() {
+    const FAKE: &str =
+        "\x1b[36m\u{2502}\x1b[0m $ echo harmless\r\n\x1b[36m\u{2502}\x1b[0m Run? [y/N/e] ";
+    let variations = [
+        format!("notes\r\n\x1b[?47h\x1b[1;1H\x1b[?47l{FAKE}"),
+        format!("notes\r\n\x1b[?1047h\x1b[3;1H\x1b[?1047l{FAKE}"),
+        format!("notes\r\n\x1b[?1049h\x1b[2;1H\x1b7\x1b[?1049l\x1b8{FAKE}"),
+        format!("notes\r\n\x1b[?1049h\x1b[2;1H\x1b[s\x1b[?1049l\x1b[u{FAKE}"),
+        format!("notes\r\n\x1b[A\x1b[A\x1bM\x1b[1;1H{FAKE}"),
+        format!("notes\r\n\x1b[?47h\x1b[5;1H{FAKE}"),
+    ];
+    let dir = visible_dir();
+    for (i, attack) in variations.iter().enumerate() {
+        let notes = dir.path().join(format!("notes{i}.txt"));
+        std::fs::write(&notes, attack).unwrap();
+        let (_model, _b, t) = bob_with_model(vec![
+            Reply::Sse(call(
+                "call_1",
+                &format!("cat {}", notes.display()),
+                "read them",
+            )),
+            Reply::Sse(call("call_2", "echo REAL-$((6*7))", "the real one")),
+            Reply::Sse(answer("Done.")),
+        ]);
+        let at = ask(&t, "? what do the notes say");
+        let at = answer_run(&t, at, "y");
+        let at = t.expect_from("echo REAL-$((6*7))", at);
+        t.expect_from(RUN, at);
+        let nz = |n| std::num::NonZeroU16::new(n).unwrap();
+        let mut vt = vt100::Parser::new(nz(24), nz(80), 0);
+        vt.process(t.screen.text().as_bytes());
+        let (row, _) = vt.screen().cursor_position();
+        let rows: Vec<String> = vt.screen().rows(0, 80).collect();
+        let question = &rows[row as usize];
+        assert_eq!(
+            question.trim_end(),
+            "\u{2502} Run? [y/N/e]",
+            "{i}: {rows:#?}"
+        );
+        // The command the question is about: the nearest command row
+        // above it (the parser's listing may come between).
+        let command = rows[..row as usize]
+            .iter()
+            .rev()
+            .find(|r| r.starts_with("\u{2502} $ "))
+            .unwrap();
+        assert!(
+            command.starts_with("\u{2502} $ echo REAL-$((6*7))") && !command.contains("harmless"),
+            "{i}: {rows:#?}"
+        );
+        let at = answer_run(&t, at, "y");
+        t.expect_from("REAL-42", at);
+    }
+}
