@@ -503,6 +503,8 @@ pub(super) fn changes(line: &str, seen: &Seen) -> Option<String> {
                 note("changes its limits or file mode")
             }
             "alias" | "unalias" if !args.is_empty() => note("changes its aliases"),
+            // Where the user's next commands run.
+            "cd" | "pushd" | "popd" | "chdir" => note("changes its directory"),
             "enable" | "disable" | "hash" if !args.is_empty() => note("changes its commands"),
             _ => {}
         }
@@ -630,5 +632,16 @@ mod tests {
             note("read line < /etc/hostname"),
             Some("changes your shell: sets line".into())
         );
+        for line in ["cd /etc", "pushd /var/log && ls", "popd", "cd"] {
+            assert_eq!(
+                note(line),
+                Some("changes your shell: changes its directory".into()),
+                "{line}"
+            );
+        }
+        // In a subshell it changes nothing, but is named all the same, as
+        // the other changes are: the prompt says too much, never too
+        // little.
+        assert!(note("(cd /etc && ls)").is_some());
     }
 }
