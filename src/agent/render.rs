@@ -100,6 +100,13 @@ impl Painter {
                 // Control characters from the model never reach the
                 // terminal: they could move the cursor or change modes.
                 c if c.is_control() => {}
+                // Nor, raw, what shows nothing or reorders the line (a
+                // bidi override): it is spelt out, as in the approval line.
+                c if hidden(c) => {
+                    let mut spelt = String::new();
+                    spell(c, &mut spelt);
+                    spelt.chars().for_each(|c| self.letter(c, &mut out));
+                }
                 c => self.letter(c, &mut out),
             }
         }
@@ -360,7 +367,29 @@ pub(crate) fn ending(exit: Option<i32>, interrupted: Option<&str>) -> Option<Str
 
 /// Text from the model or a command line, without control characters.
 pub(crate) fn printable(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars().filter(|c| !c.is_control()) {
+        match hidden(c) {
+            true => spell(c, &mut out),
+            false => out.push(c),
+        }
+    }
+    out
+}
+
+/// A character that shows nothing or reorders what is around it: a
+/// zero-width one, a bidi override, a tag. (Spaces of other scripts are
+/// not: they show as spaces.)
+fn hidden(c: char) -> bool {
+    crate::agent::policy::invisible(c) && !c.is_whitespace()
+}
+
+/// `c` as JSON spells it: `\u202e`, an astral one as two.
+fn spell(c: char, out: &mut String) {
+    let mut units = [0u16; 2];
+    for u in c.encode_utf16(&mut units) {
+        out.push_str(&format!("\\u{u:04x}"));
+    }
 }
 
 /// `s` with every control and invisible character (zero-width, bidi
@@ -372,12 +401,7 @@ pub(crate) fn exact(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c.is_control() || crate::agent::policy::invisible(c) {
-            true => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            }
+            true => spell(c, &mut out),
             false => out.push(c),
         }
     }
@@ -458,6 +482,30 @@ mod tests {
                 "\u{2502} Run? [y/N/e]"
             ],
             "{rows:#?}"
+        );
+    }
+
+    /// A bidi override or a zero-width character in an answer or a reason
+    /// reaches the terminal spelt out, never raw; other scripts' spaces
+    /// are spaces (between words, as every space is).
+    #[test]
+    fn what_shows_nothing_is_spelt_out_in_answers_and_reasons() {
+        let mut p = Painter::new(80);
+        let answer =
+            String::from_utf8(p.text("safe\u{202e}txt.exe and a\u{200b}b, \u{3000}ok")).unwrap();
+        assert!(
+            !answer.contains('\u{202e}') && !answer.contains('\u{200b}'),
+            "{answer:?}"
+        );
+        assert!(
+            answer.contains("safe\\u202etxt.exe") && answer.contains("a\\u200bb"),
+            "{answer:?}"
+        );
+        assert!(answer.ends_with(", ok"), "{answer:?}");
+        let line = String::from_utf8(p.command("ls", "list \u{202e}secret")).unwrap();
+        assert!(
+            line.contains("list \\u202esecret") && !line.contains('\u{202e}'),
+            "{line:?}"
         );
     }
 
