@@ -101,6 +101,13 @@ pub(crate) trait Host {
     async fn wall(&mut self) -> Result<Wall, String>;
     /// An MCP call (as `call` shows it) ended; `error` is why it failed.
     fn called(&mut self, call: &str, error: Option<&str>);
+    /// Where a command runs, for its rows: apart (`apart`, clean, on a
+    /// channel of its own, as the target's login) or typed into the
+    /// user's shell, nested or not (`depth`, `shell_user`, `host`), so a
+    /// root command in `sudo -i` is told from one in the login shell.
+    fn place(&self, _apart: bool) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
     /// An audit event of this session.
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
     /// An audit event that must be in the database before what it records
@@ -494,6 +501,8 @@ async fn run_tool(
     if let Some((_, wall)) = &clean {
         ev.push(("sandbox", wall.name().into()));
     }
+    let place = host.place(clean.is_some());
+    ev.extend(place.iter().cloned());
     // Write-ahead: a command reaches the target only once its row is
     // committed, so a crash never leaves a command run without one.
     if let Err(why) = host.audit_ahead("ai_tool_call", ev).await {
@@ -506,11 +515,12 @@ async fn run_tool(
     let mut outcome = host.run(&command, clean).await;
     // Scrubbed whole, before anything is cut from it.
     outcome.output = scrub(agent, memory, &outcome.output).await;
-    let fields = vec![
+    let mut fields = vec![
         ("command", command.clone().into()),
         ("exit_code", outcome.exit_code.into()),
         ("output_bytes", outcome.output_bytes.into()),
     ];
+    fields.extend(place);
     host.audit("ai_tool_result", fields).await;
     if outcome.abandoned {
         return Err("the command would not stop; it is yours now".into());

@@ -76,6 +76,12 @@ fn sudo_i_is_audited_inside_and_the_agent_works_there() {
     assert!(first.contains("via `sudo -i`"), "{first}");
     let (_, results) = last_turn(&reqs[1]);
     assert!(content(results[0]).contains('0'), "{}", results[0]);
+    // Its rows say where it ran: as root, one shell deep.
+    for kind in ["ai_tool_call", "ai_tool_result"] {
+        let ev = b.wait_event(|e| e["kind"] == kind && e["command"] == "id -u");
+        assert_eq!(ev["depth"], 1, "{ev}");
+        assert_eq!(ev["shell_user"], "root", "{ev}");
+    }
 
     // Nothing of walissh's in the nested shell's history.
     let at = run(&t, "history 6; echo HIST-$((2+2))", "HIST-4", at);

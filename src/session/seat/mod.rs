@@ -203,6 +203,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         speaking: None,
         rotated: false,
         account: None,
+        place: Default::default(),
         told_no_wall: false,
     };
     let mut memory = Memory::new(&seat.settings.agent.context);
@@ -275,6 +276,9 @@ struct Seat<'a> {
     /// The nested shell the question was asked in (after `sudo -i`):
     /// commands run there, as that account.
     account: Option<Account>,
+    /// The shell the question was asked in, for the rows of the commands
+    /// typed into it.
+    place: crate::terminal::Place,
     /// The user was told why nothing runs unasked here (once a session).
     told_no_wall: bool,
 }
@@ -368,6 +372,7 @@ impl Seat<'_> {
         }
         let brief = self.brief(asked.snapshot, memory.numbering.clone()).await;
         self.account = account(&brief);
+        self.place = brief.place.clone();
         memory.start();
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
@@ -864,6 +869,21 @@ impl Host for Seat<'_> {
 
     async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
         Seat::audit(self, kind, fields).await
+    }
+
+    fn place(&self, apart: bool) -> Vec<(&'static str, Value)> {
+        if apart {
+            return vec![("depth", 0.into())];
+        }
+        let p = &self.place;
+        let mut fields = vec![
+            ("depth", (p.depth as u64).into()),
+            ("shell_user", p.user.clone().into()),
+        ];
+        if let Some(host) = &p.host {
+            fields.push(("host", host.as_str().into()));
+        }
+        fields
     }
 
     async fn audit_ahead(
