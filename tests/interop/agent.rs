@@ -754,6 +754,17 @@ fn ctrl_c_while_a_command_runs() {
     t.send("pgrep -f 'sleep 613' >/dev/null; echo \"PGREP$((1+1)):$?\"\r");
     assert_eq!(rest_of_line(&t, "PGREP2:", at), "1", "sleep 613 still runs");
     assert_eq!(model.count(), 1);
+    // The call has its result row, saying it was interrupted.
+    let result = b.wait_kind("ai_tool_result");
+    assert_eq!(result["command"], "echo SLEEPING-$((3*3)); sleep 613");
+    assert!(
+        result["interrupted"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stopped"),
+        "{result}"
+    );
+    assert_eq!(result["depth"], 0, "{result}");
 }
 
 /// Asks one question of a failing model: the screen shows one line

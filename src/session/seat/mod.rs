@@ -203,6 +203,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         speaking: None,
         rotated: false,
         account: None,
+        in_flight: None,
         place: Default::default(),
         told_no_wall: false,
     };
@@ -276,6 +277,10 @@ struct Seat<'a> {
     /// The nested shell the question was asked in (after `sudo -i`):
     /// commands run there, as that account.
     account: Option<Account>,
+    /// The command running for the agent now, and whether apart: when
+    /// the question is cut short under it, its `ai_tool_result` row is
+    /// written here (the loop that would have written it is gone).
+    in_flight: Option<(String, bool)>,
     /// The shell the question was asked in, for the rows of the commands
     /// typed into it.
     place: crate::terminal::Place,
@@ -373,6 +378,7 @@ impl Seat<'_> {
         let brief = self.brief(asked.snapshot, memory.numbering.clone()).await;
         self.account = account(&brief);
         self.place = brief.place.clone();
+        self.in_flight = None;
         memory.start();
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
@@ -459,18 +465,33 @@ impl Seat<'_> {
             // A running command's terminal echoes the ^C itself.
             out.extend_from_slice(mark.as_bytes());
         }
+        let mut ended = None;
         if self.running {
             self.show(out);
             out = Vec::new();
             let back = self.interrupt().await;
             self.running = false;
-            if back.is_none() {
-                self.abandoned = true;
+            match back {
+                None => self.abandoned = true,
+                Some(record) => ended = record,
             }
             self.painter.at_line_start();
         }
         out.extend(self.painter.error(why));
         self.show(out);
+        if let Some((command, apart)) = self.in_flight.take() {
+            let mut fields = vec![
+                ("command", command.into()),
+                ("exit_code", ended.as_ref().and_then(|r| r.exit_code).into()),
+                (
+                    "output_bytes",
+                    ended.as_ref().map_or(0, |r| r.output.total()).into(),
+                ),
+                ("interrupted", why.into()),
+            ];
+            fields.extend(Host::place(self, apart));
+            self.audit("ai_tool_result", fields).await;
+        }
         self.audit("ai_error", vec![("message", why.into())]).await;
     }
 
@@ -854,10 +875,12 @@ impl Host for Seat<'_> {
         }
         self.shown = None;
         self.settle_lines().await;
+        self.in_flight = Some((command.to_string(), clean.is_some()));
         let outcome = match clean {
             Some((script, wall)) => self.run_apart(script, wall).await,
             None => self.run_typed(command).await,
         };
+        self.in_flight = None;
         let mut out = self.painter.end_line();
         out.extend(
             self.painter
