@@ -646,8 +646,11 @@ impl Terminal {
         let mut typed = self.typed.lock().unwrap_or_else(|e| e.into_inner());
         match mark {
             Mark::Question { text, .. } => {
+                // The prompt's last line first: the shell's redraws count
+                // columns from the row's start (a search's `\r\e[24P`).
                 let echo = self.shell.echo.as_deref().unwrap_or_default();
-                let fits = typed.take_question(text, || echoed(echo, text));
+                let row = [self.shell.last_prompt.as_slice(), echo].concat();
+                let fits = typed.take_question(text, || echoed(&row, text));
                 (!fits).then_some(("Q", "a question that was not typed at the prompt"))
             }
             Mark::OutputStart { .. } => {
@@ -781,6 +784,7 @@ impl Terminal {
                 });
             }
             Mark::CommandEnd { exit } => {
+                self.shell.echo = None;
                 // A D with no C before it ends nothing (an empty line, the
                 // first prompt after the bootstrap).
                 // The command that was to start a shell ended first.
@@ -801,14 +805,26 @@ impl Terminal {
                 if matches!(self.nesting, Some(Nesting::Settling)) {
                     self.nesting = None;
                 }
-                self.shell.echo = Some(Vec::new());
                 self.shell.since_prompt = Some(0);
-                if let Some(p) = self.shell.prompt.take() {
-                    let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
-                    self.shell.last_prompt = p[start..].to_vec();
+                let prompt = self.shell.prompt.take();
+                match (self.shell.echo.as_mut(), prompt) {
+                    // The prompt drawn again while the line is edited
+                    // (bash after Ctrl-R): the echo goes on (it holds the
+                    // prompt as drawn, too), since what follows redraws
+                    // only what changed.
+                    (Some(_), _) => {}
+                    (None, p) => {
+                        self.shell.echo = Some(Vec::new());
+                        if let Some(p) = p {
+                            let start = memchr::memrchr(b'\n', &p).map_or(0, |i| i + 1);
+                            self.shell.last_prompt = p[start..].to_vec();
+                        }
+                    }
                 }
             }
-            Mark::PromptStart | Mark::Question { .. } | Mark::Rotated | Mark::Probed { .. } => {}
+            // The line is done: the next prompt's echo starts afresh.
+            Mark::Question { .. } => self.shell.echo = None,
+            Mark::PromptStart | Mark::Rotated | Mark::Probed { .. } => {}
         }
     }
 
@@ -835,15 +851,30 @@ impl Terminal {
 const QUESTION_DROPPED: &[u8] =
     b"\r\nwalissh: ignored a question the shell reported that was not typed here\r\n";
 
-/// Whether the screen's echo of the line at the prompt shows `text` (for
-/// a line typed with edits walissh does not follow).
+/// Whether the screen's echo of the line at the prompt showed `text` (for
+/// a line typed with edits walissh does not follow). Read before each
+/// carriage return as well as at the end: bash wipes the line (`\r\e[K`)
+/// before it reports the question, and redraws it from its start after
+/// Ctrl-L, Tab and history moves.
 fn echoed(echo: &[u8], text: &str) -> bool {
     let nz = |n: u16| std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN);
-    let mut p = vt100::Parser::new(nz(16), nz(512), 0);
-    p.process(echo);
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let text = squash(text);
-    !text.is_empty() && squash(&p.screen().contents()).contains(&text)
+    if text.is_empty() {
+        return false;
+    }
+    let mut p = vt100::Parser::new(nz(16), nz(512), 0);
+    let shows = |p: &vt100::Parser| squash(&p.screen().contents()).contains(&text);
+    let mut from = 0;
+    for cr in memchr::memchr_iter(b'\r', echo) {
+        p.process(&echo[from..cr]);
+        if shows(&p) {
+            return true;
+        }
+        from = cr;
+    }
+    p.process(&echo[from..]);
+    shows(&p)
 }
 
 /// Where the first prompt starts in the output held back during the
@@ -1051,6 +1082,52 @@ mod tests {
         t.feed(m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07").as_bytes());
         t.typed_keys("? a\x1b[Db\r");
         let out = t.feed(m("? ba\x1b]133;Q;w={N};kept=0;text=? other\x07").as_bytes());
+        assert!(out.questions.is_empty());
+    }
+
+    #[test]
+    fn a_question_recalled_by_reverse_search_is_read_off_its_redraws() {
+        let mut t = Terminal::integrated(N, false);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let prompt = m("\x1b]133;A;w={N}\x07root@vm:~# \x1b]133;B;w={N}\x07");
+        t.feed(prompt.as_bytes());
+        t.typed_keys("\x12HIST-\x1b[C\x01? \r");
+        let echo = "\r(reverse-i-search)`': \x1b[K\x08\x08\x08H': echo \x1b[7mH\x1b[27mIST-$((0+1))\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x1b[1@I': echo \x1b[7mHI\x1b[27m\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x1b[1@S': echo \x1b[7mHIS\x1b[27m\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x1b[1@T': echo \x1b[7mHIST\x1b[27m\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x08\x1b[1@-': echo \x1b[7mHIST-\x1b[27m\x08\x08\x08\x08\x08\r\x1b[16Proot@vm:~# echo HIST-\x08\x08\x08\x08\x08H\x08\x08\x08\x08\x08\x08\x1b[2@? \r\x1b[K";
+        let out = t.feed(
+            m(&format!(
+                "{echo}\x1b]133;Q;w={N};kept=0;text=? echo HIST-$((0+1))\x07"
+            ))
+            .as_bytes(),
+        );
+        assert_eq!(out.questions.len(), 1);
+    }
+
+    /// bash wipes the line before it reports the question: the echo is
+    /// read before the wipe too. After Ctrl-L (which changes nothing of
+    /// the line) and after edits walissh does not follow, a real question
+    /// is asked; a different text still is not.
+    #[test]
+    fn a_question_is_read_before_bash_wipes_its_line() {
+        let mut t = Terminal::integrated(N, false);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        let prompt = m("\x1b]133;A;w={N}\x07$ \x1b]133;B;w={N}\x07");
+        t.feed(prompt.as_bytes());
+        // Ctrl-L, then the question: followed as typed.
+        t.typed_keys("\x0c? why\r");
+        let out = t.feed(
+            m("\x1b[H\x1b[2J$ ? why\r\x1b[K\x1b]133;Q;w={N};kept=0;text=? why\x07").as_bytes(),
+        );
+        assert_eq!(out.questions.len(), 1);
+        // Left and Backspace inside it, then the wipe.
+        t.feed(prompt.as_bytes());
+        t.typed_keys("? whyy\x1b[D\x7f\r");
+        let echo = "? whyy\x08\x08y \x08\x08\r\x1b[K";
+        let out = t.feed(m(&format!("{echo}\x1b]133;Q;w={N};kept=0;text=? why\x07")).as_bytes());
+        assert_eq!(out.questions.len(), 1);
+        // A forgery after the same wipe is not believed.
+        t.feed(prompt.as_bytes());
+        t.typed_keys("? a\x1b[Db\r");
+        let out = t.feed(m("? ba\r\x1b[K\x1b]133;Q;w={N};kept=0;text=? other\x07").as_bytes());
         assert!(out.questions.is_empty());
     }
 

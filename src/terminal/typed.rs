@@ -88,6 +88,8 @@ impl Typed {
                     self.line.clear();
                     self.unknown = false;
                 }
+                // Ctrl-L clears the screen and redraws the line as it is.
+                0x0c => {}
                 0x00..0x20 => self.unknown = true,
                 _ if self.line.len() < MAX_LINE => self.line.push(b),
                 _ => self.unknown = true,

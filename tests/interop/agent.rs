@@ -1350,3 +1350,43 @@ fn the_run_prompt_shows_the_command_that_runs_whatever_a_file_printed() {
         t.expect_from("REAL-42", at);
     }
 }
+
+/// A question typed with ordinary editing is asked (issue 32): Ctrl-L,
+/// Left and Backspace inside it, Tab completion, Ctrl-W, Ctrl-A/E, a line
+/// recalled with Up or Ctrl-R. bash wipes the line before it reports the
+/// question, which once made walissh drop every one of these as "not
+/// typed here" and write a false `integrity` row. Real bash, each asked,
+/// none an `integrity` row.
+#[test]
+fn questions_typed_with_ordinary_editing_are_asked() {
+    let edits = [
+        "\x0c? after ctrl l\r",
+        "? leftx\x1b[D\x7f\r",
+        "? tab /et\t\r",
+        "? ctrl w junk\x17\r",
+        "ctrl a\x01? \x05 e\r",
+        "\x1b[A\x01? \r",
+        "\x12HIST-\x1b[C\x01? \r",
+    ];
+    let replies = (0..edits.len())
+        .map(|i| Reply::Sse(answer(&format!("ANSWER-{i}-OK"))))
+        .collect();
+    let (model, b, t) = bob_with_model(replies);
+    t.send("echo HIST-$((0+1))\r");
+    let at = t.expect("HIST-1\r\n");
+    let mut at = t.expect_from(prompt_end(), at);
+    for (i, keys) in edits.iter().enumerate() {
+        t.send(keys);
+        at = t.expect_from(&format!("ANSWER-{i}-OK"), at);
+        at = t.expect_from(prompt_end(), at);
+    }
+    assert_eq!(model.count(), edits.len());
+    // Every question's row (written as the answers were).
+    let prompts = b.wait_count("ai_prompt", edits.len());
+    assert_eq!(prompts.len(), edits.len(), "{prompts:#?}");
+    assert!(
+        b.audit().iter().all(|e| e["kind"] != "integrity"),
+        "{:#?}",
+        b.audit()
+    );
+}
