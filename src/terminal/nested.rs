@@ -331,11 +331,16 @@ pub(crate) fn prompt_like(tail: &[u8]) -> bool {
     let line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
     // The terminal model's own stripper: escapes and carriage returns go.
     let text = super::output::strip(line);
+    // `> ` ends a prompt only after a path or a bracket (fish's `~> `):
+    // after a word or a space it is a program's question (`read -p
+    // "Ticket number > "` in an rc file, `mysql> `), and walissh's probe
+    // typed there would be its answer, and the user's next line a command.
+    let angle = text.ends_with(b"> ")
+        && text.len() >= 3
+        && matches!(text[text.len() - 3], b'~' | b'/' | b']' | b')');
     text.len() >= 2
         && text.len() <= 256
-        && [b"$ ", b"# ", b"% ", b"> "]
-            .iter()
-            .any(|end| text.ends_with(*end))
+        && ([b"$ ", b"# ", b"% "].iter().any(|end| text.ends_with(*end)) || angle)
 }
 
 #[cfg(test)]
@@ -442,6 +447,10 @@ mod tests {
             b"$",
             b"\x1b[?1049h\x1b[H",
             b"",
+            b"Ticket number > ",
+            b"mysql> ",
+            b"> ",
+            b"Continue? > ",
         ] {
             assert!(!prompt_like(tail), "{:?}", String::from_utf8_lossy(tail));
         }

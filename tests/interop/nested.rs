@@ -322,3 +322,38 @@ fn a_dash_started_from_the_prompt_is_read_off_the_screen() {
         "{text}"
     );
 }
+
+/// An rc file that asks a question as the nested shell starts (`read -p
+/// "Ticket number > "`, as a review's `.bashrc` did in `sudo su - app`)
+/// does not get walissh's probe typed into it: the user's answer is what
+/// it reads, and nothing the user typed runs as a command. (That shell is
+/// then followed only if its prompt comes in output of its own, after
+/// the keys typed: here the answer's echo and the prompt come together,
+/// and walissh leaves it unintegrated.)
+#[test]
+fn a_question_in_an_rc_file_gets_the_users_answer_not_the_probe() {
+    let b = Bastion::start();
+    let t = bob(&b);
+    let dir = visible_dir();
+    let rc = dir.path().join("ticketrc");
+    std::fs::write(
+        &rc,
+        "read -r -p 'Ticket number > ' t; echo \"TICKET=[$t]\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&rc, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let starter = format!("bash --rcfile {}", rc.display());
+    t.send(&format!("{starter}\r"));
+    let at = t.expect(&starter);
+    let at = t.expect_from("Ticket number > ", at);
+    t.send("T-123\r");
+    let at = t.expect_from("TICKET=[T-123]", at);
+    let at = t.expect_from(prompt_end(), at);
+    // The nested shell works; the user's answer ran as no command.
+    run(&t, "echo IN-$((2+5))", "IN-7", at);
+    assert!(
+        !t.screen.text().contains("command not found"),
+        "{}",
+        t.screen.text()
+    );
+}
