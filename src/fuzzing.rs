@@ -184,8 +184,11 @@ pub fn redact(data: &[u8]) {
 /// What makes the agent's command output safe for the user's terminal
 /// (`terminal::sanitize`): it never panics; gives the same bytes however
 /// the stream is cut into reads; changes nothing more when run over its
-/// own output; and lets out no string (OSC, DCS, APC, PM, SOS), no reset,
-/// no C1 control and no C0 control but the harmless ones.
+/// own output; lets out no string (OSC, DCS, APC, PM, SOS), no reset,
+/// no C1 control and no C0 control but the harmless ones; and, read by a
+/// terminal emulator, leaves the cursor no higher than it began and the
+/// main screen showing (what a command printed cannot reach the lines
+/// above it, such as the next `Run?`).
 pub fn sanitize(data: &[u8]) {
     let clean = |chunks: &[&[u8]]| {
         let mut s = Sanitizer::default();
@@ -204,6 +207,16 @@ pub fn sanitize(data: &[u8]) {
     let (a, b) = data.split_at(cut);
     assert_eq!(clean(&[a, b]), whole, "cut at {cut}");
     assert_eq!(clean(&[&whole]), whole, "not stable over its own output");
+    let nz = |n| std::num::NonZeroU16::new(n).expect("not zero");
+    let mut vt = vt100::Parser::new(nz(24), nz(80), 0);
+    vt.process(b"1\r\n2\r\n3\r\n4\r\n$ ");
+    let (row, _) = vt.screen().cursor_position();
+    vt.process(&whole);
+    assert!(
+        !vt.screen().alternate_screen(),
+        "left in the alternate screen"
+    );
+    assert!(vt.screen().cursor_position().0 >= row, "the cursor went up");
 }
 
 /// The known_hosts reader (`upstream::known_hosts`): on any file it never

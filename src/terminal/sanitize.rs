@@ -451,6 +451,21 @@ mod tests {
         assert!(raw_moved >= 5, "{raw_moved}");
     }
 
+    proptest::proptest! {
+        /// The fuzz target's properties (`fuzzing::sanitize`, the cursor's
+        /// among them) on streams made of the pieces such attacks use.
+        #[test]
+        fn streams_of_screen_pieces_keep_the_fuzz_targets_properties(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "\x1b[", "\x1b[?", "47", "1047", "1049", "h", "l", "2;1", "H", "f", "A", "d",
+                "r", "s", "u", "\x1b7", "\x1b8", "\x1bM", "\x1bD", "\x1bE", "\n", "\r", "x",
+                ";", "1", "\x1b", "K", "J", "\x1b[2J", "\x1b[?25l",
+            ]), 0..40)
+        ) {
+            crate::fuzzing::sanitize(pieces.concat().as_bytes());
+        }
+    }
+
     fn clean(input: &[u8]) -> Vec<u8> {
         let mut s = Sanitizer::default();
         let mut out = s.clean(input).into_owned();
