@@ -441,6 +441,7 @@ mod tests {
             ended: SystemTime::now(),
             output: capture,
             place: Place::default(),
+            overlapped: false,
         }
     }
 

@@ -24,6 +24,11 @@ fn command_event(ids: &Ids, record: &CommandRecord) -> Event {
         .field("output_bytes", r.output.total())
         .field("depth", r.place.depth as u64)
         .field("shell_user", r.place.user.clone());
+    // A start that came while another command ran does not fit.
+    let event = match r.overlapped {
+        true => event.field("fits", false),
+        false => event,
+    };
     match &r.place.host {
         Some(host) => event.field("host", host.as_str()),
         None => event,
@@ -73,6 +78,7 @@ mod tests {
             ended: now,
             output: Default::default(),
             place: Default::default(),
+            overlapped: false,
         };
         record.place.depth = 2;
         record.place.user = Some("app".into());

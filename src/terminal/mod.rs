@@ -78,6 +78,10 @@ pub(crate) struct CommandRecord {
     pub(crate) output: Capture,
     /// The shell it ran in.
     pub(crate) place: Place,
+    /// Its start came while another command was running: a start no
+    /// command of the user's should make (a forged one, or type-ahead
+    /// that printed a mark). Both are kept; this one is marked.
+    pub(crate) overlapped: bool,
 }
 
 enum Phase {
@@ -108,6 +112,8 @@ struct Running {
     cwd: Option<String>,
     started: SystemTime,
     output: Capture,
+    /// See [`CommandRecord::overlapped`].
+    overlapped: bool,
 }
 
 /// One integrated shell: the login shell, or one nested in it.
@@ -768,6 +774,17 @@ impl Terminal {
             }
             Mark::Cwd(dir) => self.shell.cwd = Some(dir),
             Mark::OutputStart { command } => {
+                // Another start while one runs: the running one's row is
+                // kept (its end unknown), not replaced.
+                let overlapped = match self.shell.running.take() {
+                    Some(r) => {
+                        let place = self.shell.place.clone();
+                        let record = self.record(r, None, place);
+                        finished.push(record);
+                        true
+                    }
+                    None => false,
+                };
                 self.shell.echo = None;
                 self.shell.since_prompt = None;
                 // A command that starts a shell is watched for its prompt,
@@ -781,6 +798,7 @@ impl Terminal {
                     cwd: self.shell.cwd.clone(),
                     started: SystemTime::now(),
                     output: Capture::default(),
+                    overlapped,
                 });
             }
             Mark::CommandEnd { exit } => {
@@ -838,6 +856,7 @@ impl Terminal {
             ended: SystemTime::now(),
             output: r.output,
             place,
+            overlapped: r.overlapped,
         };
         if self.history.len() == KEEP_COMMANDS {
             self.history.pop_front();
@@ -1068,6 +1087,34 @@ mod tests {
         let out = t.feed(m("\x1b]133;Q;w={N};kept=1;text=? again\x07").as_bytes());
         assert!(out.integrity.is_none() && out.questions.is_empty());
         assert_eq!(t.dropped, 2);
+    }
+
+    /// A second start while a command runs, with an Enter typed ahead to
+    /// take (a forgery riding on type-ahead), no longer replaces the
+    /// running command's row: both are kept, the second marked.
+    #[test]
+    fn a_start_while_a_command_runs_keeps_both_rows() {
+        let mut t = Terminal::integrated(N, false);
+        t.feed(m("\x1b]133;W;w={N};lines=0;nl=1\x07").as_bytes());
+        t.typed_keys("make deploy\rls\r");
+        let out = t.feed(
+            m("\x1b]133;C;w={N};cmd=make deploy\x07building\r\n\
+               \x1b]133;C;w={N};cmd=ls\x07\
+               \x1b]133;D;0;w={N}\x07")
+            .as_bytes(),
+        );
+        let rows: Vec<_> = out
+            .finished
+            .iter()
+            .map(|r| (r.command.as_deref(), r.exit_code, r.overlapped))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Some("make deploy"), None, false),
+                (Some("ls"), Some(0), true)
+            ]
+        );
     }
 
     #[test]
