@@ -1355,10 +1355,19 @@ fn the_run_prompt_shows_the_command_that_runs_whatever_a_file_printed() {
 /// Left and Backspace inside it, Tab completion, Ctrl-W, Ctrl-A/E, a line
 /// recalled with Up or Ctrl-R. bash wipes the line before it reports the
 /// question, which once made walissh drop every one of these as "not
-/// typed here" and write a false `integrity` row. Real bash, each asked,
-/// none an `integrity` row.
+/// typed here" and write a false `integrity` row. Real bash and zsh, each
+/// asked, none an `integrity` row.
 #[test]
 fn questions_typed_with_ordinary_editing_are_asked() {
+    edited_questions_are_asked("bob:web1", prompt_end());
+    match zsh_user() {
+        // dave (bob's key) reaches only the zsh target.
+        Some(_) => edited_questions_are_asked("dave:zsh", "% "),
+        None => eprintln!("zsh skipped: needs root and zsh (CI installs zsh and runs as root)"),
+    }
+}
+
+fn edited_questions_are_asked(login: &str, prompt: &str) {
     let edits = [
         "\x0c? after ctrl l\r",
         "? leftx\x1b[D\x7f\r",
@@ -1371,22 +1380,24 @@ fn questions_typed_with_ordinary_editing_are_asked() {
     let replies = (0..edits.len())
         .map(|i| Reply::Sse(answer(&format!("ANSWER-{i}-OK"))))
         .collect();
-    let (model, b, t) = bob_with_model(replies);
+    let model = Model::start(replies);
+    let b = bastion(&model);
+    let t = Terminal::spawn(&b.ssh_bob(login), 24, 80);
     t.send("echo HIST-$((0+1))\r");
     let at = t.expect("HIST-1\r\n");
-    let mut at = t.expect_from(prompt_end(), at);
+    let mut at = t.expect_from(prompt, at);
     for (i, keys) in edits.iter().enumerate() {
         t.send(keys);
         at = t.expect_from(&format!("ANSWER-{i}-OK"), at);
-        at = t.expect_from(prompt_end(), at);
+        at = t.expect_from(prompt, at);
     }
-    assert_eq!(model.count(), edits.len());
+    assert_eq!(model.count(), edits.len(), "{login}");
     // Every question's row (written as the answers were).
     let prompts = b.wait_count("ai_prompt", edits.len());
-    assert_eq!(prompts.len(), edits.len(), "{prompts:#?}");
+    assert_eq!(prompts.len(), edits.len(), "{login}: {prompts:#?}");
     assert!(
         b.audit().iter().all(|e| e["kind"] != "integrity"),
-        "{:#?}",
+        "{login}: {:#?}",
         b.audit()
     );
 }
