@@ -13,8 +13,36 @@
 //! how rows are stored (`audit`).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use crate::audit::Event;
+use crate::audit::{Audit, Event};
+
+/// One connection's tally, shared by its handler and its sessions.
+#[derive(Clone, Default)]
+pub(crate) struct Shared(Arc<Mutex<Tally>>);
+
+impl Shared {
+    /// Counts `n` refusals of `kind`, described by `row`, and writes the
+    /// row when one is due.
+    pub(crate) async fn refused(&self, audit: &Audit, kind: String, row: Event, n: u64) {
+        let row = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .refused_many(kind, row, n);
+        if let Some(row) = row {
+            audit.event(row).await;
+        }
+    }
+
+    /// The connection ended: writes each kind's total not said yet.
+    pub(crate) async fn finish(&self, audit: &Audit) {
+        let tally = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        for total in tally.totals() {
+            audit.event(total).await;
+        }
+    }
+}
 
 /// Client text in a refusal's row (a host name, a path) is cut to this.
 pub(crate) const DETAIL_MAX: usize = 256;
@@ -34,13 +62,9 @@ struct Count {
 }
 
 impl Tally {
-    /// Counts a refusal of `kind`, described by `row`; gives the row to
-    /// write, with its `count`, when this one gets a row.
-    pub(crate) fn refused(&mut self, kind: String, row: Event) -> Option<Event> {
-        self.refused_many(kind, row, 1)
-    }
-
-    /// Counts `n` refusals of `kind` at once (a channel's `env` requests).
+    /// Counts `n` refusals of `kind` (more than one at once: a channel's
+    /// `env` requests), described by `row`; gives the row to write, with
+    /// its `count`, when one is due.
     pub(crate) fn refused_many(&mut self, kind: String, row: Event, n: u64) -> Option<Event> {
         let count = self.kinds.entry(kind).or_insert(Count {
             seen: 0,
@@ -79,9 +103,9 @@ mod tests {
         let mut rows = Vec::new();
         for i in 0..3000 {
             let row = Event::new("forward_denied").field("detail", format!("h{i}"));
-            rows.extend(tally.refused("tcpip-forward".into(), row));
+            rows.extend(tally.refused_many("tcpip-forward".into(), row, 1));
         }
-        rows.extend(tally.refused("x11".into(), Event::new("forward_denied")));
+        rows.extend(tally.refused_many("x11".into(), Event::new("forward_denied"), 1));
         let counts: Vec<u64> = rows
             .iter()
             .map(|r| r.fields["count"].as_u64().unwrap())

@@ -31,7 +31,7 @@ use crate::throttle::Pending;
 
 mod login;
 
-use crate::audit::tally::{self, Tally};
+use crate::audit::tally;
 use crate::workers::Spread;
 use login::Proof;
 
@@ -263,10 +263,7 @@ async fn serve_connection(
             .await;
         let _ = tokio::time::timeout(LINGER, running).await;
     }
-    let refusals = std::mem::take(&mut *refusals.lock().unwrap_or_else(|e| e.into_inner()));
-    for total in refusals.totals() {
-        bastion.audit.event(total).await;
-    }
+    refusals.finish(&bastion.audit).await;
 }
 
 /// One client connection's handler.
@@ -291,7 +288,7 @@ pub(crate) struct Connection {
     limits: crate::auth::cert::Limits,
     /// Its refused requests, counted; the accept loop writes the totals
     /// when it ends.
-    refusals: Arc<std::sync::Mutex<Tally>>,
+    refusals: tally::Shared,
     /// Its place among its user's connections, once logged in
     /// (`[server] max_connections_per_user`).
     user_slot: Option<crate::bastion::UserSlot>,
@@ -349,14 +346,9 @@ impl Connection {
     /// Audits a refused request through the connection's tally: a flood
     /// of one kind is a few rows with counts.
     async fn refused(&self, kind: String, ev: Event) {
-        let row = self
-            .refusals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .refused(kind, ev);
-        if let Some(row) = row {
-            self.bastion.audit.event(row).await;
-        }
+        self.refusals
+            .refused(&self.bastion.audit, kind, ev, 1)
+            .await;
     }
 }
 

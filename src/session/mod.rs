@@ -62,21 +62,15 @@ pub(crate) struct Context {
     pub(crate) credential: Arc<dyn Credential>,
     /// The connection's refused requests, counted (shared with the
     /// server's handler, which writes the totals when it ends).
-    pub(crate) refusals: Arc<std::sync::Mutex<crate::audit::tally::Tally>>,
+    pub(crate) refusals: crate::audit::tally::Shared,
 }
 
 impl Context {
     /// Audits `n` refusals of `kind` through the connection's tally: a
     /// client repeating one costs a few rows with counts.
     async fn refused(&self, kind: &str, row: Event, n: u64) {
-        let row = self
-            .refusals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .refused_many(kind.to_string(), row, n);
-        if let Some(row) = row {
-            self.bastion.audit.event(row).await;
-        }
+        let audit = &self.bastion.audit;
+        self.refusals.refused(audit, kind.into(), row, n).await;
     }
 }
 

@@ -40,6 +40,11 @@ fn enroll(b: &Bastion, user: &str) -> String {
     );
     // The QR code is drawn with block characters.
     assert!(text.contains('█') || text.contains('▀'), "{text}");
+    secret_of(uri)
+}
+
+/// The secret an enrolment's `otpauth://` URI carries.
+fn secret_of(uri: &str) -> String {
     uri.split("secret=")
         .nth(1)
         .unwrap()
@@ -461,14 +466,7 @@ fn of_twelve_enrolments_at_once_the_one_that_succeeds_is_stored() {
         assert!(err.contains("under way"), "{err}");
     }
     let uri = stdout(won[0]);
-    let secret = uri
-        .split("secret=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap()
-        .to_string();
+    let secret = secret_of(&uri);
     assert!(block_on(key_and_code(
         &b,
         [127, 0, 7, 1],
