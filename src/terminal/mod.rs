@@ -1366,6 +1366,23 @@ mod tests {
         assert!(t.feed(b"alice@web1:~$ ").type_in.is_none());
     }
 
+    /// A question an rc file asks as the nested shell starts (`read -p
+    /// "Ticket number > "` in `sudo su - app`) is not a prompt: no probe
+    /// is typed into it, and the shell's own prompt after it gets one.
+    #[test]
+    fn a_question_from_an_rc_file_gets_no_probe() {
+        let mut t = following();
+        t.typed_keys("sudo su - app\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=sudo su - app\x07").as_bytes());
+        assert!(t.feed(b"\r\n").type_in.is_none());
+        for question in [&b"Ticket number > "[..], b"mysql> "] {
+            assert!(t.feed(question).type_in.is_none());
+        }
+        t.typed_keys("T-123\r");
+        assert!(t.feed(b"T-123\r\n").type_in.is_none());
+        assert!(t.feed(b"app@web1:~$ ").type_in.is_some());
+    }
+
     #[test]
     fn a_shell_that_does_not_answer_is_left_as_it_is() {
         let mut t = following();

@@ -325,11 +325,14 @@ fn a_dash_started_from_the_prompt_is_read_off_the_screen() {
 
 /// An rc file that asks a question as the nested shell starts (`read -p
 /// "Ticket number > "`, as a review's `.bashrc` did in `sudo su - app`)
-/// does not get walissh's probe typed into it: the user's answer is what
-/// it reads, and nothing the user typed runs as a command. (That shell is
-/// then followed only if its prompt comes in output of its own, after
-/// the keys typed: here the answer's echo and the prompt come together,
-/// and walissh leaves it unintegrated.)
+/// gets the user's answer, and nothing the user typed runs as a command.
+/// Here the question comes in the same read as the command's start, so
+/// the old rule would not have probed it either: the rule itself (no
+/// probe at `... > `) is pinned by the terminal model's unit test
+/// `a_question_from_an_rc_file_gets_no_probe`. (That shell is then
+/// followed only if its prompt comes in output of its own, after the keys
+/// typed: here the answer's echo and the prompt come together, and
+/// walissh leaves it unintegrated.)
 #[test]
 fn a_question_in_an_rc_file_gets_the_users_answer_not_the_probe() {
     let b = Bastion::start();
