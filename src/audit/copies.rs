@@ -65,6 +65,11 @@ fn from_json(v: &Value) -> Option<Signed> {
     })
 }
 
+/// A line of a copy longer than this holds no checkpoint walissh wrote
+/// (a forwarded message is at most 60,000 bytes): it is skipped unread,
+/// so a file shaped to hold one endless line costs no memory.
+const MAX_LINE: usize = 64 * 1024;
+
 /// Every checkpoint in the file at `path`, with its line number.
 pub(crate) fn read(path: &Path) -> Result<Vec<(usize, Signed)>, String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
@@ -73,14 +78,40 @@ pub(crate) fn read(path: &Path) -> Result<Vec<(usize, Signed)>, String> {
     let mut reader = std::io::BufReader::new(file);
     let mut buf = Vec::new();
     let mut number = 0;
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).map_err(err)? == 0 {
-            return Ok(found);
-        }
+    while let Some(whole) = next_line(&mut reader, &mut buf).map_err(err)? {
         number += 1;
-        if let Some(c) = parse_line(&String::from_utf8_lossy(&buf)) {
+        if let Some(c) = whole
+            .then(|| parse_line(&String::from_utf8_lossy(&buf)))
+            .flatten()
+        {
             found.push((number, c));
+        }
+    }
+    Ok(found)
+}
+
+/// Reads the next line into `buf`, keeping at most [`MAX_LINE`] bytes of
+/// it: `Some(true)` for a line kept whole, `Some(false)` for one cut (the
+/// rest read past), None at the end.
+fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut read_any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(read_any.then_some(buf.len() <= MAX_LINE));
+        }
+        read_any = true;
+        let (line, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (&chunk[..=i], true),
+            None => (chunk, false),
+        };
+        let room = (MAX_LINE + 1).saturating_sub(buf.len());
+        buf.extend_from_slice(&line[..line.len().min(room)]);
+        let used = line.len();
+        reader.consume(used);
+        if done {
+            return Ok(Some(buf.len() <= MAX_LINE));
         }
     }
 }
@@ -138,6 +169,23 @@ pub(crate) fn check_head_at_start(conn: &Connection, db: &Path) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An endless line is skipped, never held: at most [`MAX_LINE`] and a
+    /// byte of it are kept, and the lines after it are read as ever.
+    #[test]
+    fn a_line_too_long_is_skipped_unheld() {
+        let mut text = vec![b'{'; 3 * MAX_LINE];
+        text.extend_from_slice(b"\nabc\nlast");
+        let mut reader = std::io::BufReader::with_capacity(4096, &text[..]);
+        let mut buf = Vec::new();
+        assert_eq!(next_line(&mut reader, &mut buf).unwrap(), Some(false));
+        assert!(buf.len() <= MAX_LINE + 1);
+        assert_eq!(next_line(&mut reader, &mut buf).unwrap(), Some(true));
+        assert_eq!(buf, b"abc\n");
+        assert_eq!(next_line(&mut reader, &mut buf).unwrap(), Some(true));
+        assert_eq!(buf, b"last");
+        assert_eq!(next_line(&mut reader, &mut buf).unwrap(), None);
+    }
 
     fn signed() -> Signed {
         Signed {
