@@ -302,7 +302,7 @@ impl Track<'_> {
     fn binary_line(&mut self) -> String {
         let n = std::mem::take(&mut self.binary);
         let digest = std::mem::replace(&mut self.digest, Sha256::new()).finalize();
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = super::chain::hex(&digest);
         format!("[{n} bytes of binary output, sha256 {hex}]\r\n")
     }
 }

@@ -38,6 +38,14 @@ impl Freshness {
 
 /// No checkpoint past the last row: rows it signed would be gone.
 pub(super) fn truncated(cps: &[Signed], last_seq: i64) -> Checked<()> {
+    // Seqs start at 1: a checkpoint below that names no row, so no row's
+    // check would ever look at its signature.
+    if let Some(c) = cps.iter().find(|c| c.seq < 1) {
+        return Err(Stop::Broken(
+            None,
+            format!("a checkpoint at seq {} names no row (inserted)", c.seq),
+        ));
+    }
     match cps.last() {
         Some(c) if c.seq > last_seq => Err(Stop::Broken(
             Some(last_seq + 1),
@@ -58,7 +66,7 @@ pub(super) fn chained(cps: &[Signed]) -> Checked<()> {
     for c in cps {
         if let Some((prev_seq, prev)) = &c.prev {
             let (had_seq, had) = before.map_or((0, genesis()), |b| (b.seq, b.id()));
-            let what = if *prev_seq != had_seq && *prev_seq > had_seq {
+            let what = if *prev_seq > had_seq {
                 Some(format!(
                     "the checkpoint at seq {prev_seq} is gone: the checkpoint at seq {} names it (deleted)",
                     c.seq
@@ -123,4 +131,30 @@ pub(super) fn fresh(
         span(bounds.span)
     );
     Err(Stop::Broken(Some(signed + 1), what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkpoint put below seq 1 names no row, so no row's check reads
+    /// its signature: it is refused as inserted, not reached later as a
+    /// read error.
+    #[test]
+    fn a_checkpoint_below_the_first_row_is_broken() {
+        let at = |seq| Signed {
+            seq,
+            head: String::new(),
+            ts: String::new(),
+            prev: None,
+            signature: String::new(),
+        };
+        for seq in [0, -1] {
+            match truncated(&[at(seq), at(5)], 10) {
+                Err(Stop::Broken(_, what)) => assert!(what.contains("names no row"), "{what}"),
+                _ => panic!("seq {seq} passed"),
+            }
+        }
+        assert!(truncated(&[at(5)], 10).is_ok());
+    }
 }
