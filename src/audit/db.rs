@@ -216,7 +216,7 @@ pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::R
         Some((seq, None)) => (seq, chain::genesis()),
         None => (0, chain::genesis()),
     };
-    let last_checkpoint = checkpoints(conn)?.pop();
+    let last_checkpoint = last_checkpoint(conn)?;
     Ok(chain::Head::new(
         seq,
         hash,
@@ -255,6 +255,15 @@ pub(crate) fn checkpoints(conn: &Connection) -> rusqlite::Result<Vec<chain::Sign
     let mut st = conn.prepare(&sql)?;
     let rows = st.query_map([], checkpoint_row)?;
     rows.collect()
+}
+
+/// The newest checkpoint, if any: read alone, not with every other.
+fn last_checkpoint(conn: &Connection) -> rusqlite::Result<Option<chain::Signed>> {
+    let sql = format!(
+        "SELECT {} FROM checkpoints ORDER BY seq DESC LIMIT 1",
+        checkpoint_columns(conn)?
+    );
+    conn.query_row(&sql, [], checkpoint_row).optional()
 }
 
 /// The checkpoint at `seq`, if the database holds one.
