@@ -520,6 +520,9 @@ async fn run_tool(
         ("exit_code", outcome.exit_code.into()),
         ("output_bytes", outcome.output_bytes.into()),
     ];
+    if let Some(why) = &outcome.interrupted {
+        fields.push(("interrupted", why.clone().into()));
+    }
     fields.extend(place);
     host.audit("ai_tool_result", fields).await;
     if outcome.abandoned {

@@ -298,7 +298,8 @@ impl Pumps<'_> {
             rows::integrity(&self.ctx.bastion.audit, self.ids, i).await;
         }
         if agent.is_some() {
-            self.shared.set_shell(t.at_prompt(), t.caps());
+            self.shared
+                .set_shell(t.at_prompt(), t.caps(), t.rotations());
             if p.cwd {
                 self.shared.set_cwd(t.cwd());
             }

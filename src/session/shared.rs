@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     prompt_changed: tokio::sync::Notify,
     /// What the shell's bootstrap bound (`Terminal::caps`).
     caps: std::sync::Mutex<Caps>,
+    /// New nonces the shell confirmed (`Terminal::rotations`); a change
+    /// wakes `prompt_changed`'s waiters too.
+    rotations: AtomicU64,
 }
 
 impl Shared {
@@ -51,12 +54,15 @@ impl Shared {
             at_prompt: AtomicBool::new(false),
             prompt_changed: tokio::sync::Notify::new(),
             caps: std::sync::Mutex::new(Caps::default()),
+            rotations: AtomicU64::new(0),
         }
     }
 
     /// What the terminal model says of the shell after each chunk.
-    pub(crate) fn set_shell(&self, at_prompt: bool, caps: Caps) {
-        if self.at_prompt.swap(at_prompt, Ordering::Relaxed) != at_prompt {
+    pub(crate) fn set_shell(&self, at_prompt: bool, caps: Caps, rotations: u64) {
+        let prompt = self.at_prompt.swap(at_prompt, Ordering::Relaxed) != at_prompt;
+        let rotated = self.rotations.swap(rotations, Ordering::Relaxed) != rotations;
+        if prompt || rotated {
             self.prompt_changed.notify_waiters();
         }
         *self.caps.lock().unwrap_or_else(|e| e.into_inner()) = caps;
@@ -76,6 +82,25 @@ impl Shared {
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
                 return self.at_prompt.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// New nonces the shell has confirmed so far.
+    pub(crate) fn rotations(&self) -> u64 {
+        self.rotations.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the shell has confirmed more new nonces than `seen`;
+    /// `false` if it has not by `deadline`.
+    pub(crate) async fn rotated_by(&self, seen: u64, deadline: Instant) -> bool {
+        loop {
+            let changed = self.prompt_changed.notified();
+            if self.rotations() > seen {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.rotations() > seen;
             }
         }
     }

@@ -12,7 +12,8 @@
 //! all carrying the session's nonce, and ends with a W ("ready") mark.
 //! It also binds three keys of walissh's own: an Enter for the lines the
 //! agent types (never a question, no history expansion), a key that takes
-//! a new nonce (read unechoed, confirmed with an R mark), and bracketed
+//! a new nonce (read unechoed, confirmed with an R mark that carries the
+//! old one too), and bracketed
 //! paste, so that typed lines are inserted as they are.
 
 use std::path::Path;
@@ -109,8 +110,8 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         r#"__ws_x(){ __ws_1=0;[[ $- == *H* ]]&&{ set +H;__ws_H=1;};bind '"\e[208~": accept-line';};"#,
         r#"bind -x '"\e[211~": __ws_x';bind '"\e[210~": "\e[211~\e[208~"';"#,
         // A new nonce (\e[212~ then 32 hex digits, read unechoed), which
-        // the shell confirms with an R mark carrying it.
-        r#"__ws_r(){ local n;IFS= read -rs -n 32 n;[[ $n =~ ^[0-9a-f]{32}$ ]]||return 0;__ws_n=$n;__ws_A=$'\e]133;A;w='$n$'\a';__ws_B=$'\e]133;B;w='$n$'\a';builtin printf '\e]133;R;w=%s\a' "$n";};"#,
+        // the shell confirms with an R mark carrying it and the old one.
+        r#"__ws_r(){ local n;IFS= read -rs -n 32 n;[[ $n =~ ^[0-9a-f]{32}$ ]]||return 0;builtin printf '\e]133;R;w=%s;was=%s\a' "$n" "$__ws_n";__ws_n=$n;__ws_A=$'\e]133;A;w='$n$'\a';__ws_B=$'\e]133;B;w='$n$'\a';};"#,
         // Typed text inserted as it is (no byte read as a key binding),
         // without turning the terminal's paste mode on.
         r#"bind -x '"\e[212~": __ws_r';bind '"\e[200~": bracketed-paste-begin' 2>/dev/null;"#,
@@ -156,7 +157,7 @@ fn zsh(n: &str, stty: &str, prefixes: &str) -> String {
         // expansion before the line is edited, so the option cannot do).
         r#"__ws_x(){ __ws_1=0;__ws_hc=$histchars;histchars=$'\0\0\0';zle accept-line;};zle -N __ws_x;bindkey '^[[210~' __ws_x;"#,
         // A new nonce; the prompt holds the old one in its marks.
-        r#"__ws_r(){ local n;read -k 32 n;[[ ${#n} == 32 && $n != *[^0-9a-f]* ]]||return 0;PS1=${PS1//$__ws_n/$n};__ws_n=$n;print -rn -- $'\e]133;R;w='$n$'\a';};zle -N __ws_r;bindkey '^[[212~' __ws_r;"#,
+        r#"__ws_r(){ local n;read -k 32 n;[[ ${#n} == 32 && $n != *[^0-9a-f]* ]]||return 0;print -rn -- $'\e]133;R;w='$n';was='$__ws_n$'\a';PS1=${PS1//$__ws_n/$n};__ws_n=$n;};zle -N __ws_r;bindkey '^[[212~' __ws_r;"#,
         r#"__ws_k=0;zle -la bracketed-paste >/dev/null&&bindkey '^[[200~' bracketed-paste&&__ws_k=1;"#,
         r#"__ws_p(){ [[ $PS1 == *"133;B;w=$__ws_n"* ]]||PS1=$'%{\e]133;A;w='$__ws_n$'\a%}'$PS1$'%{\e]133;B;w='$__ws_n$'\a%}';};"#,
         r#"__ws_c(){ print -rn -- $'\e]133;C;w='$__ws_n';cmd='${${1//[$'\a\e']/}[1,4000]}$'\a';};"#,

@@ -280,8 +280,15 @@ impl Scanner {
                 .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
         };
         if kind == "R" {
-            // Only the nonce walissh is giving confirms itself.
-            let next = self.next.as_deref().is_some_and(|n| params.contains(&n));
+            // Only the nonce walissh is giving confirms itself, and only
+            // with the one it replaces (`was=`): whatever read the new one
+            // off the terminal in the shell's place holds that, but not
+            // the old one, which only the shell's memory and its own
+            // marks hold.
+            let top = &self.tags[self.tags.len() - 1];
+            let was = top.strip_prefix("w=").map(|n| format!("was={n}"));
+            let next = self.next.as_deref().is_some_and(|n| params.contains(&n))
+                && was.is_some_and(|w| params.contains(&w.as_str()));
             return next.then_some((Level::At(self.tags.len() - 1), Some(Mark::Rotated)));
         }
         // A nested shell being installed answers the probe and says it is
@@ -490,14 +497,23 @@ mod tests {
         const NEW: &str = "ffffeeeeddddcccc";
         let mut s = Scanner::new(N);
         s.expect(NEW);
-        // An R with the old nonce confirms nothing and is not ours.
-        let forged = format!("\x1b]133;R;w={N}\x07");
-        let (out, marks) = scan_all(&mut s, &[forged.as_bytes()]);
-        assert_eq!(out, forged.as_bytes());
-        assert!(marks.is_empty());
+        // An R with the old nonce confirms nothing and is not ours; nor
+        // does one with the new nonce alone (what a program that read the
+        // key off the terminal in the shell's place knows), or with a
+        // wrong old one.
+        for forged in [
+            format!("\x1b]133;R;w={N}\x07"),
+            format!("\x1b]133;R;w={NEW}\x07"),
+            format!("\x1b]133;R;w={NEW};was={NEW}\x07"),
+            format!("\x1b]133;R;w={NEW};was=0123\x07"),
+        ] {
+            let (out, marks) = scan_all(&mut s, &[forged.as_bytes()]);
+            assert_eq!(out, forged.as_bytes());
+            assert!(marks.is_empty(), "{forged:?}");
+        }
         // Until the shell confirms, both are ours; after, the new only.
         let input = format!(
-            "\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
+            "\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW};was={N}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
         );
         let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
         assert_eq!(out, format!("\x1b]133;D;7;w={N}\x07").as_bytes());

@@ -174,6 +174,8 @@ pub(crate) struct Terminal {
     /// integrate (dash, a shell that did not answer), 0 when there is
     /// none: the input side reads its commands off the screen.
     unfollowed: Arc<AtomicUsize>,
+    /// New nonces the shell confirmed (R marks), ever.
+    rotations: u64,
     /// Marks dropped since the last report, and when that was.
     dropped: u64,
     reported: Option<Instant>,
@@ -261,6 +263,7 @@ impl Terminal {
             sanitizer: Sanitizer::default(),
             typed: Arc::default(),
             unfollowed: Arc::default(),
+            rotations: 0,
             dropped: 0,
             reported: None,
             history: Default::default(),
@@ -301,6 +304,12 @@ impl Terminal {
     /// tail on the same line, not another program's screen.
     pub(crate) fn at_prompt(&self) -> bool {
         self.shell.since_prompt.is_some()
+    }
+
+    /// How many new nonces the shell has confirmed: one more each time
+    /// an R mark answers walissh's [`ROTATE`] with the nonce it replaces.
+    pub(crate) fn rotations(&self) -> u64 {
+        self.rotations
     }
 
     /// walissh is giving the shell `nonce` (typed after [`ROTATE`]).
@@ -842,7 +851,8 @@ impl Terminal {
             }
             // The line is done: the next prompt's echo starts afresh.
             Mark::Question { .. } => self.shell.echo = None,
-            Mark::PromptStart | Mark::Rotated | Mark::Probed { .. } => {}
+            Mark::Rotated => self.rotations += 1,
+            Mark::PromptStart | Mark::Probed { .. } => {}
         }
     }
 

@@ -1401,3 +1401,111 @@ fn edited_questions_are_asked(login: &str, prompt: &str) {
         b.audit()
     );
 }
+
+/// What the thief in [`a_program_reading_the_terminal_in_the_shells_place_gets_no_command`]
+/// runs: it joins the shell's foreground process group, waits for its
+/// cue and for the shell to be back in its line editor, stops the shell,
+/// and reads the terminal in its place, logging every byte; on walissh's
+/// new-nonce key it answers with the best R mark it can (the new nonce
+/// alone: it never read the shell's memory), and at the first Enter it
+/// lets the shell go on.
+const THIEF: &str = r#"
+import os, re, signal, sys, time
+d = sys.argv[1]
+shell = os.getppid()
+os.setpgid(0, os.getpgid(shell))
+def wait(cond):
+    while not cond():
+        time.sleep(0.01)
+wait(lambda: os.path.exists(d + "/go"))
+def reading():
+    f = open("/proc/%d/syscall" % shell).read().split()
+    return f[0] in ("0", "270", "7") and (f[0] != "0" or f[1] == "0x0")
+wait(reading)
+os.kill(shell, signal.SIGSTOP)
+tty = os.open("/dev/tty", os.O_RDWR)
+open(d + "/armed", "w").close()
+got, answered = b"", False
+with open(d + "/stolen.log", "wb", buffering=0) as log:
+    while True:
+        b = os.read(tty, 4096)
+        if not b:
+            break
+        log.write(b)
+        got += b
+        m = re.search(rb"\x1b\[212~([0-9a-f]{32})", got)
+        if m and not answered:
+            os.write(tty, b"\x1b]133;R;w=" + m.group(1) + b"\x07")
+            answered = True
+        if answered and b"\r" in got[m.end():]:
+            break
+os.kill(shell, signal.SIGCONT)
+"#;
+
+/// A program that reads the terminal in the shell's place (issue 32): it
+/// joined the shell's foreground process group and stopped the shell, so
+/// the prompt walissh last saw is still the shell's, but the keys walissh
+/// types go to the program. It takes walissh's new-nonce key and answers
+/// with the new nonce; without the old one (which only the shell's memory
+/// and its own marks hold) that is no answer, so walissh types nothing
+/// more: the approved command never reaches the program, and the tool
+/// result says why. With the old rule (the command typed right after the
+/// key) the program's log held the command.
+#[test]
+fn a_program_reading_the_terminal_in_the_shells_place_gets_no_command() {
+    let dir = visible_dir();
+    let d = dir.path().display().to_string();
+    std::fs::write(dir.path().join("thief.py"), THIEF).unwrap();
+    let (_model, b, t) = bob_with_model(vec![
+        Reply::Sse(call("call_1", &format!("touch {d}/go"), "the cue")),
+        Reply::Sse(call("call_2", "echo STOLEN-$((6*7))", "the real one")),
+        Reply::Sse(answer("ANSWERED-OK")),
+    ]);
+    let at = t.screen.end();
+    t.send(&format!("python3 {d}/thief.py {d} &\r"));
+    let at = t.expect_from("[1] ", at);
+    t.expect_from(prompt_end(), at);
+    let at = ask(&t, "? go");
+    let at = answer_run(&t, at, "y");
+    let at = t.expect_from("echo STOLEN-$((6*7))", at);
+    let armed = dir.path().join("armed");
+    let start = Instant::now();
+    while !armed.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the thief never armed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let at = answer_run(&t, at, "y");
+    t.expect_from("ANSWERED-OK", at);
+    let result =
+        b.wait_event(|e| e["kind"] == "ai_tool_result" && e["command"] == "echo STOLEN-$((6*7))");
+    let why = result["interrupted"].as_str().unwrap_or_default();
+    assert!(why.contains("did not confirm"), "{result}");
+    let log = std::fs::read(dir.path().join("stolen.log")).unwrap();
+    assert!(
+        memchr::memmem::find(&log, b"\x1b[212~").is_some(),
+        "the thief read the terminal: {log:?}"
+    );
+    assert!(
+        memchr::memmem::find(&log, b"STOLEN").is_none(),
+        "the approved command reached the thief: {log:?}"
+    );
+    // The shell goes on once the thief lets it.
+    wait_for_enter_in(&dir.path().join("stolen.log"));
+    t.send("echo BACK-$((2+3))\r");
+    t.expect_from("BACK-5", at);
+}
+
+/// Waits until the thief's log holds the Enter that lets the shell go.
+fn wait_for_enter_in(log: &Path) {
+    let start = Instant::now();
+    while !std::fs::read(log).is_ok_and(|l| l.contains(&b'\r')) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no Enter reached the thief"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

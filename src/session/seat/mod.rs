@@ -632,7 +632,17 @@ impl Seat<'_> {
                 ..Outcome::default()
             };
         }
-        self.rotate();
+        if !self.rotate_and_wait().await {
+            return Outcome {
+                interrupted: Some(format!(
+                    "the shell did not confirm walissh's new key within {} s, and walissh types \
+                     nothing more into a terminal it cannot tell is the shell's (something else \
+                     may be reading it)",
+                    PROMPT_WAIT.as_secs()
+                )),
+                ..Outcome::default()
+            };
+        }
         self.running = true;
         self.type_in(self.keystrokes(command));
         let (record, interrupted) = self.follow(command).await;
@@ -653,6 +663,24 @@ impl Seat<'_> {
         }
         self.painter.at_line_start();
         outcome
+    }
+
+    /// Gives the shell a new nonce and waits for its answer: the R mark
+    /// that carries the old nonce too. A program that reads the terminal
+    /// in the shell's place (one that joined its foreground process group)
+    /// takes the key and the new nonce, but cannot answer without the old
+    /// one, which only the shell's memory and its own marks hold; so the
+    /// approved line is typed only after the answer. `true` when the shell
+    /// answered in time, or has no key of walissh's (then its marks are
+    /// not trusted for anything that waits on them).
+    async fn rotate_and_wait(&mut self) -> bool {
+        if !self.desk.shared.caps().keys {
+            return true;
+        }
+        let seen = self.desk.shared.rotations();
+        self.rotate();
+        let deadline = Instant::now() + PROMPT_WAIT;
+        self.desk.shared.rotated_by(seen, deadline).await
     }
 
     /// Gives the shell a new nonce, when its bootstrap bound the key.
