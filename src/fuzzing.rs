@@ -14,6 +14,7 @@ use crate::config::AiMode;
 use crate::context::redact::{Numbering, Redactor};
 use crate::terminal::marks::{Level, Mark, Scanner};
 use crate::terminal::nested::{self, Nesting};
+use crate::terminal::prompt;
 use crate::terminal::sanitize::Sanitizer;
 use crate::upstream::known_hosts::{self, Known};
 use russh::keys::PublicKey;
@@ -23,15 +24,21 @@ use russh::keys::PublicKey;
 /// gives the same result however the stream is cut into reads, and leaves
 /// any stream without the session's nonces exactly as it was. A nested
 /// shell's nonce is pending too, so its ready mark (which makes it a level
-/// of its own mid-stream) is exercised. The first byte picks where to cut
-/// the rest into two reads; when it is odd, `NN` and `MM` become marks.
+/// of its own mid-stream) is exercised, and a new nonce is being given,
+/// so its confirmation is: a confirmation (R) is found only where the
+/// stream carries the new nonce with the one it replaces. The first byte
+/// picks where to cut the rest into two reads; when it is odd, `NN`,
+/// `MM`, `RR` and `OO` become the nonces' fields (`OO`: the old one as
+/// an R mark's `was=`).
 pub fn marks(data: &[u8]) {
     const NONCE: &str = "0f1e2d3c4b5a6978";
     const NESTED: &str = "8796a5b4c3d2e1f0";
+    const NEXT: &str = "aa55aa55aa55aa55";
     type Found = (Vec<u8>, Vec<(usize, Level, Mark)>);
     let scan = |chunks: &[&[u8]]| -> Found {
         let mut s = Scanner::new(NONCE);
         s.pending(Some(NESTED), false);
+        s.expect(NEXT);
         let (mut out, mut marks) = (Vec::new(), Vec::new());
         for c in chunks {
             let r = s.scan(c);
@@ -49,6 +56,8 @@ pub fn marks(data: &[u8]) {
         1 => String::from_utf8_lossy(rest)
             .replace("NN", &format!("w={NONCE}"))
             .replace("MM", &format!("w={NESTED}"))
+            .replace("RR", &format!("w={NEXT}"))
+            .replace("OO", &format!("was={NONCE}"))
             .into_bytes(),
         _ => rest.to_vec(),
     };
@@ -59,9 +68,13 @@ pub fn marks(data: &[u8]) {
         scan(&[a, b]),
         "the result depends on where the stream is cut"
     );
-    let nonce_free = ![NONCE, NESTED]
-        .iter()
-        .any(|n| input.windows(n.len()).any(|w| w == n.as_bytes()));
+    let has = |n: &str| input.windows(n.len()).any(|w| w == n.as_bytes());
+    let nonce_free = ![NONCE, NESTED, NEXT].iter().any(|n| has(n));
+    let confirmed = whole.1.iter().any(|(_, _, m)| *m == Mark::Rotated);
+    assert!(
+        !confirmed || (has(&format!("w={NEXT}")) && has(&format!("was={NONCE}"))),
+        "a new nonce confirmed without the old one"
+    );
     if nonce_free {
         assert_eq!(whole.0, input, "a stream without our nonce was changed");
         assert!(whole.1.is_empty());
@@ -79,7 +92,11 @@ pub fn nested(data: &[u8]) {
         let special = ['\'', '"', '$', '`', ';', '&', '|', '<', '>', '(', ')', '\n'];
         assert!(!text.contains(special), "{text:?}");
     }
-    let _ = nested::prompt_like(data);
+    let _ = prompt::at_prompt(data);
+    let _ = prompt::asks(data);
+    if let Some(command) = prompt::command(&text) {
+        assert!(text.ends_with(&command) || text.trim_end().ends_with(&command));
+    }
     let (a, b) = text.split_at(text.floor_char_boundary(text.len() / 2));
     let _ = nested::shell_of(a, b);
     // Output in pieces, as a session gets it.
@@ -467,9 +484,11 @@ mod tests {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect();
         assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
-        let edges: [&[u8]; 14] = [
+        let edges: [&[u8]; 16] = [
             b"",
             b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
+            b"\x03\x1b]133;R;RR\x07\x1b]133;R;RR;was=0\x07\x1b]133;R;RR;OO\x07\x1b]133;A;RR\x07",
+            b"\x00Ticket number > T\r\napp@db:~$ ? x\r\npostgres=# ? y",
             b"sudo -i\nroot@db1:~# ",
             b"ls $(rm -rf /) 'a'\"b\" `id` <(x) >>y",
             b"\x1bP1$r\x1b\\ \x1b_hidden\x1b\\ \x9b31m \xc2\x9b",

@@ -92,7 +92,7 @@ impl Pumps<'_> {
         };
         // The keys forwarded to the shell, which its marks must fit.
         let typed = terminal.as_ref().map(|t| t.typed());
-        let unfollowed = terminal.as_ref().map(|t| t.unfollowed());
+        let unowned = terminal.as_ref().map(|t| t.unowned());
         // What the terminal model types into the shell itself (a nested
         // shell's probe and bootstrap).
         let (inject_tx, inject_rx) = mpsc::channel(4);
@@ -109,7 +109,8 @@ impl Pumps<'_> {
                 early: early_input,
                 typed: typed.as_deref(),
                 inject: inject_rx,
-                unfollowed: unfollowed.as_deref(),
+                unowned: unowned.as_deref(),
+                notices: &client_tx,
             };
             let up = self.to_target(
                 &mut client_rx,
@@ -476,21 +477,28 @@ impl Pumps<'_> {
         Bytes::from(spliced)
     }
 
-    /// For shells without integration: when Enter is typed on what looks
-    /// like a prompt line, audits the line as a command (no exit status,
-    /// no directory: the screen does not say). A heuristic, documented as
-    /// such: it reads what the screen shows, so input typed with echo off
-    /// is never seen, and it can mistake a program's prompt for the shell's.
+    /// For prompts walissh does not own (a shell without integration, or
+    /// whatever a command the user runs shows): when Enter is typed on
+    /// what looks like a shell's prompt line, audits the line as a command
+    /// (no exit status, no directory: the screen does not say), or, when
+    /// it is a question (it starts with an `[ai] prefixes` entry), refuses
+    /// it: returns where its Enter is in `typed`, which must not reach
+    /// the shell. A heuristic, documented as such: it reads what the
+    /// screen shows, so input typed with echo off is never seen, and it
+    /// can mistake a program's prompt for a shell's.
     ///
     /// `line` holds the keys typed on the line so far, over all chunks: the
     /// client may send a line in several pieces, and the shell's echo of
     /// the first ones may or may not be on the screen yet when Enter comes.
-    async fn read_command_off_screen(&self, typed: &[u8], line: &mut Vec<u8>, depth: usize) {
+    async fn read_command_off_screen(
+        &self,
+        typed: &[u8],
+        line: &mut Vec<u8>,
+        depth: usize,
+    ) -> Option<usize> {
         /// Keys kept for one line, at most: past this the line is not read.
         const LINE_MAX: usize = 4096;
-        let Some(screen) = self.screen else {
-            return;
-        };
+        let screen = self.screen?;
         let Some(cr) = memchr::memchr(b'\r', typed) else {
             line.extend_from_slice(typed);
             if line.len() > LINE_MAX {
@@ -498,28 +506,37 @@ impl Pumps<'_> {
                 line.clear();
                 line.push(0);
             }
-            return;
+            return None;
         };
         line.extend_from_slice(&typed[..cr]);
         let keys = std::mem::take(line);
         line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r'));
-        let Some(snap) = screen.view().await else {
-            return;
-        };
+        let snap = screen.view().await?;
         if snap.stale {
             // Bulk output outran the model: start it afresh for next time.
             screen.prompt();
-            return;
+            return None;
         }
-        if snap.alternate || !keys.iter().all(|b| (0x20..0x7f).contains(b)) {
-            return;
+        if snap.alternate {
+            return None;
         }
-        let keys = String::from_utf8_lossy(&keys);
-        if let Some(command) =
-            crate::terminal::screen::prompt_command(&on_screen(&snap.cursor_line, &keys))
-        {
+        // Keys that only add text are joined to what the screen shows;
+        // after an edit (an arrow, Tab), the screen alone says what the
+        // line holds.
+        let plain = keys.iter().all(|b| (0x20..0x7f).contains(b));
+        let shown = match plain {
+            true => on_screen(&snap.cursor_line, &String::from_utf8_lossy(&keys)),
+            false => snap.cursor_line.clone(),
+        };
+        let command = crate::terminal::prompt::command(&shown)?;
+        let prefixes = &self.ctx.live.agent.prefixes;
+        if prefixes.iter().any(|p| command.starts_with(p.as_str())) {
+            return Some(cr);
+        }
+        if plain {
             rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
         }
+        None
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.
@@ -547,7 +564,8 @@ impl Pumps<'_> {
             early: early_input,
             typed,
             mut inject,
-            unfollowed,
+            unowned,
+            notices,
         } = keys;
         // Every key that reaches the shell is seen by its marks' check.
         let saw = |keys: &[u8]| {
@@ -604,12 +622,17 @@ impl Pumps<'_> {
                             changed = ready.changed() => if changed.is_err() { break },
                         }
                     }
-                    // Commands of a shell without integration are read off
-                    // the screen: the login shell's, or a nested one's.
+                    // Commands at prompts walissh does not own are read
+                    // off the screen, and questions there refused.
                     let nested =
-                        unfollowed.map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
+                        unowned.map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
+                    let mut data = data;
                     if self.heuristic || nested > 0 {
-                        self.read_command_off_screen(&data, &mut line, nested).await;
+                        let question = self.read_command_off_screen(&data, &mut line, nested);
+                        if let Some(cr) = question.await {
+                            data = refused(&data, cr);
+                            notify(notices, UNOWNED_QUESTION).await;
+                        }
                     }
                     saw(&data);
                     forward(up_tx, data, &mut target_reads).await;
@@ -646,7 +669,21 @@ struct Keys<'a> {
     /// What the terminal model types itself: not the user's keys.
     inject: mpsc::Receiver<Bytes>,
     /// The depth of a nested shell walissh did not integrate (0: none).
-    unfollowed: Option<&'a std::sync::atomic::AtomicUsize>,
+    unowned: Option<&'a std::sync::atomic::AtomicUsize>,
+    /// Where the user is told a line of theirs was refused.
+    notices: &'a ChannelWriteHalf<Msg>,
+}
+
+/// What the user is told of a question typed at a prompt walissh does not
+/// own.
+const UNOWNED_QUESTION: &str = "questions are asked only at the prompt of a shell walissh \
+    integrated (bash, zsh), and this prompt is not one: the line was not run";
+
+/// `keys` with the line ended by the Enter at `cr` wiped (Ctrl-U) and
+/// ended empty instead, so the shell runs nothing and draws its prompt
+/// again; keys after it are kept.
+fn refused(keys: &Bytes, cr: usize) -> Bytes {
+    [&keys[..cr], b"\x15\r", &keys[cr + 1..]].concat().into()
 }
 
 /// What one of the seat's drawing requests shows the client, and how

@@ -20,6 +20,7 @@ pub(crate) mod bootstrap;
 pub(crate) mod marks;
 pub(crate) mod nested;
 mod output;
+pub(crate) mod prompt;
 pub(crate) mod sanitize;
 pub(crate) mod screen;
 pub(crate) mod typed;
@@ -170,10 +171,14 @@ pub(crate) struct Terminal {
     sanitizer: Sanitizer,
     /// What was typed: marks must fit it.
     typed: Arc<Mutex<Typed>>,
-    /// The depth of a shell started from the prompt that walissh did not
-    /// integrate (dash, a shell that did not answer), 0 when there is
-    /// none: the input side reads its commands off the screen.
-    unfollowed: Arc<AtomicUsize>,
+    /// The depth of a prompt walissh does not own, 0 when there is none:
+    /// a shell started from the prompt that walissh did not integrate
+    /// (dash, a shell that did not answer), or whatever a command the user
+    /// runs in the innermost integrated shell shows (a shell under
+    /// `script` or Python's `pty.spawn`, which no command line says
+    /// starts one). The input side reads commands off the screen there,
+    /// and refuses questions.
+    unowned: Arc<AtomicUsize>,
     /// New nonces the shell confirmed (R marks), ever.
     rotations: u64,
     /// Marks dropped since the last report, and when that was.
@@ -229,6 +234,21 @@ pub(crate) fn nonce() -> String {
     format!("{n:032x}")
 }
 
+/// What the user is told when walissh gives up following a shell that
+/// asked a question before its prompt.
+const GAVE_UP: &str = "walissh: this shell asked a question before its prompt, so walissh \
+    types nothing into it and does not integrate it: its commands are read off the screen, \
+    and `?` lines are refused here";
+
+/// Puts `line` on a line of its own in `to_client`, before the last line
+/// it draws (a prompt, most often), so that line stays whole.
+fn say(to_client: &mut Vec<u8>, line: &str) {
+    let at = memchr::memrchr(b'\n', to_client).map_or(0, |i| i + 1);
+    let lead = if at == 0 { "\r\n" } else { "" };
+    let text = format!("{lead}{line}\r\n");
+    to_client.splice(at..at, text.into_bytes());
+}
+
 /// Output after a prompt that still leaves the shell at it: its right
 /// prompt, a redraw of the line.
 const PROMPT_TAIL: usize = 512;
@@ -262,7 +282,7 @@ impl Terminal {
             shown: Shown::All,
             sanitizer: Sanitizer::default(),
             typed: Arc::default(),
-            unfollowed: Arc::default(),
+            unowned: Arc::default(),
             rotations: 0,
             dropped: 0,
             reported: None,
@@ -317,18 +337,17 @@ impl Terminal {
         self.scanner.expect(nonce);
     }
 
-    /// Where the input side learns that a shell walissh did not integrate
-    /// runs (its depth; 0: none).
-    pub(crate) fn unfollowed(&self) -> Arc<AtomicUsize> {
-        self.unfollowed.clone()
+    /// Where the input side learns the depth of a prompt walissh does not
+    /// own (0: none).
+    pub(crate) fn unowned(&self) -> Arc<AtomicUsize> {
+        self.unowned.clone()
     }
 
     /// A shell started from the innermost one was not integrated: its
     /// commands are read off the screen until it ends.
     fn not_followed(&mut self) {
         self.scanner.pending(None, false);
-        self.unfollowed
-            .store(self.outer.len() + 1, Ordering::Relaxed);
+        self.unowned.store(self.outer.len() + 1, Ordering::Relaxed);
     }
 
     /// What the input side feeds: the keys forwarded to the shell.
@@ -504,6 +523,7 @@ impl Terminal {
             }
         }
         self.pass(&out[from..], &mut to_client);
+        let type_in = type_in.or_else(|| self.probe(&mut to_client));
         Processed {
             to_client: Bytes::from(to_client),
             finished,
@@ -513,20 +533,32 @@ impl Terminal {
             line_done,
             cwd,
             integrity,
-            type_in: type_in.or_else(|| self.probe()),
+            type_in,
         }
     }
 
     /// Types the probe once a command that starts a shell shows what looks
     /// like its prompt, if nothing was typed since the output before it
-    /// (keys typed ahead would join the probe's line).
-    fn probe(&mut self) -> Option<Vec<u8>> {
+    /// (keys typed ahead would join the probe's line). Gives up, and says
+    /// so on the client's screen (`to_client`), once the user answered a
+    /// question the command asked that was not its prompt.
+    fn probe(&mut self, to_client: &mut Vec<u8>) -> Option<Vec<u8>> {
         let watching = matches!(self.nesting, Some(Nesting::Watching { .. }));
         if !watching || self.shown != Shown::All {
             return None;
         }
         // Asked at every chunk: "since" means since the output before.
-        let quiet = self.typed.lock().unwrap_or_else(|e| e.into_inner()).quiet();
+        let (quiet, lines) = {
+            let mut typed = self.typed.lock().unwrap_or_else(|e| e.into_inner());
+            (typed.quiet(), typed.lines())
+        };
+        if self.nesting.as_mut().is_some_and(|n| n.answered(lines)) {
+            self.nesting = None;
+            self.not_followed();
+            say(to_client, GAVE_UP);
+            tracing::info!("a nested shell asked a question before its prompt; not followed");
+            return None;
+        }
         if !quiet || !self.nesting.as_ref().is_some_and(Nesting::at_prompt) {
             return None;
         }
@@ -628,6 +660,8 @@ impl Terminal {
             ..ShellState::default()
         };
         self.nesting = Some(Nesting::Settling);
+        // Its prompt is one walissh owns.
+        self.unowned.store(0, Ordering::Relaxed);
         // What was typed before its first prompt (a password) is not a
         // line for it.
         *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Typed::default();
@@ -646,7 +680,7 @@ impl Terminal {
         }
         self.scanner.pop_to(level);
         self.nesting = None;
-        self.unfollowed.store(0, Ordering::Relaxed);
+        self.unowned.store(0, Ordering::Relaxed);
     }
 
     /// Why `mark` does not fit what was typed, if it does not: a question
@@ -802,6 +836,11 @@ impl Terminal {
                     && self.shown == Shown::All
                     && command.as_deref().is_some_and(nested::starts_shell);
                 self.nesting = follow.then(Nesting::watching);
+                // What the user's command shows is not a prompt of the
+                // shell's, whatever it looks like.
+                if self.shown == Shown::All {
+                    self.unowned.store(self.outer.len() + 1, Ordering::Relaxed);
+                }
                 self.shell.running = Some(Running {
                     command,
                     cwd: self.shell.cwd.clone(),
@@ -819,7 +858,7 @@ impl Terminal {
                     self.nesting = None;
                     self.scanner.pending(None, false);
                 }
-                self.unfollowed.store(0, Ordering::Relaxed);
+                self.unowned.store(0, Ordering::Relaxed);
                 if let Some(r) = self.shell.running.take() {
                     if self.shown == Shown::Commands {
                         to_client.extend(self.sanitizer.finish());
@@ -1388,8 +1427,32 @@ mod tests {
         for question in [&b"Ticket number > "[..], b"mysql> "] {
             assert!(t.feed(question).type_in.is_none());
         }
+        // Once answered, walissh gives that shell up and says so, once;
+        // its prompt gets no probe, and it is read off the screen.
         t.typed_keys("T-123\r");
-        assert!(t.feed(b"T-123\r\n").type_in.is_none());
+        let answered = t.feed(b"T-123\r\n");
+        assert!(answered.type_in.is_none());
+        let shown = String::from_utf8_lossy(&answered.to_client).into_owned();
+        assert_eq!(shown, format!("T-123\r\n{GAVE_UP}\r\n"));
+        let prompt = t.feed(b"app@web1:~$ ");
+        assert!(prompt.type_in.is_none());
+        assert_eq!(&prompt.to_client[..], b"app@web1:~$ ");
+        assert_eq!(t.unowned().load(Ordering::Relaxed), 1);
+        assert!(t.deadline().is_none());
+    }
+
+    /// A password's question answered is no reason to give up: the
+    /// shell's prompt after it gets the probe.
+    #[test]
+    fn a_password_answered_before_the_prompt_is_no_question() {
+        let mut t = following();
+        t.typed_keys("sudo su - app\r");
+        t.feed(m("\x1b]133;C;w={N};cmd=sudo su - app\x07").as_bytes());
+        assert!(t.feed(b"[sudo] password for bob: ").type_in.is_none());
+        // While it runs, its screen is not the shell's prompt.
+        assert_eq!(t.unowned().load(Ordering::Relaxed), 1);
+        t.typed_keys("secret\r");
+        assert!(t.feed(b"\r\n").type_in.is_none());
         assert!(t.feed(b"app@web1:~$ ").type_in.is_some());
     }
 
@@ -1406,7 +1469,7 @@ mod tests {
         assert!(t.deadline().is_none());
         assert_eq!(t.place().depth, 0);
         // Its commands are read off the screen, at depth 1.
-        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 1);
+        assert_eq!(t.unowned().load(Ordering::Relaxed), 1);
         // From here on its output is shown as it is, and its marks (none)
         // would not count with the probe's nonce.
         let n = probe_nonce(&probe);
@@ -1422,10 +1485,10 @@ mod tests {
         assert!(out.type_in.is_none() && out.to_client.is_empty());
         assert!(t.feed(b"$ ").to_client.is_empty());
         assert_eq!(&t.feed(b"ls\r\n").to_client[..], b"ls\r\n");
-        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 1);
+        assert_eq!(t.unowned().load(Ordering::Relaxed), 1);
         // `exit`: the login shell speaks, and `sh` ends.
         let back = t.feed(m("\x1b]133;D;0;w={N}\x07").as_bytes());
         assert_eq!(back.finished[0].command.as_deref(), Some("sh"));
-        assert_eq!(t.unfollowed().load(Ordering::Relaxed), 0);
+        assert_eq!(t.unowned().load(Ordering::Relaxed), 0);
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Shell;
+use super::{Shell, prompt};
 
 /// How long a nested shell has to answer the probe, and then the
 /// bootstrap; and to draw its prompt again after a probe it did not take.
@@ -29,8 +29,15 @@ const WATCH_MAX: usize = 1 << 20;
 /// Following the user into a shell started from the prompt.
 pub(crate) enum Nesting {
     /// The running command starts a shell: its output's tail, to spot the
-    /// prompt.
-    Watching { tail: Vec<u8>, seen: usize },
+    /// prompt; the lines the user had entered when it was last looked at,
+    /// and whether the tail then asked a question that is neither a
+    /// prompt nor a password's (an rc file's `read -p`).
+    Watching {
+        tail: Vec<u8>,
+        seen: usize,
+        lines: Option<u64>,
+        asking: bool,
+    },
     /// walissh typed the probe (or, once it was answered, the bootstrap)
     /// with `nonce`. What the shell prints meanwhile (the line's echo, its
     /// prompt again) is dropped: the screen keeps the prompt it showed.
@@ -52,7 +59,31 @@ impl Nesting {
         Nesting::Watching {
             tail: Vec::new(),
             seen: 0,
+            lines: None,
+            asking: false,
         }
+    }
+
+    /// Looks at a watched command again, the user having entered `lines`
+    /// lines in all: whether one of them answered a question its output
+    /// asked that was neither a prompt nor a password's. walissh then
+    /// gives up following it: what comes next may be another question,
+    /// and the probe typed there would be its answer (with the nonce),
+    /// and the user's own answer a command.
+    pub(crate) fn answered(&mut self, lines: u64) -> bool {
+        let Nesting::Watching {
+            tail,
+            lines: seen,
+            asking,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let answered = *asking && seen.is_some_and(|s| lines > s);
+        *seen = Some(lines);
+        *asking = prompt::asks(tail);
+        answered
     }
 
     pub(crate) fn asking(nonce: String, installing: bool) -> Nesting {
@@ -86,14 +117,14 @@ impl Nesting {
 
     /// Whether a watched command's output ends at what looks like a prompt.
     pub(crate) fn at_prompt(&self) -> bool {
-        matches!(self, Nesting::Watching { tail, .. } if prompt_like(tail))
+        matches!(self, Nesting::Watching { tail, .. } if prompt::at_prompt(tail))
     }
 
     /// Takes output; false when there is nothing more to follow (a full
     /// screen program took over, or the dropped redraw is done).
     pub(crate) fn output(&mut self, bytes: &[u8]) -> bool {
         match self {
-            Nesting::Watching { tail, seen } => {
+            Nesting::Watching { tail, seen, .. } => {
                 *seen = seen.saturating_add(bytes.len());
                 keep_tail(tail, bytes);
                 // A program that takes the whole screen (tmux, screen, an
@@ -111,7 +142,7 @@ impl Nesting {
             }
             Nesting::Dropping { tail, .. } => {
                 keep_tail(tail, bytes);
-                !prompt_like(tail)
+                !prompt::at_prompt(tail)
             }
             Nesting::Asking { .. } | Nesting::Settling => true,
         }
@@ -323,26 +354,6 @@ impl ExecFlags {
     }
 }
 
-/// Whether output that ends with `tail` leaves the cursor after what looks
-/// like a shell's prompt: the last line, escape sequences aside, ends with
-/// `$ `, `# `, `% ` or `> ` and is short. A password prompt (`: `) does
-/// not.
-pub(crate) fn prompt_like(tail: &[u8]) -> bool {
-    let line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
-    // The terminal model's own stripper: escapes and carriage returns go.
-    let text = super::output::strip(line);
-    // `> ` ends a prompt only after a path or a bracket (fish's `~> `):
-    // after a word or a space it is a program's question (`read -p
-    // "Ticket number > "` in an rc file, `mysql> `), and walissh's probe
-    // typed there would be its answer, and the user's next line a command.
-    let angle = text.ends_with(b"> ")
-        && text.len() >= 3
-        && matches!(text[text.len() - 3], b'~' | b'/' | b']' | b')');
-    text.len() >= 2
-        && text.len() <= 256
-        && ([b"$ ", b"# ", b"% "].iter().any(|end| text.ends_with(*end)) || angle)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,37 +437,5 @@ mod tests {
         let chunk = vec![b'x'; 64 * 1024];
         let reads = (0..64).take_while(|_| n.output(&chunk)).count();
         assert_eq!(reads, WATCH_MAX / chunk.len());
-    }
-
-    #[test]
-    fn prompts_are_told_from_other_screens() {
-        for tail in [
-            &b"root@web1:~# "[..],
-            b"\r\n\x1b[01;32malice@web1\x1b[00m:\x1b[01;34m~\x1b[00m$ ",
-            b"\x1b]0;root@h: ~\x07root@h:~# ",
-            b"[app@db ~]$ ",
-            b"h% ",
-            b"~> ",
-        ] {
-            assert!(prompt_like(tail), "{:?}", String::from_utf8_lossy(tail));
-        }
-        for tail in [
-            &b"Password: "[..],
-            b"[sudo] password for alice: ",
-            b"Last login: today\r\n",
-            b"$",
-            b"\x1b[?1049h\x1b[H",
-            b"",
-            b"Ticket number > ",
-            b"mysql> ",
-            b"> ",
-            b"Continue? > ",
-        ] {
-            assert!(!prompt_like(tail), "{:?}", String::from_utf8_lossy(tail));
-        }
-        // Total on anything, including unfinished sequences.
-        assert!(!prompt_like(b"\x1b[12"));
-        assert!(!prompt_like(b"\x1b]0;title"));
-        assert!(!prompt_like(b"\x1b"));
     }
 }

@@ -289,22 +289,6 @@ fn cursor_line(s: &vt100::Screen) -> String {
         .collect()
 }
 
-/// The command on a shell prompt line, found by the prompt's usual ending
-/// (`$ `, `# `, `% `, `> `): the heuristic for shells that have no
-/// integration. `None` when the line does not look like a prompt.
-pub(crate) fn prompt_command(line: &str) -> Option<String> {
-    let end = ["$ ", "# ", "% ", "> "]
-        .iter()
-        .filter_map(|p| line.find(p).map(|i| i + p.len()))
-        .min()?;
-    // A prompt is short; a long prefix is more likely program output.
-    if end > 80 {
-        return None;
-    }
-    let command = line[end..].trim();
-    (!command.is_empty()).then(|| command.to_string())
-}
-
 /// A screen model is at most this big, whatever the client asks: one
 /// connection may hold several, and a 1000×1000 one takes tens of MB. A
 /// wider terminal's lines wrap differently in the model, which only reads
@@ -417,21 +401,6 @@ mod tests {
         assert!(s.view().await.unwrap().alternate);
     }
 
-    #[test]
-    fn prompt_commands() {
-        assert_eq!(prompt_command("$ ls -la").as_deref(), Some("ls -la"));
-        assert_eq!(
-            prompt_command("root@h:~# echo a # b").as_deref(),
-            Some("echo a # b")
-        );
-        assert_eq!(
-            prompt_command("~ > git status").as_deref(),
-            Some("git status")
-        );
-        assert_eq!(prompt_command("$ "), None);
-        assert_eq!(prompt_command("Password: "), None);
-    }
-
     #[tokio::test]
     async fn the_cursor_line_joins_wrapped_rows() {
         let s = start(5, 10);
@@ -439,7 +408,7 @@ mod tests {
         let snap = s.view().await.unwrap();
         assert_eq!(snap.cursor_line, "$ echo 0123456789");
         assert_eq!(
-            prompt_command(&snap.cursor_line).as_deref(),
+            super::super::prompt::command(&snap.cursor_line).as_deref(),
             Some("echo 0123456789")
         );
     }

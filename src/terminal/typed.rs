@@ -43,6 +43,8 @@ pub(crate) struct Typed {
     entered: VecDeque<Entered>,
     /// Keys forwarded since [`Typed::quiet`] last asked.
     since_asked: usize,
+    /// Lines ended with Enter, ever.
+    lines: u64,
 }
 
 /// A bracketed paste's markers: the text between them is literal.
@@ -103,8 +105,14 @@ impl Typed {
             self.entered.pop_front();
         }
         self.entered.push_back(Entered { text });
+        self.lines += 1;
         self.line.clear();
         self.unknown = false;
+    }
+
+    /// Lines ended with Enter since the shell started.
+    pub(crate) fn lines(&self) -> u64 {
+        self.lines
     }
 
     /// Backspace: the last character, not the last byte.

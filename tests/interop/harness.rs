@@ -58,6 +58,26 @@ pub fn zsh_user() -> Option<&'static str> {
     ok.then_some(ZSH_USER)
 }
 
+/// An account whose login shell is bash and whose `~/.bash_profile` asks
+/// a question before the prompt (`read -p "Ticket number > "`), as a
+/// review's did in `sudo su - app`. `None` without root.
+pub const TICKET_USER: &str = "walissh-ticket";
+
+pub fn ticket_user() -> Option<&'static str> {
+    static ONCE: OnceLock<bool> = OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        if !is_root() {
+            return false;
+        }
+        ensure_account(TICKET_USER, &["--create-home", "--shell", "/bin/bash"]);
+        let profile =
+            "read -r -p 'Ticket number > ' t; echo \"TICKET=[$t]\"\nPS1='\\u@\\h:\\w\\$ '\n";
+        std::fs::write(format!("/home/{TICKET_USER}/.bash_profile"), profile).unwrap();
+        true
+    });
+    ok.then_some(TICKET_USER)
+}
+
 /// Creates a local account with `useradd` unless it exists.
 fn ensure_account(name: &str, options: &[&str]) {
     let exists = Command::new("id")

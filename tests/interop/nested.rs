@@ -19,10 +19,15 @@ fn row(b: &Bastion, command: &str) -> Value {
 /// returns the offset past that prompt. What it prints is looked for only
 /// after the line's echo has ended (`exit` prints `exit`).
 fn run(t: &Terminal, line: &str, prints: &str, from: usize) -> usize {
+    run_to(t, line, prints, prompt_end(), from)
+}
+
+/// [`run`], for a shell whose prompt ends with `prompt`.
+fn run_to(t: &Terminal, line: &str, prints: &str, prompt: &str, from: usize) -> usize {
     t.send(&format!("{line}\r"));
     let at = t.screen.wait_for_from(&format!("{line}\r\n"), from);
     let at = t.expect_from(prints, at);
-    t.expect_from(prompt_end(), at)
+    t.expect_from(prompt, at)
 }
 
 /// Starts a nested shell with `starter` and waits for its prompt. Keys
@@ -359,4 +364,91 @@ fn a_question_in_an_rc_file_gets_the_users_answer_not_the_probe() {
         "{}",
         t.screen.text()
     );
+}
+
+/// A nested shell whose login asks a question before its prompt (issue
+/// 32): walissh types nothing into it, gives up following that shell
+/// once the user answered, and says so once. Its commands are then read
+/// off the screen, and a question typed at its prompt is refused with one
+/// line and never reaches it.
+#[test]
+fn a_shell_that_asks_before_its_prompt_is_given_up_and_said_so_once() {
+    let Some(user) = ticket_user() else {
+        eprintln!("skipped: needs root (CI runs as root)");
+        return;
+    };
+    let b = Bastion::start();
+    let t = bob(&b);
+    let at = t.screen.end();
+    t.send(&format!("su - {user}\r"));
+    let at = t.expect_from("Ticket number > ", at);
+    t.send("T-9\r");
+    // The notice comes on a line of its own, before or after the rc
+    // file's next line, as the output's reads fall.
+    let said = t.expect_from("asked a question before its prompt", at);
+    let at = t.expect_from("TICKET=[T-9]", at).max(said);
+    let at = t.expect_from("$ ", at);
+    let at = run_to(&t, "echo IN-$((2+5))", "IN-7", "$ ", at);
+    let inside = row(&b, "echo IN-$((2+5))");
+    assert_eq!(inside["detected"], "screen", "{inside}");
+    assert_eq!(inside["depth"], 1, "{inside}");
+    let at = refused_question(&t, at, "$ ");
+    run(&t, "exit", "logout", at);
+    row(&b, &format!("su - {user}"));
+    let text = t.screen.plain();
+    assert_eq!(
+        text.matches("asked a question before its prompt").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        !text.contains("133;P") && !text.contains("printf '"),
+        "{text}"
+    );
+    assert!(b.audit().iter().all(|e| e["kind"] != "ai_prompt"));
+}
+
+/// Types a question at a prompt walissh does not own: it is refused with
+/// one line, and the shell runs nothing (no glob, no "not found") and
+/// draws its prompt again. Returns the offset past that prompt.
+fn refused_question(t: &Terminal, from: usize, prompt: &str) -> usize {
+    t.send("? what is ???\r");
+    let at = t.expect_from("questions are asked only at the prompt", from);
+    let at = t.expect_from(prompt, at);
+    let after = t.screen.since(from);
+    assert!(!after.contains("not found"), "{after}");
+    at
+}
+
+/// Shells no command line says it starts (Python's `pty.spawn`,
+/// `script`) are read off the screen, and questions at their prompts are
+/// refused with one line, never passed to them (issue 32).
+#[test]
+fn shells_under_pty_spawn_and_script_are_read_off_the_screen() {
+    let b = Bastion::start();
+    let t = bob(&b);
+    let starters = [
+        r#"python3 -c 'import pty; pty.spawn("/bin/dash")'"#,
+        "script -q -c dash /dev/null",
+    ];
+    let mut at = t.screen.end();
+    for (i, starter) in starters.iter().enumerate() {
+        t.send(&format!("{starter}\r"));
+        at = t.expect_from(starter, at);
+        at = t.screen.wait_for_from("\n", at);
+        at = t.expect_from(prompt_end(), at);
+        let line = format!("echo SPAWNED-{i}-$((2+2))");
+        at = run(&t, &line, &format!("SPAWNED-{i}-4"), at);
+        let inside = row(&b, &line);
+        assert_eq!(inside["detected"], "screen", "{inside}");
+        assert_eq!(inside["depth"], 1, "{inside}");
+        at = refused_question(&t, at, prompt_end());
+        t.send("exit\r");
+        at = t.screen.wait_for_from("exit\r\n", at);
+        at = t.expect_from(prompt_end(), at);
+        row(&b, starter);
+    }
+    // No question reached the agent.
+    let audit = b.audit();
+    assert!(audit.iter().all(|e| e["kind"] != "ai_prompt"), "{audit:#?}");
 }
