@@ -511,6 +511,11 @@ impl Pumps<'_> {
         line.extend_from_slice(&typed[..cr]);
         let keys = std::mem::take(line);
         line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r'));
+        // Enter alone (in `less`, in a REPL) reads no line: the screen is
+        // not asked, so such keys never wait for its thread.
+        if keys.is_empty() {
+            return None;
+        }
         let snap = screen.view().await?;
         if snap.stale {
             // Bulk output outran the model: start it afresh for next time.

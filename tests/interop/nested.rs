@@ -430,6 +430,7 @@ fn shells_under_pty_spawn_and_script_are_read_off_the_screen() {
     let starters = [
         r#"python3 -c 'import pty; pty.spawn("/bin/dash")'"#,
         "script -q -c dash /dev/null",
+        r#"python3 -c 'import pty; pty.spawn("/bin/bash")'"#,
     ];
     let mut at = t.screen.end();
     for (i, starter) in starters.iter().enumerate() {
