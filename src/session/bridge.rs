@@ -499,7 +499,8 @@ impl Pumps<'_> {
         /// Keys kept for one line, at most: past this the line is not read.
         const LINE_MAX: usize = 4096;
         let screen = self.screen?;
-        let Some(cr) = memchr::memchr(b'\r', typed) else {
+        // Enter is CR; Ctrl-J (LF) ends a line too.
+        let Some(cr) = memchr::memchr2(b'\r', b'\n', typed) else {
             line.extend_from_slice(typed);
             if line.len() > LINE_MAX {
                 // Not printable: the line is given up (see below).
@@ -510,7 +511,7 @@ impl Pumps<'_> {
         };
         line.extend_from_slice(&typed[..cr]);
         let keys = std::mem::take(line);
-        line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r'));
+        line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r' && b != b'\n'));
         // Enter alone (in `less`, in a REPL) reads no line: the screen is
         // not asked, so such keys never wait for its thread.
         if keys.is_empty() {
@@ -817,6 +818,15 @@ fn on_screen(shown: &str, keys: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::on_screen;
+    use bytes::Bytes;
+
+    #[test]
+    fn a_refused_line_is_wiped_and_ended_empty_and_later_keys_kept() {
+        let keys = Bytes::from_static(b"? x\rls\r");
+        assert_eq!(&super::refused(&keys, 3)[..], b"? x\x15\rls\r");
+        let keys = Bytes::from_static(b"\n");
+        assert_eq!(&super::refused(&keys, 0)[..], b"\x15\r");
+    }
 
     #[test]
     fn keys_echoed_already_are_not_counted_twice() {
