@@ -70,7 +70,10 @@ pub fn marks(data: &[u8]) {
     );
     let has = |n: &str| input.windows(n.len()).any(|w| w == n.as_bytes());
     let nonce_free = ![NONCE, NESTED, NEXT].iter().any(|n| has(n));
-    let confirmed = whole.1.iter().any(|(_, _, m)| *m == Mark::Rotated);
+    let confirmed = whole
+        .1
+        .iter()
+        .any(|(_, _, m)| matches!(m, Mark::Rotated(_)));
     assert!(
         !confirmed || (has(&format!("w={NEXT}")) && has(&format!("was={NONCE}"))),
         "a new nonce confirmed without the old one"
@@ -93,7 +96,9 @@ pub fn nested(data: &[u8]) {
         assert!(!text.contains(special), "{text:?}");
     }
     let _ = prompt::at_prompt(data);
-    let _ = prompt::asks(data);
+    let _ = prompt::answered(data, "x");
+    let (question, answer) = text.split_at(text.floor_char_boundary(text.len() / 3));
+    let _ = prompt::answered(question.as_bytes(), answer);
     if let Some(command) = prompt::command(&text) {
         assert!(text.ends_with(&command) || text.trim_end().ends_with(&command));
     }

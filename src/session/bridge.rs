@@ -29,7 +29,7 @@ use crate::audit::recording::{Recording, Track};
 use crate::config::AiMode;
 use crate::context::providers::Snapshot;
 use crate::shutdown::Listener;
-use crate::terminal::screen::Screen;
+use crate::terminal::screen::{Screen, ScreenView};
 use crate::terminal::typed::Typed;
 use crate::terminal::{CommandRecord, Terminal};
 use crate::upstream::{self, TargetInfo};
@@ -477,72 +477,69 @@ impl Pumps<'_> {
         Bytes::from(spliced)
     }
 
-    /// For prompts walissh does not own (a shell without integration, or
-    /// whatever a command the user runs shows): when Enter is typed on
-    /// what looks like a shell's prompt line, audits the line as a command
-    /// (no exit status, no directory: the screen does not say), or, when
-    /// it is a question (it starts with an `[ai] prefixes` entry), refuses
-    /// it: returns where its Enter is in `typed`, which must not reach
-    /// the shell. A heuristic, documented as such: it reads what the
-    /// screen shows, so input typed with echo off is never seen, and it
-    /// can mistake a program's prompt for a shell's.
+    /// For prompts walissh does not own (a shell without integration, one
+    /// a command shows: see `nested::may_show_a_shell`): each line the
+    /// keys end (Enter, or Ctrl-J) on what looks like a shell's prompt is
+    /// audited as a command (no exit status, no directory: the screen does
+    /// not say), or, when it is a question (it starts with an `[ai]
+    /// prefixes` entry), refused: its line end is taken out of the keys
+    /// returned, so the shell runs nothing (the line stays, to be edited or
+    /// cleared), and `true` says the user must be told. A heuristic,
+    /// documented as such: it reads what the screen shows, so input typed
+    /// with echo off is never seen, and it can mistake a program's prompt
+    /// for a shell's.
     ///
     /// `line` holds the keys typed on the line so far, over all chunks: the
     /// client may send a line in several pieces, and the shell's echo of
     /// the first ones may or may not be on the screen yet when Enter comes.
-    async fn read_command_off_screen(
-        &self,
-        typed: &[u8],
-        line: &mut Vec<u8>,
-        depth: usize,
-    ) -> Option<usize> {
+    async fn off_screen(&self, typed: Bytes, line: &mut Vec<u8>, depth: usize) -> (Bytes, bool) {
         /// Keys kept for one line, at most: past this the line is not read.
         const LINE_MAX: usize = 4096;
-        let screen = self.screen?;
-        // Enter is CR; Ctrl-J (LF) ends a line too.
-        let Some(cr) = memchr::memchr2(b'\r', b'\n', typed) else {
-            line.extend_from_slice(typed);
+        let keep = |line: &mut Vec<u8>, keys: &[u8]| {
+            line.extend_from_slice(keys);
             if line.len() > LINE_MAX {
-                // Not printable: the line is given up (see below).
+                // Not text: the line is given up (see `Line`).
                 line.clear();
                 line.push(0);
             }
-            return None;
         };
-        line.extend_from_slice(&typed[..cr]);
-        let keys = std::mem::take(line);
-        line.extend(typed[cr + 1..].iter().take_while(|&&b| b != b'\r' && b != b'\n'));
-        // Enter alone (in `less`, in a REPL) reads no line: the screen is
-        // not asked, so such keys never wait for its thread.
-        if keys.is_empty() {
-            return None;
+        let Some(screen) = self.screen else {
+            return (typed, false);
+        };
+        let mut kept = Vec::with_capacity(typed.len());
+        let mut refused = false;
+        // The screen, asked once a chunk: later lines of one chunk are
+        // typed ahead of what it shows.
+        let mut snap = None;
+        let mut rest = &typed[..];
+        while let Some(end) = memchr::memchr2(b'\r', b'\n', rest) {
+            keep(line, &rest[..end]);
+            let keys = Line::of(std::mem::take(line));
+            let first = snap.is_none();
+            if first && !keys.is_empty() {
+                snap = Some(screen.view().await);
+            }
+            kept.extend_from_slice(&rest[..end]);
+            match keys.judge(snap.as_ref(), first, &self.ctx.live.agent.prefixes) {
+                Judged::Question => refused = true,
+                Judged::Command(command) => {
+                    rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
+                    kept.push(rest[end]);
+                }
+                Judged::Nothing => kept.push(rest[end]),
+            }
+            rest = &rest[end + 1..];
         }
-        let snap = screen.view().await?;
-        if snap.stale {
+        keep(line, rest);
+        kept.extend_from_slice(rest);
+        if matches!(&snap, Some(Some(v)) if v.stale) {
             // Bulk output outran the model: start it afresh for next time.
             screen.prompt();
-            return None;
         }
-        if snap.alternate {
-            return None;
+        match refused {
+            true => (Bytes::from(kept), true),
+            false => (typed, false),
         }
-        // Keys that only add text are joined to what the screen shows;
-        // after an edit (an arrow, Tab), the screen alone says what the
-        // line holds.
-        let plain = keys.iter().all(|b| (0x20..0x7f).contains(b));
-        let shown = match plain {
-            true => on_screen(&snap.cursor_line, &String::from_utf8_lossy(&keys)),
-            false => snap.cursor_line.clone(),
-        };
-        let command = crate::terminal::prompt::command(&shown)?;
-        let prefixes = &self.ctx.live.agent.prefixes;
-        if prefixes.iter().any(|p| command.starts_with(p.as_str())) {
-            return Some(cr);
-        }
-        if plain {
-            rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
-        }
-        None
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.
@@ -634,9 +631,9 @@ impl Pumps<'_> {
                         unowned.map_or(0, |u| u.load(std::sync::atomic::Ordering::Relaxed));
                     let mut data = data;
                     if self.heuristic || nested > 0 {
-                        let question = self.read_command_off_screen(&data, &mut line, nested);
-                        if let Some(cr) = question.await {
-                            data = refused(&data, cr);
+                        let refused;
+                        (data, refused) = self.off_screen(data, &mut line, nested).await;
+                        if refused {
                             notify(notices, UNOWNED_QUESTION).await;
                         }
                     }
@@ -683,13 +680,103 @@ struct Keys<'a> {
 /// What the user is told of a question typed at a prompt walissh does not
 /// own.
 const UNOWNED_QUESTION: &str = "questions are asked only at the prompt of a shell walissh \
-    integrated (bash, zsh), and this prompt is not one: the line was not run";
+    integrated (bash, zsh), and this prompt is not one: the line was not run (it is still \
+    there: edit it, or clear it with Ctrl-C)";
 
-/// `keys` with the line ended by the Enter at `cr` wiped (Ctrl-U) and
-/// ended empty instead, so the shell runs nothing and draws its prompt
-/// again; keys after it are kept.
-fn refused(keys: &Bytes, cr: usize) -> Bytes {
-    [&keys[..cr], b"\x15\r", &keys[cr + 1..]].concat().into()
+/// The keys of one line typed at a prompt walissh does not own.
+struct Line {
+    keys: Vec<u8>,
+    /// The keys as text, when they only add text (no edit, no control).
+    text: Option<String>,
+}
+
+/// What becomes of a line.
+enum Judged {
+    /// A question: refused.
+    Question,
+    /// A command, read off the prompt's line: audited.
+    Command(String),
+    Nothing,
+}
+
+impl Line {
+    fn of(keys: Vec<u8>) -> Line {
+        let text = std::str::from_utf8(&keys)
+            .ok()
+            .filter(|t| !t.chars().any(char::is_control))
+            .map(str::to_string);
+        Line { keys, text }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Judges the line by `snap`, the screen when the chunk's first line
+    /// ended (`None`: not asked; `Some(None)`: the model is gone). Only the
+    /// `first` line of a chunk is read off the screen: the others were
+    /// typed ahead of it. Where the screen cannot say (gone, stale, a
+    /// later line), a line typed as a question is refused: a question
+    /// reaching a shell runs as a glob, and a program at a prompt walissh
+    /// does not own reading a line that starts with `?` is rarer.
+    fn judge(&self, snap: Option<&Option<ScreenView>>, first: bool, prefixes: &[String]) -> Judged {
+        let asked = |t: &str| prefixes.iter().any(|p| t.starts_with(p.as_str()));
+        let typed_question = self.text.as_deref().is_some_and(asked);
+        let unsure = match typed_question {
+            true => Judged::Question,
+            false => Judged::Nothing,
+        };
+        if self.is_empty() {
+            return Judged::Nothing;
+        }
+        let Some(Some(view)) = snap.filter(|s| s.as_ref().is_some_and(|v| !v.stale)) else {
+            return unsure;
+        };
+        if view.alternate {
+            return Judged::Nothing;
+        }
+        if !first {
+            return unsure;
+        }
+        let Some(text) = &self.text else {
+            // After an edit (an arrow, Tab, Home) the line is what the
+            // screen shows, if its echo has come back: a prefix typed
+            // where the line may start (first, or after an edit) is a
+            // question too, at a shell's prompt.
+            let line = &view.cursor_line;
+            let Some(end) = crate::terminal::prompt::end(line) else {
+                return Judged::Nothing;
+            };
+            return match asked(line[end..].trim_start()) || self.prefix_after_edit(&asked) {
+                true => Judged::Question,
+                false => Judged::Nothing,
+            };
+        };
+        // Keys that only add text are joined to what the screen shows.
+        match crate::terminal::prompt::command(&on_screen(&view.cursor_line, text)) {
+            Some(c) if asked(&c) => Judged::Question,
+            Some(c) => Judged::Command(c),
+            None => Judged::Nothing,
+        }
+    }
+
+    /// Whether a prefix was typed first, or right after a key that takes
+    /// the cursor to the line's start (Ctrl-A, Ctrl-U, Home), where it
+    /// starts the line whatever the screen shows yet.
+    fn prefix_after_edit(&self, asked: &impl Fn(&str) -> bool) -> bool {
+        const LINE_START: [&[u8]; 6] = [
+            b"\x01", b"\x15", b"\x1b[H", b"\x1bOH", b"\x1b[1~", b"\x1b[7~",
+        ];
+        let keys = &self.keys;
+        let starts = LINE_START
+            .iter()
+            .flat_map(|k| memchr::memmem::find_iter(keys, k).map(move |at| at + k.len()));
+        // A prefix is short: at most 256 bytes are read at each start.
+        std::iter::once(0).chain(starts).any(|at| {
+            let head = &keys[at..keys.len().min(at + 256)];
+            asked(&String::from_utf8_lossy(head))
+        })
+    }
 }
 
 /// What one of the seat's drawing requests shows the client, and how
@@ -817,15 +904,74 @@ fn on_screen(shown: &str, keys: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::on_screen;
-    use bytes::Bytes;
+    use super::{Judged, Line, on_screen};
+    use crate::terminal::screen::ScreenView;
 
+    /// A line typed as a question is refused wherever the screen cannot
+    /// say what the line is (a later line of a chunk, a stale or gone
+    /// model); in a full-screen program nothing is; at a program's own
+    /// prompt it passes; at a shell's, read off the screen, it is refused
+    /// whatever edits made it.
     #[test]
-    fn a_refused_line_is_wiped_and_ended_empty_and_later_keys_kept() {
-        let keys = Bytes::from_static(b"? x\rls\r");
-        assert_eq!(&super::refused(&keys, 3)[..], b"? x\x15\rls\r");
-        let keys = Bytes::from_static(b"\n");
-        assert_eq!(&super::refused(&keys, 0)[..], b"\x15\r");
+    fn lines_at_unowned_prompts_are_judged_by_the_screen() {
+        let prefixes = ["?".to_string(), "ai:".to_string()];
+        let view = |line: &str, alternate: bool, stale: bool| ScreenView {
+            cursor_line: line.into(),
+            alternate,
+            stale,
+            ..ScreenView::default()
+        };
+        let judge = |keys: &str, snap: Option<ScreenView>, first: bool| {
+            Line::of(keys.as_bytes().to_vec()).judge(Some(&snap), first, &prefixes)
+        };
+        let question = |j: Judged| matches!(j, Judged::Question);
+        assert!(question(judge("? x", Some(view("$ ", false, false)), true)));
+        assert!(question(judge(
+            "? ça",
+            Some(view("$ ? ça", false, false)),
+            true
+        )));
+        assert!(question(judge("? x", Some(view("", false, false)), false)));
+        assert!(question(judge("? x", Some(view("", false, true)), true)));
+        assert!(question(judge("? x", None, true)));
+        // Home, then `? ` before a command: the screen's line is a
+        // question, and so are the keys before its echo is back.
+        let edited = "echo RAN\x01? ";
+        assert!(question(judge(
+            edited,
+            Some(view("$ ? echo RAN", false, false)),
+            true
+        )));
+        assert!(question(judge(
+            edited,
+            Some(view("$ ", false, false)),
+            true
+        )));
+        assert!(question(judge(
+            "x\x1b[H? ",
+            Some(view("$ x", false, false)),
+            true
+        )));
+        assert!(question(judge(
+            "x\x1bOHai: ",
+            Some(view("$ x", false, false)),
+            true
+        )));
+        // A `?` inside a line edited with an arrow is a glob, not a question.
+        let glob = judge("ls fil\x1b[D?", Some(view("$ ls fil?", false, false)), true);
+        assert!(!question(glob));
+        assert!(!question(judge(
+            "? x",
+            Some(view("mysql> ", false, false)),
+            true
+        )));
+        assert!(!question(judge("?x", Some(view("~ ", true, false)), true)));
+        let ls = judge("ls -l", Some(view("$ ", false, false)), true);
+        assert!(matches!(ls, Judged::Command(c) if c == "ls -l"));
+        assert!(matches!(
+            judge("", Some(view("$ ? x", false, false)), true),
+            Judged::Nothing
+        ));
     }
 
     #[test]

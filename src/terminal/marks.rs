@@ -20,6 +20,8 @@ use std::borrow::Cow;
 
 /// A sequence longer than this cannot be ours; it is passed on as is.
 const MAX_MARK: usize = 8 * 1024;
+/// New nonces given and not yet confirmed, kept at most.
+const OUTSTANDING: usize = 4;
 
 /// What a mark says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,9 +55,9 @@ pub(crate) enum Mark {
         /// Who the shell runs as, and on which host.
         account: Account,
     },
-    /// 133;R — the shell took the nonce walissh gave it; marks with the
-    /// old one mean nothing from here on.
-    Rotated,
+    /// 133;R — the shell took a nonce walissh gave it (its tag, `w=…`);
+    /// marks with the old one mean nothing from here on.
+    Rotated(String),
     /// 133;P — a nested shell answered walissh's probe: its bash and zsh
     /// versions (empty when it is neither).
     Probed { bash: String, zsh: String },
@@ -80,9 +82,12 @@ pub(crate) enum Level {
 pub(crate) struct Scanner {
     /// `w=NONCE` of each integrated shell, the login shell first.
     tags: Vec<String>,
-    /// The nonce walissh has given the innermost shell and the shell has
-    /// not yet confirmed (with an R mark): marks with it are ours too.
-    next: Option<String>,
+    /// The nonces walissh has given the innermost shell and the shell has
+    /// not yet confirmed (with an R mark), oldest first: one that was not
+    /// answered in time stays, in case the shell is only slow. Nothing but
+    /// the R mark is believed with them: a program that read one off the
+    /// terminal in the shell's place can do nothing with it.
+    next: Vec<String>,
     /// The nonce of a nested shell being installed, and whether it
     /// replaces the innermost shell (`exec bash`) rather than nesting in it.
     pending: Option<(String, bool)>,
@@ -100,7 +105,7 @@ impl Scanner {
     pub(crate) fn new(nonce: &str) -> Scanner {
         Scanner {
             tags: vec![format!("w={nonce}")],
-            next: None,
+            next: Vec::new(),
             pending: None,
             held: Vec::new(),
         }
@@ -109,7 +114,10 @@ impl Scanner {
     /// walissh is giving the innermost shell `nonce`: marks with it are
     /// ours, and once the shell confirms it, only those.
     pub(crate) fn expect(&mut self, nonce: &str) {
-        self.next = Some(format!("w={nonce}"));
+        if self.next.len() == OUTSTANDING {
+            self.next.remove(0);
+        }
+        self.next.push(format!("w={nonce}"));
     }
 
     /// A nested shell is being installed with `nonce` (None: no longer);
@@ -122,7 +130,7 @@ impl Scanner {
     pub(crate) fn pop_to(&mut self, level: usize) {
         if level + 1 < self.tags.len() {
             self.tags.truncate(level + 1);
-            self.next = None;
+            self.next.clear();
         }
     }
 
@@ -156,11 +164,12 @@ impl Scanner {
                 }
                 Seq::Ours { len, level, mark } => {
                     if let Some(m) = mark {
-                        if m == Mark::Rotated
-                            && let Some(next) = self.next.take()
+                        if let Mark::Rotated(tag) = &m
+                            && let Some(at) = self.next.iter().position(|n| n == tag)
                             && let Some(top) = self.tags.last_mut()
                         {
-                            *top = next;
+                            // Those given before it are stale now.
+                            *top = self.next.drain(..=at).last().unwrap_or_default();
                         }
                         // The nested shell being installed is ready: its
                         // marks are the innermost level's from here on,
@@ -173,7 +182,7 @@ impl Scanner {
                                 Some(top) if replaces => *top = tag,
                                 _ => self.tags.push(tag),
                             }
-                            self.next = None;
+                            self.next.clear();
                         }
                         marks.push((out.len(), level, m));
                     }
@@ -238,13 +247,10 @@ impl Scanner {
         }
     }
 
-    /// The level whose tag `has` finds: the innermost shell's (or the
-    /// nonce it is being given), then the shells below it, innermost first.
+    /// The level whose tag `has` finds: the innermost shell's, then the
+    /// shells below it, innermost first.
     fn level(&self, has: impl Fn(&str) -> bool) -> Option<usize> {
         let top = self.tags.len() - 1;
-        if self.next.as_deref().is_some_and(&has) {
-            return Some(top);
-        }
         (0..=top).rev().find(|&i| has(&self.tags[i]))
     }
 
@@ -287,9 +293,14 @@ impl Scanner {
             // marks hold.
             let top = &self.tags[self.tags.len() - 1];
             let was = top.strip_prefix("w=").map(|n| format!("was={n}"));
-            let next = self.next.as_deref().is_some_and(|n| params.contains(&n))
-                && was.is_some_and(|w| params.contains(&w.as_str()));
-            return next.then_some((Level::At(self.tags.len() - 1), Some(Mark::Rotated)));
+            if !was.is_some_and(|w| params.contains(&w.as_str())) {
+                return None;
+            }
+            let next = self.next.iter().find(|n| params.contains(&n.as_str()))?;
+            return Some((
+                Level::At(self.tags.len() - 1),
+                Some(Mark::Rotated(next.clone())),
+            ));
         }
         // A nested shell being installed answers the probe and says it is
         // ready; nothing else it says counts until then.
@@ -511,21 +522,52 @@ mod tests {
             assert_eq!(out, forged.as_bytes());
             assert!(marks.is_empty(), "{forged:?}");
         }
-        // Until the shell confirms, both are ours; after, the new only.
+        // Until the shell confirms, only the old one is believed (a
+        // program that read the new one off the terminal can forge
+        // nothing with it, not even a W that would turn the check off);
+        // after, only the new one.
         let input = format!(
-            "\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW};was={N}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
+            "\x1b]133;W;w={NEW};keys=0\x07\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW};was={N}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
         );
         let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
-        assert_eq!(out, format!("\x1b]133;D;7;w={N}\x07").as_bytes());
+        let expected = format!("\x1b]133;W;w={NEW};keys=0\x07\x1b]133;D;7;w={N}\x07");
+        assert_eq!(out, expected.as_bytes());
         let kinds: Vec<_> = marks.into_iter().map(|(_, m)| m).collect();
         assert_eq!(
             kinds,
             vec![
                 Mark::CommandEnd { exit: Some(0) },
-                Mark::Rotated,
+                Mark::Rotated(format!("w={NEW}")),
                 Mark::CommandEnd { exit: Some(1) },
             ]
         );
+    }
+
+    /// A new nonce not confirmed in time stays outstanding: if the shell
+    /// was only slow, its late answer still counts, and so does its answer
+    /// to the nonce given after it (whose `was=` is the late one). Once
+    /// one is confirmed, those given before it are stale.
+    #[test]
+    fn a_late_confirmation_does_not_stall_the_next() {
+        const N1: &str = "1111222233334444";
+        const N2: &str = "5555666677778888";
+        let mut s = Scanner::new(N);
+        s.expect(N1);
+        s.expect(N2);
+        let late = format!("\x1b]133;R;w={N1};was={N}\x07\x1b]133;R;w={N2};was={N1}\x07");
+        let (out, marks) = scan_all(&mut s, &[late.as_bytes()]);
+        assert!(out.is_empty());
+        assert_eq!(marks.len(), 2);
+        // A program that kept N1 (the shell took N2 over it) gets nothing.
+        let mut s = Scanner::new(N);
+        s.expect(N1);
+        s.expect(N2);
+        let shell = format!("\x1b]133;R;w={N2};was={N}\x07");
+        assert_eq!(scan_all(&mut s, &[shell.as_bytes()]).1.len(), 1);
+        let stale = format!("\x1b]133;R;w={N1};was={N2}\x07\x1b]133;D;0;w={N1}\x07");
+        let (out, marks) = scan_all(&mut s, &[stale.as_bytes()]);
+        assert_eq!(out, stale.as_bytes());
+        assert!(marks.is_empty());
     }
 
     #[test]

@@ -181,6 +181,8 @@ pub(crate) struct Terminal {
     unowned: Arc<AtomicUsize>,
     /// New nonces the shell confirmed (R marks), ever.
     rotations: u64,
+    /// The login shell's bootstrap said it is ready (W): said once only.
+    ready: bool,
     /// Marks dropped since the last report, and when that was.
     dropped: u64,
     reported: Option<Instant>,
@@ -284,6 +286,7 @@ impl Terminal {
             typed: Arc::default(),
             unowned: Arc::default(),
             rotations: 0,
+            ready: false,
             dropped: 0,
             reported: None,
             history: Default::default(),
@@ -548,11 +551,12 @@ impl Terminal {
             return None;
         }
         // Asked at every chunk: "since" means since the output before.
-        let (quiet, lines) = {
+        let (quiet, lines, last) = {
             let mut typed = self.typed.lock().unwrap_or_else(|e| e.into_inner());
-            (typed.quiet(), typed.lines())
+            (typed.quiet(), typed.lines(), typed.last_text())
         };
-        if self.nesting.as_mut().is_some_and(|n| n.answered(lines)) {
+        let answered = |n: &mut Nesting| n.answered(lines, last.as_deref());
+        if self.nesting.as_mut().is_some_and(answered) {
             self.nesting = None;
             self.not_followed();
             say(to_client, GAVE_UP);
@@ -802,11 +806,24 @@ impl Terminal {
                 paste,
                 account,
             } => {
+                // Only the login shell's bootstrap says what it bound and
+                // who it runs as, once (a nested one's W comes at the
+                // pending level, to `nested_answer`). Said again later, by
+                // anything holding the nonce, it would turn walissh's
+                // checks off, or make a root shell look like a user's.
+                if std::mem::replace(&mut self.ready, true) {
+                    return;
+                }
+                let held = match &mut self.phase {
+                    Phase::Withholding { held, .. } => std::mem::take(held),
+                    // The bootstrap was slow: what it held is shown already.
+                    _ => Vec::new(),
+                };
                 self.shell.caps = Caps { keys, paste };
                 self.login_host = account.host;
                 self.shell.place.user = account.user;
-                if let Phase::Withholding { held, .. } = &mut self.phase {
-                    let keep = cut_first_prompt(held, lines + usize::from(newline));
+                if matches!(self.phase, Phase::Withholding { .. }) {
+                    let keep = cut_first_prompt(&held, lines + usize::from(newline));
                     to_client.extend_from_slice(&held[..keep]);
                     self.phase = if plain {
                         Phase::Plain
@@ -836,9 +853,10 @@ impl Terminal {
                     && self.shown == Shown::All
                     && command.as_deref().is_some_and(nested::starts_shell);
                 self.nesting = follow.then(Nesting::watching);
-                // What the user's command shows is not a prompt of the
-                // shell's, whatever it looks like.
-                if self.shown == Shown::All {
+                // A shell the user's command shows is not one walissh
+                // owns, until it is integrated.
+                let shell = command.as_deref().is_some_and(nested::may_show_a_shell);
+                if self.shown == Shown::All && shell {
                     self.unowned.store(self.outer.len() + 1, Ordering::Relaxed);
                 }
                 self.shell.running = Some(Running {
@@ -890,7 +908,7 @@ impl Terminal {
             }
             // The line is done: the next prompt's echo starts afresh.
             Mark::Question { .. } => self.shell.echo = None,
-            Mark::Rotated => self.rotations += 1,
+            Mark::Rotated(_) => self.rotations += 1,
             Mark::PromptStart | Mark::Probed { .. } => {}
         }
     }
@@ -1260,6 +1278,25 @@ mod tests {
             m("\x1b]133;W;w={N};lines=0;nl=1;keys=1;paste=1;user=alice;host=web1\x07").as_bytes(),
         );
         t
+    }
+
+    /// The login shell says it is ready once: a W said again later (by a
+    /// line the user runs, or a program holding the nonce) changes
+    /// neither what walissh believes the shell bound nor who it runs as.
+    #[test]
+    fn a_second_ready_mark_changes_nothing() {
+        let mut t = following();
+        let again = m("\x1b]133;W;w={N};lines=0;nl=1;keys=0;paste=0;user=bob;host=x\x07");
+        let out = t.feed(again.as_bytes());
+        assert!(out.to_client.is_empty());
+        assert_eq!(
+            t.caps(),
+            Caps {
+                keys: true,
+                paste: true
+            }
+        );
+        assert_eq!(t.place().user.as_deref(), Some("alice"));
     }
 
     /// The nonce in a probe walissh typed.

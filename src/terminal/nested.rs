@@ -29,14 +29,12 @@ const WATCH_MAX: usize = 1 << 20;
 /// Following the user into a shell started from the prompt.
 pub(crate) enum Nesting {
     /// The running command starts a shell: its output's tail, to spot the
-    /// prompt; the lines the user had entered when it was last looked at,
-    /// and whether the tail then asked a question that is neither a
-    /// prompt nor a password's (an rc file's `read -p`).
+    /// prompt, and the lines the user had entered when it was last looked
+    /// at.
     Watching {
         tail: Vec<u8>,
         seen: usize,
         lines: Option<u64>,
-        asking: bool,
     },
     /// walissh typed the probe (or, once it was answered, the bootstrap)
     /// with `nonce`. What the shell prints meanwhile (the line's echo, its
@@ -60,30 +58,26 @@ impl Nesting {
             tail: Vec::new(),
             seen: 0,
             lines: None,
-            asking: false,
         }
     }
 
     /// Looks at a watched command again, the user having entered `lines`
-    /// lines in all: whether one of them answered a question its output
-    /// asked that was neither a prompt nor a password's. walissh then
-    /// gives up following it: what comes next may be another question,
-    /// and the probe typed there would be its answer (with the nonce),
-    /// and the user's own answer a command.
-    pub(crate) fn answered(&mut self, lines: u64) -> bool {
+    /// lines in all, the last of them `last` (None: edited past
+    /// following): whether a new one answered, on the screen, a question
+    /// the output asked that was not a prompt (see `prompt::answered`).
+    /// walissh then gives up following it: what comes next may be another
+    /// question, and the probe typed there would be its answer (with the
+    /// nonce), and the user's own answer a command.
+    pub(crate) fn answered(&mut self, lines: u64, last: Option<&str>) -> bool {
         let Nesting::Watching {
-            tail,
-            lines: seen,
-            asking,
-            ..
+            tail, lines: seen, ..
         } = self
         else {
             return false;
         };
-        let answered = *asking && seen.is_some_and(|s| lines > s);
+        let new = seen.is_some_and(|s| lines > s);
         *seen = Some(lines);
-        *asking = prompt::asks(tail);
-        answered
+        new && last.is_some_and(|answer| prompt::answered(tail, answer))
     }
 
     pub(crate) fn asking(nonce: String, installing: bool) -> Nesting {
@@ -172,6 +166,27 @@ pub(crate) fn shell_of(bash: &str, zsh: &str) -> Option<Shell> {
 const SHELLS: &[&str] = &[
     "bash", "zsh", "sh", "dash", "ksh", "mksh", "fish", "tcsh", "csh", "ash", "busybox",
 ];
+
+/// Whether `command` (the line the shell ran) may show a shell's prompt
+/// that walissh does not own: it starts a shell, or runs one behind a
+/// terminal of its own (`script`, `expect`, `unbuffer`, Python's
+/// `pty.spawn`), where no command line says which. Only there are
+/// commands read off the screen and questions refused: at any other
+/// program's prompt (`mysql> ?`) a `?` is the program's.
+pub(crate) fn may_show_a_shell(command: &str) -> bool {
+    if starts_shell(command) {
+        return true;
+    }
+    let mut words = command.split_ascii_whitespace();
+    let first = words.next().unwrap_or_default();
+    let first = match first {
+        "exec" | "command" | "sudo" => words.next().unwrap_or_default(),
+        _ => first,
+    };
+    let name = first.rsplit('/').next().unwrap_or(first);
+    let python = name.starts_with("python") && command.contains("pty.");
+    python || matches!(name, "script" | "expect" | "unbuffer" | "socat")
+}
 
 /// Whether `command` (the line the shell ran) starts an interactive shell.
 pub(crate) fn starts_shell(command: &str) -> bool {

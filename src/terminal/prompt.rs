@@ -4,13 +4,15 @@
 //! screen in shells walissh did not integrate, and refusing questions
 //! typed at their prompts.
 //!
-//! A shell's prompt ends with `$ `, `# ` or `% `, or with `> ` after a
-//! path or a bracket (fish's `~> `). Programs' own prompts that end the
-//! same way are told apart by the byte before: `> ` after a word or a
-//! space is a program's question (`read -p "Ticket number > "`, `mysql> `,
-//! Python's `>>> `), and `$ `/`# `/`% ` after `=`, `-`, `(`, a quote, `*`
-//! or `$` is psql's (`db=# `, `db-# `, `db(# `). A password prompt (`: `)
-//! never is one. Every function here is total and linear in its input.
+//! A shell's prompt ends with `$ `, `# ` or `% `, or with `> ` after `~`
+//! or `/` (fish's `~> `, `/> `). Programs' own prompts that end the same
+//! way are told apart by the byte before: `> ` after anything else is a
+//! program's (`read -p "Ticket number > "`, `mysql> `, MariaDB's
+//! `[(none)]> `, Python's `>>> `, `iex(1)> `, `[dev/prod]> `; and fish's
+//! in a subdirectory, `~/src> `, which is missed), and `$ `/`# `/`% `
+//! after `=`, `-`, `(`, a quote, `*` or `$` is psql's (`db=# `, `db-# `,
+//! `db(# `). A password prompt (`: `) never is one. Every function here
+//! is total and linear in its input.
 //! What it leaves to others: where the line comes from (the terminal
 //! model, the screen model), and what is done with the answer.
 
@@ -25,7 +27,7 @@ const LINE_MAX: usize = 256;
 fn ends_at(line: &[u8], at: usize) -> bool {
     let before = at.checked_sub(1).map(|i| line[i]);
     match line.get(at..at + 2) {
-        Some(b"> ") => matches!(before, Some(b'~' | b'/' | b']' | b')')),
+        Some(b"> ") => matches!(before, Some(b'~' | b'/')),
         Some(b"$ " | b"# " | b"% ") => !matches!(
             before,
             Some(b'=' | b'-' | b'(' | b'\'' | b'"' | b'*' | b'$')
@@ -42,33 +44,29 @@ pub(crate) fn at_prompt(tail: &[u8]) -> bool {
     (2..=LINE_MAX).contains(&text.len()) && ends_at(&text, text.len() - 2)
 }
 
-/// Whether output ending with `tail` leaves the cursor after text that
-/// waits for an answer that is not a command nor a secret: a last line
-/// with something on it that is neither a prompt nor a password's (or a
-/// passphrase's, a code's) question. An rc file's `read -p`, a menu.
-pub(crate) fn asks(tail: &[u8]) -> bool {
-    let text = last_line(tail);
-    let text = String::from_utf8_lossy(&text);
-    let trimmed = text.trim();
-    !trimmed.is_empty() && !at_prompt(text.as_bytes()) && !secret(trimmed)
-}
-
-/// Whether `question` asks for a secret: a password, a passphrase, a
-/// one-time code.
-fn secret(question: &str) -> bool {
-    let lower = question.to_lowercase();
-    [
-        "password",
-        "passphrase",
-        "passcode",
-        "verification code",
-        "one-time",
-        "pin:",
-        "token:",
-        "otp:",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
+/// Whether output ending with `tail` shows `answer` (a line the user
+/// entered) echoed after a question that was not a shell's prompt: an rc
+/// file's `read -p`, a menu. The answer must be on the screen: one typed
+/// with echo off (a password in any language, a passphrase, a PIN) was
+/// not, and ssh's own question about a host's key is no question here.
+/// The last line that ends with the answer is the one read.
+pub(crate) fn answered(tail: &[u8], answer: &str) -> bool {
+    let answer = answer.trim_end();
+    if answer.is_empty() {
+        return false;
+    }
+    let Some(line) = tail
+        .split(|&b| b == b'\n')
+        .map(visible)
+        .filter(|l| l.trim_ascii_end().ends_with(answer.as_bytes()))
+        .last()
+    else {
+        return false;
+    };
+    let line = line.trim_ascii_end();
+    let question = &line[..line.len() - answer.len()];
+    let ssh = memchr::memmem::find(question, b"(yes/no").is_some();
+    !question.trim_ascii().is_empty() && !at_prompt(question) && !ssh
 }
 
 /// The command on a shell's prompt line (the screen's cursor line, or
@@ -76,19 +74,32 @@ fn secret(question: &str) -> bool {
 /// ending. `None` when the line does not look like a prompt, or holds
 /// nothing after it.
 pub(crate) fn command(line: &str) -> Option<String> {
-    let bytes = line.as_bytes();
-    let end = (0..bytes.len().min(PROMPT_MAX - 1)).find(|&i| ends_at(bytes, i))? + 2;
-    let command = line[end..].trim();
+    let command = line[end(line)?..].trim();
     (!command.is_empty()).then(|| command.to_string())
 }
 
-/// The last line of `tail` as the terminal shows it: after the last line
-/// feed, without escape sequences, and from its last carriage return on
-/// (what follows one overwrites what came before, at least as far as it
-/// goes).
+/// Where the first prompt ending on `line` ends, if the line starts with
+/// what looks like a shell's prompt.
+pub(crate) fn end(line: &str) -> Option<usize> {
+    let bytes = line.as_bytes();
+    Some((0..bytes.len().min(PROMPT_MAX - 1)).find(|&i| ends_at(bytes, i))? + 2)
+}
+
+/// The last line of `tail` as the terminal shows it.
 fn last_line(tail: &[u8]) -> Vec<u8> {
-    let line = tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail);
-    super::output::strip(line)
+    visible(tail.rsplit(|&b| b == b'\n').next().unwrap_or(tail))
+}
+
+/// One line as the terminal shows it: without escape sequences, and from
+/// its last carriage return that has text after it (what follows one is
+/// drawn over what came before: zsh pads a line with spaces and returns
+/// before its prompt).
+fn visible(line: &[u8]) -> Vec<u8> {
+    line.split(|&b| b == b'\r')
+        .map(super::output::strip)
+        .filter(|part| !part.is_empty())
+        .last()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -104,12 +115,12 @@ mod tests {
             b"[app@db ~]$ ",
             b"h% ",
             b"~> ",
+            b"~/src/> ",
             b"$ ",
             b"bash-5.2$ ",
             b"sh-5.2# ",
         ] {
             assert!(at_prompt(tail), "{:?}", String::from_utf8_lossy(tail));
-            assert!(!asks(tail), "{:?}", String::from_utf8_lossy(tail));
         }
         for tail in [
             &b"Password: "[..],
@@ -127,6 +138,10 @@ mod tests {
             b"postgres-# ",
             b"postgres(# ",
             b"postgres$# ",
+            b"MariaDB [(none)]> ",
+            b"[1] pry(main)> ",
+            b"iex(1)> ",
+            b"[dev/prod]> ",
         ] {
             assert!(!at_prompt(tail), "{:?}", String::from_utf8_lossy(tail));
         }
@@ -137,27 +152,50 @@ mod tests {
     }
 
     #[test]
-    fn questions_that_are_neither_prompts_nor_secrets_are_told() {
-        for tail in [
-            &b"Ticket number > "[..],
-            b"Choose [1-3]: ",
-            b"mysql> ",
-            b"Continue? ",
+    fn answers_echoed_after_a_question_are_told_from_the_rest() {
+        for (tail, answer) in [
+            (&b"Ticket number > T-9\r\n"[..], "T-9"),
+            (b"Choose [1-3]: 2\r\nok\r\napp$ ", "2"),
+            (b"\x1b[1mContinue?\x1b[0m yes\r\n", "yes"),
+            (b"Ticket number > T-9", "T-9"),
         ] {
-            assert!(asks(tail), "{:?}", String::from_utf8_lossy(tail));
+            assert!(
+                answered(tail, answer),
+                "{:?}",
+                String::from_utf8_lossy(tail)
+            );
         }
-        for tail in [
-            &b"Password: "[..],
-            b"[sudo] password for alice: ",
-            b"Enter passphrase for key '/root/.ssh/id': ",
-            b"Verification code: ",
-            b"Last login: today\r\n",
-            b"\r\n",
-            b"",
-            b"app@db:~$ ",
+        for (tail, answer) in [
+            // Typed with echo off: a password in any language, a PIN.
+            (&b"[sudo] password for alice: \r\n"[..], "secret"),
+            (b"[sudo] Passwort f\xc3\xbcr bob: \r\n", "geheim"),
+            (b"Enter PIN for ECDSA-SK key: \r\n", "1234"),
+            // A command typed at a prompt not probed yet.
+            (b"app@db:~$ ls\r\n", "ls"),
+            // ssh's question about a host's key.
+            (
+                b"continue connecting (yes/no/[fingerprint])? yes\r\n",
+                "yes",
+            ),
+            // Enter alone, and an answer nowhere on the screen.
+            (b"Press Enter\r\n", ""),
+            (b"Ticket number > \r\n", "T-9"),
         ] {
-            assert!(!asks(tail), "{:?}", String::from_utf8_lossy(tail));
+            assert!(
+                !answered(tail, answer),
+                "{:?}",
+                String::from_utf8_lossy(tail)
+            );
         }
+    }
+
+    /// zsh pads a line and returns before its prompt: the line is what
+    /// follows the last return, however wide the terminal.
+    #[test]
+    fn a_line_drawn_over_after_a_return_is_what_follows_it() {
+        let padded = format!("%{}\r \rhost% ", " ".repeat(299));
+        assert!(at_prompt(padded.as_bytes()));
+        assert!(at_prompt(b"Ticket > T\rhost$ "));
     }
 
     #[test]

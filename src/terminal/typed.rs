@@ -115,6 +115,12 @@ impl Typed {
         self.lines
     }
 
+    /// The text of the last line ended with Enter, when only simple edits
+    /// made it.
+    pub(crate) fn last_text(&self) -> Option<String> {
+        self.entered.back()?.text.clone()
+    }
+
     /// Backspace: the last character, not the last byte.
     fn rub_out(&mut self) {
         while let Some(b) = self.line.pop() {

@@ -409,11 +409,13 @@ fn a_shell_that_asks_before_its_prompt_is_given_up_and_said_so_once() {
 }
 
 /// Types a question at a prompt walissh does not own: it is refused with
-/// one line, and the shell runs nothing (no glob, no "not found") and
-/// draws its prompt again. Returns the offset past that prompt.
+/// one line, and the shell runs nothing (no glob, no "not found"); the
+/// line stays until Ctrl-C clears it. Returns the offset past the prompt
+/// after that.
 fn refused_question(t: &Terminal, from: usize, prompt: &str) -> usize {
     t.send("? what is ???\r");
     let at = t.expect_from("questions are asked only at the prompt", from);
+    t.send("\x03");
     let at = t.expect_from(prompt, at);
     let after = t.screen.since(from);
     assert!(!after.contains("not found"), "{after}");
@@ -444,6 +446,16 @@ fn shells_under_pty_spawn_and_script_are_read_off_the_screen() {
         assert_eq!(inside["detected"], "screen", "{inside}");
         assert_eq!(inside["depth"], 1, "{inside}");
         at = refused_question(&t, at, prompt_end());
+        if starter.contains("bash") {
+            // `? ` put before a command with Home: the line the shell
+            // would run is a question, and the command does not run.
+            t.send("echo RAN-$((40+2))\x01? \r");
+            at = t.expect_from("questions are asked only at the prompt", at);
+            t.send("\x03");
+            at = t.expect_from(prompt_end(), at);
+            assert!(!t.screen.since(at).contains("RAN-42"));
+            assert!(!t.screen.plain().contains("RAN-42"), "{}", t.screen.plain());
+        }
         t.send("exit\r");
         at = t.screen.wait_for_from("exit\r\n", at);
         at = t.expect_from(prompt_end(), at);
@@ -452,4 +464,31 @@ fn shells_under_pty_spawn_and_script_are_read_off_the_screen() {
     // No question reached the agent.
     let audit = b.audit();
     assert!(audit.iter().all(|e| e["kind"] != "ai_prompt"), "{audit:#?}");
+}
+
+/// A question typed at a program's own prompt is the program's (the
+/// contract): MariaDB's `[(none)]> `, run from an integrated shell, gets
+/// `? select` as typed, and nothing is refused or audited as a command.
+#[test]
+fn a_question_at_a_programs_prompt_reaches_the_program() {
+    let b = Bastion::start();
+    let t = bob(&b);
+    let at = t.screen.end();
+    // The prompt is put together, so the command's echo does not show it.
+    let program = r#"python3 -c "print('GOT[' + input('MariaDB ' + '[(none)]> ') + ']')""#;
+    t.send(&format!("{program}\r"));
+    let at = t.expect_from("MariaDB [(none)]> ", at);
+    t.send("? select\r");
+    let at = t.expect_from("GOT[? select]", at);
+    t.expect_from(prompt_end(), at);
+    row(&b, program);
+    let text = t.screen.plain();
+    assert!(!text.contains("questions are asked only"), "{text}");
+    assert!(
+        b.audit()
+            .iter()
+            .all(|e| e["command"] != "? select" && e["kind"] != "ai_prompt"),
+        "{:#?}",
+        b.audit()
+    );
 }
