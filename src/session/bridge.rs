@@ -492,45 +492,51 @@ impl Pumps<'_> {
     /// `line` holds the keys typed on the line so far, over all chunks: the
     /// client may send a line in several pieces, and the shell's echo of
     /// the first ones may or may not be on the screen yet when Enter comes.
-    async fn off_screen(&self, typed: Bytes, line: &mut Vec<u8>, depth: usize) -> (Bytes, bool) {
-        /// Keys kept for one line, at most: past this the line is not read.
-        const LINE_MAX: usize = 4096;
-        let keep = |line: &mut Vec<u8>, keys: &[u8]| {
-            line.extend_from_slice(keys);
-            if line.len() > LINE_MAX {
-                // Not text: the line is given up (see `Line`).
-                line.clear();
-                line.push(0);
-            }
-        };
+    async fn off_screen(&self, typed: Bytes, line: &mut Typing, depth: usize) -> (Bytes, bool) {
         let Some(screen) = self.screen else {
             return (typed, false);
         };
+        if line.depth != depth {
+            *line = Typing {
+                depth,
+                ..Typing::default()
+            };
+        }
         let mut kept = Vec::with_capacity(typed.len());
         let mut refused = false;
         // The screen, asked once a chunk: later lines of one chunk are
         // typed ahead of what it shows.
         let mut snap = None;
         let mut rest = &typed[..];
-        while let Some(end) = memchr::memchr2(b'\r', b'\n', rest) {
-            keep(line, &rest[..end]);
-            let keys = Line::of(std::mem::take(line));
+        while let Some(end) = memchr::memchr3(b'\r', b'\n', CTRL_O, rest) {
+            line.add(&rest[..end]);
+            let keys = Line::of(std::mem::take(&mut line.keys));
             let first = snap.is_none();
             if first && !keys.is_empty() {
                 snap = Some(screen.view().await);
             }
             kept.extend_from_slice(&rest[..end]);
-            match keys.judge(snap.as_ref(), first, &self.ctx.live.agent.prefixes) {
-                Judged::Question => refused = true,
+            let prefixes = &self.ctx.live.agent.prefixes;
+            match keys.judge(snap.as_ref(), first, line.refused, prefixes) {
+                Judged::Question => {
+                    // The shell still holds the line: so does walissh.
+                    refused = true;
+                    line.refused = true;
+                    line.keys = keys.keys;
+                }
                 Judged::Command(command) => {
                     rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
                     kept.push(rest[end]);
+                    line.refused = false;
                 }
-                Judged::Nothing => kept.push(rest[end]),
+                Judged::Nothing => {
+                    kept.push(rest[end]);
+                    line.refused = false;
+                }
             }
             rest = &rest[end + 1..];
         }
-        keep(line, rest);
+        line.add(rest);
         kept.extend_from_slice(rest);
         if matches!(&snap, Some(Some(v)) if v.stale) {
             // Bulk output outran the model: start it afresh for next time.
@@ -580,7 +586,7 @@ impl Pumps<'_> {
         let mut target_reads =
             early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
         // Keys typed on the current line, for the screen heuristic.
-        let mut line = Vec::new();
+        let mut line = Typing::default();
         loop {
             let msg = tokio::select! {
                 // What the agent types goes before keys typed after it.
@@ -683,6 +689,47 @@ const UNOWNED_QUESTION: &str = "questions are asked only at the prompt of a shel
     integrated (bash, zsh), and this prompt is not one: the line was not run (it is still \
     there: edit it, or clear it with Ctrl-C)";
 
+/// Ctrl-O: bash's and zsh's "run this line and fetch the next" ends a
+/// line too.
+const CTRL_O: u8 = 0x0f;
+
+/// The line being typed at a prompt walissh does not own, over the
+/// client's chunks: the client may send a line in several pieces, and
+/// the shell's echo of the first ones may or may not be on the screen yet
+/// when Enter comes.
+#[derive(Default)]
+struct Typing {
+    keys: Vec<u8>,
+    /// Its last Enter was refused: the shell still holds the line, and the
+    /// screen shows walissh's notice where it was.
+    refused: bool,
+    /// The depth of the prompt it is typed at: another one starts afresh.
+    depth: usize,
+}
+
+impl Typing {
+    /// Keys typed on the line. Ctrl-C throws the line away, as the shell
+    /// does.
+    fn add(&mut self, keys: &[u8]) {
+        /// Keys kept for one line, at most: past this it is not read.
+        const LINE_MAX: usize = 4096;
+        let keys = match memchr::memrchr(0x03, keys) {
+            Some(at) => {
+                self.keys.clear();
+                self.refused = false;
+                &keys[at + 1..]
+            }
+            None => keys,
+        };
+        self.keys.extend_from_slice(keys);
+        if self.keys.len() > LINE_MAX {
+            // Not text: the line is judged by the screen alone.
+            self.keys.clear();
+            self.keys.push(0);
+        }
+    }
+}
+
 /// The keys of one line typed at a prompt walissh does not own.
 struct Line {
     keys: Vec<u8>,
@@ -715,39 +762,50 @@ impl Line {
     /// Judges the line by `snap`, the screen when the chunk's first line
     /// ended (`None`: not asked; `Some(None)`: the model is gone). Only the
     /// `first` line of a chunk is read off the screen: the others were
-    /// typed ahead of it. Where the screen cannot say (gone, stale, a
-    /// later line), a line typed as a question is refused: a question
-    /// reaching a shell runs as a glob, and a program at a prompt walissh
-    /// does not own reading a line that starts with `?` is rarer.
-    fn judge(&self, snap: Option<&Option<ScreenView>>, first: bool, prefixes: &[String]) -> Judged {
-        let asked = |t: &str| prefixes.iter().any(|p| t.starts_with(p.as_str()));
-        let typed_question = self.text.as_deref().is_some_and(asked);
-        let unsure = match typed_question {
-            true => Judged::Question,
-            false => Judged::Nothing,
-        };
+    /// typed ahead of it; nor is a line whose last Enter was `refused`
+    /// (the screen shows the notice there). Where the screen cannot say,
+    /// the keys decide, and keys that cannot say (edited past following)
+    /// refuse a line that was refused before: a question reaching a shell
+    /// runs as a glob, and a program at a prompt walissh does not own
+    /// reading a line that starts with `?` is rarer.
+    fn judge(
+        &self,
+        snap: Option<&Option<ScreenView>>,
+        first: bool,
+        refused: bool,
+        prefixes: &[String],
+    ) -> Judged {
         if self.is_empty() {
             return Judged::Nothing;
         }
+        let asked = |t: &str| prefixes.iter().any(|p| t.starts_with(p.as_str()));
+        // What the keys say: a question, not one, or (edited) unknown.
+        let typed = match &self.text {
+            Some(text) => Some(asked(text)),
+            None => self.from_line_start(&asked),
+        };
+        let by_keys = match typed {
+            Some(true) => Judged::Question,
+            None if refused => Judged::Question,
+            _ => Judged::Nothing,
+        };
         let Some(Some(view)) = snap.filter(|s| s.as_ref().is_some_and(|v| !v.stale)) else {
-            return unsure;
+            return by_keys;
         };
         if view.alternate {
             return Judged::Nothing;
         }
-        if !first {
-            return unsure;
+        if !first || refused {
+            return by_keys;
         }
         let Some(text) = &self.text else {
             // After an edit (an arrow, Tab, Home) the line is what the
-            // screen shows, if its echo has come back: a prefix typed
-            // where the line may start (first, or after an edit) is a
-            // question too, at a shell's prompt.
+            // screen shows, if its echo has come back.
             let line = &view.cursor_line;
             let Some(end) = crate::terminal::prompt::end(line) else {
                 return Judged::Nothing;
             };
-            return match asked(line[end..].trim_start()) || self.prefix_after_edit(&asked) {
+            return match asked(line[end..].trim_start()) || typed == Some(true) {
                 true => Judged::Question,
                 false => Judged::Nothing,
             };
@@ -760,22 +818,30 @@ impl Line {
         }
     }
 
-    /// Whether a prefix was typed first, or right after a key that takes
-    /// the cursor to the line's start (Ctrl-A, Ctrl-U, Home), where it
-    /// starts the line whatever the screen shows yet.
-    fn prefix_after_edit(&self, asked: &impl Fn(&str) -> bool) -> bool {
+    /// What edited keys say of the line's start: the text typed after the
+    /// last key that takes the cursor to the line's start (Ctrl-A, Ctrl-U,
+    /// Home), or from the first key, is a question or not; `None` when
+    /// keys after it rub text out or move the cursor (that text is then
+    /// unknown).
+    fn from_line_start(&self, asked: &impl Fn(&str) -> bool) -> Option<bool> {
         const LINE_START: [&[u8]; 6] = [
             b"\x01", b"\x15", b"\x1b[H", b"\x1bOH", b"\x1b[1~", b"\x1b[7~",
         ];
         let keys = &self.keys;
-        let starts = LINE_START
+        let start = LINE_START
             .iter()
-            .flat_map(|k| memchr::memmem::find_iter(keys, k).map(move |at| at + k.len()));
-        // A prefix is short: at most 256 bytes are read at each start.
-        std::iter::once(0).chain(starts).any(|at| {
-            let head = &keys[at..keys.len().min(at + 256)];
-            asked(&String::from_utf8_lossy(head))
-        })
+            .filter_map(|k| memchr::memmem::rfind(keys, k).map(|at| at + k.len()))
+            .max()
+            .unwrap_or(0);
+        let after = &keys[start..];
+        // Only text after it: Backspace, Ctrl-W, arrows make it unknown.
+        if after.iter().any(|&b| b < 0x20 || b == 0x7f) {
+            return None;
+        }
+        // A prefix is short: at most 256 bytes are read.
+        Some(asked(&String::from_utf8_lossy(
+            &after[..after.len().min(256)],
+        )))
     }
 }
 
@@ -897,7 +963,7 @@ impl Spinner {
 fn on_screen(shown: &str, keys: &str) -> String {
     let echoed = (0..=keys.len().min(shown.len()))
         .rev()
-        .find(|&k| shown.ends_with(&keys[..k]))
+        .find(|&k| keys.is_char_boundary(k) && shown.ends_with(&keys[..k]))
         .unwrap_or(0);
     format!("{}{keys}", &shown[..shown.len() - echoed])
 }
@@ -921,9 +987,11 @@ mod tests {
             stale,
             ..ScreenView::default()
         };
-        let judge = |keys: &str, snap: Option<ScreenView>, first: bool| {
-            Line::of(keys.as_bytes().to_vec()).judge(Some(&snap), first, &prefixes)
+        let judged = |keys: &str, snap: Option<ScreenView>, first: bool, refused: bool| {
+            Line::of(keys.as_bytes().to_vec()).judge(Some(&snap), first, refused, &prefixes)
         };
+        let judge =
+            |keys: &str, snap: Option<ScreenView>, first: bool| judged(keys, snap, first, false);
         let question = |j: Judged| matches!(j, Judged::Question);
         assert!(question(judge("? x", Some(view("$ ", false, false)), true)));
         assert!(question(judge(
@@ -972,6 +1040,43 @@ mod tests {
             judge("", Some(view("$ ? x", false, false)), true),
             Judged::Nothing
         ));
+        // A line refused before is refused again whatever the screen now
+        // shows (the notice), and so is one edited past following; after
+        // Ctrl-U, what follows is the line.
+        let below_the_notice = || Some(view("", false, false));
+        assert!(question(judged("? x", below_the_notice(), true, true)));
+        assert!(question(judged("? xls", below_the_notice(), true, true)));
+        assert!(question(judged(
+            "? x\x7f\x7f\x7fls",
+            below_the_notice(),
+            true,
+            true
+        )));
+        assert!(!question(judged(
+            "? x\x15ls",
+            below_the_notice(),
+            true,
+            true
+        )));
+        assert!(!question(judge(
+            "? x\x15ls",
+            Some(view("$ ls", false, false)),
+            true
+        )));
+    }
+
+    /// A line typed at an unowned prompt: Ctrl-C throws it away, as the
+    /// shell does, and it is bounded.
+    #[test]
+    fn ctrl_c_ends_a_line_being_typed() {
+        let mut t = super::Typing::default();
+        t.add(b"? x");
+        t.refused = true;
+        t.add(b"\x03ls");
+        assert_eq!(t.keys, b"ls");
+        assert!(!t.refused);
+        t.add(&[b'a'; 5000]);
+        assert_eq!(t.keys, [0]);
     }
 
     #[test]
@@ -982,5 +1087,10 @@ mod tests {
         assert_eq!(on_screen(&format!("# {keys}"), keys), format!("# {keys}"));
         assert_eq!(on_screen("", "ls"), "ls");
         assert_eq!(on_screen("é$ ", "ls"), "é$ ls");
+        // Keys with characters of several bytes, their echo not back yet
+        // or back in part (a review found the old split panicked).
+        assert_eq!(on_screen("$ ", "ü"), "$ ü");
+        assert_eq!(on_screen("$ caf", "café"), "$ café");
+        assert_eq!(on_screen("$ é", "éé"), "$ éé");
     }
 }

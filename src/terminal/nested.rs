@@ -173,19 +173,30 @@ const SHELLS: &[&str] = &[
 /// `pty.spawn`), where no command line says which. Only there are
 /// commands read off the screen and questions refused: at any other
 /// program's prompt (`mysql> ?`) a `?` is the program's.
+///
+/// Generous on purpose: a word anywhere in the line that names a shell
+/// (`env dash`, `sudo -u app -- sh`, `docker run -it img bash`, `exec
+/// $SHELL`) counts, as does any line of a terminal wrapper; a program
+/// whose own prompt then looks like a shell's is told apart by the
+/// prompt (see `prompt`).
 pub(crate) fn may_show_a_shell(command: &str) -> bool {
+    // Not tmux or screen: they take the whole screen, where nothing is
+    // read off it.
+    const WRAPPERS: &[&str] = &["script", "expect", "unbuffer", "socat"];
     if starts_shell(command) {
         return true;
     }
-    let mut words = command.split_ascii_whitespace();
-    let first = words.next().unwrap_or_default();
-    let first = match first {
-        "exec" | "command" | "sudo" => words.next().unwrap_or_default(),
-        _ => first,
-    };
-    let name = first.rsplit('/').next().unwrap_or(first);
-    let python = name.starts_with("python") && command.contains("pty.");
-    python || matches!(name, "script" | "expect" | "unbuffer" | "socat")
+    let words = command
+        .split(|c: char| c.is_ascii_whitespace() || "'\";&|()".contains(c))
+        .filter(|w| !w.is_empty());
+    words.enumerate().any(|(i, word)| {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        let python = i == 0 && name.starts_with("python") && command.contains("pty");
+        SHELLS.contains(&name)
+            || matches!(name, "$SHELL" | "${SHELL}")
+            || (i == 0 && WRAPPERS.contains(&name))
+            || python
+    })
 }
 
 /// Whether `command` (the line the shell ran) starts an interactive shell.
@@ -384,6 +395,39 @@ mod tests {
         // Found by the fuzz target: a version past u32's room.
         assert_eq!(shell_of("555377775.555553777", ""), Some(Shell::Bash));
         assert_eq!(shell_of("55537777755555537777", ""), None);
+    }
+
+    /// Lines whose screen may show a shell's prompt walissh does not own,
+    /// and programs whose prompts are their own.
+    #[test]
+    fn lines_that_may_show_a_shell() {
+        for line in [
+            "sudo -i",
+            "dash",
+            "env dash",
+            "bash --norc",
+            "sudo -u app -- sh",
+            "exec $SHELL",
+            "busybox sh",
+            "docker run -it img bash",
+            "script -q -c dash /dev/null",
+            r#"python3 -c 'import pty; pty.spawn("/bin/sh")'"#,
+            "python3 -c 'from pty import spawn; spawn(\"sh\")'",
+        ] {
+            assert!(may_show_a_shell(line), "{line}");
+        }
+        for line in [
+            "mysql -u root",
+            "psql -U app",
+            "python3",
+            "python3 -c \"print(input('> '))\"",
+            "irb",
+            "less /etc/passwd",
+            "ls -la",
+            "grep -r bashism .",
+        ] {
+            assert!(!may_show_a_shell(line), "{line}");
+        }
     }
 
     #[test]

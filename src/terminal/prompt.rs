@@ -10,8 +10,8 @@
 //! program's (`read -p "Ticket number > "`, `mysql> `, MariaDB's
 //! `[(none)]> `, Python's `>>> `, `iex(1)> `, `[dev/prod]> `; and fish's
 //! in a subdirectory, `~/src> `, which is missed), and `$ `/`# `/`% `
-//! after `=`, `-`, `(`, a quote, `*` or `$` is psql's (`db=# `, `db-# `,
-//! `db(# `). A password prompt (`: `) never is one. Every function here
+//! after `=`, `-`, `(`, a quote, `*`, `$`, `!` or `?` is psql's (`db=# `,
+//! `db-# `, `db(# `, `db=!# `). A password prompt (`: `) never is one. Every function here
 //! is total and linear in its input.
 //! What it leaves to others: where the line comes from (the terminal
 //! model, the screen model), and what is done with the answer.
@@ -30,7 +30,7 @@ fn ends_at(line: &[u8], at: usize) -> bool {
         Some(b"> ") => matches!(before, Some(b'~' | b'/')),
         Some(b"$ " | b"# " | b"% ") => !matches!(
             before,
-            Some(b'=' | b'-' | b'(' | b'\'' | b'"' | b'*' | b'$')
+            Some(b'=' | b'-' | b'(' | b'\'' | b'"' | b'*' | b'$' | b'!' | b'?')
         ),
         _ => false,
     }
@@ -138,6 +138,7 @@ mod tests {
             b"postgres-# ",
             b"postgres(# ",
             b"postgres$# ",
+            b"postgres=!# ",
             b"MariaDB [(none)]> ",
             b"[1] pry(main)> ",
             b"iex(1)> ",

@@ -413,8 +413,12 @@ fn a_shell_that_asks_before_its_prompt_is_given_up_and_said_so_once() {
 /// line stays until Ctrl-C clears it. Returns the offset past the prompt
 /// after that.
 fn refused_question(t: &Terminal, from: usize, prompt: &str) -> usize {
+    const REFUSED: &str = "questions are asked only at the prompt";
     t.send("? what is ???\r");
-    let at = t.expect_from("questions are asked only at the prompt", from);
+    let at = t.expect_from(REFUSED, from);
+    // Enter again: the line the shell still holds is refused again.
+    t.send("\r");
+    let at = t.expect_from(REFUSED, at + REFUSED.len());
     t.send("\x03");
     let at = t.expect_from(prompt, at);
     let after = t.screen.since(from);
