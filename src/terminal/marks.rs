@@ -84,9 +84,11 @@ pub(crate) struct Scanner {
     tags: Vec<String>,
     /// The nonces walissh has given the innermost shell and the shell has
     /// not yet confirmed (with an R mark), oldest first: one that was not
-    /// answered in time stays, in case the shell is only slow. Nothing but
-    /// the R mark is believed with them: a program that read one off the
-    /// terminal in the shell's place can do nothing with it.
+    /// answered in time stays, in case the shell is only slow. They count
+    /// for the innermost shell's ordinary marks, never for its W mark nor,
+    /// alone, for an R: a program that read one off the terminal in the
+    /// shell's place can draw a prompt with it, but not answer the next
+    /// new nonce, so it never gets a command.
     next: Vec<String>,
     /// The nonce of a nested shell being installed, and whether it
     /// replaces the innermost shell (`exec bash`) rather than nesting in it.
@@ -247,10 +249,13 @@ impl Scanner {
         }
     }
 
-    /// The level whose tag `has` finds: the innermost shell's, then the
-    /// shells below it, innermost first.
+    /// The level whose tag `has` finds: the innermost shell's (or a nonce
+    /// it is being given), then the shells below it, innermost first.
     fn level(&self, has: impl Fn(&str) -> bool) -> Option<usize> {
         let top = self.tags.len() - 1;
+        if self.next.iter().any(|n| has(n)) {
+            return Some(top);
+        }
         (0..=top).rev().find(|&i| has(&self.tags[i]))
     }
 
@@ -318,6 +323,13 @@ impl Scanner {
                 _ => return Some((Level::Pending, None)),
             };
             return Some((Level::Pending, Some(mark)));
+        }
+        // A nonce being given counts for the shell's ordinary marks (walissh
+        // may hear them before it has taken in its own new nonce), never
+        // for a W: what the shell bound and who it runs as are said once,
+        // with a nonce confirmed.
+        if kind == "W" && !self.tags.iter().any(|t| params.contains(&t.as_str())) {
+            return None;
         }
         let level = Level::At(self.level(|t| params.contains(&t))?);
         Some((
@@ -522,12 +534,11 @@ mod tests {
             assert_eq!(out, forged.as_bytes());
             assert!(marks.is_empty(), "{forged:?}");
         }
-        // Until the shell confirms, only the old one is believed (a
-        // program that read the new one off the terminal can forge
-        // nothing with it, not even a W that would turn the check off);
-        // after, only the new one.
+        // Until the shell confirms, both are believed for its ordinary
+        // marks, but a W with the new one is not (it would turn the check
+        // off); after, only the new one.
         let input = format!(
-            "\x1b]133;W;w={NEW};keys=0\x07\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW};was={N}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
+            "\x1b]133;W;w={NEW};keys=0\x07\x1b]133;D;2;w={NEW}\x07\x1b]133;D;0;w={N}\x07\x1b]133;R;w={NEW};was={N}\x07\x1b]133;D;7;w={N}\x07\x1b]133;D;1;w={NEW}\x07"
         );
         let (out, marks) = scan_all(&mut s, &[input.as_bytes()]);
         let expected = format!("\x1b]133;W;w={NEW};keys=0\x07\x1b]133;D;7;w={N}\x07");
@@ -536,6 +547,7 @@ mod tests {
         assert_eq!(
             kinds,
             vec![
+                Mark::CommandEnd { exit: Some(2) },
                 Mark::CommandEnd { exit: Some(0) },
                 Mark::Rotated(format!("w={NEW}")),
                 Mark::CommandEnd { exit: Some(1) },
