@@ -7,7 +7,10 @@
 //! again, so restored and re-sent text stays as it was. Identifiers (a
 //! login name, an account counted by the throttle) are bounded with
 //! [`prefix`], which adds no marker: the result is a key, not text anyone
-//! reads. What it leaves to others: how big each thing may be.
+//! reads. A cut never falls inside a placeholder redaction left
+//! (`[REDACTED:kind#n]`): it moves to the placeholder's edge, so the model
+//! never reads half of one. What it leaves to others: how big each thing
+//! may be.
 
 use std::borrow::Cow;
 
@@ -40,7 +43,7 @@ pub fn head(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max || was_cut(text, max, Side::Head) {
         return Cow::Borrowed(text);
     }
-    let end = text.floor_char_boundary(max);
+    let end = clear_of_placeholder(text, text.floor_char_boundary(max), true);
     Cow::Owned(format!("{}{}", &text[..end], marker(text.len() - end)))
 }
 
@@ -54,7 +57,7 @@ pub fn tail(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max || was_cut(text, max, Side::Tail) {
         return Cow::Borrowed(text);
     }
-    let start = text.ceil_char_boundary(text.len() - max);
+    let start = clear_of_placeholder(text, text.ceil_char_boundary(text.len() - max), false);
     Cow::Owned(format!("{}{}", marker(start), &text[start..]))
 }
 
@@ -70,8 +73,9 @@ pub fn ends(text: &str, head: usize, tail: usize) -> Cow<'_, str> {
     if text.len() <= head.saturating_add(tail) {
         return Cow::Borrowed(text);
     }
-    let h = text.floor_char_boundary(head);
+    let h = clear_of_placeholder(text, text.floor_char_boundary(head), true);
     let t = text.ceil_char_boundary(text.len() - tail).max(h);
+    let t = clear_of_placeholder(text, t, false);
     Cow::Owned(format!("{}\n{}\n{}", &text[..h], marker(t - h), &text[t..]))
 }
 
@@ -90,10 +94,11 @@ pub fn middle(text: &str, max: usize) -> Option<String> {
     let len = text.len();
     // The marker is counted at its longest, with its two line breaks.
     let keep = max.saturating_sub(marker_len(len) + 2);
-    let head = text.floor_char_boundary(keep / 2);
+    let head = clear_of_placeholder(text, text.floor_char_boundary(keep / 2), true);
     let tail = text
         .ceil_char_boundary(len.saturating_sub(keep - keep / 2))
         .max(head);
+    let tail = clear_of_placeholder(text, tail, false);
     let cut = format!(
         "{}\n{}\n{}",
         &text[..head],
@@ -113,6 +118,31 @@ pub fn middle(text: &str, max: usize) -> Option<String> {
 /// ```
 pub fn prefix(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
+}
+
+/// `at` (a char boundary of `text`), moved out of a placeholder redaction
+/// left there: to its start (`back`) or past its end. Only a placeholder's
+/// length before `at` is searched.
+fn clear_of_placeholder(text: &str, at: usize, back: bool) -> usize {
+    const OPEN: &str = "[REDACTED:";
+    /// Longer than any placeholder walissh writes (a kind and a number).
+    const LONGEST: usize = 96;
+    let from = text.floor_char_boundary(at.saturating_sub(LONGEST));
+    let Some(open) = text[from..at].rfind(OPEN).map(|i| from + i) else {
+        return at;
+    };
+    let close = text[open..]
+        .bytes()
+        .take(LONGEST)
+        .position(|b| b == b']')
+        .map(|i| open + i + 1);
+    match close {
+        Some(close) if close > at => match back {
+            true => open,
+            false => close,
+        },
+        _ => at,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -167,6 +197,36 @@ mod tests {
             if let Some(m) = middle(&text, max) {
                 assert!(m.len() < text.len());
             }
+        }
+    }
+
+    /// Whatever the size, no cut leaves half a placeholder (a review saw
+    /// `[REDACTED:auth-he[... 753 bytes cut ...]`).
+    #[test]
+    fn cuts_never_split_a_placeholder() {
+        let text = "ok [REDACTED:auth-header#12] and [REDACTED:password#3] é end ".repeat(6);
+        let halves = |out: &str| {
+            let whole = out.matches("[REDACTED:").count();
+            let closed = out
+                .split("[REDACTED:")
+                .skip(1)
+                .filter(|rest| {
+                    let name = rest.split(']').next().unwrap_or("");
+                    rest.contains(']') && !name.contains("[... ")
+                })
+                .count();
+            whole != closed
+        };
+        for max in 0..text.len() {
+            for out in [
+                head(&text, max).into_owned(),
+                tail(&text, max).into_owned(),
+                ends(&text, max / 2, max / 2).into_owned(),
+                middle(&text, max).unwrap_or_default(),
+            ] {
+                assert!(!halves(&out), "{max}: {out}");
+            }
+            assert!(head(&text, max).split("[... ").next().unwrap().len() <= max);
         }
     }
 
