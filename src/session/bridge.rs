@@ -502,50 +502,54 @@ impl Pumps<'_> {
                 ..Typing::default()
             };
         }
-        let mut kept = Vec::with_capacity(typed.len());
-        let mut refused = false;
+        // Where the line ends walissh takes out are: most chunks have none,
+        // and pass on as they came.
+        let mut dropped = Vec::new();
         // The screen, asked once a chunk: later lines of one chunk are
         // typed ahead of what it shows.
         let mut snap = None;
-        let mut rest = &typed[..];
-        while let Some(end) = memchr::memchr3(b'\r', b'\n', CTRL_O, rest) {
-            line.add(&rest[..end]);
+        let mut from = 0;
+        while let Some(end) = memchr::memchr3(b'\r', b'\n', CTRL_O, &typed[from..]) {
+            let end = from + end;
+            line.add(&typed[from..end]);
             let keys = Line::of(std::mem::take(&mut line.keys));
             let first = snap.is_none();
             if first && !keys.is_empty() {
                 snap = Some(screen.view().await);
             }
-            kept.extend_from_slice(&rest[..end]);
             let prefixes = &self.ctx.live.agent.prefixes;
             match keys.judge(snap.as_ref(), first, line.refused, prefixes) {
                 Judged::Question => {
                     // The shell still holds the line: so does walissh.
-                    refused = true;
+                    dropped.push(end);
                     line.refused = true;
                     line.keys = keys.keys;
                 }
                 Judged::Command(command) => {
                     rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
-                    kept.push(rest[end]);
                     line.refused = false;
                 }
-                Judged::Nothing => {
-                    kept.push(rest[end]);
-                    line.refused = false;
-                }
+                Judged::Nothing => line.refused = false,
             }
-            rest = &rest[end + 1..];
+            from = end + 1;
         }
-        line.add(rest);
-        kept.extend_from_slice(rest);
+        line.add(&typed[from..]);
         if matches!(&snap, Some(Some(v)) if v.stale) {
             // Bulk output outran the model: start it afresh for next time.
             screen.prompt();
         }
-        match refused {
-            true => (Bytes::from(kept), true),
-            false => (typed, false),
+        if dropped.is_empty() {
+            return (typed, false);
         }
+        // The pieces between them, in order.
+        let mut kept = Vec::with_capacity(typed.len());
+        let mut start = 0;
+        for at in dropped {
+            kept.extend_from_slice(&typed[start..at]);
+            start = at + 1;
+        }
+        kept.extend_from_slice(&typed[start..]);
+        (Bytes::from(kept), true)
     }
 
     /// A command the user ran at the shell prompt, as the marks told it.

@@ -31,7 +31,7 @@ pub(crate) struct Shared {
     unwritten: AtomicUsize,
     written: tokio::sync::Notify,
     /// The shell is at a fresh prompt (`Terminal::at_prompt`), and a
-    /// wake-up each time that may have changed.
+    /// wake-up each time that or `rotations` may have changed.
     at_prompt: AtomicBool,
     prompt_changed: tokio::sync::Notify,
     /// What the shell's bootstrap bound (`Terminal::caps`).
@@ -75,13 +75,21 @@ impl Shared {
     /// Waits until the shell is at a fresh prompt; `false` if it is not
     /// by `deadline`.
     pub(crate) async fn prompt_by(&self, deadline: Instant) -> bool {
+        self.shell_by(deadline, || self.at_prompt.load(Ordering::Relaxed))
+            .await
+    }
+
+    /// Waits until `holds` says yes of what the terminal model last said
+    /// of the shell (`set_shell` wakes it); `false` if it does not by
+    /// `deadline`.
+    async fn shell_by(&self, deadline: Instant, holds: impl Fn() -> bool) -> bool {
         loop {
             let changed = self.prompt_changed.notified();
-            if self.at_prompt.load(Ordering::Relaxed) {
+            if holds() {
                 return true;
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.at_prompt.load(Ordering::Relaxed);
+                return holds();
             }
         }
     }
@@ -94,15 +102,7 @@ impl Shared {
     /// Waits until the shell has confirmed more new nonces than `seen`;
     /// `false` if it has not by `deadline`.
     pub(crate) async fn rotated_by(&self, seen: u64, deadline: Instant) -> bool {
-        loop {
-            let changed = self.prompt_changed.notified();
-            if self.rotations() > seen {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.rotations() > seen;
-            }
-        }
+        self.shell_by(deadline, || self.rotations() > seen).await
     }
 
     /// The seat typed into the shell: the prompt is no longer fresh.

@@ -505,7 +505,7 @@ impl Seat<'_> {
         if fresh_prompt {
             let deadline = Instant::now() + PROMPT_WAIT;
             if self.rotated && self.desk.shared.prompt_by(deadline).await {
-                self.rotate();
+                let _ = self.rotate();
             }
             self.type_in(format!("{CLEAR_LINE}\r"));
         }
@@ -674,24 +674,25 @@ impl Seat<'_> {
     /// answered in time, or has no key of walissh's (then its marks are
     /// not trusted for anything that waits on them).
     async fn rotate_and_wait(&mut self) -> bool {
-        if !self.desk.shared.caps().keys {
+        let seen = self.desk.shared.rotations();
+        if !self.rotate() {
             return true;
         }
-        let seen = self.desk.shared.rotations();
-        self.rotate();
         let deadline = Instant::now() + PROMPT_WAIT;
         self.desk.shared.rotated_by(seen, deadline).await
     }
 
-    /// Gives the shell a new nonce, when its bootstrap bound the key.
-    fn rotate(&mut self) {
+    /// Gives the shell a new nonce, when its bootstrap bound the key;
+    /// whether it did.
+    fn rotate(&mut self) -> bool {
         if !self.desk.shared.caps().keys {
-            return;
+            return false;
         }
         let nonce = crate::terminal::nonce();
         let _ = self.draw.send(Draw::Nonce(nonce.clone()));
         self.type_in([ROTATE, nonce.as_bytes()].concat());
         self.rotated = true;
+        true
     }
 
     /// What to type for `command` at the prompt.
