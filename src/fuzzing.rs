@@ -91,6 +91,8 @@ pub fn marks(data: &[u8]) {
 /// shell.
 pub fn nested(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
+    // A line that starts a shell may show one; neither ever panics.
+    assert!(!nested::starts_shell(&text) || nested::may_show_a_shell(&text));
     if nested::starts_shell(&text) {
         let special = ['\'', '"', '$', '`', ';', '&', '|', '<', '>', '(', ')', '\n'];
         assert!(!text.contains(special), "{text:?}");
