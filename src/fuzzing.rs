@@ -178,7 +178,8 @@ pub fn policy(data: &[u8]) {
 /// may find more: gitleaks' rules span lines, and a placeholder changes
 /// what surrounds it); and a secret planted in a known shape (appended as
 /// `password=…` on a line of its own) never survives, whatever comes
-/// before it.
+/// before it. The same text read as a command line, and as the output
+/// of a command that reads a secret store, never panics either.
 pub fn redact(data: &[u8]) {
     static REDACTOR: LazyLock<Redactor> =
         LazyLock::new(|| Redactor::new(&[], &[]).expect("the rules load"));
@@ -202,6 +203,18 @@ pub fn redact(data: &[u8]) {
     assert!(
         !out.contains("Fz9-planted-Secret"),
         "the planted secret survived: {out:?}"
+    );
+    // The text as a command line (split into simple commands, judged by
+    // the command rules) and as its output: total, and the output of a
+    // command that reads a secret store keeps its line count.
+    let (out, _) = REDACTOR.redact_output(&text, "first\nsecond\n", &session);
+    assert_eq!(out.lines().count(), 2, "{out:?}");
+    let (out, _) = REDACTOR.redact_output("cat /run/secrets/db", &text, &session);
+    let lines = |t: &str| t.lines().count();
+    assert_eq!(
+        lines(&out),
+        lines(&crate::context::redact::plain_text(&text)),
+        "{out:?}"
     );
 }
 

@@ -114,6 +114,26 @@ enum Cmd {
         #[arg(long)]
         markers: bool,
     },
+    /// Print FILE (or stdin) as the agent sends it to the model, secrets
+    /// redacted.
+    ///
+    /// The text goes through the agent's redactor, built from the same
+    /// config (`[ai] redact`, `[context] redact_rules` and `redact_allow`),
+    /// to stdout. Escape sequences and control characters are taken out, as
+    /// for the model; bytes that are not UTF-8 are read as U+FFFD, as the
+    /// agent reads a terminal's. At most 64 MiB (more: exit 2).
+    Redact {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print, instead, one line per secret found:
+        /// `LINE:COL-LINE:COL<TAB>KIND<TAB>RULE` (its first and last
+        /// characters, 1-based, in the text without escape sequences), then
+        /// how many; never the secret.
+        #[arg(long)]
+        explain: bool,
+        /// The text to read; stdin when absent or `-`.
+        file: Option<PathBuf>,
+    },
     /// List audit events, oldest first; or check or show what secures them.
     Audit {
         #[command(subcommand)]
@@ -188,13 +208,81 @@ pub fn main() -> ExitCode {
         "warn"
     };
     logging::init(default_level);
-    match run(cli.command) {
+    let result = match cli.command {
+        Cmd::Redact {
+            config,
+            explain,
+            file,
+        } => redact(config, explain, file),
+        cmd => run(cmd).map_err(|msg| (1, msg)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
+        Err((code, msg)) => {
             eprintln!("walissh: {msg}");
-            ExitCode::from(1)
+            ExitCode::from(code)
         }
     }
+}
+
+/// The most `walissh redact` reads.
+const REDACT_MAX_BYTES: u64 = 64 << 20;
+
+/// `walissh redact [--explain] [FILE]`: the text through the redactor the
+/// agent builds from the same config (`Redactor::for_config`), with a
+/// session's numbering of its own. Err: the exit code (2 for input over
+/// `REDACT_MAX_BYTES`, else 1) and one line.
+fn redact(
+    given: Option<PathBuf>,
+    explain: bool,
+    file: Option<PathBuf>,
+) -> Result<(), (u8, String)> {
+    use std::io::Read;
+    let config = load(given).map_err(|e| (1, e))?;
+    let redactor =
+        context::redact::Redactor::for_config(&config).map_err(|e| (1, e.to_string()))?;
+    let (name, input): (String, Box<dyn Read>) = match file {
+        Some(f) if f.as_os_str() != "-" => {
+            let opened = std::fs::File::open(&f)
+                .map_err(|e| (1, format!("{}: cannot read: {e}", f.display())))?;
+            (f.display().to_string(), Box::new(opened))
+        }
+        _ => ("stdin".to_string(), Box::new(std::io::stdin().lock())),
+    };
+    let mut bytes = Vec::new();
+    input
+        .take(REDACT_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| (1, format!("{name}: cannot read: {e}")))?;
+    if bytes.len() as u64 > REDACT_MAX_BYTES {
+        let why = format!("{name}: more than {} MiB: split it", REDACT_MAX_BYTES >> 20);
+        return Err((2, why));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut out = std::io::stdout().lock();
+    let written = match explain {
+        false => {
+            let numbering = context::redact::Numbering::default();
+            out.write_all(redactor.redact(&text, &numbering).0.as_bytes())
+        }
+        true => {
+            let findings = redactor.explain(&text);
+            let n = findings.len();
+            findings
+                .iter()
+                .try_for_each(|f| {
+                    let ((l1, c1), (l2, c2)) = (f.start, f.end);
+                    writeln!(out, "{l1}:{c1}-{l2}:{c2}\t{}\t{}", f.kind, f.rule)
+                })
+                .and_then(|()| match n {
+                    1 => writeln!(out, "1 finding"),
+                    n => writeln!(out, "{n} findings"),
+                })
+        }
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| (1, format!("cannot write output: {e}")))
 }
 
 fn load(given: Option<PathBuf>) -> Result<Config, String> {
@@ -208,6 +296,9 @@ fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills, aut
     let config = load(given)?;
     config.check_files().map_err(|e| e.to_string())?;
     let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
+    // The rules of `[context] redact_rules` compile where the redactor is
+    // built: the same refusal here as at a reload.
+    context::redact::Redactor::for_config(&config).map_err(|e| e.to_string())?;
     let trust = auth::Trust::load(&config).map_err(|e| e.to_string())?;
     // Last, so that a config with other faults is told about those first.
     config.check_has_users().map_err(|e| e.to_string())?;
@@ -252,6 +343,7 @@ fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
 
 fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
+        Cmd::Redact { .. } => unreachable!("`main` runs it"),
         Cmd::Serve { config } => {
             let (config, skills, trust) = checked(config)?;
             // The main runtime listens, catches signals and reloads; the

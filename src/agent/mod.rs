@@ -67,40 +67,34 @@ impl Agent {
     /// Assembles the agents from a checked config, reading the skills
     /// (blocking: at start or reload, off the runtime). A broken skill is
     /// an error naming `ai.skills_dir`'s file and line, as `check-config`
-    /// reports it.
+    /// reports it. So is a fault of its redactor's
+    /// (`Redactor::for_config`): a rules file that no longer compiles
+    /// refuses the reload, as `check-config` refuses it.
     pub(crate) fn assemble(config: &Config) -> Result<Agent, ConfigError> {
-        Ok(Agent::new(config, skills::Skills::configured(config)?))
+        let redactor = Redactor::for_config(config)?;
+        let skills = skills::Skills::configured(config)?;
+        Ok(Agent::with(config, skills, redactor))
     }
 
+    /// For a config `check-config` has passed: should the redactor still
+    /// fail, it is logged and redaction goes on without `[ai] redact`,
+    /// `[context] redact_rules` and `redact_allow`.
     pub(crate) fn new(config: &Config, skills: skills::Skills) -> Agent {
+        let redactor = Redactor::for_config(config).unwrap_or_else(|e| {
+            // The config's checks build the same redactor: this cannot happen.
+            tracing::error!(error = %e, "bad redaction config; redacting without it");
+            Redactor::new(&[], &Redactor::held(config)).expect("the built-in rules load")
+        });
+        Agent::with(config, skills, redactor)
+    }
+
+    fn with(config: &Config, skills: skills::Skills, redactor: Redactor) -> Agent {
         let prefixes = values(&config.ai.prefixes);
         let deny = values(&config.ai.deny);
         let model = Model::new(&config.llm);
         if let Err(e) = &model {
             tracing::warn!(error = %e, "the agent's model client is not available");
         }
-        let extra: Vec<String> = config
-            .ai
-            .redact
-            .iter()
-            .map(|p| p.get_ref().clone())
-            .collect();
-        // The bastion's own credentials never reach the model, whatever
-        // prints them.
-        let mut held: Vec<String> = config
-            .targets
-            .iter()
-            .filter_map(|t| t.password_env.as_ref())
-            .filter_map(|var| std::env::var(var.get_ref()).ok())
-            .collect();
-        if let Some(var) = &config.llm.api_key_env {
-            held.extend(std::env::var(var).ok());
-        }
-        let redactor = Redactor::new(&extra, &held).unwrap_or_else(|e| {
-            // The config checked the patterns: this cannot happen.
-            tracing::error!(error = %e, "bad [ai] redact pattern; redacting without it");
-            Redactor::new(&[], &held).expect("no extra patterns")
-        });
         let team = team::Team::new(config, model.as_ref().ok());
         let hidden = values(&config.ai.sandbox_hide);
         Agent {

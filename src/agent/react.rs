@@ -405,9 +405,17 @@ async fn load_skill(call: &ToolCall, agent: &Agent, host: &mut impl Host) -> Str
 /// run on a blocking thread: this task shares its worker with other
 /// connections' bytes.
 async fn scrub(agent: &Agent, memory: &mut Memory, text: &str) -> String {
+    scrub_output(agent, memory, "", text).await
+}
+
+/// `scrub` for the output of `command`: all of it goes when the command
+/// reads a secret store (see `Redactor::redact_output`).
+async fn scrub_output(agent: &Agent, memory: &mut Memory, command: &str, text: &str) -> String {
     let (redactor, numbering) = (agent.redactor.clone(), memory.numbering.clone());
-    let text = text.to_string();
-    let scrubbed = tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering)).await;
+    let (command, text) = (command.to_string(), text.to_string());
+    let scrubbed =
+        tokio::task::spawn_blocking(move || redactor.redact_output(&command, &text, &numbering))
+            .await;
     match scrubbed {
         Ok((clean, found)) => {
             memory.redactions.add(&found);
@@ -513,8 +521,9 @@ async fn run_tool(
         .as_ref()
         .map(|(script, wall)| (script.as_str(), *wall));
     let mut outcome = host.run(&command, clean).await;
-    // Scrubbed whole, before anything is cut from it.
-    outcome.output = scrub(agent, memory, &outcome.output).await;
+    // Scrubbed whole, before anything is cut from it; the command says
+    // whether all of it is a secret (`cat /run/secrets/db`).
+    outcome.output = scrub_output(agent, memory, &command, &outcome.output).await;
     let mut fields = vec![
         ("command", command.clone().into()),
         ("exit_code", outcome.exit_code.into()),

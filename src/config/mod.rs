@@ -28,7 +28,7 @@ pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
-pub(crate) use validate::{compile_pattern, one_line};
+pub(crate) use validate::{REDACT_RULES_MAX_BYTES, compile_pattern, one_line};
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
 #[derive(Debug)]
@@ -121,6 +121,7 @@ impl Config {
         config.source = source.to_string();
         config.embedded = embedded;
         config.validate(&loc)?;
+        config.read_redact_rules(&loc)?;
         for u in &mut config.users {
             u.compile();
         }
@@ -351,6 +352,47 @@ mod tests {
         let e = Config::parse(text, "x.toml", false).unwrap_err().0;
         assert!(e.starts_with("x.toml:3: key `server.state_dri`:"), "{e}");
         assert!(e.contains("unknown field"), "{e}");
+    }
+
+    /// `[context] redact_allow` is checked as `[ai] redact` is, and a
+    /// pattern that would let every value pass is refused; a
+    /// `redact_rules` file that cannot be read is named, relative to the
+    /// config's directory.
+    #[test]
+    fn redaction_keys_are_checked_at_load() {
+        let e = team_error("[context]\nreducer = \"hybrid\"\nredact_allow = [\"ok\", \"(x\"]\n");
+        assert!(
+            e.starts_with("t.toml:3: key `context.redact_allow`: bad regex:"),
+            "{e}"
+        );
+        let e = team_error("[context]\nredact_allow = [\"^x*$\"]\n");
+        assert!(
+            e.starts_with("t.toml:2: key `context.redact_allow`:"),
+            "{e}"
+        );
+        assert!(e.contains("matches the empty string") && e.contains("turn redaction off"));
+        let c = Config::parse(
+            "[context]\nredact_allow = [\"^changeme$\"]\n",
+            "t.toml",
+            false,
+        );
+        assert_eq!(c.unwrap().context.redact_allow.len(), 1);
+        let e = Config::parse(
+            "\n[context]\nredact_rules = \"no-such-rules.toml\"\n",
+            "/nonexistent/dir/walissh.toml",
+            false,
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with(
+                "/nonexistent/dir/walissh.toml:3: key `context.redact_rules`: \
+                 /nonexistent/dir/no-such-rules.toml: "
+            ),
+            "{e}"
+        );
+        let e = team_error("[context]\nredact_rules = \"/\"\n");
+        assert!(e.ends_with("/: not a regular file"), "{e}");
     }
 
     #[test]

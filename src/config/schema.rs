@@ -609,6 +609,24 @@ pub(crate) struct ContextConfig {
     pub(crate) key_events: usize,
     /// Tool results kept in the per-question cache.
     pub(crate) tool_cache: usize,
+    /// A file of extra redaction rules in gitleaks' TOML format; a
+    /// relative path is taken from the config file's directory.
+    pub(crate) redact_rules: Option<Spanned<PathBuf>>,
+    /// Values that must pass: a finding whose secret one of these regexes
+    /// matches (a search, as gitleaks' allow-lists) is not replaced.
+    pub(crate) redact_allow: Vec<Spanned<String>>,
+    /// `redact_rules` as read at load: what the redactor compiles.
+    #[serde(skip)]
+    pub(crate) redact_rules_file: Option<RulesFile>,
+}
+
+/// An operator's rules file (`[context] redact_rules`), read once at load
+/// so that what was checked is what runs.
+#[derive(Debug, Clone)]
+pub(crate) struct RulesFile {
+    /// Where it was read, resolved.
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
 }
 
 impl Default for ContextConfig {
@@ -623,6 +641,9 @@ impl Default for ContextConfig {
             recent_commands: 10,
             key_events: 20,
             tool_cache: 8,
+            redact_rules: None,
+            redact_allow: Vec::new(),
+            redact_rules_file: None,
         }
     }
 }

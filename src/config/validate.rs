@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::path::Path;
 
 use toml::Spanned;
 
@@ -89,6 +90,20 @@ impl Config {
             compile_pattern(p.get_ref())
                 .map_err(|e| loc.error(p.span(), Some("ai.redact"), &format!("bad regex: {e}")))?;
         }
+        for p in &self.context.redact_allow {
+            let regex = regex::Regex::new(p.get_ref()).map_err(|e| {
+                let msg = format!("bad regex: {}", one_line(&e.to_string()));
+                loc.error(p.span(), Some("context.redact_allow"), &msg)
+            })?;
+            if regex.is_match("") {
+                let msg = format!(
+                    "{:?} matches the empty string, so it would match every value and \
+                     turn redaction off: anchor it or make it match something",
+                    p.get_ref()
+                );
+                return Err(loc.error(p.span(), Some("context.redact_allow"), &msg));
+            }
+        }
         for g in &self.ai.sandbox_hide {
             let glob = g.get_ref();
             // The sandbox expands it in bash on the target: a path, never
@@ -112,6 +127,53 @@ impl Config {
             };
             return Err(loc.error(0..0, Some(key), "must be at least 1"));
         }
+        Ok(())
+    }
+
+    /// Reads `[context] redact_rules`, the file of extra redaction rules,
+    /// so that the redactor compiles what was read here (its rules are
+    /// checked where the redactor is built, `Redactor::for_config`, which
+    /// `check-config`, `serve` and a reload run). A relative path is taken
+    /// from the config file's directory. It must be a regular file of
+    /// UTF-8 text, at most `REDACT_RULES_MAX_BYTES`.
+    pub(super) fn read_redact_rules(&mut self, loc: &Locator) -> Result<(), ConfigError> {
+        let Some(given) = &self.context.redact_rules else {
+            return Ok(());
+        };
+        let path = match (self.embedded, Path::new(&self.source).parent()) {
+            (false, Some(dir)) => dir.join(given.get_ref()),
+            _ => given.get_ref().clone(),
+        };
+        let error = |why: &str| {
+            let msg = format!("{}: {why}", path.display());
+            loc.error(given.span(), Some("context.redact_rules"), &msg)
+        };
+        let meta = std::fs::metadata(&path).map_err(|e| error(&e.to_string()))?;
+        if !meta.is_file() {
+            return Err(error("not a regular file"));
+        }
+        let too_big = || {
+            error(&format!(
+                "more than the {REDACT_RULES_MAX_BYTES} bytes a rules file may have"
+            ))
+        };
+        if meta.len() > REDACT_RULES_MAX_BYTES as u64 {
+            return Err(too_big());
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(&path).map_err(|e| error(&e.to_string()))?,
+                REDACT_RULES_MAX_BYTES as u64 + 1,
+            ),
+            &mut bytes,
+        )
+        .map_err(|e| error(&e.to_string()))?;
+        if bytes.len() > REDACT_RULES_MAX_BYTES {
+            return Err(too_big());
+        }
+        let text = String::from_utf8(bytes).map_err(|_| error("not UTF-8 text"))?;
+        self.context.redact_rules_file = Some(RulesFile { path, text });
         Ok(())
     }
 
@@ -296,6 +358,9 @@ pub(super) fn valid_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
+
+/// The largest `[context] redact_rules` file, in bytes.
+pub(crate) const REDACT_RULES_MAX_BYTES: usize = 1 << 20;
 
 /// Compiles an operator's pattern (`[ai] redact`): validation checks it
 /// with this, and redaction uses what it gives, so the two agree. Err is

@@ -69,11 +69,13 @@ pub(crate) struct Brief {
 
 impl Brief {
     /// Scrubs and cuts a snapshot: `recent` commands with their output's
-    /// end, and up to `key_events` error lines. Runs regexes over up to
-    /// the whole history's captures: call it on a blocking thread.
+    /// end, and up to `key_events` error lines. `scrub(command, text)`
+    /// redacts `text`, the output of `command` (empty when it is not an
+    /// output). Runs regexes over up to the whole history's captures: call
+    /// it on a blocking thread.
     pub(crate) fn new(
         snap: Snapshot,
-        scrub: &dyn Fn(&str) -> String,
+        scrub: &dyn Fn(&str, &str) -> String,
         recent: usize,
         key_events: usize,
     ) -> Brief {
@@ -85,10 +87,11 @@ impl Brief {
                 break;
             }
             let command = cut(
-                &scrub(r.command.as_deref().unwrap_or("(not recorded)")),
+                &scrub("", r.command.as_deref().unwrap_or("(not recorded)")),
                 COMMAND_MAX,
             );
-            let output = scrub(&r.output.text());
+            // The command says whether all of its output is a secret.
+            let output = scrub(r.command.as_deref().unwrap_or(""), &r.output.text());
             if lines < key_events {
                 let found: Vec<String> = error_lines(&output, key_events - lines)
                     .into_iter()
@@ -114,7 +117,7 @@ impl Brief {
                 .place
                 .via
                 .as_deref()
-                .map(|v| cut(&scrub(v), COMMAND_MAX)),
+                .map(|v| cut(&scrub("", v), COMMAND_MAX)),
             ..snap.place
         };
         Brief {
@@ -422,10 +425,10 @@ mod tests {
     use super::*;
 
     /// A fresh redactor and session, as `Brief::new` takes them.
-    fn scrubber() -> impl Fn(&str) -> String {
+    fn scrubber() -> impl Fn(&str, &str) -> String {
         let r = crate::context::redact::Redactor::new(&[], &[]).unwrap();
         let numbering = crate::context::redact::Numbering::default();
-        move |t: &str| r.redact(t, &numbering).0
+        move |command: &str, t: &str| r.redact_output(command, t, &numbering).0
     }
     use crate::terminal::Capture;
     use std::time::SystemTime;

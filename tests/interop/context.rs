@@ -464,3 +464,50 @@ fn base64(s: &str) -> String {
     }
     out
 }
+
+/// Issue 33, class 1: a command that reads a secret store prints a bare
+/// value no detector can tell from text. The command is the context: its
+/// output reaches the model as placeholders, one per line, whether the
+/// user ran it before the question or the agent ran it; the user's screen
+/// shows it as it is.
+#[test]
+fn the_output_of_a_command_that_reads_a_secret_store_never_reaches_the_model() {
+    let dir = visible_dir();
+    let secrets = dir.path().join("run").join("secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    // Plain words and a digit: no key, no known shape.
+    let value = format!("lantern {} harbor", 40 + 1);
+    std::fs::write(secrets.join("db_password"), format!("{value}\n")).unwrap();
+    let file = secrets.join("db_password").display().to_string();
+    let model = Model::start(vec![
+        Reply::Sse(call("c1", &format!("cat {file}"), "read the password")),
+        Reply::Sse(answer("It is set.")),
+    ]);
+    let b = bastion_with(&model, Opts::default());
+    let t = bob(&b);
+    t.send(&format!("cat {file}\r"));
+    let at = t.expect(&value);
+    b.wait_event(|e| {
+        e["kind"] == "command" && e["command"].as_str().unwrap_or("").starts_with("cat ")
+    });
+    let at = ask(&t, "? is the database password set").max(at);
+    let at = answer_run(&t, at, "y");
+    // The user sees what the command printed.
+    let at = t.expect_from(&value, at);
+    let at = t.expect_from("It is set.", at);
+    back_at_prompt(&b, &t, at);
+    let requests = model.wait_requests(2);
+    for r in &requests {
+        let text = r.to_string();
+        assert!(
+            !text.contains("lantern"),
+            "the secret reached the model:\n{r:#}"
+        );
+    }
+    let tool = requests[1].to_string();
+    assert!(
+        tool.contains("[REDACTED:secret-output#"),
+        "{:#}",
+        requests[1]
+    );
+}

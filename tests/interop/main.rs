@@ -19,6 +19,7 @@ mod mcp;
 mod mfa;
 mod nested;
 mod proxy;
+mod redact;
 mod sandbox;
 mod storage;
 mod tamper;

@@ -14,35 +14,50 @@
 //! The detectors, most specific first: walissh's own patterns here
 //! (private-key blocks, the bastion's own credentials, `[ai] redact`
 //! patterns, tokens with a known prefix, JWTs, passwords in URLs, headers,
-//! hashes, generic assignments), keys and tools' flags (`pairs`), gitleaks'
-//! rules (`rules`), the same in URL-encoded text once decoded (mapped back
+//! hashes, generic assignments), keys and tools' flags (`pairs`), the
+//! operator's rules (`[context] redact_rules`) and gitleaks' (`rules`),
+//! the same in URL-encoded text once decoded (mapped back
 //! to the characters that spell the secret), and base64 values whose
-//! decoded text holds a secret. A
+//! decoded text holds a secret. A finding whose text a `[context]
+//! redact_allow` pattern matches is dropped (never the bastion's own
+//! credentials). A
 //! finding that overlaps one already taken, or a placeholder already in the
 //! text, is dropped, so `password=[REDACTED:aws-key#1]` stays as it is. A
 //! secret that ends its line takes the lines that look like its rest
-//! (`wrapped`). The patterns lean towards redacting: a false positive costs
+//! (`wrapped`), and one the terminal wrapped is read in its rows joined
+//! (`wrap`). The patterns lean towards redacting: a false positive costs
 //! the model one value, a false negative leaks it. `corpus` measures both.
 //!
 //! What it leaves to others: where it is called and what is done with the
 //! counts. The caller redacts each message (the question, screen text,
 //! command output, tool results) on a blocking thread just before it
 //! leaves the bastion, and audits the counts; the config checks `[ai]
-//! redact` with `check_pattern`; the session hands over the credentials
-//! the bastion holds, and keeps one `Numbering`.
+//! redact` with `check_pattern` and reads the rules file; the agent and
+//! `walissh redact` build the redactor one way (`Redactor::for_config`);
+//! the session keeps one `Numbering`. `explain` lists what `redact`
+//! replaces, from the same findings.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use regex::{Captures, Regex, RegexSet};
 
-use crate::config::{compile_pattern, one_line};
+use crate::config::{Config, ConfigError, compile_pattern, one_line};
 
+mod commands;
 #[cfg(test)]
 mod corpus;
 mod pairs;
 mod plain;
 mod rules;
+mod wrap;
+
+/// `text` as the model reads it before redaction (see `plain`): for the
+/// fuzz targets, which check what redaction keeps of it.
+#[cfg(any(fuzzing, test))]
+pub(crate) fn plain_text(text: &str) -> String {
+    plain::plain(text).into_owned()
+}
 
 /// How many secrets of each kind one pass replaced, e.g. `[("aws-key", 2)]`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -129,12 +144,13 @@ macro_rules! secret_key {
     };
 }
 
-/// The start of a value: double-quoted (also as `\"…\"` in JSON inside
-/// JSON) or single-quoted, as the groups `s1` and `s2`; the pattern goes on
-/// with its unquoted form and closes the group.
+/// The start of a value: as `\"…\"` in JSON inside JSON (`s4`),
+/// double-quoted with `\"` escapes inside (`s1`), or single-quoted with a
+/// shell's `'\''` inside (`s2`); the pattern goes on with its unquoted
+/// form and closes the group.
 macro_rules! quoted_value {
     () => {
-        r#"(?:\\?"(?P<s1>(?:[^"\\\r\n]|\\[^"])+)\\?"|'(?P<s2>[^'\r\n]+)'"#
+        r#"(?:\\"(?P<s4>(?:[^"\\\r\n]|\\[^"])+)\\"|"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>(?:[^'\r\n]|'\\'')+)'"#
     };
 }
 
@@ -166,7 +182,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "stripe-key",
         r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-        None,
+        Some(literal_value),
     ),
     pattern("docker-token", r"(?-u:\b)dckr_pat_[A-Za-z0-9_-]{20,}", None),
     // Vault's service, batch and recovery tokens, short ones too.
@@ -176,9 +192,11 @@ const SHAPES: &[Pattern] = &[
     // Telegram bot tokens: the bot's id, then `AA` and 33 more.
     pattern(
         "telegram-token",
-        r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?:[^A-Za-z0-9_-]|\z)",
+        r"(?:(?-u:\b)|bot)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?:[^A-Za-z0-9_-]|\z)",
         None,
     ),
+    // age's secret keys (bech32, upper case).
+    pattern("age-key", r"(?-u:\b)AGE-SECRET-KEY-1[0-9A-Z]{50,}", None),
     // Tailscale's auth, API and OAuth client keys.
     pattern(
         "tailscale-key",
@@ -211,7 +229,52 @@ const SHAPES: &[Pattern] = &[
     // shadow and htpasswd lines, `{SHA}` and friends.
     pattern(
         "password-hash",
-        r"(?m)^[A-Za-z0-9_.@-]{1,64}:(?P<s>\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|argon2(?:id|i|d)|sha1|md5|pbkdf2[a-z0-9-]*|scrypt)\$[^:\s]{8,}|\{(?:SHA|SSHA|SHA256|SSHA256|SHA512|SSHA512|MD5|SMD5|CRYPT)\}[^:\s]{8,})",
+        r"(?m)^[A-Za-z0-9_.@-]{1,64}:(?P<s>\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|argon2(?:id|i|d)|sha1|md5|pbkdf2[a-z0-9-]*|scrypt)\$[^:\s]{8,}|\{(?:SHA|SSHA|SHA256|SSHA256|SHA512|SSHA512|MD5|SMD5|CRYPT|PLAIN|CLEARTEXT|PLAIN-MD5|CRAM-MD5|DIGEST-MD5|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|ARGON2I?D?|BCRYPT|SCRAM-SHA-[0-9]+)\}[^:\s]{4,})",
+        None,
+    ),
+    // The same hashes wherever they stand: crypt(3) strings, a scheme
+    // before the hash (`{SSHA}…`), PostgreSQL's SCRAM verifiers and MD5
+    // hashes (`pg_authid`, pgbouncer's userlist), and docker-compose's
+    // doubled `$$` (`$$apr1$$…`).
+    pattern(
+        "password-hash",
+        r"(?:\$\$?(?:1|2[abxy]|5|6|y|apr1)\$\$?[./A-Za-z0-9_-]{1,22}\$\$?[./A-Za-z0-9_-]{20,}|\{(?:SSHA|SSHA256|SSHA512|SHA|SHA256|SHA512|SMD5|CRYPT|PLAIN|CLEARTEXT|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|BCRYPT|ARGON2I?D?)\}[^\s:\x22'<]{4,}|SCRAM-SHA-[0-9]+\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|(?-u:\b)md5[0-9a-f]{32}(?-u:\b))",
+        None,
+    ),
+    // Go's MySQL DSN: `user:password@tcp(host)/db`.
+    pattern(
+        "password",
+        r"(?-u:\b)[A-Za-z0-9_.-]+:(?P<s>[^\s:@/\x22'`]{3,}[^\s/\x22'`]*)@(?:tcp|unix|udp)\(",
+        None,
+    ),
+    // HAProxy's `stats auth user:password`; Postfix's sasl_passwd
+    // (`[smtp.host]:587 user:password`); ppp's chap-secrets (`user *
+    // secret *`).
+    pattern(
+        "password",
+        r"(?m)^[ \t]*stats[ \t]+auth[ \t]+[^:\s]+:(?P<s>\S+)",
+        None,
+    ),
+    pattern(
+        "password",
+        r"(?m)^\[[A-Za-z0-9.-]+\](?::[0-9]+)?[ \t]+[^:\s]+:(?P<s>\S+)[ \t]*$",
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r#"(?m)^[^#\s]\S*[ \t]+(?:\*|"\*"|[A-Za-z0-9_.-]+)[ \t]+(?:"(?P<s1>[^"\r\n]+)"|(?P<s2>\S+))[ \t]+(?:\*|[0-9./*-]+)[ \t]*$"#,
+        Some(chap_secret),
+    ),
+    // PowerShell: `ConvertTo-SecureString "pw" -AsPlainText`.
+    pattern(
+        "password",
+        r#"(?i)ConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)')"#,
+        None,
+    ),
+    // Session cookies by their names.
+    pattern(
+        "session-cookie",
+        r"(?i)(?-u:\b)(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|sessionid|session_id|_session|sid)=(?P<s>[A-Za-z0-9%._-]{16,})",
         None,
     ),
     // Cisco: `enable secret 5 …`, `username u secret 9 …`, `password 7 …`.
@@ -224,7 +287,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         r"(?m)^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)$",
-        None,
+        Some(pgpass_value),
     ),
     // PuTTY keys: the private lines and the MAC.
     pattern(
@@ -275,7 +338,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "slack-token",
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{8,})",
-        None,
+        Some(literal_value),
     ),
     pattern(
         "webhook",
@@ -301,7 +364,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "url-password",
         r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>[^\s/"'<>]+)@"#,
-        None,
+        Some(literal_value),
     ),
     pattern(
         "auth-header",
@@ -313,7 +376,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "auth-header",
         r#"(?i)(?-u:\b)(?:x-[a-z0-9-]*(?:key|token|secret|password|signature)|api-key|private-token|ocp-apim-subscription-key)["']?[ \t]*:[ \t]*["']?(?P<s>[^\s"',;]+)"#,
-        None,
+        Some(literal_value),
     ),
     // Session cookies are bearer credentials too.
     pattern(
@@ -334,7 +397,7 @@ const SHAPES: &[Pattern] = &[
     // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`.
     pattern(
         "env-secret",
-        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'`;&|)]+))"#,
+        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>(?:[^\s"'`;&|)]|'\\''|'"'"')+))"#,
         Some(env_secret),
     ),
     // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
@@ -356,7 +419,7 @@ const SHAPES: &[Pattern] = &[
             secret_key!(),
             r#"(?:\\?["'])?\]?="#,
             quoted_value!(),
-            r#"|(?P<s3>[^\s"'`&;,<>{\[][^\s"'`&;,<>]*))"#
+            r#"|(?P<s3>[^\s"'`&;,<>{\[](?:[^\s"'`&;,<>]|&(?:amp|lt|gt|quot|apos|#[0-9]{1,5});|'\\''|'"'"')*))"#
         ),
         Some(assigned_value),
     ),
@@ -382,6 +445,14 @@ const SHAPES: &[Pattern] = &[
         r#"(?i)(?:^|\s)--?[A-Za-z-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'-][^\s"']*))"#,
         Some(flag_value),
     ),
+    // A password piped to a program that reads it: `echo 'pw' | sudo -S`,
+    // `… | passwd --stdin user`, `… | chpasswd`, `… | docker login
+    // --password-stdin`.
+    pattern(
+        "password",
+        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s|'"]+))[ \t]*\|[ \t]*(?:sudo[^|\r\n]*[ \t]-[a-zA-Z]*S|passwd[^|\r\n]*--stdin|chpasswd|[a-z-]+[^|\r\n]*--password-stdin)"#,
+        Some(assigned_value),
+    ),
     // curl -u user:password, mysql -ppassword, sshpass -p password.
     pattern(
         "password",
@@ -391,7 +462,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)[^\r\n]*?[ \t]-p(?P<s>[^\s"']+)"#,
-        None,
+        Some(literal_value),
     ),
     pattern(
         "password",
@@ -458,13 +529,15 @@ impl Rule {
 }
 
 /// Numbers the secrets of one session: the same secret gets the same
-/// number in every text, so the model can tell that two files hold the
-/// same password without seeing it. Only a keyed hash of each secret is
-/// kept, never the secret.
+/// placeholder in every text, so the model can tell that two files hold
+/// the same password without seeing it; and a number names one secret of
+/// one kind: the kind it was first found as stays with it (a password
+/// seen again in a URL is still `password#3`, never `url-password#3`).
+/// Only a keyed hash of each secret is kept, never the secret.
 #[derive(Default)]
 pub(crate) struct Numbering {
     key: std::hash::RandomState,
-    numbers: std::sync::Mutex<std::collections::HashMap<u64, usize>>,
+    numbers: std::sync::Mutex<std::collections::HashMap<u64, (usize, String)>>,
     /// Numbers up to this one are taken (see `start_above`).
     after: std::sync::atomic::AtomicUsize,
 }
@@ -476,12 +549,15 @@ impl std::fmt::Debug for Numbering {
 }
 
 impl Numbering {
-    fn number(&self, secret: &str) -> usize {
+    /// The placeholder for `secret`, found as `kind`: `[REDACTED:kind#n]`
+    /// with the kind and number it first had; and that kind.
+    fn placeholder(&self, secret: &str, kind: &str) -> (String, String) {
         use std::hash::BuildHasher;
         let h = self.key.hash_one(secret);
         let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
         let next = numbers.len() + 1 + self.after.load(std::sync::atomic::Ordering::Relaxed);
-        *numbers.entry(h).or_insert(next)
+        let (n, kind) = numbers.entry(h).or_insert_with(|| (next, kind.to_string()));
+        (format!("{MARK}{kind}#{n}]"), kind.clone())
     }
 
     /// New numbers start above those in `text` (a conversation restored
@@ -505,10 +581,41 @@ impl Numbering {
 
 /// A secret found: where, and of what kind, an index into the redactor's
 /// kinds. Kinds are in the order of the detectors, most specific first,
-/// so the lower one wins when two findings overlap (`merge`).
+/// so the lower one wins when two findings overlap (`merge`). `via` says
+/// how it was read (`explain` names the rule from the kind and this).
 struct Span {
     range: Range<usize>,
     kind: usize,
+    via: Via,
+}
+
+/// How a finding was read: in the text as it is, or once decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Via {
+    #[default]
+    Text,
+    /// In URL-encoded text once decoded (`find_url_encoded`).
+    UrlEncoded,
+    /// A line of output of a command that reads a secret store, by the
+    /// command rule with this index (`commands`).
+    Command(usize),
+}
+
+/// One finding, as `walissh redact --explain` lists it: where it is in
+/// the plain text (`plain`, what the redactor works on), of what kind
+/// (the placeholder's), and which rule found it (`walissh:<kind>`, `keys`,
+/// `operator:<id>`, `gitleaks:<id>`, `base64`, `url-encoded`…). Never the
+/// secret itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// Bytes of the plain text.
+    pub(crate) span: Range<usize>,
+    /// 1-based line and column (in characters) of its first character.
+    pub(crate) start: (usize, usize),
+    /// 1-based line and column (in characters) of its last character.
+    pub(crate) end: (usize, usize),
+    pub(crate) kind: String,
+    pub(crate) rule: String,
 }
 
 /// Scrubs secrets from text bound for the model.
@@ -525,9 +632,24 @@ pub(crate) struct Redactor {
     wide: Vec<usize>,
     /// Keys that name a secret and tools' password flags.
     pairs: pairs::Pairs,
+    /// The operator's rules (`[context] redact_rules`), after walissh's
+    /// own, before gitleaks'; none by default.
+    operator: rules::Rules,
     /// gitleaks' rules, after walissh's own.
     gitleaks: rules::Rules,
-    /// Every kind a finding may have: walissh's rules', then gitleaks' ids.
+    /// Commands whose output is a secret, and the kind their output gets.
+    commands: commands::Commands,
+    output_kind: usize,
+    /// Values that must pass (`[context] redact_allow`): a finding whose
+    /// text one of them matches is not one, but for the bastion's own
+    /// credentials.
+    allow: Vec<Regex>,
+    /// The rule of the bastion's own credentials, if it holds any.
+    credential: Option<usize>,
+    /// The rules of `[ai] redact`'s patterns.
+    custom: Range<usize>,
+    /// Every kind a finding may have: walissh's rules', `password` (keys),
+    /// the operator's ids, gitleaks' ids, `base64-secret`.
     kinds: Vec<String>,
     /// What a placeholder looks like.
     placeholder: Regex,
@@ -543,17 +665,83 @@ impl Redactor {
     /// bastion holds (target passwords, its API key); empty or very short
     /// (< 4 chars) ones are ignored.
     pub(crate) fn new(extra: &[String], secrets: &[String]) -> Result<Redactor, String> {
+        Redactor::build(extra, secrets, rules::Rules::empty(), Vec::new())
+    }
+
+    /// The redactor a config asks for: the agent's, and `walissh redact`'s,
+    /// so the two cannot differ. `[ai] redact`'s patterns, the credentials
+    /// the bastion holds (`held`), `[context] redact_rules` (the file as
+    /// read at load) and `redact_allow`. An Err names the config's file,
+    /// line and key, and for a rules file, the rule and what is wrong.
+    pub(crate) fn for_config(config: &Config) -> Result<Redactor, ConfigError> {
+        let c = &config.context;
+        let operator = match &c.redact_rules_file {
+            None => rules::Rules::empty(),
+            Some(file) => {
+                rules::Rules::parse(&file.text, rules::Origin::Operator).map_err(|e| {
+                    let span = c.redact_rules.as_ref().map(|p| p.span());
+                    let msg = format!("{}: {e}", file.path.display());
+                    config.error_at(span, "context.redact_rules", &msg)
+                })?
+            }
+        };
+        let allow = c
+            .redact_allow
+            .iter()
+            .map(|p| {
+                compile_pattern(p.get_ref()).map_err(|e| {
+                    let msg = format!("bad regex: {e}");
+                    config.error_at(Some(p.span()), "context.redact_allow", &msg)
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let extra: Vec<String> = config
+            .ai
+            .redact
+            .iter()
+            .map(|p| p.get_ref().clone())
+            .collect();
+        Redactor::build(&extra, &Redactor::held(config), operator, allow)
+            .map_err(|e| config.error_at(None, "ai.redact", &e))
+    }
+
+    /// The credentials the bastion holds, which never reach the model,
+    /// whatever prints them: target passwords and the model's API key,
+    /// from the environment variables the config names.
+    pub(crate) fn held(config: &Config) -> Vec<String> {
+        let mut held: Vec<String> = config
+            .targets
+            .iter()
+            .filter_map(|t| t.password_env.as_ref())
+            .filter_map(|var| std::env::var(var.get_ref()).ok())
+            .collect();
+        if let Some(var) = &config.llm.api_key_env {
+            held.extend(std::env::var(var).ok());
+        }
+        held
+    }
+
+    fn build(
+        extra: &[String],
+        secrets: &[String],
+        operator: rules::Rules,
+        allow: Vec<Regex>,
+    ) -> Result<Redactor, String> {
         let mut rules: Vec<Rule> = KEYS.iter().map(builtin).collect();
+        let mut credential = None;
         if let Some(regex) = literals(secrets) {
+            credential = Some(rules.len());
             rules.push(Rule::new("bastion-credential", regex, None));
         }
         // The operator's patterns come before the guesses: they know their
         // secrets better than any heuristic.
+        let custom_start = rules.len();
         for p in extra {
             let regex = compile_pattern(p)
                 .map_err(|e| format!("[ai] redact pattern {p:?} is invalid: {e}"))?;
             rules.push(Rule::new("custom", regex, None));
         }
+        let custom = custom_start..rules.len();
         rules.extend(SHAPES.iter().map(builtin));
         // A cache big enough that the lazy DFA of this many patterns does
         // not thrash: once it does, the regex crate falls back to a slower
@@ -565,12 +753,13 @@ impl Redactor {
             .build()
             .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
         let gitleaks = rules::Rules::load()?;
-        let kinds = rules
+        let kinds: Vec<String> = rules
             .iter()
             .map(|r| r.kind.to_string())
             .chain(std::iter::once("password".to_string()))
+            .chain((0..operator.len()).map(|i| operator.id(i).to_string()))
             .chain((0..gitleaks.len()).map(|i| gitleaks.id(i).to_string()))
-            .chain(std::iter::once("base64-secret".to_string()))
+            .chain(["secret-output".to_string(), "base64-secret".to_string()])
             .collect();
         let placeholder = Regex::new(r"\[REDACTED:[a-z0-9_-]{1,64}(?:#[0-9]{1,9})?\]")
             .expect("the placeholder pattern compiles");
@@ -587,7 +776,13 @@ impl Redactor {
             local,
             wide,
             pairs: pairs::Pairs::new(),
+            operator,
             gitleaks,
+            commands: commands::Commands::load()?,
+            output_kind: kinds.len() - 2,
+            allow,
+            credential,
+            custom,
             kinds,
             placeholder,
         })
@@ -600,8 +795,7 @@ impl Redactor {
     /// already in the text are left as they are.
     pub(crate) fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
         let text = plain::plain(text);
-        let mut spans = merge(self.find(&text), &placeholders(&self.placeholder, &text));
-        wrapped(&text, &mut spans);
+        let spans = self.spans(&text);
         let mut counts = Counts::default();
         if spans.is_empty() {
             return (text.into_owned(), counts);
@@ -609,15 +803,113 @@ impl Redactor {
         let mut out = String::with_capacity(text.len());
         let mut done = 0;
         for span in spans {
-            let kind = &self.kinds[span.kind];
             out.push_str(&text[done..span.range.start]);
-            let n = numbering.number(&text[span.range.clone()]);
-            out.push_str(&format!("{MARK}{kind}#{n}]"));
+            let found = &text[span.range.clone()];
+            let (placeholder, kind) = numbering.placeholder(found, &self.kinds[span.kind]);
+            out.push_str(&placeholder);
             done = span.range.end;
-            *counts.0.entry(kind.clone()).or_default() += 1;
+            *counts.0.entry(kind).or_default() += 1;
         }
         out.push_str(&text[done..]);
         (out, counts)
+    }
+
+    /// What `redact` would replace in `text`, in order: each finding's
+    /// place in the plain text, its kind and its rule (see `Finding`).
+    pub(crate) fn explain(&self, text: &str) -> Vec<Finding> {
+        let text = plain::plain(text);
+        let spans = self.spans(&text);
+        // Lines and columns in one walk over the text, span by span.
+        let (mut at, mut line, mut col) = (0, 1, 1);
+        let mut walk = |to: usize| {
+            for c in text[at..to].chars() {
+                match c {
+                    '\n' => (line, col) = (line + 1, 1),
+                    _ => col += 1,
+                }
+            }
+            at = to;
+            (line, col)
+        };
+        spans
+            .into_iter()
+            .map(|s| {
+                let start = walk(s.range.start);
+                let last = text[..s.range.end]
+                    .char_indices()
+                    .next_back()
+                    .map_or(s.range.start, |(i, _)| i.max(s.range.start));
+                let end = walk(last);
+                Finding {
+                    start,
+                    end,
+                    kind: self.kinds[s.kind].clone(),
+                    rule: self.rule(&s),
+                    span: s.range,
+                }
+            })
+            .collect()
+    }
+
+    /// The findings `redact` replaces in plain `text`, disjoint and in
+    /// order: every detector's (`find`), less those `[context]
+    /// redact_allow` lets pass, merged with the placeholders already there
+    /// (`merge`), each taking the lines of its rest (`wrapped`). A secret
+    /// the terminal wrapped is found whole in the rows joined, and goes
+    /// whole (`wrap::extend`).
+    fn spans(&self, text: &str) -> Vec<Span> {
+        // Full-width keys are read as keys, quotes written as HTML
+        // entities as quotes; the text keeps its characters.
+        if let Some((folded, from)) = plain::folded(text).or_else(|| plain::entities(text)) {
+            let mut spans = self.spans(&folded);
+            for s in &mut spans {
+                s.range = from[s.range.start]..from[s.range.end];
+            }
+            return spans;
+        }
+        // A public key is no secret, whatever its shape (`public key:`
+        // and `peer:` in `wg show`, `PublicKey = …`).
+        let find = |t: &str| {
+            let mut found = self.find(t);
+            found.retain(|s| !names_public_key(t, s.range.start));
+            found
+        };
+        let mut found = find(text);
+        wrap::extend(text, &mut found, find);
+        if !self.allow.is_empty() {
+            found.retain(|s| {
+                Some(s.kind) == self.credential
+                    || !text
+                        .get(s.range.clone())
+                        .is_some_and(|v| self.allow.iter().any(|a| a.is_match(v)))
+            });
+        }
+        let mut spans = merge(found, &placeholders(&self.placeholder, text));
+        wrap::wrapped(text, &mut spans);
+        spans
+    }
+
+    /// The rule that found a span, as `explain` names it.
+    fn rule(&self, s: &Span) -> String {
+        match s.via {
+            Via::UrlEncoded => return "url-encoded".to_string(),
+            Via::Command(i) => return format!("command:{}", self.commands.id(i)),
+            Via::Text => {}
+        }
+        let pairs = self.rules.len();
+        let operator = pairs + 1..pairs + 1 + self.operator.len();
+        let gitleaks = operator.end..operator.end + self.gitleaks.len();
+        let kind = self.kinds.get(s.kind).map_or("?", String::as_str);
+        match s.kind {
+            i if Some(i) == self.credential => format!("walissh:{kind}"),
+            i if self.custom.contains(&i) => format!("ai.redact:{}", i - self.custom.start + 1),
+            i if i < pairs => format!("walissh:{kind}"),
+            i if i == pairs => "keys".to_string(),
+            i if operator.contains(&i) => format!("operator:{kind}"),
+            i if gitleaks.contains(&i) => format!("gitleaks:{kind}"),
+            _ if kind == "base64-secret" => "base64".to_string(),
+            _ => format!("walissh:{kind}"),
+        }
     }
 
     /// Every finding in `text`, in no order: of every rule, in URL-encoded
@@ -627,7 +919,62 @@ impl Redactor {
         let mut spans = self.find_plain(text);
         spans.extend(self.find_url_encoded(text));
         spans.extend(self.find_base64(text));
+        spans.extend(self.find_outputs(text));
         spans
+    }
+
+    /// The lines of output of commands that read a secret store, on a
+    /// screen's text: after a prompt line whose command a rule of
+    /// `commands.toml` names (`cat /run/secrets/db`, `vault kv get`).
+    fn find_outputs(&self, text: &str) -> Vec<Span> {
+        self.commands
+            .outputs(text)
+            .into_iter()
+            .map(|(range, rule)| Span {
+                range,
+                kind: self.output_kind,
+                via: Via::Command(rule),
+            })
+            .collect()
+    }
+
+    /// `output` of `command` as the model may see it: every line replaced
+    /// when the command reads a secret store (their count kept, so the
+    /// model sees that it printed something), else as `redact` makes it.
+    pub(crate) fn redact_output(
+        &self,
+        command: &str,
+        output: &str,
+        numbering: &Numbering,
+    ) -> (String, Counts) {
+        if self.commands.reads_secret(command).is_none() {
+            return self.redact(output, numbering);
+        }
+        let text = plain::plain(output);
+        let kind = &self.kinds[self.output_kind];
+        let mut counts = Counts::default();
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let body = line.trim_end_matches(['\n', '\r']);
+            let value = body.trim();
+            let placeholder = self
+                .placeholder
+                .find(value)
+                .is_some_and(|m| m.len() == value.len());
+            if commands::error_line(body) {
+                out.push_str(&self.redact(line, numbering).0);
+                continue;
+            }
+            if value.is_empty() || placeholder {
+                out.push_str(line);
+                continue;
+            }
+            let lead = &body[..body.len() - body.trim_start().len()];
+            let (placeholder, kind) = numbering.placeholder(value, kind);
+            out.push_str(&format!("{lead}{placeholder}{}", &line[body.len()..]));
+            *counts.0.entry(kind).or_default() += 1;
+        }
+        (out, counts)
     }
 
     /// Base64 values whose decoded text holds a secret, whole. The decoded
@@ -663,7 +1010,11 @@ impl Redactor {
         secret
             .into_iter()
             .filter(|(_, s)| *s)
-            .map(|(range, _)| Span { range, kind })
+            .map(|(range, _)| Span {
+                range,
+                kind,
+                via: Via::Text,
+            })
             .collect()
     }
 
@@ -678,6 +1029,7 @@ impl Redactor {
             spans.extend(rule.spans(piece).map(|r| Span {
                 range: offset + r.start..offset + r.end,
                 kind: i,
+                via: Via::Text,
             }));
         };
         for &i in &self.wide {
@@ -735,6 +1087,7 @@ impl Redactor {
                 (end > start).then(|| Span {
                     range: from[start]..from[end],
                     kind: s.kind,
+                    via: Via::UrlEncoded,
                 })
             })
             .collect()
@@ -744,68 +1097,26 @@ impl Redactor {
     fn find_plain(&self, text: &str) -> Vec<Span> {
         let mut spans = self.find_own(text);
         let pairs = self.rules.len();
-        spans.extend(
-            self.pairs
-                .find(text)
-                .into_iter()
-                .map(|range| Span { range, kind: pairs }),
-        );
+        spans.extend(self.pairs.find(text).into_iter().map(|range| Span {
+            range,
+            kind: pairs,
+            via: Via::Text,
+        }));
+        // The operator's rules (`[context] redact_rules`), then gitleaks'.
         // gitleaks' secrets are sometimes wider than the secret (the user
         // with the password, a webhook's host with its path): where one of
         // walissh's rules, tuned to keep that context, found it too, its
         // span wins in `merge`. A rule's secret group may end inside a
         // character.
-        spans.extend(
-            self.gitleaks
-                .find(text.as_bytes())
-                .into_iter()
-                .map(|f| Span {
-                    range: text.floor_char_boundary(f.span.start)
-                        ..text.ceil_char_boundary(f.span.end),
-                    kind: pairs + 1 + f.rule,
-                }),
-        );
-        spans
-    }
-}
-
-/// A secret that ends its line goes on over lines that look like its
-/// rest: a program (`base64`, `fold`) or a copy from a terminal broke it
-/// at a width. (A line the terminal itself wrapped never gets here as two:
-/// command output comes from the byte stream, and the screen model
-/// rejoins the rows it wrapped.) A following
-/// line is its rest when it is one long token of secret characters (16 or
-/// more, with a digit or both cases), up to four lines, and never into the
-/// next finding.
-fn wrapped(text: &str, spans: &mut [Span]) {
-    const MAX_LINES: usize = 4;
-    let rest_of_secret = |line: &str| {
-        // Base64 may end with padding; an `=` elsewhere is an assignment.
-        let line = line.trim_end_matches('=');
-        line.len() >= 16
-            && !line.starts_with('/')
-            && line
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"+/_-".contains(&b))
-            && (line.bytes().any(|b| b.is_ascii_digit())
-                || (line.bytes().any(|b| b.is_ascii_uppercase())
-                    && line.bytes().any(|b| b.is_ascii_lowercase())))
-    };
-    for i in 0..spans.len() {
-        let limit = spans.get(i + 1).map_or(text.len(), |n| n.range.start);
-        let mut end = spans[i].range.end;
-        for _ in 0..MAX_LINES {
-            let Some(after) = text[end..].strip_prefix('\n') else {
-                break;
-            };
-            let line = after.split('\n').next().unwrap_or("");
-            let line_end = end + 1 + line.len();
-            if line_end > limit || !rest_of_secret(line) {
-                break;
-            }
-            end = line_end;
+        let gitleaks = pairs + 1 + self.operator.len();
+        for (set, first) in [(&self.operator, pairs + 1), (&self.gitleaks, gitleaks)] {
+            spans.extend(set.find(text.as_bytes()).into_iter().map(|f| Span {
+                range: text.floor_char_boundary(f.span.start)..text.ceil_char_boundary(f.span.end),
+                kind: first + f.rule,
+                via: Via::Text,
+            }));
         }
-        spans[i].range.end = end;
+        spans
     }
 }
 
@@ -861,13 +1172,19 @@ fn decode_url(text: &str) -> Option<(String, Vec<usize>)> {
     Some((String::from_utf8(out).ok()?, from))
 }
 
-/// `user:password` (docker's `auth`, HTTP basic), the password a secret.
+/// `user:password` (docker's `auth`, HTTP basic), the password a secret:
+/// a user name's characters, then the password right after the colon
+/// (`owner: platform-team` is YAML, not a credential).
 fn credentials(decoded: &str) -> bool {
     decoded.split_once(':').is_some_and(|(user, pass)| {
         !user.is_empty()
             && user.len() <= 128
-            && !user.contains(char::is_whitespace)
-            && pairs::is_secret_value(pass.trim_end())
+            && user
+                .chars()
+                .all(|c| c.is_alphanumeric() || "._-@\\+".contains(c))
+            && !pass.starts_with(char::is_whitespace)
+            && !pass.trim_end().contains(char::is_whitespace)
+            && pairs::is_secret_value(pass.trim_end(), false)
     })
 }
 
@@ -877,7 +1194,8 @@ fn credentials(decoded: &str) -> bool {
 /// must not swallow the text after a token a specific rule found).
 fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
     spans.retain(|s| !s.range.is_empty());
-    spans.sort_by_key(|s| (s.kind, s.range.start));
+    // A command's output goes whole, whatever else was found in it.
+    spans.sort_by_key(|s| (!matches!(s.via, Via::Command(_)), s.kind, s.range.start));
     // Taken spans by start; they never overlap, so the one starting last
     // before a span's end is the only one that can reach into it.
     let mut taken: BTreeMap<usize, Span> = BTreeMap::new();
@@ -887,6 +1205,7 @@ fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
             Span {
                 range: m.clone(),
                 kind: usize::MAX,
+                via: Via::Text,
             },
         );
     }
@@ -997,9 +1316,10 @@ fn placeholders(shape: &Regex, text: &str) -> Vec<Range<usize>> {
 
 /// The secret of a match: the first `s…` group that took part.
 fn value<'t>(caps: &Captures<'t>) -> &'t str {
-    ["s", "s1", "s2", "s3"]
+    ["s", "s1", "s2", "s3", "s4", "s5"]
         .iter()
         .find_map(|n| caps.name(n))
+        .or_else(|| caps.get(0))
         .map_or("", |m| m.as_str())
 }
 
@@ -1007,19 +1327,28 @@ fn value<'t>(caps: &Captures<'t>) -> &'t str {
 /// `${VAR}`, `$(cmd)`, `{{ template }}`, `null`, `****`, `...`. Such values tell
 /// the model where the secret comes from, which is worth keeping.
 fn is_literal(v: &str) -> bool {
+    literal(v, false)
+}
+
+/// `is_literal`, knowing whether the value stood in quotes: `"*x"` is a
+/// string, `*x` a YAML alias, `!x` a tag, `&x` an anchor.
+fn literal(v: &str, quoted: bool) -> bool {
     let v = v.trim();
+    if pairs::masked_or_example(v) {
+        return false;
+    }
     // Elided in documentation: `****`, `...`, `xxxx`.
     if v.bytes().all(|b| matches!(b, b'*' | b'.' | b'x' | b'X')) {
         return false;
     }
-    if ["${", "$(", "{{", "%(", "!", "&", "*"]
-        .iter()
-        .any(|p| v.starts_with(p))
+    if ["${", "$(", "{{", "%("].iter().any(|p| v.starts_with(p))
+        || !quoted && v.starts_with(['!', '&', '*'])
     {
         return false;
     }
-    // `<YOUR_TOKEN>`, `process.env.STRIPE_KEY`, `vault:secret/data/db#pw`.
-    if (v.starts_with('<') && v.ends_with('>'))
+    // `<YOUR_TOKEN>`, `<generate one with …>`, `process.env.STRIPE_KEY`,
+    // `vault:secret/data/db#pw`.
+    if v.starts_with(['<', '‹'])
         || [
             "process.env.",
             "os.environ",
@@ -1034,11 +1363,18 @@ fn is_literal(v: &str) -> bool {
         return false;
     }
     // `$DB_PASSWORD` is a variable; `$ecret1` in a config file is a password.
+    // `$VAULT_TOKEN" https://…`: a reference, then other text.
     let variable = v.strip_prefix('$').is_some_and(|name| {
-        !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        let n = name
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+            .count();
+        n > 0
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name[n..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric())
     });
     if variable {
         return false;
@@ -1046,6 +1382,43 @@ fn is_literal(v: &str) -> bool {
     !["null", "none", "nil", "true", "false", "undefined"]
         .iter()
         .any(|w| v.eq_ignore_ascii_case(w))
+}
+
+/// Whether the text before `start` on its line names a public key.
+fn names_public_key(text: &str, start: usize) -> bool {
+    let line = &text[text[..start].rfind('\n').map_or(0, |i| i + 1)..start];
+    let near = &line[line.floor_char_boundary(line.len().saturating_sub(32))..];
+    let near = near.to_ascii_lowercase();
+    [
+        "public key",
+        "public_key",
+        "publickey",
+        "public-key",
+        "pubkey",
+        "peer:",
+    ]
+    .iter()
+    .any(|p| near.contains(p))
+}
+
+/// A `.pgpass` line's password, not the tail of a shadow row
+/// (`root:*:19000:0:99999:7:::` has the same shape).
+fn pgpass_value(caps: &Captures) -> bool {
+    let v = value(caps);
+    !v.bytes().all(|b| b.is_ascii_digit() || b == b':') && is_literal(v)
+}
+
+/// A chap-secrets row's secret: a literal that looks like one (the row's
+/// shape, four words, is common).
+fn chap_secret(caps: &Captures) -> bool {
+    let quoted = caps.name("s1").is_some();
+    pairs::is_secret_value(value(caps), quoted)
+}
+
+/// A value that is no reference, placeholder or mask (`$VAULT_TOKEN`,
+/// `-pxxxxxxxx` as `ps` shows a password mysql overwrote).
+fn literal_value(caps: &Captures) -> bool {
+    is_literal(value(caps))
 }
 
 /// For assignments: a literal value, and an unquoted one that is neither
@@ -1061,13 +1434,21 @@ fn assigned_value(caps: &Captures) -> bool {
             && words
                 .clone()
                 .all(|w| w.bytes().all(|b| b.is_ascii_lowercase())));
-    is_literal(v) && !(unquoted && (looks_like_code(v) || prose))
+    // `auth.existingSecret=redis-auth`, `passwordSecretRef: x`: the name
+    // of where a secret is.
+    let key = caps
+        .name("key")
+        .map_or("", |k| k.as_str())
+        .to_ascii_lowercase();
+    let reference = key.contains("existing") || key.ends_with("ref") || key.ends_with("name");
+    literal(v, !unquoted) && !reference && !(unquoted && (looks_like_code(v) || prose))
 }
 
 /// For `--password value`: an unquoted value must look like a secret
 /// (`--password     prompt for the password` is help text).
 fn flag_value(caps: &Captures) -> bool {
-    assigned_value(caps) && (caps.name("s3").is_none() || pairs::is_secret_value(value(caps)))
+    assigned_value(caps)
+        && (caps.name("s3").is_none() || pairs::is_secret_value(value(caps), false))
 }
 
 /// For `key: value` lines: as `assigned_value`, but nsswitch.conf's
@@ -1075,7 +1456,11 @@ fn flag_value(caps: &Captures) -> bool {
 fn config_value(caps: &Captures) -> bool {
     let nsswitch =
         caps.name("key").is_some_and(|k| k.as_str() == "passwd") && caps.name("s3").is_some();
-    assigned_value(caps) && !nsswitch
+    // `password: >-`: a YAML block scalar, its value below (`pairs`).
+    let block = caps
+        .name("s3")
+        .is_some_and(|v| v.as_str().starts_with(['|', '>']));
+    assigned_value(caps) && !nsswitch && !block
 }
 
 /// Source code read through the agent has assignments too, whose values
@@ -1134,10 +1519,32 @@ fn secret_name(name: &str) -> bool {
     if measure || name.contains("PUBLIC") || name.contains("PUBKEY") {
         return false;
     }
-    name.split('_').any(|part| {
+    // The secret word is the last part, or only parts that say how it is
+    // written follow (`SECRET_KEY_BASE`, `DB_PASSWORD_B64`): `KEY_ALGORITHM`,
+    // `PASSWORD_POLICY`, `TOKEN_ENDPOINT` name no secret.
+    let parts: Vec<&str> = name.split('_').collect();
+    let how = |p: &&str| {
+        p.bytes().all(|b| b.is_ascii_digit())
+            || [
+                "VALUE",
+                "B64",
+                "BASE64",
+                "HASH",
+                "ENC",
+                "ENCRYPTED",
+                "PLAIN",
+                "BASE",
+                "HEX",
+                "RAW",
+                "DATA",
+                "STRING",
+            ]
+            .contains(p)
+    };
+    let secret_part = |part: &str| {
         ["SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"]
             .iter()
-            .any(|w| part.contains(w))
+            .any(|w| part.contains(w) && !part.ends_with("LESS") && !part.ends_with("HASHER"))
             || part.ends_with("TOKEN")
             || part.ends_with("TOKENS")
             || part.ends_with("KEY")
@@ -1145,7 +1552,9 @@ fn secret_name(name: &str) -> bool {
             || part == "PASS"
             || part == "PAT"
             || (part == "PWD" && name != "PWD")
-    })
+    };
+    (0..parts.len())
+        .any(|i| secret_part(parts[i]) && parts[i + 1..].iter().all(|p| how(p) || secret_part(p)))
 }
 
 /// An `Authorization` value with a scheme is a credential; without one, only
@@ -1762,7 +2171,9 @@ config['password'] => 'phpPw1'
             a,
             "DB_PASSWORD=[REDACTED:env-secret#1]\nAPI_TOKEN=[REDACTED:env-secret#2]"
         );
-        assert_eq!(b, "db_password: [REDACTED:password#1]");
+        // The same secret found as another kind keeps its first kind: a
+        // number never names two kinds (issue 33).
+        assert_eq!(b, "db_password: [REDACTED:env-secret#1]");
         // A restored conversation's numbers are not given out again.
         let next = Numbering::default();
         next.start_above(&a);
@@ -1834,6 +2245,249 @@ sshd[992]: Accepted publickey for alice from 198.51.100.4 port 50022 ssh2: ED255
         );
         assert_eq!(a.total(), 6);
         assert!(!a.is_empty() && Counts::default().is_empty());
+    }
+
+    // Wrapped tokens (issue 33's class 5): a screen's rows, each but the
+    // last of a long line as wide as the terminal (`wrap`).
+
+    /// `n` characters of token alphabet, in no period, from `seed`.
+    fn mixed(n: usize, seed: u64) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ALPHABET[(x % ALPHABET.len() as u64) as usize] as char
+            })
+            .collect()
+    }
+
+    /// `text` as a terminal `columns` wide shows it, each line cut into
+    /// rows; `«`, `»` and `\u{1}` take no column. Returns the rows, and what stood
+    /// between `«` and `»` as the rows hold it (line breaks and all).
+    fn rows(text: &str, columns: usize) -> (String, String) {
+        let mut out = String::new();
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            let mut width = 0;
+            for c in line.chars() {
+                if !matches!(c, '«' | '»' | '\u{1}') {
+                    if width == columns {
+                        out.push('\n');
+                        width = 0;
+                    }
+                    width += 1;
+                }
+                out.push(c);
+            }
+        }
+        let secret = out
+            .split_once('«')
+            .and_then(|(_, rest)| rest.split_once('»'))
+            .map_or(String::new(), |(s, _)| s.to_string());
+        (out.replace(['«', '»'], ""), secret)
+    }
+
+    /// Redacts `text` (with its secret marked `«…»`) wrapped at `columns`,
+    /// and checks the result is the rows with the secret's span, line
+    /// breaks and all, replaced by one placeholder of `kind`.
+    #[track_caller]
+    fn check_rows(text: &str, columns: usize, kind: &str) -> String {
+        let (text, secret) = rows(text, columns);
+        assert!(secret.contains('\n'), "the wrap cuts the secret:\n{text}");
+        let (out, counts) = scrub(&redactor(), &text);
+        let want = text.replacen(&secret, &format!("[REDACTED:{kind}]"), 1);
+        assert_eq!(out, want, "for:\n{text}");
+        assert_eq!(counts.total(), 1, "{counts:?}");
+        out
+    }
+
+    /// `github_pat_` wrapped after 5 to 15 characters: the first row holds
+    /// less than the rule's minimum, the second no prefix.
+    #[test]
+    fn a_token_cut_before_its_rule_s_minimum_is_found_whole() {
+        let token = format!("github_pat_{}", mixed(82, 1));
+        for columns in [80, 132] {
+            for first in 5..=15 {
+                let lead = format!("{:<w$}", "ci log:", w = columns - 11 - first);
+                let text = format!("$ tail -2 ci.log\n{lead}«{token}»\n$ ");
+                let out = check_rows(&text, columns, "github-token");
+                assert!(out.starts_with("$ tail -2 ci.log\nci log: "), "{out}");
+            }
+        }
+    }
+
+    /// A JWT (two dots) wrapped at 80 columns, anywhere, and right after
+    /// either dot.
+    #[test]
+    fn a_jwt_wrapped_at_80_columns_goes_whole() {
+        let header = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9";
+        let payload = format!("eyJ{}", mixed(120, 2));
+        let jwt = format!("{header}.{payload}.{}", mixed(43, 3));
+        let first_dot = header.len() + 1;
+        let second_dot = first_dot + payload.len() + 1;
+        for at in [first_dot, second_dot % 80, 20, 61] {
+            let lead = " ".repeat((80 - at % 80) % 80);
+            let text = format!("$ cat token\n{lead}«{jwt}»\n$ ");
+            check_rows(&text, 80, "jwt");
+        }
+        // With the wrap right after a dot, the row ends with it.
+        let lead = " ".repeat(80 - first_dot);
+        let (text, _) = rows(&format!("{lead}{jwt}"), 80);
+        assert!(text.lines().next().unwrap().ends_with('.'), "{text}");
+    }
+
+    /// Text after a wrapped token on its last row stays.
+    #[test]
+    fn text_after_a_wrapped_token_on_its_last_row_stays() {
+        let key = format!("sk-proj-{}", mixed(120, 4));
+        let text = format!("{:<70}«{key}»  other words here\nnext line", "found:");
+        let out = check_rows(&text, 80, "openai-key");
+        assert!(out.ends_with("]  other words here\nnext line"), "{out}");
+    }
+
+    /// A multiplexer's pane: every row between `│ ` and ` │` (or after
+    /// `| `), the token cut across rows.
+    #[test]
+    fn a_token_across_pane_borders_goes_whole() {
+        let token = format!("github_pat_{}", mixed(82, 5));
+        let content = format!("build 41: checkout with «{token}» as the user, ok");
+        for (left, right) in [("│ ", " │"), ("| ", ""), ("│ ", "")] {
+            // The rows, the secret marked, then each one bordered.
+            let (marked, _) = rows(&content.replace(['«', '»'], "\u{1}"), 56);
+            let mut pane = String::from("$ tmux capture-pane -p\n");
+            for row in marked.split('\n') {
+                let pad = 56 - row.chars().filter(|&c| c != '\u{1}').count();
+                let padding = if right.is_empty() { 0 } else { pad };
+                pane.push_str(&format!("{left}{row}{}{right}\n", " ".repeat(padding)));
+            }
+            let pad = if right.is_empty() { 0 } else { 52 };
+            pane.push_str(&format!("{left}$ ls{}{right}\n", " ".repeat(pad)));
+            let secret = pane.split('\u{1}').nth(1).unwrap().to_string();
+            let text = pane.replace('\u{1}', "");
+            assert!(secret.contains('\n'));
+            let (out, counts) = scrub(&redactor(), &text);
+            let want = text.replacen(&secret, "[REDACTED:github-token]", 1);
+            assert_eq!(out, want, "for:\n{text}");
+            assert_eq!(counted(&counts), BTreeMap::from([("github-token", 1)]));
+        }
+    }
+
+    /// A PEM marker the wrap split (`-----BEGIN RSA PRIV` / `ATE
+    /// KEY-----`), the key's body on the lines after it; and in a narrow
+    /// pane, every row cut, END marker too.
+    #[test]
+    fn a_pem_marker_split_by_the_wrap_goes_with_its_key() {
+        let body: Vec<String> = (0..4).map(|i| mixed(64, 10 + i)).collect();
+        let block = format!(
+            "-----BEGIN RSA PRIVATE KEY-----\n{}\n{}\n-----END RSA PRIVATE KEY-----",
+            body.join("\n"),
+            mixed(24, 9)
+        );
+        // The wrap inside `PRIVATE`, and at the blank before it (the row
+        // keeps the blank, or the screen dropped it).
+        for (cut, width) in [
+            ("-----BEGIN RSA PRIV", 80),
+            ("-----BEGIN RSA ", 80),
+            ("-----BEGIN RSA", 79),
+        ] {
+            let lead = format!("{:<w$}", "deploy key:", w = width - cut.len());
+            let rest = &block[cut.len().max(15)..];
+            let text = format!("{lead}{cut}\n{rest}\n$ ls\nnotes.txt");
+            let (out, counts) = scrub(&redactor(), &text);
+            let want = format!("{lead}[REDACTED:private-key]\n$ ls\nnotes.txt");
+            assert_eq!(out, want, "for:\n{text}");
+            assert_eq!(counted(&counts), BTreeMap::from([("private-key", 1)]));
+        }
+        // A pane 24 columns wide: markers and body all wrapped.
+        let text = format!("$ cat id\n«{block}»\n$ ls");
+        let out = check_rows(&text, 24, "private-key");
+        assert_eq!(out, "$ cat id\n[REDACTED:private-key]\n$ ls");
+    }
+
+    /// A wrapped `sk-proj-` or `sk-ant-api03-` key whose last row is under
+    /// 16 characters: that row used to leak.
+    #[test]
+    fn a_wrapped_key_s_short_last_row_goes_too() {
+        for (key, columns) in [
+            (format!("sk-proj-{}", mixed(164, 6)), 80),
+            (format!("sk-ant-api03-{}AA", mixed(72, 7)), 80),
+            (format!("sk-proj-{}", mixed(130, 8)), 132),
+        ] {
+            let tail = key.len() % columns;
+            assert!((1..16).contains(&tail));
+            let text = format!("$ cat ~/.config/key\n«{key}»\n$ ");
+            check_rows(&text, columns, "openai-key");
+        }
+    }
+
+    /// Secrets wrapped at 80, 132 and a width no list holds, the wrap
+    /// falling anywhere in them: redacted as they are unwrapped.
+    #[test]
+    fn secrets_wrapped_at_80_and_132_columns_as_unwrapped() {
+        let r = redactor();
+        let secrets = [
+            format!("github_pat_{}", mixed(82, 20)),
+            format!("ghp_{}", mixed(36, 21)),
+            format!("glpat-{}", mixed(20, 22)),
+            format!("xoxb-{}-{}", mixed(12, 23), mixed(24, 24)),
+            format!("sk-proj-{}", mixed(100, 25)),
+            format!(
+                "eyJhbGciOiJIUzI1NiJ9.eyJ{}.{}",
+                mixed(40, 26),
+                mixed(43, 27)
+            ),
+            format!("AKIA{}", mixed(16, 28).to_uppercase()),
+        ];
+        for secret in &secrets {
+            for columns in [80, 132, 100] {
+                for first in (1..secret.len().min(columns - 4)).step_by(7) {
+                    let lead = format!("{:<w$}", "out:", w = columns - first);
+                    let line = format!("{lead}{secret}");
+                    let (text, _) = rows(&format!("$ run\n{line}\n$ "), columns);
+                    let whole = scrub(&r, &format!("$ run\n{line}\n$ ")).0;
+                    assert!(whole.contains("[REDACTED:"), "{whole}");
+                    assert_eq!(scrub(&r, &text).0, whole, "for:\n{text}");
+                }
+            }
+        }
+    }
+
+    /// Ordinary output the terminal wrapped, at any width, comes back as
+    /// it was: rows joined for detection make no secret of their own.
+    #[test]
+    fn ordinary_rows_wrapped_at_any_width_stay() {
+        let r = redactor();
+        let hashes: String = (0..6)
+            .map(|i| {
+                format!(
+                    "{}  release-0{i}.tar.gz\n",
+                    mixed(64, 40 + i).to_lowercase()
+                )
+            })
+            .collect();
+        let texts = [
+            "The deploy finished after the migration ran; the access tokens the service uses are rotated by the scheduler every night, and the keys live in the vault under secret/app (see the runbook for how to renew them).".to_string(),
+            "2024/05/01 10:02:11 [error] 8123#8123: *41 connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.7\n".repeat(4),
+            "-rw-r--r-- 1 app app  1679 Nov 30 10:00 report-2026.csv\n".repeat(5),
+            hashes,
+            "curl -sS https://registry.example.com/v2/library/nginx/manifests/1.25.3-alpine-slim-with-extra-modules?platform=linux/amd64&digest=true".to_string(),
+            "| name        | value                          |\n| ----------- | ------------------------------ |\n| api_version | v2-2024-05-01-stable-release-x |\n| timeout_ms  | 3600                           |".to_string(),
+            "abc1234 Fix the token refresh when the session key rotates mid-request (#4521)\ndef5678 Bump tokenizer to 0.19 and regenerate the lock file for the workspace\n".to_string(),
+            format!("│ {:<56} │\n│ {:<56} │", "Nothing is close to full: the root filesystem has room,", "and /var/log is small; look there first."),
+        ];
+        for text in &texts {
+            assert_eq!(scrub(&r, text).0, *text);
+            for columns in [24, 80, 100, 132] {
+                let (wrapped, _) = rows(text, columns);
+                let (out, counts) = scrub(&r, &wrapped);
+                assert_eq!(out, wrapped, "{counts:?} at {columns}");
+            }
+        }
     }
 
     #[test]

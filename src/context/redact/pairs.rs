@@ -48,12 +48,27 @@ const KEY_WORDS: &[&str] = &[
     "community",
     "authpass",
     "privpass",
+    "authtok",
+    "bindpw",
+    "rootpw",
+    "psk",
+    "auth-pass",
+    "identified by",
+    "key content",
+    "key",
+    "salt",
     "密码",
     "口令",
     "秘钥",
     "密钥",
     "パスワード",
     "暗証番号",
+    "キー",
+    "トークン",
+    "シークレット",
+    "令牌",
+    "私钥",
+    "密匙",
     "passwort",
     "kennwort",
     "contraseña",
@@ -163,15 +178,25 @@ const FLAGS: &[(&[&str], &[&str])] = &[
     ),
     (&["vault"], &["-password"]),
     (&["zip", "7z", "unzip"], &["-P"]),
+    (&["openconnect", "sqlplus"], &["--password", "--pass"]),
     (
-        &["openconnect", "sqlplus", "rclone"],
-        &["--password", "--pass"],
+        &["rclone"],
+        &[
+            "--password",
+            "--pass",
+            "--sftp-pass",
+            "--ftp-pass",
+            "--webdav-pass",
+            "--smb-pass",
+        ],
     ),
     (&["htpasswd"], &[]),
     (&["mc"], &[]),
     (&["aws"], &[]),
     (&["curl"], &["--oauth2-bearer"]),
     (&["openssl"], &[]),
+    (&["rabbitmqctl", "grafana-cli", "nmcli"], &[]),
+    (&["ngrok", "cloudflared"], &["--authtoken", "--token"]),
 ];
 
 /// A password in an operand: `openssl … pass:X`, `smbclient -U user%X`,
@@ -194,6 +219,58 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                 .collect();
             for w in operands.iter().skip(2).take(2) {
                 out.push(w.value.clone());
+            }
+        }
+        // `net use Z: \\fs\share /user:DOMAIN\name PASSWORD`.
+        "net" if plain.first() == Some(&"use") => {
+            if let Some(i) = plain
+                .iter()
+                .position(|w| w.to_ascii_lowercase().starts_with("/user:"))
+                && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('/'))
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `ngrok config add-authtoken TOKEN`, `cloudflared service install
+        // TOKEN`.
+        "ngrok" | "cloudflared" => {
+            if let Some(i) = plain
+                .iter()
+                .position(|w| matches!(*w, "add-authtoken" | "authtoken" | "install"))
+                && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('-'))
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `rabbitmqctl add_user NAME PW`, `change_password NAME PW`.
+        "rabbitmqctl" => {
+            if let Some(i) = plain
+                .iter()
+                .position(|w| matches!(*w, "add_user" | "change_password"))
+                && let Some(w) = words.get(i + 2)
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `grafana-cli admin reset-admin-password PW`.
+        "grafana-cli" => {
+            if let Some(i) = plain.iter().position(|w| *w == "reset-admin-password")
+                && let Some(w) = words[i + 1..].iter().find(|w| !w.text.starts_with('-'))
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `rclone config create NAME TYPE … pass PW`, `nmcli … password PW`,
+        // `… wifi-sec.psk PW`: key and value as two operands.
+        "rclone" | "nmcli" => {
+            for (i, w) in plain.iter().enumerate() {
+                if matches!(
+                    *w,
+                    "pass" | "password" | "wifi-sec.psk" | "802-1x.password" | "vpn.secrets"
+                ) && let Some(v) = words.get(i + 1)
+                {
+                    out.push(v.value.clone());
+                }
             }
         }
         "aws" => {
@@ -357,13 +434,89 @@ impl Pairs {
     pub(crate) fn find(&self, text: &str) -> Vec<Range<usize>> {
         let mut out = Vec::new();
         let mut at = 0;
+        // A block scalar's key, by its indent: the lines indented more
+        // are its value.
+        let mut block: Option<usize> = None;
+        // The line before named a secret as redis-cli prints it
+        // (`1) "requirepass"`): the next holds its value.
+        let mut named = false;
+        // A table whose header names a secret column: the rows' cells.
+        let mut table: Option<Column> = None;
+        // A key for secrets with no value of its own (`chpasswd:`): the
+        // `name:secret` lines indented below it.
+        let mut section: Option<usize> = None;
         for line in text.split_inclusive('\n') {
             let body = line.trim_end_matches(['\n', '\r']);
-            self.line_pairs(body, at, &mut out);
+            let indent = body.len() - body.trim_start().len();
+            if let Some(column) = table {
+                match column.cell(body) {
+                    Cell::Value(v) => {
+                        if is_secret_value(&body[v.clone()], quoted_at(body, v.start)) {
+                            out.push(at + v.start..at + v.end);
+                        }
+                        at += line.len();
+                        continue;
+                    }
+                    Cell::Rule => {
+                        at += line.len();
+                        continue;
+                    }
+                    Cell::Other => table = None,
+                }
+            }
+            if let Some(k) = section {
+                if indent > k && !body.trim().is_empty() {
+                    if let Some(v) = name_and_secret(body) {
+                        out.push(at + v.start..at + v.end);
+                    }
+                } else if !body.trim().is_empty() {
+                    section = None;
+                }
+            }
+            if let Some(k) = block {
+                if body.trim().is_empty() {
+                    at += line.len();
+                    continue;
+                }
+                if indent > k {
+                    out.push(at + indent..at + body.trim_end().len());
+                    at += line.len();
+                    continue;
+                }
+                block = None;
+            }
+            let item = numbered_item(body);
+            if named
+                && let Some(v) = item.clone()
+                && is_secret_value(&body[v.clone()], true)
+            {
+                out.push(at + v.start..at + v.end);
+            }
+            named = item.is_some_and(|v| self.keys.find(&body[v]).is_some());
+            if self.line_pairs(body, at, &mut out) {
+                block = Some(indent);
+            }
             self.line_flags(body, at, &mut out);
+            table = Column::header(body, |cell| self.names_secret(cell));
+            let t = body.trim();
+            if t.ends_with(':') && !t.contains(char::is_whitespace) && self.keys.find(t).is_some() {
+                section = Some(indent);
+            }
             at += line.len();
         }
         out
+    }
+
+    /// Whether a table's header cell names a secret column: a key word,
+    /// then only what says how the secret is written (`password`,
+    /// `AccessKey Secret`, `密码`; not `password_changed_at`).
+    fn names_secret(&self, cell: &str) -> bool {
+        let cell = cell.trim().trim_matches(['"', '\'']);
+        cell.chars().count() <= 32
+            && self.keys.find_iter(cell).any(|m| {
+                let word = &cell[m.range()];
+                !is_word(word, WEAK_WORDS) && (!word.is_ascii() || secret_suffix(&cell[m.end()..]))
+            })
     }
 
     fn line_flags(&self, line: &str, at: usize, out: &mut Vec<Range<usize>>) {
@@ -397,25 +550,176 @@ impl Pairs {
         out.extend(
             found
                 .into_iter()
-                .filter(|r| is_secret_value(&line[r.clone()]))
+                .filter(|r| is_secret_value(&line[r.clone()], quoted_at(line, r.start)))
                 .map(|r| r.start + at..r.end + at),
         );
     }
 
-    fn line_pairs(&self, line: &str, at: usize, out: &mut Vec<Range<usize>>) {
+    /// The values of the keys in `line`; true when one is a YAML block
+    /// scalar (its value is on the lines below).
+    fn line_pairs(&self, line: &str, at: usize, out: &mut Vec<Range<usize>>) -> bool {
         let mut last_end = 0;
+        let mut block = false;
         for m in self.keys.find_iter(line) {
             if m.start() < last_end {
                 continue;
             }
-            if let Some(value) = pair_value(line, m.range()) {
-                last_end = value.end;
-                if is_secret_value(&line[value.clone()]) {
-                    out.push(value.start + at..value.end + at);
+            let found = pair_value(line, m.range()).or_else(|| {
+                // A CJK key word, its value several words on.
+                (!line[m.range()].is_ascii())
+                    .then(|| cjk_value(line, m.range()))
+                    .flatten()
+                    .map(|range| Found::Value {
+                        range,
+                        quoted: false,
+                        strict: false,
+                    })
+            });
+            match found {
+                Some(Found::Block) => block = true,
+                Some(Found::Value {
+                    range,
+                    quoted,
+                    strict,
+                }) => {
+                    // Key words inside a value taken are not keys; inside
+                    // one that is no secret they may be (`key="AccountKey"`).
+                    let v = &line[range.clone()];
+                    if is_secret_value(v, quoted) && (!strict || random_looking(v)) {
+                        last_end = range.end;
+                        out.push(range.start + at..range.end + at);
+                    }
                 }
+                None => {}
             }
         }
+        block
     }
+}
+
+/// A table's secret column: its separator, how many cells a row has, and
+/// which is the secret.
+#[derive(Clone, Copy)]
+struct Column {
+    sep: char,
+    cells: usize,
+    index: usize,
+}
+
+enum Cell {
+    /// The secret column's cell, inside its quotes.
+    Value(Range<usize>),
+    /// A rule between rows (`|----|`, `+---+`).
+    Rule,
+    /// Not a row of this table.
+    Other,
+}
+
+impl Column {
+    /// The secret column of a header line, if it is one: cells split by
+    /// `|`, `│`, `,` or a tab, at least two, one naming a secret.
+    fn header(line: &str, names_secret: impl Fn(&str) -> bool) -> Option<Column> {
+        let sep = ['|', '│', '\t', ',']
+            .into_iter()
+            .find(|&c| line.contains(c))?;
+        let cells: Vec<&str> = line.split(sep).collect();
+        if cells.len() < 2 || cells.len() > 64 {
+            return None;
+        }
+        let index = cells.iter().position(|c| names_secret(c))?;
+        Some(Column {
+            sep,
+            cells: cells.len(),
+            index,
+        })
+    }
+
+    fn cell(&self, line: &str) -> Cell {
+        let t = line.trim();
+        if !t.is_empty() && t.chars().all(|c| "-+|=:│─┼├┤ ".contains(c)) {
+            return Cell::Rule;
+        }
+        let mut start = 0;
+        let mut cells = 0;
+        let mut found = None;
+        for (i, piece) in line.split(self.sep).enumerate() {
+            if i == self.index {
+                found = Some(start..start + piece.len());
+            }
+            start += piece.len() + self.sep.len_utf8();
+            cells += 1;
+        }
+        match found {
+            Some(r) if cells == self.cells => {
+                let piece = &line[r.clone()];
+                let lead = piece.len() - piece.trim_start().len();
+                let inner = piece.trim();
+                let quoted = inner.len() >= 2
+                    && (inner.starts_with('"') && inner.ends_with('"')
+                        || inner.starts_with('\'') && inner.ends_with('\''));
+                let (a, b) = if quoted { (1, 1) } else { (0, 0) };
+                let v = r.start + lead + a..r.start + lead + inner.len() - b;
+                if v.is_empty() {
+                    Cell::Rule
+                } else {
+                    Cell::Value(v)
+                }
+            }
+            _ => Cell::Other,
+        }
+    }
+}
+
+/// `  root:password` under a secrets key (cloud-init's `chpasswd` list):
+/// the part after the colon, when no blank follows the colon (`expire:
+/// false` is YAML).
+fn name_and_secret(line: &str) -> Option<Range<usize>> {
+    let t = line.trim_start().trim_start_matches("- ");
+    let (name, secret) = t.split_once(':')?;
+    let plain_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || "._-@".contains(c));
+    let secret = secret.trim_end();
+    if !plain_name || secret.is_empty() || secret.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let start = line.len() - t.len() + name.len() + 1;
+    is_secret_value(secret, false).then_some(start..start + secret.len())
+}
+
+/// Whether the value at `start` of `line` stood in quotes.
+fn quoted_at(line: &str, start: usize) -> bool {
+    line[..start].ends_with(['"', '\'', '`'])
+}
+
+/// `1) "requirepass"`, as redis-cli numbers a reply's items: the span of
+/// the item's text.
+fn numbered_item(line: &str) -> Option<Range<usize>> {
+    let t = line.trim_start();
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let r = t[digits..].strip_prefix(") \"")?;
+    let inner = r.strip_suffix('"')?;
+    let start = line.len() - r.len();
+    (digits > 0).then_some(start..start + inner.len())
+}
+
+/// A value found on weak evidence must look generated: long enough, with
+/// letters and digits or symbols, no blanks, and not a date, a version, a
+/// URL or an ARN.
+fn random_looking(v: &str) -> bool {
+    let letters = v.chars().filter(|c| c.is_alphabetic()).count();
+    let digits = v.chars().filter(char::is_ascii_digit).count();
+    let symbols = v.chars().filter(|c| !c.is_alphanumeric()).count();
+    v.chars().count() >= 8
+        && letters > 0
+        && (digits > 0
+            || symbols > 0
+                && v.chars().any(char::is_uppercase)
+                && v.chars().any(char::is_lowercase))
+        && !v.contains(char::is_whitespace)
+        && !v.contains("://")
+        && !v.starts_with("arn:")
 }
 
 /// Whether `range` of `line` is a word of its own (a command name).
@@ -431,9 +735,93 @@ fn key_char(c: char) -> bool {
     c.is_alphanumeric() || "_.-[]".contains(c)
 }
 
+/// What a key's syntax gives: a value, which must then look like a
+/// secret (more strictly where the syntax alone says little), or a YAML
+/// block scalar whose value is on the lines below.
+enum Found {
+    Value {
+        range: Range<usize>,
+        /// It stood in quotes: `"!x…"` is a string, not a YAML tag.
+        quoted: bool,
+        /// Found by weak evidence (a key word then a bare word, anywhere
+        /// in a line; a key that ends in `key`): it must look random.
+        strict: bool,
+    },
+    Block,
+}
+
+/// Key words that name a secret on their own, wherever they stand in a
+/// line: `… password 'x'`, `IDENTIFIED BY 'x'`, `insecure-password x`.
+const STRONG_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "psk",
+    "authtok",
+    "bindpw",
+    "rootpw",
+    "requirepass",
+    "masterauth",
+    "identified by",
+    "auth-pass",
+];
+
+/// Key words too common to count but as the last part of a key whose
+/// value looks random: `AUTH_KEY`, `StorageAccountKey`, `NONCE_SALT`.
+const WEAK_WORDS: &[&str] = &["key", "salt"];
+
+/// Keys ending in a weak word that name no secret.
+const NOT_SECRET_KEYS: &[&str] = &[
+    "public",
+    "pub_",
+    "pub-",
+    "primary",
+    "foreign",
+    "sort",
+    "partition",
+    "cache",
+    "hash",
+    "lookup",
+    "index",
+    "unique",
+    "idempotency",
+    "ssh",
+    "host",
+    "gpg",
+    "pgp",
+    "map",
+    "route",
+    "cursor",
+    "object",
+    "bucket",
+    "group",
+    "range",
+    "shard",
+    "dedup",
+    "row",
+    "order",
+    "kid",
+    "key_id",
+    "keyid",
+    "fingerprint",
+];
+
+fn is_word(word: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// Whether `s` ends with `suffix`, ASCII case aside.
+fn ends_with_ci(s: &str, suffix: &str) -> bool {
+    s.len() >= suffix.len()
+        && s.is_char_boundary(s.len() - suffix.len())
+        && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
 /// The value of the key around the keyword at `hit` in `line`, if the
 /// syntax there makes one.
-fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
+fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     // The key: the keyword with the key characters around it.
     let mut start = hit.start;
     for (i, c) in line[..hit.start].char_indices().rev() {
@@ -452,18 +840,35 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
     let key = &line[start..end];
     // Short words stand for a secret only as the last part of a key
     // (`pass`, `smtp_pass`, `db-pw`, `smtpPass`), not inside a word
-    // (`bypass`, `compass`, `pwm`).
+    // (`bypass`, `compass`, `pwm`); weak ones likewise, and not in a key
+    // for what is no secret (`public_key`, `sort_key`).
     let word = &line[hit.clone()];
-    if SHORT_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)) && !last_part(key, word) {
+    let weak = is_word(word, WEAK_WORDS);
+    if (is_word(word, SHORT_WORDS) || weak) && !last_part(key, word) {
+        return None;
+    }
+    let key_lower = key.to_ascii_lowercase();
+    let word_before = line[..start].split_whitespace().next_back().unwrap_or("");
+    if weak
+        && (NOT_SECRET_KEYS.iter().any(|n| key_lower.contains(n))
+            || is_word(word_before, &["public", "pub", "host", "ssh"]))
+    {
+        return None;
+    }
+    // The key word ends the key, or only a part that says how the secret
+    // is written follows it: `password2`, `tokenValue`, `secret_b64`; not
+    // `tokenizer`, `token_endpoint`, `secret_name`, `passwordless_login`.
+    if word.is_ascii() && !secret_suffix(&line[hit.end..end]) {
         return None;
     }
     // A path or a file name, not a key: `/etc/passwd`, `.htpasswd`,
     // `secret.key`; and a key for where a secret is, or how it is used.
-    if line[..start].ends_with(['/', '\\', '.', '$', '{', '%'])
-        || key.ends_with("_file")
-        || key.ends_with("_FILE")
-        || key.ends_with("_path")
-        || key.ends_with("_PATH")
+    // `$db_pass = '…'` is a variable assigned (PHP, Perl), `$PASSWORD`
+    // alone a reference.
+    let dollar = line[..start].ends_with('$');
+    if line[..start].ends_with(['/', '\\', '.', '{', '%'])
+        || key_lower.ends_with("_file")
+        || key_lower.ends_with("_path")
         || key.contains('.')
             && key.rsplit('.').next().is_some_and(|e| {
                 [
@@ -479,22 +884,50 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
     // community X`).
     let near = start <= KEY_REACH;
     let before = line[..start].trim_end();
-    let xml_element = before.ends_with('<');
+    let xml_element = before.ends_with('<') && key.is_ascii();
     let directive = near
         && (before.is_empty()
             || (before.split_whitespace().nth(1).is_none()
                 && !before.contains(['=', ':', '"', '\''])));
+    let quote_before = line[..start]
+        .chars()
+        .next_back()
+        .filter(|c| "\"'`".contains(*c));
     let rest = &line[end..];
-    let skip_close = rest.len() - rest.trim_start_matches(['"', '\'', ']']).len();
+    let skip_close = rest.len() - rest.trim_start_matches(['"', '\'', ']', '`']).len();
     let after_key = end + skip_close;
     let rest = &line[after_key..];
     let trimmed = rest.trim_start_matches([' ', '\t']);
     let spaces = rest.len() - trimmed.len();
+    let at = after_key + spaces;
+    // `<add key="StorageAccountKey" value="…"/>`: the key is an
+    // attribute's value, the secret another's.
+    if quote_before.is_some()
+        && ["key=", "name=", "id="]
+            .iter()
+            .any(|a| ends_with_ci(&line[..start - 1], a))
+    {
+        let window = &trimmed[..trimmed.floor_char_boundary(KEY_REACH)];
+        let i = window.to_ascii_lowercase().find("value=")?;
+        return value(line, at + i + "value=".len(), Sep::Assign, false);
+    }
+    // `$db_pass = '…'` (PHP, Perl, PowerShell): a literal is quoted;
+    // `$pw = ConvertTo-SecureString …` is code.
+    if dollar
+        && !(trimmed.starts_with('=')
+            && !trimmed.starts_with("==")
+            && trimmed[1..].trim_start().starts_with(['"', '\'']))
+    {
+        return None;
+    }
     let (sep_len, kind) = if xml_element {
-        if !trimmed.starts_with('>') {
+        // `<password>x</password>`, `<Pass encoding="base64">x</Pass>`.
+        let window = &trimmed[..trimmed.floor_char_boundary(KEY_REACH)];
+        let close = window.find('>')?;
+        if window[..close].contains('<') {
             return None;
         }
-        (1, Sep::Element)
+        (close + 1, Sep::Element)
     } else if let Some(sep) = ["=>", ":=", "=", ":", "：", "＝"]
         .iter()
         .find(|s| trimmed.starts_with(**s))
@@ -502,8 +935,24 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
         // `k: v` and `k = v` need the separator then a blank or a value;
         // `k:v` in a URL or a log is left to other rules.
         (sep.len(), Sep::Assign)
+    } else if trimmed.starts_with(['|', '│']) && before.starts_with(['|', '│', '+'])
+        || trimmed.starts_with(['|', '│']) && before.is_empty()
+    {
+        // A table row: `| SecretAccessKey | … |`; a cell may be a
+        // header, so its value must look generated.
+        (trimmed.chars().next().map_or(1, char::len_utf8), Sep::Cell)
+    } else if trimmed.starts_with(',') && quote_before.is_some() && skip_close > 0 {
+        // `define('DB_PASSWORD', '…')`, `Setenv("TOKEN", "…")`.
+        let from = at + 1;
+        let r = &line[from..];
+        let v = from + (r.len() - r.trim_start().len());
+        return line[v..]
+            .starts_with(['"', '\'', '`'])
+            .then(|| value(line, v, Sep::Assign, false))
+            .flatten();
     } else if spaces > 0
         && directive
+        && !weak
         && key
             .to_lowercase()
             .ends_with(&line[hit.clone()].to_lowercase())
@@ -512,22 +961,134 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
         // `AuthLDAPBindPassword`); `default-token-x7k2p   kubernetes.io/…`
         // is a name in a table.
         (0, Sep::Directive)
+    } else if spaces > 0
+        && is_word(word, STRONG_WORDS)
+        && (key.eq_ignore_ascii_case(word) || last_part(key, word))
+    {
+        // `mysqladmin … password 'x'`, `ALTER ROLE app PASSWORD 'x'`,
+        // `user admin insecure-password x`: quoted, or random-looking.
+        let quoted = trimmed.starts_with(['"', '\'', '`']);
+        return value(line, at, Sep::Assign, !quoted);
     } else {
         return None;
     };
-    let mut from = after_key + spaces + sep_len;
+    let mut from = at + sep_len;
+    let mut strict = weak || kind == Sep::Cell;
     if kind == Sep::Directive {
-        // `enable secret 5 X`, `password 7 X`: a type number first.
+        // `enable secret 5 X`, `password 7 X`: a type number first;
+        // `rootpw --plaintext X`: flags first.
         let r = &line[from..];
         let digits = r.len() - r.trim_start_matches(|c: char| c.is_ascii_digit()).len();
         if digits > 0 && digits <= 2 && r[digits..].starts_with(' ') {
             from += digits + 1;
         }
+        while line[from..].starts_with("--") {
+            let r = &line[from..];
+            let w = r.find([' ', '\t']).unwrap_or(r.len());
+            let r2 = &r[w..];
+            from += w + (r2.len() - r2.trim_start().len());
+        }
+        // `sentinel auth-pass NAME PW`: of two or three words, the last.
+        let words: Vec<&str> = line[from..].split_whitespace().collect();
+        if (2..=3).contains(&words.len())
+            && !is_secret_value(words[0], false)
+            && let Some(last) = words.last()
+            && let Some(i) = line[from..].rfind(last)
+        {
+            from += i;
+            strict = true;
+        }
     }
     let r = &line[from..];
     let r_trim = r.trim_start_matches([' ', '\t']);
     from += r.len() - r_trim.len();
-    value_at(line, from, kind)
+    if kind == Sep::Assign && block_scalar(r_trim) {
+        return Some(Found::Block);
+    }
+    value(line, from, kind, strict)
+}
+
+/// What may follow a key word in a key that names a secret.
+fn secret_suffix(rest: &str) -> bool {
+    let rest = rest.trim_end_matches(|c: char| c.is_ascii_digit());
+    let rest = rest
+        .trim_start_matches(['_', '-', '.'])
+        .to_ascii_lowercase();
+    [
+        "",
+        "s",
+        "value",
+        "b64",
+        "base64",
+        "hash",
+        "enc",
+        "encrypted",
+        "plain",
+        "plaintext",
+        "str",
+        "string",
+        "data",
+        "key",
+        "key_base",
+        "keybase",
+        "hex",
+        "raw",
+        "clear",
+        "cleartext",
+    ]
+    .contains(&rest.as_str())
+}
+
+/// `|`, `>-`, `|+2`…: a YAML block scalar's indicator, its value below.
+fn block_scalar(v: &str) -> bool {
+    let v = v.split(" #").next().unwrap_or(v).trim_end();
+    v.starts_with(['|', '>'])
+        && v.len() <= 4
+        && v[1..]
+            .bytes()
+            .all(|b| b == b'-' || b == b'+' || b.is_ascii_digit())
+}
+
+fn value(line: &str, from: usize, kind: Sep, strict: bool) -> Option<Found> {
+    let quoted = line[from..].starts_with(['"', '\'', '`']) && kind != Sep::Element;
+    value_at(line, from, kind).map(|range| Found::Value {
+        range,
+        quoted,
+        strict,
+    })
+}
+
+/// The value in a CJK sentence after its key word, several words on:
+/// `管理员的登录密码是 X`, `初期パスワードは X です`, `密码（生产环境）：X`,
+/// `パスワード「X」`. CJK text, blanks, colons and brackets are skipped;
+/// the value is the first run of other characters, to a blank, CJK text or
+/// a closing bracket.
+fn cjk_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
+    let cjk = |c: char| c as u32 >= 0x2e80 && !"「」『』【】（）".contains(c);
+    let mut from = None;
+    let mut depth = 0;
+    for (i, c) in line[hit.end..].char_indices() {
+        if i > KEY_REACH {
+            return None;
+        }
+        match c {
+            '（' | '(' => depth += 1,
+            '）' | ')' => depth -= 1,
+            _ if depth > 0 => {}
+            c if c.is_whitespace() || cjk(c) || ":：=＝「『【\"'".contains(c) => {}
+            _ => {
+                from = Some(hit.end + i);
+                break;
+            }
+        }
+    }
+    let from = from?;
+    let r = &line[from..];
+    let end = r
+        .find(|c: char| c.is_whitespace() || cjk(c) || "」』】）\"'，。、".contains(c))
+        .unwrap_or(r.len());
+    let end = r.floor_char_boundary(end.min(VALUE_MAX));
+    (end > 0).then_some(from..from + end)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -535,9 +1096,12 @@ enum Sep {
     Assign,
     Element,
     Directive,
+    /// A table's cell, to the next `|`.
+    Cell,
 }
 
-/// The value starting at `from`: quoted, an element's text, or a bare
+/// The value starting at `from`: quoted (escapes kept inside: `\"` in
+/// JSON, `'\''` in a shell), an element's text, a table cell, or a bare
 /// word (config values may hold spaces only when quoted here; the regex
 /// rules take whole-line values).
 fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
@@ -550,9 +1114,23 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
         let end = r.find('<').unwrap_or(r.len());
         return Some(from..from + limit(end));
     }
-    if let Some(q) = r.chars().next().filter(|c| *c == '"' || *c == '\'') {
+    if kind == Sep::Cell {
+        let end = r.find(['|', '│']).unwrap_or(r.len());
+        let cell = &r[..end];
+        let lead = cell.len() - cell.trim_start().len();
+        let text = cell.trim();
+        return (!text.is_empty()).then(|| from + lead..from + lead + limit(text.len()));
+    }
+    if let Some(q) = r.chars().next().filter(|c| "\"'`".contains(*c)) {
+        // Three quotes (TOML, Python) close with three.
+        let triple: String = [q, q, q].iter().collect();
+        if let Some(body) = r.strip_prefix(&triple) {
+            let end = body.find(&triple)?;
+            return (end > 0)
+                .then(|| from + 3..from + 3 + body.floor_char_boundary(end.min(VALUE_MAX)));
+        }
         let inner = &r[1..];
-        let end = inner.find(q)?;
+        let end = closing_quote(inner, q)?;
         return Some(from + 1..from + 1 + inner.floor_char_boundary(end.min(VALUE_MAX)));
     }
     let end = r
@@ -569,6 +1147,69 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
         end
     };
     (end > 0).then(|| from..from + limit(end))
+}
+
+/// Where the quote `q` that closes `inner` is: past `\"` (JSON, a double-
+/// quoted shell string) and past `'\''` (a single quote in a single-
+/// quoted shell string).
+///
+/// A quote doubled is one quote in SQL and CSV (`'it''s'`, `"a""b"`).
+fn closing_quote(inner: &str, q: char) -> Option<usize> {
+    let mut chars = inner.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if q != '\'' => {
+                chars.next();
+            }
+            c if c == q => {
+                if q == '\'' && inner[i..].starts_with("'\\''") {
+                    chars.next();
+                    chars.next();
+                    chars.next();
+                    continue;
+                }
+                if i > 0 && chars.peek().is_some_and(|&(_, n)| n == q) {
+                    chars.next();
+                    continue;
+                }
+                return Some(i);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A value already masked (`gho_****`, `****ABCD`, `[REDACTED]`), a
+/// placeholder (`changeme`, `your-api-key-here`, `hf_xxxxxxxx`), or a
+/// reference in a configuration language (`var.db_password`,
+/// `urn:…:token-type:…`).
+pub(super) fn masked_or_example(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    // `XXX/YYY/ZZZ`: runs of one character, nothing drawn at random.
+    let alnum: Vec<char> = v.chars().filter(|c| c.is_alphanumeric()).collect();
+    let runs = alnum.chunk_by(|a, b| a == b);
+    let few =
+        alnum.len() >= 6 && runs.clone().count() <= 4 && runs.into_iter().all(|r| r.len() >= 3);
+    // `20 bytes`: `kubectl describe secret` gives sizes only.
+    let size = v
+        .strip_suffix(" bytes")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    size || few
+        || v.contains("****")
+        || v.contains("••••")
+        || lower.contains("xxxxxx")
+        || lower.contains("redacted")
+        || ["changeme", "change_me", "change-me", "changeit"].contains(&lower.as_str())
+        || lower.contains("placeholder")
+        || lower.starts_with("your")
+        || lower.starts_with("<your")
+        || lower.starts_with("example")
+        || [
+            "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
+        ]
+        .iter()
+        .any(|p| lower.starts_with(p))
 }
 
 /// Words that are not secrets wherever they stand.
@@ -612,32 +1253,37 @@ const NOT_SECRETS: &[&str] = &[
     "private",
 ];
 
-/// Whether a value looks like a secret: not a number, a placeholder, a
-/// reference or a word of prose. A value of letters only must be long
-/// and mixed (`Tr0ub4dor` has a digit; `correcthorsebattery` is long).
-pub(crate) fn is_secret_value(v: &str) -> bool {
+/// Whether a value looks like a secret: not a number, a date, a
+/// placeholder, a mask, a reference or a word of prose. A value of letters
+/// only must be long and mixed (`Tr0ub4dor` has a digit;
+/// `correcthorsebattery` is long). `quoted`: it stood in quotes, so a
+/// leading `!`, `&` or `*` is part of the string, not YAML's.
+pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     let v = v.trim();
     let n = v.chars().count();
     if n < 4 || n > VALUE_MAX {
         return false;
     }
     // References and placeholders (`process.env.X`, `<TOKEN>`, `!vault`)
-    // are `is_literal`'s; a reference inside a value, a path and a
+    // are `literal`'s; a reference inside a value, a path and a
     // placeholder already made are not secrets either.
-    if !super::is_literal(v)
+    if !super::literal(v, quoted)
         || v.contains("${")
         || v.contains("$(")
         || v.starts_with('/')
         || v.starts_with(super::MARK)
+        || masked_or_example(v)
     {
         return false;
     }
+    // Numbers, dates, times, versions, addresses.
     if v.chars()
-        .all(|c| c.is_ascii_digit() || c == '.' || c == '_' || c == ',')
+        .all(|c| c.is_ascii_digit() || ".,_-/:".contains(c))
     {
         return false;
     }
-    if NOT_SECRETS.iter().any(|w| v.eq_ignore_ascii_case(w)) {
+    // `Token scopes: …`: a label, not a value.
+    if NOT_SECRETS.iter().any(|w| v.eq_ignore_ascii_case(w)) || v.ends_with(':') {
         return false;
     }
     let digit = v.chars().any(|c| c.is_ascii_digit());
@@ -724,6 +1370,77 @@ mod tests {
         assert_eq!(mc, ["AKIAEXAMPLE12345", "S3cretKey/abc123"]);
     }
 
+    /// Issue 33, class 3: key/value forms each need their own reading.
+    #[test]
+    fn key_value_forms_of_every_syntax() {
+        for (text, secret) in [
+            ("define('DB_PASSWORD', 'Gr4nite!x');", "Gr4nite!x"),
+            (
+                "define( 'NONCE_SALT',  'x]w4|Kp@3G>y5-Fq^Zt+L_7q,mR0s');",
+                "x]w4|Kp@3G>y5-Fq^Zt+L_7q,mR0s",
+            ),
+            ("$db_pass = 'Gr4nite!x';", "Gr4nite!x"),
+            ("password = `Gr4nite!x`", "Gr4nite!x"),
+            ("bindpw Gr4nite!x", "Gr4nite!x"),
+            ("ldap_default_authtok = Gr4nite!x", "Gr4nite!x"),
+            ("  psk=\"Gr4nite!x\"", "Gr4nite!x"),
+            ("    Key Content            : Gr4nite42x", "Gr4nite42x"),
+            (
+                "<add key=\"StorageAccountKey\" value=\"abcDEF123ghiJKL456mno==\"/>",
+                "abcDEF123ghiJKL456mno==",
+            ),
+            (
+                "<password encoding=\"base64\">R3Jhbml0ZSE0Mng=</password>",
+                "R3Jhbml0ZSE0Mng=",
+            ),
+            ("sentinel auth-pass mymaster Gr4nite!x", "Gr4nite!x"),
+            ("rootpw --plaintext Gr4nite!x", "Gr4nite!x"),
+            ("数据库的管理员登录密码是 Gr4nite!x", "Gr4nite!x"),
+            ("初期パスワードは Gr4nite!x です", "Gr4nite!x"),
+            ("事前共有キー（PSK）は「Gr4nite!x」です。", "Gr4nite!x"),
+            (
+                "| SecretAccessKey | wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE1 |",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE1",
+            ),
+            ("mysqladmin -u root password 'Gr4nite!x'", "Gr4nite!x"),
+            ("ALTER ROLE app WITH PASSWORD 'Gr4nite!x';", "Gr4nite!x"),
+            ("CREATE USER app IDENTIFIED BY 'Gr4nite!x';", "Gr4nite!x"),
+            ("user deploy insecure-password Gr4nite!x", "Gr4nite!x"),
+            ("password = \"\"\"Gr4nite!x\"\"\"", "Gr4nite!x"),
+            ("SET password_plain = 'it''s-Gr4nite'", "it''s-Gr4nite"),
+            ("{\"password\": \"ab\\\"cd-Gr4nite\"}", "ab\\\"cd-Gr4nite"),
+            ("password: \"!Gr4nite-x\"", "!Gr4nite-x"),
+            ("password: '&Gr4nite-x'", "&Gr4nite-x"),
+            ("rabbitmqctl add_user monitoring Gr4nite!x", "Gr4nite!x"),
+            (
+                "net use Z: \\\\fs\\d /user:CORP\\svc Gr4nite!x",
+                "Gr4nite!x",
+            ),
+        ] {
+            assert_eq!(found(text), [secret], "{text}");
+        }
+    }
+
+    /// Values below their key: a YAML block scalar, redis-cli's numbered
+    /// reply, a table's secret column, cloud-init's `chpasswd` list.
+    #[test]
+    fn values_on_the_lines_below_their_key() {
+        assert_eq!(found("password: >-\n  Gr4nite!x\nuser: bob"), ["Gr4nite!x"]);
+        assert_eq!(found("1) \"requirepass\"\n2) \"Gr4nite!x\""), ["Gr4nite!x"]);
+        assert_eq!(
+            found("username,password,created\nsvc,\"Dh\"\"Gr4nite\",2024\nops,Tr0ub4dor!,2023"),
+            ["Dh\"\"Gr4nite", "Tr0ub4dor!"]
+        );
+        assert_eq!(
+            found("用户名 | 密码 | 备注\nadmin | velvet=44VNV | 超级管理员"),
+            ["velvet=44VNV"]
+        );
+        assert_eq!(
+            found("chpasswd:\n  expire: false\n  list: |\n    root:Gr4nite!x\n"),
+            ["Gr4nite!x"]
+        );
+    }
+
     #[test]
     fn what_is_not_a_secret() {
         for text in [
@@ -744,6 +1461,22 @@ mod tests {
             "token_ttl = 3600",
             "compass=N3rth-by-west",
             "bypass_cache=Tru3-or-false",
+            "tokenizer: bert-base-uncased",
+            "token_endpoint: https://sso.example.com/token",
+            "secret_name: db-creds-2024",
+            "passwordless_login: true",
+            "  public key: 5iz+PZdwZLTAR2ew12znFT8WUUMVsKnpAoeFrvj6erw=",
+            "password: '********'",
+            "password: \"[REDACTED]\"",
+            "DB_PASSWORD=changeme",
+            "API_KEY=your-api-key-here",
+            "HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxx",
+            "password = var.db_password",
+            "password:  20 bytes",
+            "パスワード有効期限: 2024/12/31",
+            "  - Token scopes: 'gist', 'repo'",
+            "| Name | Token | Last used |",
+            "# If the master is password protected (using the \"requirepass\" configuration",
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }

@@ -9,8 +9,9 @@
 //! C1 form), OSC, DCS, SOS, PM and APC strings (to BEL or `ESC \`, or to
 //! the end of a text cut short), two-character `ESC x` sequences, C0
 //! controls but tab and newline, and characters that show nothing
-//! (zero-width ones, bidi controls, Unicode tags: see `invisible`); and
-//! full-width ASCII is read as ASCII. CAN and SUB cancel a sequence, and a line
+//! (zero-width ones, bidi controls, Unicode tags: see `invisible`).
+//! Full-width ASCII stays as it is (CJK prose uses its punctuation), but
+//! is read as ASCII (`folded`). CAN and SUB cancel a sequence, and a line
 //! break ends a control sequence cut short. A carriage return ends a line: `\r\n` is
 //! one newline, a lone `\r` (a progress line redrawn) is one too, so two
 //! words it separated stay apart. One pass, no backtracking: linear in the
@@ -50,7 +51,7 @@ fn invisible(c: char) -> bool {
 }
 
 /// Full-width ASCII (`ｐａｓｓｗｏｒｄ＝`, common in CJK text) as ASCII, so a
-/// key written that way is read as one; the model reads either alike.
+/// key written that way is read as one.
 fn halfwidth(c: char) -> char {
     match c {
         '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
@@ -59,16 +60,71 @@ fn halfwidth(c: char) -> char {
     }
 }
 
+/// `text` as the detectors read it: full-width ASCII as ASCII, and where
+/// each of its bytes came from in `text` (one more entry, for the end);
+/// None when it has none. The text the model gets keeps them: never is
+/// text rewritten that is not being redacted.
+pub(crate) fn folded(text: &str) -> Option<(String, Vec<usize>)> {
+    if text.chars().all(|c| halfwidth(c) == c) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len() + 1);
+    for (i, c) in text.char_indices() {
+        let h = halfwidth(c);
+        out.push(h);
+        from.extend(std::iter::repeat_n(i, h.len_utf8()));
+    }
+    from.push(text.len());
+    Some((out, from))
+}
+
+/// `text` with the HTML entities that hide quotes and brackets decoded
+/// (`{&quot;apiKey&quot;:&quot;…&quot;}` in a page's attribute), and
+/// where each byte came from, as `folded`; None when it has none. `&amp;`
+/// stays: a decoded `&` would end values at it.
+pub(crate) fn entities(text: &str) -> Option<(String, Vec<usize>)> {
+    const NAMES: &[(&str, char)] = &[
+        ("&quot;", '"'),
+        ("&#34;", '"'),
+        ("&#x22;", '"'),
+        ("&apos;", '\''),
+        ("&#39;", '\''),
+        ("&#x27;", '\''),
+        ("&lt;", '<'),
+        ("&gt;", '>'),
+    ];
+    if !text.contains("&quot;") && !text.contains("&#") && !text.contains("&apos;") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if let Some((name, c)) = NAMES.iter().find(|(n, _)| rest.starts_with(n)) {
+            out.push(*c);
+            from.push(i);
+            i += name.len();
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        from.extend(std::iter::repeat_n(i, c.len_utf8()));
+        i += c.len_utf8();
+    }
+    from.push(text.len());
+    Some((out, from))
+}
+
 /// `text` without escape sequences, control characters and invisible
-/// ones, full-width ASCII as ASCII; borrowed when it had none.
+/// ones; borrowed when it had none.
 pub(crate) fn plain(text: &str) -> Cow<'_, str> {
-    // What is kept (full-width ASCII made ASCII), and what is kept as it is.
     let keep = |c: char| {
         ((c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t')
             && !invisible(c)
     };
-    let clean = |c: char| keep(c) && halfwidth(c) == c;
-    if text.chars().all(clean) {
+    if text.chars().all(keep) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -106,7 +162,7 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
                 State::Cr
             }
             (_, c) if keep(c) => {
-                out.push(halfwidth(c));
+                out.push(c);
                 State::Text
             }
             (_, _) => State::Text,
@@ -155,7 +211,15 @@ mod tests {
         assert_eq!(plain("pass\u{200b}word=x\u{feff}y"), "password=xy");
         assert_eq!(plain("ok\u{e0041}\u{e0042}\u{202e}done\u{ad}"), "okdone");
         assert!(matches!(plain("密码: é ü"), Cow::Borrowed(_)));
-        assert_eq!(plain("ｐａｓｓｗｏｒｄ＝Ｘ１　密码："), "password=X1 密码:");
+        // Full-width text stays; the detectors read it folded.
+        assert!(matches!(
+            plain("ｐａｓｓｗｏｒｄ＝Ｘ１　密码："),
+            Cow::Borrowed(_)
+        ));
+        let (folded, from) = folded("ｐａ＝Ｘ密码：").unwrap();
+        assert_eq!(folded, "pa=X密码:");
+        assert_eq!(from, [0, 3, 6, 9, 12, 12, 12, 15, 15, 15, 18, 21]);
+        assert!(super::folded("密码: ok").is_none());
     }
 
     #[test]

@@ -1,8 +1,11 @@
-//! gitleaks' default secret-detection rules (MIT), held as data.
+//! gitleaks' default secret-detection rules (MIT), and an operator's own
+//! in the same format (`[context] redact_rules`), held as data.
 //!
 //! This file owns reading `gitleaks/gitleaks.toml` (vendored, at the version
-//! in `gitleaks/VERSION`; `tools/update-gitleaks-rules TAG` replaces it) and
-//! running its rules the way gitleaks does: a rule runs only on text that
+//! in `gitleaks/VERSION`; `tools/update-gitleaks-rules TAG` replaces it) or
+//! an operator's file (`Rules::parse` with `Origin::Operator`, held to
+//! more: every rule has a regex and an id fit for a placeholder, the file
+//! a bounded size) and running the rules the way gitleaks does: a rule runs only on text that
 //! holds one of its keywords; its secret is its secret group, or its first
 //! capture group that took part, or the whole match; a rule with an entropy
 //! floor keeps only secrets above it (and its `generic` rules only secrets
@@ -338,31 +341,117 @@ fn line_of(text: &[u8], span: &Range<usize>) -> Range<usize> {
     start..end
 }
 
+/// Whose rules a file holds: it decides what is refused.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Origin {
+    /// gitleaks' vendored set: a rule on file paths only is left out.
+    Gitleaks,
+    /// An operator's file (`[context] redact_rules`): every rule must have
+    /// a regex, an id fit for a placeholder, and the file a bounded size.
+    Operator,
+}
+
+/// The largest operator's rules file, in bytes.
+pub(crate) const MAX_FILE_BYTES: usize = crate::config::REDACT_RULES_MAX_BYTES;
+/// The most rules an operator's file may hold.
+pub(crate) const MAX_RULES: usize = 1000;
+
+/// A TOML error in one line: where (line of the file) and what.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let what = super::one_line(e.message());
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {what}")
+        }
+        None => what,
+    }
+}
+
+/// Whether `id` can name a placeholder's kind (`[REDACTED:<id>#1]`), as
+/// the placeholder pattern reads it.
+fn placeholder_kind(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
 impl Rules {
     /// The vendored rules. An Err names the first rule that does not
     /// compile or that matches the empty string.
     pub(crate) fn load() -> Result<Rules, String> {
-        Rules::parse(GITLEAKS).map_err(|e| format!("{e} (gitleaks {})", VERSION.trim()))
+        Rules::parse(GITLEAKS, Origin::Gitleaks)
+            .map_err(|e| format!("gitleaks rules: {e} (gitleaks {})", VERSION.trim()))
     }
 
-    fn parse(text: &str) -> Result<Rules, String> {
-        let file: File = toml::from_str(text).map_err(|e| format!("gitleaks rules: {e}"))?;
+    /// No rules: what runs when an operator has none.
+    pub(crate) fn empty() -> Rules {
+        Rules::parse("", Origin::Operator).expect("no rules parse")
+    }
+
+    /// Rules in gitleaks' TOML format. An Err is one line: the TOML's line,
+    /// or the rule (its number, 1-based, and id) and what is wrong with it:
+    /// a regex that does not compile or matches the empty string, no
+    /// regex (for an operator's rule), an id used twice, a secret group
+    /// the regex does not have, an allow-list that does not compile; and
+    /// for an operator's file, one over `MAX_FILE_BYTES` or `MAX_RULES`.
+    pub(crate) fn parse(text: &str, origin: Origin) -> Result<Rules, String> {
+        let operator = origin == Origin::Operator;
+        if operator && text.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} bytes, more than the {} a rules file may have",
+                text.len(),
+                MAX_FILE_BYTES
+            ));
+        }
+        let file: File = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        if operator && file.rules.len() > MAX_RULES {
+            return Err(format!(
+                "{} rules, more than the {MAX_RULES} a rules file may have",
+                file.rules.len()
+            ));
+        }
         let mut rules = Vec::new();
         let mut words = Vec::new();
         let mut keyword_rule = Vec::new();
         let mut always = Vec::new();
-        for raw in file.rules {
-            // Rules on file names only: nothing to look for in text.
-            let Some(pattern) = raw.regex else { continue };
+        let mut ids = std::collections::HashSet::new();
+        for (n, raw) in file.rules.into_iter().enumerate() {
             let id = raw.id;
+            let at = format!("rule {} `{id}`", n + 1);
+            if !ids.insert(id.clone()) {
+                return Err(format!("{at}: the id is used by an earlier rule"));
+            }
+            if operator && !placeholder_kind(&id) {
+                return Err(format!(
+                    "{at}: an id is 1 to 64 of a-z, 0-9, '-' and '_' (it names the placeholder)"
+                ));
+            }
+            let Some(pattern) = raw.regex else {
+                if operator {
+                    return Err(format!(
+                        "{at}: no regex (rules on file paths only do not apply to terminal text)"
+                    ));
+                }
+                // Rules on file names only: nothing to look for in text.
+                continue;
+            };
             let reach = super::max_line_breaks(&from_go(&pattern));
-            let regex = compile(&pattern).map_err(|e| format!("gitleaks rule {id}: {e}"))?;
+            let regex = compile(&pattern).map_err(|e| format!("{at}: regex: {e}"))?;
+            let groups = regex.captures_len() - 1;
+            if raw.secret_group > groups {
+                return Err(format!(
+                    "{at}: secretGroup {} but the regex has {groups} groups",
+                    raw.secret_group
+                ));
+            }
             let allows = raw
                 .allowlists
                 .into_iter()
                 .map(Allow::new)
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("gitleaks rule {id}: allowlist: {e}"))?;
+                .map_err(|e| format!("{at}: allowlist: {e}"))?;
             let index = rules.len();
             if raw.keywords.is_empty() {
                 always.push(index);
@@ -383,8 +472,12 @@ impl Rules {
         let keywords = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .build(&words)
-            .map_err(|e| format!("gitleaks keywords: {e}"))?;
-        let global = file.allowlist.map(Allow::new).transpose()?;
+            .map_err(|e| format!("keywords: {e}"))?;
+        let global = file
+            .allowlist
+            .map(Allow::new)
+            .transpose()
+            .map_err(|e| format!("[allowlist]: {e}"))?;
         Ok(Rules {
             rules,
             keywords,
@@ -494,10 +587,15 @@ mod tests {
     #[test]
     fn a_rule_that_matches_the_empty_string_is_refused() {
         let file = "[[rules]]\nid = \"bad\"\nregex = '''x*'''\nkeywords = [\"x\"]\n";
-        let err = Rules::parse(file).err().unwrap();
+        let err = Rules::parse(file, Origin::Gitleaks).err().unwrap();
         assert!(err.contains("bad") && err.contains("empty"), "{err}");
         let file = "[[rules]]\nid = \"broken\"\nregex = '''(x'''\n";
-        assert!(Rules::parse(file).err().unwrap().contains("broken"));
+        assert!(
+            Rules::parse(file, Origin::Gitleaks)
+                .err()
+                .unwrap()
+                .contains("broken")
+        );
     }
 
     #[test]
@@ -594,6 +692,208 @@ mod tests {
         assert_eq!(from_go(r"\{x"), r"\{x");
         for p in [r"\$?{{[^}]+}}", r"[^:]+:\[[^]]+]", r"x{2}"] {
             compile(&format!("a{p}")).unwrap();
+        }
+    }
+
+    /// An operator's file is held to more than the vendored one: each
+    /// refusal names the rule (number and id) or the TOML line, in one line.
+    #[test]
+    fn an_operators_rules_are_refused_with_the_rule_and_why() {
+        let op = |text: &str| {
+            Rules::parse(text, Origin::Operator)
+                .err()
+                .unwrap_or_default()
+        };
+        let rule =
+            |id: &str, regex: &str| format!("[[rules]]\nid = {id:?}\nregex = '''{regex}'''\n");
+        let good = rule("acme-token", "acme_[a-z0-9]{20}");
+        let rules = Rules::parse(&good, Origin::Operator).unwrap();
+        assert_eq!(rules.len(), 1);
+        let token = format!("x acme_{} y", "a1".repeat(10));
+        let found = rules.find(token.as_bytes());
+        assert_eq!(found.len(), 1);
+        assert_eq!(&token[found[0].span.clone()], &token[2..27]);
+        for (text, expected) in [
+            (rule("bad", "(x"), "rule 1 `bad`: regex:"),
+            (
+                rule("empty", "x*"),
+                "rule 1 `empty`: regex: it matches the empty string",
+            ),
+            (
+                format!("{good}{}", rule("acme-token", "y+")),
+                "rule 2 `acme-token`: the id is used by an earlier rule",
+            ),
+            (
+                "[[rules]]\nid = \"p\"\npath = '''x'''\n".into(),
+                "rule 1 `p`: no regex",
+            ),
+            (
+                rule("Acme.Token", "acme"),
+                "rule 1 `Acme.Token`: an id is 1 to 64",
+            ),
+            (
+                format!("{good}secretGroup = 2\n"),
+                "secretGroup 2 but the regex has 0 groups",
+            ),
+            (
+                format!("{good}[[rules.allowlists]]\nregexes = ['''(''']\n"),
+                "rule 1 `acme-token`: allowlist:",
+            ),
+            (
+                "[[rules]]\nregex = 'x'\n".into(),
+                "line 1: missing field `id`",
+            ),
+            ("\n\n[[rules]\n".into(), "line 3:"),
+            (
+                (0..=MAX_RULES)
+                    .map(|i| rule(&format!("r{i}"), "xy"))
+                    .collect(),
+                "1001 rules, more than the 1000",
+            ),
+            (
+                format!("# {}\n", "x".repeat(MAX_FILE_BYTES)),
+                "bytes, more than",
+            ),
+        ] {
+            let err = op(&text);
+            assert!(err.contains(expected), "{expected:?} in {err:?}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+        // A rule on paths only is left out of the vendored set, not refused.
+        let paths = "[[rules]]\nid = \"p\"\npath = '''x'''\n";
+        assert_eq!(Rules::parse(paths, Origin::Gitleaks).unwrap().len(), 0);
+        assert_eq!(Rules::empty().len(), 0);
+        assert!(Rules::empty().find(b"anything at all").is_empty());
+    }
+
+    #[test]
+    fn an_operators_allow_lists_let_their_values_go() {
+        let text = "[allowlist]\nregexes = ['''^acme_0+$''']\n\n[[rules]]\nid = \"acme-token\"\nregex = '''acme_[a-z0-9]{20}'''\nkeywords = [\"acme_\"]\n[[rules.allowlists]]\nstopwords = [\"example\"]\n";
+        let rules = Rules::parse(text, Origin::Operator).unwrap();
+        let zeros = format!("acme_{}", "0".repeat(20));
+        let example = format!("acme_example{}", "1".repeat(13));
+        let real = format!("acme_{}", "b2".repeat(10));
+        assert!(rules.find(zeros.as_bytes()).is_empty());
+        assert!(rules.find(example.as_bytes()).is_empty());
+        assert_eq!(rules.find(real.as_bytes()).len(), 1);
+    }
+
+    /// The redactor with an operator's rules and allow-list, as
+    /// `Redactor::for_config` builds it.
+    fn operated(rules: &str, allow: &[&str], held: &[&str]) -> super::super::Redactor {
+        let allow = allow
+            .iter()
+            .map(|a| regex::Regex::new(a).unwrap())
+            .collect();
+        let held: Vec<String> = held.iter().map(|s| s.to_string()).collect();
+        let rules = Rules::parse(rules, Origin::Operator).unwrap();
+        super::super::Redactor::build(&[], &held, rules, allow).unwrap()
+    }
+
+    const ACME: &str = "[[rules]]\nid = \"acme-token\"\nregex = '''acme_[a-z0-9]{20}'''\n";
+
+    #[test]
+    fn operator_rules_redact_with_their_id_and_come_before_gitleaks() {
+        let r = operated(ACME, &[], &[]);
+        let token = format!("acme_{}", "c3".repeat(10));
+        let text = format!("deploying with {token}\ndone\n");
+        let numbering = super::super::Numbering::default();
+        let (out, counts) = r.redact(&text, &numbering);
+        assert_eq!(out, "deploying with [REDACTED:acme-token#1]\ndone\n");
+        assert_eq!(counts.0.get("acme-token"), Some(&1));
+        let found = r.explain(&text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, "operator:acme-token");
+        assert_eq!((found[0].start, found[0].end), ((1, 16), (1, 40)));
+    }
+
+    #[test]
+    fn allowed_values_pass_but_the_bastions_own_credentials_never() {
+        let token = format!("ghp_{}", "a1B2".repeat(9));
+        let text = format!("password=changeme123\ntoken {token}\nheld hunter2-held\n");
+        let none = operated("", &[], &["hunter2-held"]);
+        let (out, _) = none.redact(&text, &Default::default());
+        assert!(
+            !out.contains("changeme123") && !out.contains(&token),
+            "{out}"
+        );
+        // Anchored: the value itself. A search: any part of it.
+        let r = operated(
+            "",
+            &["^changeme[0-9]*$", "a1B2a1B2", "hunter2"],
+            &["hunter2-held"],
+        );
+        let (out, counts) = r.redact(&text, &Default::default());
+        assert!(out.contains("password=changeme123\n"), "{out}");
+        assert!(out.contains(&token), "{out}");
+        assert!(!out.contains("hunter2-held"), "{out}");
+        assert_eq!(counts.total(), 1, "{counts:?}");
+        let found = r.explain(&text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, "walissh:bastion-credential");
+    }
+
+    /// The agent's redactor and `walissh redact`'s come from the config one
+    /// way; a rules file's fault is named by the config's file, line and
+    /// key, the rules file, the rule and why.
+    #[test]
+    fn the_config_builds_the_redactor_and_names_a_bad_rule() {
+        use crate::config::{Config, RulesFile};
+        let text = "[ai]\nredact = [\"corp-[0-9]{6}\"]\n\n[context]\nredact_allow = [\"^changeme$\"]\nredact_rules = \"r.toml\"\n";
+        // The file is read at load, from disk: here it is given as read.
+        let mut config =
+            Config::parse(&text.replace("redact_rules", "# "), "w.toml", false).unwrap();
+        let r = super::super::Redactor::for_config(&config).unwrap();
+        let (out, _) = r.redact("id corp-123456\npassword=changeme\n", &Default::default());
+        assert_eq!(out, "id [REDACTED:custom#1]\npassword=changeme\n");
+        config.context.redact_rules_file = Some(RulesFile {
+            path: "/etc/walissh/r.toml".into(),
+            text: format!("{ACME}\n[[rules]]\nid = \"loose\"\nregex = '''a?'''\n"),
+        });
+        let e = super::super::Redactor::for_config(&config).err().unwrap().0;
+        assert_eq!(
+            e,
+            "w.toml:1: key `context.redact_rules`: /etc/walissh/r.toml: \
+             rule 2 `loose`: regex: it matches the empty string"
+        );
+        config.context.redact_rules_file.as_mut().unwrap().text = ACME.into();
+        let r = super::super::Redactor::for_config(&config).unwrap();
+        let token = format!("acme_{}", "z9".repeat(10));
+        assert_eq!(r.explain(&token)[0].rule, "operator:acme-token");
+    }
+
+    /// `explain` lists what `redact` replaces, in order, with lines and
+    /// columns in characters of the plain text, and each detector's name.
+    #[test]
+    fn explain_lists_what_redact_replaces() {
+        let r = super::super::Redactor::new(&["corp-[0-9]{6}".into()], &[]).unwrap();
+        let aws = "AKIAIOSFODNN7EXAMPLE";
+        let text = format!(
+            "\x1b[31mé {aws}\x1b[0m\nid corp-123456\ndb_password = s3cr3t-Value9\nhttps://x.example/?u=%70assword%3D{}\n",
+            "Zq9".repeat(4)
+        );
+        let (out, counts) = r.redact(&text, &Default::default());
+        let found = r.explain(&text);
+        assert_eq!(found.len(), counts.total(), "{found:#?}\n{out}");
+        let listed: Vec<(String, &str)> = found
+            .iter()
+            .map(|f| {
+                let ((l1, c1), (l2, c2)) = (f.start, f.end);
+                (format!("{l1}:{c1}-{l2}:{c2}"), f.rule.as_str())
+            })
+            .collect();
+        assert_eq!(listed[0], ("1:3-1:22".into(), "walissh:aws-key"));
+        assert_eq!(listed[1], ("2:4-2:14".into(), "ai.redact:1"));
+        assert_eq!(listed[2].0, "3:15-3:27");
+        assert_eq!(listed[3].1, "url-encoded");
+        let plain = super::super::plain::plain(&text);
+        assert_eq!(&plain[found[0].span.clone()], aws);
+        let kinds: Vec<&str> = found.iter().map(|f| f.kind.as_str()).collect();
+        for kind in &kinds {
+            assert!(
+                out.contains(&format!("[REDACTED:{kind}#")),
+                "{kind} in {out}"
+            );
         }
     }
 

@@ -448,7 +448,7 @@ impl Seat<'_> {
         let redactor = agent.redactor.clone();
         let (recent, events) = (agent.context.recent_commands, agent.context.key_events);
         let target = snapshot.target.clone();
-        let scrub = move |t: &str| redactor.redact(t, &numbering).0;
+        let scrub = move |command: &str, t: &str| redactor.redact_output(command, t, &numbering).0;
         tokio::task::spawn_blocking(move || Brief::new(snapshot, &scrub, recent, events))
             .await
             .unwrap_or_else(|_| Brief {

@@ -1,0 +1,472 @@
+//! Commands whose output is a secret (`commands.toml`): the command is the
+//! context a detector lacks.
+//!
+//! This file owns two judgements: whether a command line reads a secret
+//! store (`Commands::reads_secret`), and where, in terminal text, the
+//! output of such a command lies (`Commands::outputs`: a prompt line whose
+//! command reads a secret store, then its output, to the next prompt of the
+//! same shape). The rules are data, beside gitleaks' set; the word
+//! splitting here is deliberately loose (quotes removed, operators split,
+//! quoted strings split again, every word a possible program), so that a
+//! wrapper or a pipeline cannot hide a rule's program: it errs towards
+//! redacting. What is put in place of the output is the redactor's
+//! (`mod.rs`).
+
+use std::ops::Range;
+
+use regex::{Regex, RegexSet};
+use serde::Deserialize;
+
+/// The rules, compiled in.
+const COMMANDS: &str = include_str!("commands.toml");
+
+/// A command line longer than this is judged on its first bytes only: no
+/// one types more, and the judgement stays linear.
+const MAX_LINE: usize = 4096;
+/// How far in a line a prompt may end: further on, a `$ ` is text.
+const MAX_PROMPT: usize = 100;
+/// Quoted strings are split again (`sh -c '…'`) this many times.
+const MAX_DEPTH: usize = 3;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    rules: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    program: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    unless: Vec<String>,
+    #[serde(default)]
+    first: bool,
+}
+
+struct Rule {
+    id: String,
+    /// The program must open the simple command (see `opens`).
+    first: bool,
+    /// Each must match one of the words after the program.
+    args: Vec<Regex>,
+    /// None may match a word after the program.
+    unless: Vec<Regex>,
+}
+
+/// The compiled rules.
+pub(super) struct Commands {
+    rules: Vec<Rule>,
+    /// Every rule's `program`, at once: which rules a word may start.
+    programs: RegexSet,
+}
+
+impl Commands {
+    /// The vendored rules; an Err names the rule that does not compile (a
+    /// unit test holds the file to compiling).
+    pub(super) fn load() -> Result<Commands, String> {
+        let file: File =
+            toml::from_str(COMMANDS).map_err(|e| format!("commands.toml: {}", e.message()))?;
+        let compile =
+            |id: &str, p: &str| Regex::new(p).map_err(|e| format!("commands.toml: rule {id}: {e}"));
+        let mut rules = Vec::new();
+        let mut programs = Vec::new();
+        for raw in file.rules {
+            programs.push(raw.program.clone());
+            let args = raw.args.iter().map(|p| compile(&raw.id, p));
+            let unless = raw.unless.iter().map(|p| compile(&raw.id, p));
+            rules.push(Rule {
+                args: args.collect::<Result<_, _>>()?,
+                unless: unless.collect::<Result<_, _>>()?,
+                first: raw.first,
+                id: raw.id,
+            });
+        }
+        let programs =
+            RegexSet::new(&programs).map_err(|e| format!("commands.toml: a program: {e}"))?;
+        Ok(Commands { rules, programs })
+    }
+
+    /// The index of the rule that says `line`'s output is a secret, if
+    /// one does.
+    pub(super) fn reads_secret(&self, line: &str) -> Option<usize> {
+        let line = &line[..line.floor_char_boundary(MAX_LINE)];
+        // Windows paths (`type C:\Users\me\.sonar\token.txt`): a
+        // backslash there separates, it escapes nothing.
+        let windows;
+        let line = if line.contains(":\\") || line.contains("%\\") {
+            windows = line.replace('\\', "/");
+            windows.as_str()
+        } else {
+            line
+        };
+        simple_commands(line, 0)
+            .iter()
+            .find_map(|words| self.judge(words))
+    }
+
+    /// A rule's id, as `explain` names it.
+    pub(super) fn id(&self, rule: usize) -> &str {
+        self.rules.get(rule).map_or("?", |r| r.id.as_str())
+    }
+
+    /// The rule a simple command's words meet, trying every word as the
+    /// program (after `sudo`, `docker exec NAME`, `ssh HOST`, …).
+    fn judge(&self, words: &[String]) -> Option<usize> {
+        for (i, word) in words.iter().enumerate() {
+            let name = word.rsplit('/').next().unwrap_or(word);
+            for r in self.programs.matches(name).iter() {
+                let rule = &self.rules[r];
+                if rule.first && !opens(&words[..i]) {
+                    continue;
+                }
+                let rest = &words[i + 1..];
+                let met = rule.args.iter().all(|a| rest.iter().any(|w| a.is_match(w)))
+                    && !rule
+                        .unless
+                        .iter()
+                        .any(|u| rest.iter().any(|w| u.is_match(w)));
+                if met {
+                    return Some(r);
+                }
+            }
+        }
+        None
+    }
+
+    /// In terminal text: each line of output of a command that reads a
+    /// secret, from the first character that is not a space to the line's
+    /// end, with the rule's id. A command is a prompt line's text after the
+    /// prompt; its output runs to the next line with a prompt of the same
+    /// shape (same first character, same prompt character), or the end.
+    pub(super) fn outputs(&self, text: &str) -> Vec<(Range<usize>, usize)> {
+        let mut found = Vec::new();
+        let mut reading: Option<(usize, Shape)> = None;
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let start = at;
+            at += line.len();
+            let body = line.trim_end_matches(['\n', '\r']);
+            let prompt = prompt(body);
+            if let (Some((_, shape)), Some((p, _))) = (reading, prompt)
+                && shape == Shape::of(p)
+            {
+                reading = None;
+            }
+            if let Some((id, _)) = reading {
+                let lead = body.len() - body.trim_start().len();
+                if lead < body.len() && !error_line(body) {
+                    found.push((start + lead..start + body.len(), id));
+                }
+                continue;
+            }
+            if let Some((p, command)) = prompt
+                && let Some(id) = self.reads_secret(command)
+            {
+                reading = Some((id, Shape::of(p)));
+            }
+        }
+        found
+    }
+}
+
+/// A line of a command's output that is the command failing, not what
+/// it read (`cat: /run/secrets/x: No such file or directory`, `Error
+/// from server (NotFound)`): left to the other detectors, so the model
+/// can see why.
+pub(super) fn error_line(line: &str) -> bool {
+    let l = line.trim_start().to_ascii_lowercase();
+    ["error", "fatal", "usage:", "warning:", "err:", "e: "]
+        .iter()
+        .any(|p| l.starts_with(p))
+        || [
+            ": no such file",
+            ": permission denied",
+            ": not found",
+            "(notfound)",
+            "(forbidden)",
+            ": command not found",
+            "is a directory",
+        ]
+        .iter()
+        .any(|p| l.contains(p))
+}
+
+/// Whether only wrappers stand before a program: `sudo -u app`, `env
+/// X=1`, `time`, `nohup`, `timeout 10`.
+fn opens(before: &[String]) -> bool {
+    before.iter().all(|w| {
+        w.starts_with('-')
+            || w.contains('=')
+            || w.bytes().all(|b| b.is_ascii_digit())
+            || matches!(
+                w.rsplit('/').next().unwrap_or(w),
+                "sudo"
+                    | "doas"
+                    | "env"
+                    | "exec"
+                    | "command"
+                    | "nohup"
+                    | "time"
+                    | "nice"
+                    | "ionice"
+                    | "stdbuf"
+                    | "timeout"
+                    | "builtin"
+            )
+    })
+}
+
+/// What tells a prompt line from output: its first character and the
+/// character that ends the prompt.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Shape(Option<char>, Option<char>);
+
+impl Shape {
+    fn of(prompt: &str) -> Shape {
+        Shape(prompt.chars().next(), prompt.chars().last())
+    }
+}
+
+/// A line's prompt and the command after it: the prompt ends at the first
+/// `$ # % > ❯ ➜ » ✗ λ →` followed by a space, within `MAX_PROMPT` bytes;
+/// or at the `>` of a Windows prompt (`C:\Users\me>type x`).
+fn prompt(line: &str) -> Option<(&str, &str)> {
+    let head = &line[..line.floor_char_boundary(MAX_PROMPT)];
+    let bytes = head.as_bytes();
+    if bytes.len() > 3
+        && bytes[0].is_ascii_alphabetic()
+        && &bytes[1..3] == b":\\"
+        && let Some(i) = head.find('>')
+    {
+        return Some((&line[..=i], line[i + 1..].trim()));
+    }
+    let (i, c) = head.char_indices().find(|&(i, c)| {
+        matches!(c, '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | 'λ' | '→')
+            && line[i + c.len_utf8()..].starts_with([' ', '\t'])
+    })?;
+    let end = i + c.len_utf8();
+    Some((&line[..end], line[end..].trim()))
+}
+
+/// The simple commands of a command line, each as its words: quotes and
+/// backslashes removed, split at `| ; & ( ) < >` and backquotes; a word
+/// that held quoted spaces or operators (`sh -c '…'`) is split again.
+fn simple_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
+    let mut commands = vec![Vec::new()];
+    let mut word = String::new();
+    let mut quoted_text = false;
+    let mut chars = line.chars();
+    let end_word = |word: &mut String, quoted: &mut bool, commands: &mut Vec<Vec<String>>| {
+        if word.is_empty() {
+            return;
+        }
+        let w = std::mem::take(word);
+        // `X="$(cat /run/secrets/x)"` captures what it reads: nothing of
+        // it is printed.
+        let again = *quoted
+            && depth < MAX_DEPTH
+            && w.contains([' ', '\t', '|', ';', '&', '\n'])
+            && !captures(&w);
+        *quoted = false;
+        let inner = if again {
+            simple_commands(&w, depth + 1)
+        } else {
+            Vec::new()
+        };
+        if let Some(last) = commands.last_mut() {
+            last.push(w);
+        }
+        // The quoted text's own commands go before the current one, which
+        // goes on with the words after the quotes.
+        let current = commands.pop().unwrap_or_default();
+        commands.extend(inner);
+        commands.push(current);
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted_text = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                quoted_text = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => word.extend(chars.next()),
+            ' ' | '\t' | '\n' => end_word(&mut word, &mut quoted_text, &mut commands),
+            '(' if word.ends_with("=$") => {
+                // An assignment's command substitution: skipped whole.
+                let mut depth = 1;
+                for c in chars.by_ref() {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                end_word(&mut word, &mut quoted_text, &mut commands);
+            }
+            '|' | ';' | '&' | '(' | ')' | '<' | '>' | '`' => {
+                end_word(&mut word, &mut quoted_text, &mut commands);
+                if commands.last().is_some_and(|c| !c.is_empty()) {
+                    commands.push(Vec::new());
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    end_word(&mut word, &mut quoted_text, &mut commands);
+    commands.retain(|c| !c.is_empty());
+    commands
+}
+
+/// `NAME=$(…)`: a word that assigns what a command prints.
+fn captures(word: &str) -> bool {
+    word.split_once("=$(").is_some_and(|(name, _)| {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Commands {
+        Commands::load().unwrap()
+    }
+
+    #[test]
+    fn the_rules_compile() {
+        assert!(rules().rules.len() > 20);
+    }
+
+    #[test]
+    fn commands_that_read_a_secret_store() {
+        let c = rules();
+        for line in [
+            "docker exec api cat /run/secrets/db_password",
+            "sudo -u app cat /var/run/secrets/kubernetes.io/serviceaccount/token",
+            "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d",
+            "kubectl -n prod get secrets/db --output=yaml",
+            "vault kv get -field=password secret/db",
+            "vault read -field=value secret/x",
+            "cat config/master.key",
+            "cat /etc/mongod/keyfile",
+            "snyk config get api",
+            "npm config get //registry.npmjs.org/:_authToken",
+            "gh auth token",
+            "gcloud auth print-access-token",
+            "aws configure get aws_secret_access_key",
+            "aws ecr get-login-password --region eu-west-1",
+            "op read op://vault/db/password",
+            "pass show prod/db",
+            "pass prod/db",
+            "openssl rand -base64 32",
+            "wg genkey",
+            "printenv DB_PASSWORD",
+            "echo \"$API_TOKEN\"",
+            "echo ${GITHUB_PAT}",
+            "jq -r .password creds.json",
+            "yq '.db.password' values.yaml",
+            "ssh db1 'sudo cat /root/.pgpass'",
+            "kubectl exec -it api-0 -- sh -c 'cat /var/run/secrets/app/token'",
+            "sops -d secrets.enc.yaml",
+            "consul keygen",
+            "docker swarm join-token -q worker",
+            "ceph auth get-key client.admin",
+            "psql -tAc \"select rolpassword from pg_authid where rolname='app'\"",
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'",
+            "xclip -o -selection clipboard",
+            "type %USERPROFILE%\\.sonar\\token.txt",
+            "sh -c 'tr \"\\0\" \"\\n\" < /proc/1/environ | grep ^SECRET_KEY= | cut -d= -f2-'",
+            "sudo pass show db",
+            "ansible-vault view group_vars/all/vault.yml",
+            "cat /etc/rabbitmq/.erlang.cookie",
+        ] {
+            assert!(c.reads_secret(line).is_some(), "{line}");
+        }
+    }
+
+    #[test]
+    fn commands_that_print_no_secret() {
+        let c = rules();
+        for line in [
+            "kubectl get secrets",
+            "kubectl describe secret db",
+            "vault kv metadata get secret/db",
+            "vault status",
+            "docker secret ls",
+            "ls /run/secrets",
+            "cat /etc/passwd",
+            "cat ~/.ssh/id_rsa.pub",
+            "cat /etc/ssl/certs/site.pem",
+            "echo $PATH",
+            "echo $PWD $OLDPWD $HOME",
+            "pass ls",
+            "wg show",
+            "aws configure list",
+            "git config --get user.email",
+            "jq .items[0].metadata.name pods.json",
+            "tail -f /var/log/nginx/access.log",
+            "rclone config create offsite webdav user backup pass Orchid-63",
+            "result=$(cat ~/.vault-token)",
+            "PGPASSWORD=\"$(cat /run/secrets/pg)\" psql -c 'select 1'",
+            "grep -rn password config/",
+            "grep -i token app.log",
+            "openssl rsa -in jwt-signing.key -pubout",
+            "aws ssm get-parameter --name /shop/prod/scaling",
+        ] {
+            assert_eq!(c.reads_secret(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_output_runs_to_the_next_prompt_of_the_same_shape() {
+        let c = rules();
+        let text = "root@db1:~# ls\nfile\nroot@db1:~# cat /run/secrets/pw\n  s3cr3t-one\n\n# not a prompt\nroot@db1:~# ls\nafter\n";
+        let spans: Vec<&str> = c
+            .outputs(text)
+            .iter()
+            .map(|(r, _)| &text[r.clone()])
+            .collect();
+        assert_eq!(spans, ["s3cr3t-one", "# not a prompt"]);
+        // To the end of the text when no prompt follows.
+        let text = "$ gh auth token\ngho_abc\n";
+        let spans: Vec<&str> = c
+            .outputs(text)
+            .iter()
+            .map(|(r, _)| &text[r.clone()])
+            .collect();
+        assert_eq!(spans, ["gho_abc"]);
+    }
+
+    #[test]
+    fn splitting_is_total_on_any_input() {
+        for line in [
+            "'unclosed",
+            "\"a\\",
+            "\\",
+            "a|||b",
+            "((((",
+            "$(echo 'x|y' \"z;w\")",
+        ] {
+            let _ = simple_commands(line, 0);
+            let _ = rules().reads_secret(line);
+        }
+        let deep = "sh -c '".repeat(50);
+        let _ = simple_commands(&deep, 0);
+    }
+}
