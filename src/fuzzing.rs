@@ -504,7 +504,7 @@ mod tests {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect();
         assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
-        let edges: [&[u8]; 16] = [
+        let edges: [&[u8]; 17] = [
             b"",
             b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
             b"\x03\x1b]133;R;RR\x07\x1b]133;R;RR;was=0\x07\x1b]133;R;RR;OO\x07\x1b]133;A;RR\x07",
@@ -519,6 +519,7 @@ mod tests {
             b"[server]\nlisten = [\"x\"]\n[[users]]\nname = 1\n",
             b"---\nname: a\ndescription: &d x\nb: *d\n---\n",
             b"alice:web1#x",
+            "$ sh -c 'cat \"/run/secrets/x\"' | base64 -d\nv1\nC:\\>type a\\token.txt\nX=$(cat a.key\n| u | password |\n|---|---|\n| b | x1 |\npassword: >-\n  v\n1) \"requirepass\"\n2) \"x\"\nchpasswd:\n  root:x\n密码（生产）：「x」".as_bytes(),
             b"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":18446744073709551615,\"id\":\"c\",\"function\":{\"name\":\"run_command\",\"arguments\":\"{\\\"com\"}}]}}]}\n{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{\"a\":1}}}]}}]}\n",
             b"{\"name\":\"read_file\",\"description\":\"\\u001b[31mx\",\"inputSchema\":{\"type\":\"object\"}}\n{\"name\":\"read.file\",\"inputSchema\":{}}\n{\"content\":[{\"type\":\"text\",\"text\":\"hi\"},{\"type\":\"image\",\"data\":\"AA\",\"mimeType\":\"x\"}],\"isError\":true}\n",
         ];

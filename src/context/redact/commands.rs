@@ -393,6 +393,7 @@ mod tests {
             "type %USERPROFILE%\\.sonar\\token.txt",
             "sh -c 'tr \"\\0\" \"\\n\" < /proc/1/environ | grep ^SECRET_KEY= | cut -d= -f2-'",
             "sudo pass show db",
+            "base64 -w0 ~/.ssh/deploy_ed25519",
             "ansible-vault view group_vars/all/vault.yml",
             "cat /etc/rabbitmq/.erlang.cookie",
         ] {
@@ -412,6 +413,7 @@ mod tests {
             "ls /run/secrets",
             "cat /etc/passwd",
             "cat ~/.ssh/id_rsa.pub",
+            "cat ~/.ssh/known_hosts ~/.ssh/config ~/.ssh/authorized_keys",
             "cat /etc/ssl/certs/site.pem",
             "echo $PATH",
             "echo $PWD $OLDPWD $HOME",

@@ -112,7 +112,7 @@ const fn pattern(kind: &'static str, regex: &'static str, check: Option<Check>) 
 const KEYS: &[Pattern] = &[
     pattern(
         "private-key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:(?:\r?\n|\\n)(?:Proc-Type|DEK-Info|Version|Comment|Hash):[^\r\n\\]*)*(?:(?:\r?\n|\\n)(?:\r?\n|\\n)?[A-Za-z0-9+/=]+)*)",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:[ \t]+[A-Za-z0-9+/=]{4,})+|(?:(?:\r?\n|\\n)(?:Proc-Type|DEK-Info|Version|Comment|Hash):[^\r\n\\]*)*(?:(?:\r?\n|\\n)(?:\r?\n|\\n)?[A-Za-z0-9+/=]+)*)",
         None,
     ),
     // The end of a key whose start was cut off (an output's tail): the
@@ -271,6 +271,12 @@ const SHAPES: &[Pattern] = &[
         r#"(?i)ConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)')"#,
         None,
     ),
+    // A bearer token wherever it stands (`auth="Bearer …"` in a log).
+    pattern(
+        "auth-header",
+        r"(?-u:\b)Bearer[ \t]+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)",
+        Some(literal_value),
+    ),
     // Session cookies by their names.
     pattern(
         "session-cookie",
@@ -397,7 +403,7 @@ const SHAPES: &[Pattern] = &[
     // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`.
     pattern(
         "env-secret",
-        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>(?:[^\s"'`;&|)]|'\\''|'"'"')+))"#,
+        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
         Some(env_secret),
     ),
     // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
@@ -1386,8 +1392,8 @@ fn literal(v: &str, quoted: bool) -> bool {
 
 /// Whether the text before `start` on its line names a public key.
 fn names_public_key(text: &str, start: usize) -> bool {
-    let line = &text[text[..start].rfind('\n').map_or(0, |i| i + 1)..start];
-    let near = &line[line.floor_char_boundary(line.len().saturating_sub(32))..];
+    let near = &text[text.floor_char_boundary(start.saturating_sub(32))..start];
+    let near = &near[near.rfind('\n').map_or(0, |i| i + 1)..];
     let near = near.to_ascii_lowercase();
     [
         "public key",
@@ -2202,6 +2208,59 @@ config['password'] => 'phpPw1'
         let (twice, again) = scrub(&r, &once);
         assert_eq!(twice, once);
         assert!(again.is_empty(), "{again:?}");
+    }
+
+    /// Issue 33, class 1: the output of a command that reads a secret
+    /// store goes line by line, known command or prompt line on a screen;
+    /// the command failing is left for the model to read.
+    #[test]
+    fn the_output_of_a_command_that_reads_a_secret_store_goes_line_by_line() {
+        let r = redactor();
+        let session = Numbering::default();
+        let (out, counts) = r.redact_output(
+            "docker exec api cat /run/secrets/db_password",
+            "lantern harbor 41\n\n  two\n",
+            &session,
+        );
+        assert_eq!(
+            out,
+            "[REDACTED:secret-output#1]\n\n  [REDACTED:secret-output#2]\n"
+        );
+        assert_eq!(counts.total(), 2);
+        let (out, _) = r.redact_output(
+            "cat /run/secrets/x",
+            "cat: /run/secrets/x: No such file or directory\n",
+            &session,
+        );
+        assert_eq!(out, "cat: /run/secrets/x: No such file or directory\n");
+        // An ordinary command's output is redacted as any text.
+        let (out, _) = r.redact_output("ls /run/secrets", "db_password\n", &session);
+        assert_eq!(out, "db_password\n");
+        let screen = "root@db1:~# vault kv get -field=password secret/db\nlantern harbor 41\nroot@db1:~# uptime\n 10:00 up 3 days\n";
+        let (out, _) = r.redact(screen, &session);
+        assert_eq!(
+            out,
+            "root@db1:~# vault kv get -field=password secret/db\n[REDACTED:secret-output#1]\nroot@db1:~# uptime\n 10:00 up 3 days\n"
+        );
+    }
+
+    /// Text that is not redacted is never rewritten: full-width
+    /// punctuation and HTML entities stay, though the detectors read them
+    /// as ASCII.
+    #[test]
+    fn only_secrets_are_rewritten() {
+        let r = redactor();
+        let prose = "部署完成，请检查日志（见附件）：ｏｋ。";
+        assert_eq!(scrub(&r, prose).0, prose);
+        let (out, _) = scrub(&r, "ｐａｓｓｗｏｒｄ＝Ｇｒ４ｎｉｔｅ！ｘ９ 后重启");
+        assert_eq!(out, "ｐａｓｓｗｏｒｄ＝[REDACTED:password] 后重启");
+        let key = format!("{}9Z", "Jrk4".repeat(8));
+        let html = format!(
+            "data-config=\"{{&quot;apiKey&quot;:&quot;{key}&quot;,&quot;env&quot;:&quot;prod&quot;}}\""
+        );
+        let (out, _) = scrub(&r, &html);
+        assert!(!out.contains(&key), "{out}");
+        assert!(out.contains("&quot;env&quot;:&quot;prod&quot;"), "{out}");
     }
 
     #[test]

@@ -848,12 +848,16 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         return None;
     }
     let key_lower = key.to_ascii_lowercase();
-    let word_before = line[..start].split_whitespace().next_back().unwrap_or("");
-    if weak
-        && (NOT_SECRET_KEYS.iter().any(|n| key_lower.contains(n))
-            || is_word(word_before, &["public", "pub", "host", "ssh"]))
-    {
-        return None;
+    if weak {
+        // Within reach only: a line with no blank must not cost a scan
+        // per key word.
+        let near = &line[line.floor_char_boundary(start.saturating_sub(KEY_REACH))..start];
+        let word_before = near.split_whitespace().next_back().unwrap_or("");
+        if NOT_SECRET_KEYS.iter().any(|n| key_lower.contains(n))
+            || is_word(word_before, &["public", "pub", "host", "ssh"])
+        {
+            return None;
+        }
     }
     // The key word ends the key, or only a part that says how the secret
     // is written follows it: `password2`, `tokenValue`, `secret_b64`; not
@@ -1084,6 +1088,7 @@ fn cjk_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
     }
     let from = from?;
     let r = &line[from..];
+    let r = &r[..r.floor_char_boundary(VALUE_MAX + 2)];
     let end = r
         .find(|c: char| c.is_whitespace() || cjk(c) || "」』】）\"'，。、".contains(c))
         .unwrap_or(r.len());
