@@ -27,6 +27,10 @@ const MAX_LINE: usize = 4096;
 const MAX_PROMPT: usize = 100;
 /// Quoted strings are split again (`sh -c '…'`) this many times.
 const MAX_DEPTH: usize = 3;
+/// A command's output is read as secret for this many lines at most: a
+/// line that only looks like a prompt (in a log, in a README) must not
+/// hide the rest of a long text from the model.
+const MAX_OUTPUT_LINES: usize = 400;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,16 +49,23 @@ struct RawRule {
     unless: Vec<String>,
     #[serde(default)]
     first: bool,
+    #[serde(default)]
+    line: bool,
 }
 
 struct Rule {
     id: String,
     /// The program must open the simple command (see `opens`).
     first: bool,
-    /// Each must match one of the words after the program.
-    args: Vec<Regex>,
+    /// Program and arguments may stand anywhere in the line, in any of
+    /// its simple commands (`find /run/secrets -exec cat {} +`, `ls
+    /// /run/secrets/* | xargs cat`).
+    line: bool,
+    /// Each must match one of the words after the program (indices into
+    /// `Commands::patterns`).
+    args: Vec<usize>,
     /// None may match a word after the program.
-    unless: Vec<Regex>,
+    unless: Vec<usize>,
 }
 
 /// The compiled rules.
@@ -62,6 +73,14 @@ pub(super) struct Commands {
     rules: Vec<Rule>,
     /// Every rule's `program`, at once: which rules a word may start.
     programs: RegexSet,
+    /// Every rule's `args` and `unless`, at once: each word is matched
+    /// once, whatever the number of rules and words.
+    patterns: RegexSet,
+}
+
+/// A word after the program that asks for help: nothing is read.
+fn asks_for_help(word: &str) -> bool {
+    matches!(word, "--help" | "-help" | "help" | "--version")
 }
 
 impl Commands {
@@ -74,20 +93,36 @@ impl Commands {
             |id: &str, p: &str| Regex::new(p).map_err(|e| format!("commands.toml: rule {id}: {e}"));
         let mut rules = Vec::new();
         let mut programs = Vec::new();
+        let mut patterns: Vec<String> = Vec::new();
         for raw in file.rules {
+            compile(&raw.id, &raw.program)?;
             programs.push(raw.program.clone());
-            let args = raw.args.iter().map(|p| compile(&raw.id, p));
-            let unless = raw.unless.iter().map(|p| compile(&raw.id, p));
+            let mut index = |list: &[String]| -> Result<Vec<usize>, String> {
+                list.iter()
+                    .map(|p| {
+                        compile(&raw.id, p)?;
+                        patterns.push(p.clone());
+                        Ok(patterns.len() - 1)
+                    })
+                    .collect()
+            };
             rules.push(Rule {
-                args: args.collect::<Result<_, _>>()?,
-                unless: unless.collect::<Result<_, _>>()?,
+                args: index(&raw.args)?,
+                unless: index(&raw.unless)?,
                 first: raw.first,
+                line: raw.line,
                 id: raw.id,
             });
         }
         let programs =
             RegexSet::new(&programs).map_err(|e| format!("commands.toml: a program: {e}"))?;
-        Ok(Commands { rules, programs })
+        let patterns =
+            RegexSet::new(&patterns).map_err(|e| format!("commands.toml: an argument: {e}"))?;
+        Ok(Commands {
+            rules,
+            programs,
+            patterns,
+        })
     }
 
     /// The index of the rule that says `line`'s output is a secret, if
@@ -103,9 +138,24 @@ impl Commands {
         } else {
             line
         };
-        simple_commands(line, 0)
+        let commands = simple_commands(line, 0);
+        let found = commands
             .iter()
-            .find_map(|words| self.judge(words))
+            .find_map(|words| self.judge(words, false))
+            .or_else(|| self.judge(&commands.concat(), true))?;
+        // A secret a line prints into a program that takes it (`echo
+        // "$PW" | docker login --password-stdin`) is not printed.
+        let consumed = commands.iter().flatten().any(|w| {
+            matches!(
+                w.as_str(),
+                "--password-stdin" | "--with-token" | "--stdin" | "chpasswd"
+            )
+        });
+        let printed = matches!(
+            self.rules[found].id.as_str(),
+            "secret-variable" | "new-secret"
+        );
+        (!(consumed && printed)).then_some(found)
     }
 
     /// A rule's id, as `explain` names it.
@@ -114,21 +164,35 @@ impl Commands {
     }
 
     /// The rule a simple command's words meet, trying every word as the
-    /// program (after `sudo`, `docker exec NAME`, `ssh HOST`, …).
-    fn judge(&self, words: &[String]) -> Option<usize> {
+    /// program (after `sudo`, `docker exec NAME`, `ssh HOST`, …); or, with
+    /// `line`, the rules that read the whole line's words as one, in any
+    /// order. Each word is matched once against every pattern, and where
+    /// each pattern last matched is kept: linear in the words.
+    fn judge(&self, words: &[String], line: bool) -> Option<usize> {
+        let mut last: Vec<Option<usize>> = vec![None; self.patterns.len()];
+        let mut help = None;
+        for (i, w) in words.iter().enumerate() {
+            for p in self.patterns.matches(w).iter() {
+                last[p] = Some(i);
+            }
+            if asks_for_help(w) {
+                help = Some(i);
+            }
+        }
+        // In a line, anywhere; in a command, after the program.
+        let after = |p: usize, i: usize| last[p].is_some_and(|l| line || l > i);
         for (i, word) in words.iter().enumerate() {
             let name = word.rsplit('/').next().unwrap_or(word);
             for r in self.programs.matches(name).iter() {
                 let rule = &self.rules[r];
-                if rule.first && !opens(&words[..i]) {
+                if rule.line != line
+                    || rule.first && !opens(&words[..i])
+                    || !line && help.is_some_and(|h| h > i)
+                {
                     continue;
                 }
-                let rest = &words[i + 1..];
-                let met = rule.args.iter().all(|a| rest.iter().any(|w| a.is_match(w)))
-                    && !rule
-                        .unless
-                        .iter()
-                        .any(|u| rest.iter().any(|w| u.is_match(w)));
+                let met = rule.args.iter().all(|&p| after(p, i))
+                    && !rule.unless.iter().any(|&p| after(p, i));
                 if met {
                     return Some(r);
                 }
@@ -144,29 +208,46 @@ impl Commands {
     /// shape (same first character, same prompt character), or the end.
     pub(super) fn outputs(&self, text: &str) -> Vec<(Range<usize>, usize)> {
         let mut found = Vec::new();
-        let mut reading: Option<(usize, Shape)> = None;
+        // The rule, the prompt's shape, and the lines read so far.
+        let mut reading: Option<(usize, Shape, usize)> = None;
+        // A command line continued with `\` on the lines below (`> …`).
+        let mut continued: Option<(String, Shape)> = None;
         let mut at = 0;
         for line in text.split_inclusive('\n') {
             let start = at;
             at += line.len();
             let body = line.trim_end_matches(['\n', '\r']);
+            if let Some((mut command, shape)) = continued.take() {
+                let more = body.trim_start().trim_start_matches("> ");
+                command.push(' ');
+                command.push_str(more.trim_end_matches('\\'));
+                if more.ends_with('\\') && command.len() < MAX_LINE {
+                    continued = Some((command, shape));
+                } else if let Some(id) = self.reads_secret(&command) {
+                    reading = Some((id, shape, 0));
+                }
+                continue;
+            }
             let prompt = prompt(body);
-            if let (Some((_, shape)), Some((p, _))) = (reading, prompt)
+            if let (Some((_, shape, _)), Some((p, _))) = (reading, prompt)
                 && shape == Shape::of(p)
             {
                 reading = None;
             }
-            if let Some((id, _)) = reading {
+            if let Some((id, shape, lines)) = reading {
                 let lead = body.len() - body.trim_start().len();
                 if lead < body.len() && !error_line(body) {
                     found.push((start + lead..start + body.len(), id));
                 }
+                reading = (lines + 1 < MAX_OUTPUT_LINES).then_some((id, shape, lines + 1));
                 continue;
             }
-            if let Some((p, command)) = prompt
-                && let Some(id) = self.reads_secret(command)
-            {
-                reading = Some((id, Shape::of(p)));
+            if let Some((p, command)) = prompt {
+                if command.ends_with('\\') {
+                    continued = Some((command.trim_end_matches('\\').to_string(), Shape::of(p)));
+                } else if let Some(id) = self.reads_secret(command) {
+                    reading = Some((id, Shape::of(p), 0));
+                }
             }
         }
         found
@@ -234,7 +315,7 @@ impl Shape {
 /// A line's prompt and the command after it: the prompt ends at the first
 /// `$ # % > ❯ ➜ » ✗ λ →` followed by a space, within `MAX_PROMPT` bytes;
 /// or at the `>` of a Windows prompt (`C:\Users\me>type x`).
-fn prompt(line: &str) -> Option<(&str, &str)> {
+pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
     let head = &line[..line.floor_char_boundary(MAX_PROMPT)];
     let bytes = head.as_bytes();
     if bytes.len() > 3
@@ -248,8 +329,35 @@ fn prompt(line: &str) -> Option<(&str, &str)> {
         matches!(c, '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | 'λ' | '→')
             && line[i + c.len_utf8()..].starts_with([' ', '\t'])
     })?;
+    // A prompt is a few words at most (`(venv) user@host:~$`, `[deploy@web2
+    // app]$`, `~/tf main ✗`), not a sentence or a log line's fields
+    // (`… sshd[1]: Invalid user $ vault kv get x`).
+    if words_outside_brackets(&line[..i]) > 3 {
+        return None;
+    }
     let end = i + c.len_utf8();
     Some((&line[..end], line[end..].trim()))
+}
+
+/// How many blank-separated words `s` holds, a bracketed group (`[user@host
+/// dir]`, `(venv)`) counting as one.
+fn words_outside_brackets(s: &str) -> usize {
+    let mut depth = 0usize;
+    let mut words = 0;
+    let mut in_word = false;
+    for c in s.chars() {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        let blank = c.is_whitespace() && depth == 0;
+        if !blank && !in_word {
+            words += 1;
+        }
+        in_word = !blank;
+    }
+    words
 }
 
 /// The simple commands of a command line, each as its words: quotes and
@@ -319,7 +427,10 @@ fn simple_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
                 }
                 end_word(&mut word, &mut quoted_text, &mut commands);
             }
-            '|' | ';' | '&' | '(' | ')' | '<' | '>' | '`' => {
+            // A redirection's file is the command's argument
+            // (`cat < /run/secrets/x`).
+            '<' | '>' => end_word(&mut word, &mut quoted_text, &mut commands),
+            '|' | ';' | '&' | '(' | ')' | '`' => {
                 end_word(&mut word, &mut quoted_text, &mut commands);
                 if commands.last().is_some_and(|c| !c.is_empty()) {
                     commands.push(Vec::new());
@@ -394,6 +505,18 @@ mod tests {
             "sh -c 'tr \"\\0\" \"\\n\" < /proc/1/environ | grep ^SECRET_KEY= | cut -d= -f2-'",
             "sudo pass show db",
             "base64 -w0 ~/.ssh/deploy_ed25519",
+            "cat < /run/secrets/db_password",
+            "while read -r l; do echo \"$l\"; done < /run/secrets/x",
+            "find /run/secrets -type f -exec cat {} +",
+            "ls /run/secrets/* | xargs cat",
+            "for f in /run/secrets/*; do echo \"$f: $(cat $f)\"; done",
+            "python3 -c \"print(open('/run/secrets/db').read())\"",
+            "tr -dc A-Za-z0-9 </dev/urandom | head -c 32",
+            "php artisan key:generate --show",
+            "kubectl get secret db --template='{{.data.password | base64decode}}'",
+            "redis-cli get app:db_password",
+            "echo ${DB_PASSWORD:-}",
+            "echo \"db: $DB_PASSWORD\"",
             "ansible-vault view group_vars/all/vault.yml",
             "cat /etc/rabbitmq/.erlang.cookie",
         ] {
@@ -414,6 +537,12 @@ mod tests {
             "cat /etc/passwd",
             "cat ~/.ssh/id_rsa.pub",
             "cat ~/.ssh/known_hosts ~/.ssh/config ~/.ssh/authorized_keys",
+            "vault kv get -help",
+            "cat /etc/pam.d/common-password",
+            "kubectl get secrets -o wide",
+            "echo $SSH_AUTH_SOCK $PASSWORD_STORE_DIR",
+            "tail -f /var/log/token-renewer.log",
+            "openssl s_client -connect h:443 -cert c.pem -key client.key",
             "cat /etc/ssl/certs/site.pem",
             "echo $PATH",
             "echo $PWD $OLDPWD $HOME",
@@ -446,6 +575,18 @@ mod tests {
             .collect();
         assert_eq!(spans, ["s3cr3t-one", "# not a prompt"]);
         // To the end of the text when no prompt follows.
+        // A prompt in a log line is no prompt.
+        let text = "Jun  1 web1 sshd[1]: Invalid user $ vault kv get x from 1.2.3.4\nAccepted password for root\n";
+        assert!(c.outputs(text).is_empty());
+        // A command continued on the lines below.
+        let text =
+            "$ kubectl get secret db \\\n>   -o jsonpath='{.data.pw}' | base64 -d\ns3cr3t\n$ ls\n";
+        let spans: Vec<&str> = c
+            .outputs(text)
+            .iter()
+            .map(|(r, _)| &text[r.clone()])
+            .collect();
+        assert_eq!(spans, ["s3cr3t"]);
         let text = "$ gh auth token\ngho_abc\n";
         let spans: Vec<&str> = c
             .outputs(text)

@@ -330,8 +330,9 @@ pub(crate) fn lookalikes() -> (Tally, Vec<String>) {
 /// The held-out sets (`corpus/heldout-*.txt`), written by readers who
 /// had not seen the redactor, after the classes of issue 33: records with
 /// « » are secrets, records without are look-alikes that must come back
-/// unchanged. Per class: (secrets found, secrets) and (look-alikes
-/// untouched, look-alikes); and what was missed or changed.
+/// unchanged. Per file and class (`heldout-a.txt command`): (secrets
+/// found, secrets) and (look-alikes untouched, look-alikes); and what was
+/// missed or changed.
 pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/context/redact/corpus");
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -353,7 +354,7 @@ pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
         let seed = 0x2545_f491 ^ (k as u64) << 40;
         each_fill(&file, seed, |rec, text, secrets, out| {
             if secrets.is_empty() {
-                let t = kept.entry(rec.class.to_string()).or_default();
+                let t = kept.entry(format!("{name} {}", rec.class)).or_default();
                 t.1 += 1;
                 if out == super::plain::plain(text) {
                     t.0 += 1;
@@ -365,7 +366,7 @@ pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
                 }
                 return;
             }
-            let t = found.entry(rec.class.to_string()).or_default();
+            let t = found.entry(format!("{name} {}", rec.class)).or_default();
             for s in secrets {
                 t.1 += 1;
                 if survived(s, out, text, secrets) {

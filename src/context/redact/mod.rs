@@ -197,6 +197,22 @@ const SHAPES: &[Pattern] = &[
     ),
     // age's secret keys (bech32, upper case).
     pattern("age-key", r"(?-u:\b)AGE-SECRET-KEY-1[0-9A-Z]{50,}", None),
+    // Other vendors' tokens by their prefixes, each unambiguous on its
+    // own: Hugging Face, CircleCI, Buildkite, 1Password service
+    // accounts, Doppler, Supabase, Dynatrace, Brevo, Postman, Sentry,
+    // New Relic, Linear, Shopify, DigitalOcean, npm, PyPI, Grafana,
+    // Databricks, Atlassian, Heroku, Pulumi, Figma, Notion, Fly.
+    pattern(
+        "api-token",
+        r"(?-u:\b)(?:hf_[A-Za-z0-9]{30,}|CCIPAT_[A-Za-z0-9_]{20,}|bkua_[a-f0-9]{40}|ops_eyJ[A-Za-z0-9_-]{40,}|dp\.(?:st|pt|ct|sa|scim|audit)\.[A-Za-z0-9_.-]{20,}|sbp_[a-f0-9]{40}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|sntry[su]_[A-Za-z0-9+/=_-]{30,}|NRAK-[A-Z0-9]{27}|lin_api_[A-Za-z0-9]{30,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}|gl(?:sa|c)_[A-Za-z0-9_+/=-]{24,}|dapi[a-f0-9]{32}|ATATT3[A-Za-z0-9_=-]{100,}|HRKU-[A-Za-z0-9_-]{30,}|pul-[a-f0-9]{40}|figd_[A-Za-z0-9_-]{30,}|ntn_[A-Za-z0-9]{40,}|fo1_[A-Za-z0-9_-]{30,})",
+        Some(literal_value),
+    ),
+    // Mailchimp's API keys: 32 hex and the data centre.
+    pattern(
+        "api-token",
+        r"(?-u:\b)[0-9a-f]{32}-us[0-9]{1,2}(?-u:\b)",
+        None,
+    ),
     // Tailscale's auth, API and OAuth client keys.
     pattern(
         "tailscale-key",
@@ -262,8 +278,49 @@ const SHAPES: &[Pattern] = &[
     ),
     pattern(
         "password",
-        r#"(?m)^[^#\s]\S*[ \t]+(?:\*|"\*"|[A-Za-z0-9_.-]+)[ \t]+(?:"(?P<s1>[^"\r\n]+)"|(?P<s2>\S+))[ \t]+(?:\*|[0-9./*-]+)[ \t]*$"#,
+        r#"(?m)^[^#\s]\S*[ \t]+(?:\*|"\*"|[A-Za-z0-9_.-]+)[ \t]+(?:"(?P<s1>[^"\r\n]+)"|(?P<s2>\S+))[ \t]+(?:\*|[0-9][0-9./*]*)[ \t]*$"#,
         Some(chap_secret),
+    ),
+    // Name and value as two fields: Kubernetes and ECS JSON (`{"name":
+    // "DB_PASSWORD", "value": "…"}`, one line or two), YAML flow style.
+    pattern(
+        "env-secret",
+        r#"(?m)"(?i:name|key)"[ \t]*:[ \t]*"(?P<name>[A-Za-z0-9_.-]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd)[A-Za-z0-9_.-]*)"[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?"(?i:value)"[ \t]*:[ \t]*"(?P<s1>(?:[^"\\\r\n]|\\.)+)""#,
+        Some(env_secret),
+    ),
+    pattern(
+        "env-secret",
+        r#"(?i)name:[ \t]*["']?(?P<name>[A-Za-z0-9_.-]*(?:secret|password|passwd|passphrase|token|key|pass|pwd)[A-Za-z0-9_.-]*)["']?[ \t]*,[ \t]*value:[ \t]*(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^,}\s"']+))"#,
+        Some(env_secret),
+    ),
+    // MySQL: `IDENTIFIED WITH plugin BY '…'`, `SET PASSWORD FOR u = '…'`;
+    // Redis: `AUTH [user] pw` at its prompt.
+    pattern(
+        "password",
+        r#"(?i)IDENTIFIED[ \t]+(?:WITH[ \t]+\S+[ \t]+)?BY[ \t]+(?:'(?P<s2>(?:[^'\r\n]|'')+)'|"(?P<s1>[^"\r\n]+)")"#,
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?i)SET[ \t]+PASSWORD(?:[ \t]+FOR[ \t]+\S+)?[ \t]*=[ \t]*(?:PASSWORD\()?(?:'(?P<s2>(?:[^'\r\n]|'')+)'|"(?P<s1>[^"\r\n]+)")"#,
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?im)(?:^|>[ \t]*)AUTH[ \t]+(?:[^\s"']+[ \t]+)?(?P<s>[^\s"']{4,})[ \t]*$"#,
+        Some(literal_value),
+    ),
+    // A Redis ACL user's password: `user app on >pw ~keys +@read`.
+    pattern(
+        "password",
+        r"(?m)^[ \t]*(?:ACL[ \t]+SETUSER|user)[ \t]+\S+[ \t]+(?:\S+[ \t]+)*?>(?P<s>\S+)",
+        None,
+    ),
+    // MySQL's password hashes (`mysql.user`'s `authentication_string`).
+    pattern(
+        "password-hash",
+        r#"(?:^|[\s|'":=])(?P<s>\*[0-9A-F]{40})(?-u:\b)"#,
+        None,
     ),
     // PowerShell: `ConvertTo-SecureString "pw" -AsPlainText`.
     pattern(
@@ -421,7 +478,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?i)(?:^|[^A-Za-z0-9_./${-])"#,
+            r#"(?i)(?:^|[^A-Za-z0-9_./${:-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?="#,
             quoted_value!(),
@@ -437,7 +494,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?im)(?:^|[^A-Za-z0-9_./${-])"#,
+            r#"(?im)(?:^|[^A-Za-z0-9_./${:-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?(?:[ \t]*(?:=>|:=|:)|[ \t]+=|=[ \t])[ \t]*"#,
             quoted_value!(),
@@ -877,7 +934,7 @@ impl Redactor {
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {
             let mut found = self.find(t);
-            found.retain(|s| !names_public_key(t, s.range.start));
+            found.retain(|s| !names_public_key(t, s.range.start) && !digest(t, s.range.start));
             found
         };
         let mut found = find(text);
@@ -1390,6 +1447,15 @@ fn literal(v: &str, quoted: bool) -> bool {
         .any(|w| v.eq_ignore_ascii_case(w))
 }
 
+/// Whether the text right before `start` makes it a digest
+/// (`sha256:0d6f…` of an image), which is no secret.
+fn digest(text: &str, start: usize) -> bool {
+    let near = &text[text.floor_char_boundary(start.saturating_sub(8))..start];
+    ["sha256:", "sha512:", "sha384:", "sha1:"]
+        .iter()
+        .any(|d| near.ends_with(d))
+}
+
 /// Whether the text before `start` on its line names a public key.
 fn names_public_key(text: &str, start: usize) -> bool {
     let near = &text[text.floor_char_boundary(start.saturating_sub(32))..start];
@@ -1559,8 +1625,11 @@ fn secret_name(name: &str) -> bool {
             || part == "PAT"
             || (part == "PWD" && name != "PWD")
     };
-    (0..parts.len())
-        .any(|i| secret_part(parts[i]) && parts[i + 1..].iter().all(|p| how(p) || secret_part(p)))
+    // An access key's id goes with its key (`AWS_ACCESS_KEY_ID`).
+    name.contains("ACCESS_KEY")
+        || (0..parts.len()).any(|i| {
+            secret_part(parts[i]) && parts[i + 1..].iter().all(|p| how(p) || secret_part(p))
+        })
 }
 
 /// An `Authorization` value with a scheme is a credential; without one, only

@@ -84,6 +84,12 @@ const KEY_WORDS: &[&str] = &[
     "Пароль",
     "ПАРОЛЬ",
     "비밀번호",
+    "패스워드",
+    "암호",
+    "토큰",
+    "密碼",
+    "金鑰",
+    "密鑰",
     "parola",
     "şifre",
 ];
@@ -197,6 +203,7 @@ const FLAGS: &[(&[&str], &[&str])] = &[
     (&["openssl"], &[]),
     (&["rabbitmqctl", "grafana-cli", "nmcli"], &[]),
     (&["ngrok", "cloudflared"], &["--authtoken", "--token"]),
+    (&["lftp"], &[]),
 ];
 
 /// A password in an operand: `openssl … pass:X`, `smbclient -U user%X`,
@@ -240,6 +247,38 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                 && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('-'))
             {
                 out.push(w.value.clone());
+            }
+        }
+        // `openssl passwd -6 [-salt S] PW`: its last operand.
+        "openssl" if plain.first() == Some(&"passwd") => {
+            let last = words.len() - 1;
+            let salt = last >= 1 && matches!(plain[last - 1], "-salt" | "-in");
+            if last >= 1 && !plain[last].starts_with('-') && !salt {
+                out.push(words[last].value.clone());
+            }
+        }
+        // `net user NAME PW /add`.
+        "net" if plain.first() == Some(&"user") => {
+            if let Some(w) = words
+                .get(2)
+                .filter(|w| !w.text.starts_with('/') && w.text != "*")
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `sqlplus user/pw@db`, `lftp -u user,pw`.
+        "sqlplus" | "lftp" => {
+            for w in words {
+                let sep = if tool == "sqlplus" { '/' } else { ',' };
+                if let Some(i) = w.text.find(sep)
+                    && !w.text.starts_with(['-', '/', '@'])
+                {
+                    let rest = &w.text[i + 1..];
+                    let end = rest.find('@').unwrap_or(rest.len());
+                    if let Some(r) = rest_of_word(w, i + 1) {
+                        out.push(r.start..r.start + end.min(r.len()));
+                    }
+                }
             }
         }
         // `rabbitmqctl add_user NAME PW`, `change_password NAME PW`.
@@ -448,14 +487,16 @@ impl Pairs {
         for line in text.split_inclusive('\n') {
             let body = line.trim_end_matches(['\n', '\r']);
             let indent = body.len() - body.trim_start().len();
+            // A row of a table with a secret column: that cell, and the row
+            // is read as any line too.
+            let mut row = false;
             if let Some(column) = table {
                 match column.cell(body) {
                     Cell::Value(v) => {
                         if is_secret_value(&body[v.clone()], quoted_at(body, v.start)) {
                             out.push(at + v.start..at + v.end);
                         }
-                        at += line.len();
-                        continue;
+                        row = true;
                     }
                     Cell::Rule => {
                         at += line.len();
@@ -497,7 +538,9 @@ impl Pairs {
                 block = Some(indent);
             }
             self.line_flags(body, at, &mut out);
-            table = Column::header(body, |cell| self.names_secret(cell));
+            if !row {
+                table = Column::header(body, |cell| self.names_secret(cell));
+            }
             let t = body.trim();
             if t.ends_with(':') && !t.contains(char::is_whitespace) && self.keys.find(t).is_some() {
                 section = Some(indent);
@@ -512,7 +555,12 @@ impl Pairs {
     /// `AccessKey Secret`, `密码`; not `password_changed_at`).
     fn names_secret(&self, cell: &str) -> bool {
         let cell = cell.trim().trim_matches(['"', '\'']);
-        cell.chars().count() <= 32
+        // A header's cell is a name (`password`, `AccessKey Secret`,
+        // `密码`), not a key and its value or code (`define('X'`).
+        let name = cell
+            .chars()
+            .all(|c| c.is_alphanumeric() || " _-.".contains(c));
+        name && cell.chars().count() <= 32
             && self.keys.find_iter(cell).any(|m| {
                 let word = &cell[m.range()];
                 !is_word(word, WEAK_WORDS) && (!word.is_ascii() || secret_suffix(&cell[m.end()..]))
@@ -862,7 +910,10 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     // The key word ends the key, or only a part that says how the secret
     // is written follows it: `password2`, `tokenValue`, `secret_b64`; not
     // `tokenizer`, `token_endpoint`, `secret_name`, `passwordless_login`.
-    if word.is_ascii() && !secret_suffix(&line[hit.end..end]) {
+    // An access key's id goes with it (`AWS_ACCESS_KEY_ID`).
+    let access_id = word.to_ascii_lowercase().starts_with("access")
+        && line[hit.end..end].eq_ignore_ascii_case("_id");
+    if word.is_ascii() && !secret_suffix(&line[hit.end..end]) && !access_id {
         return None;
     }
     // A path or a file name, not a key: `/etc/passwd`, `.htpasswd`,
@@ -870,6 +921,11 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     // `$db_pass = '…'` is a variable assigned (PHP, Perl), `$PASSWORD`
     // alone a reference.
     let dollar = line[..start].ends_with('$');
+    // A resource's name in an ARN (`arn:aws:secretsmanager:…:secret:x`).
+    let reach = &line[line.floor_char_boundary(start.saturating_sub(KEY_REACH))..start];
+    if reach.contains("arn:") {
+        return None;
+    }
     if line[..start].ends_with(['/', '\\', '.', '{', '%'])
         || key_lower.ends_with("_file")
         || key_lower.ends_with("_path")
@@ -956,7 +1012,6 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
             .flatten();
     } else if spaces > 0
         && directive
-        && !weak
         && key
             .to_lowercase()
             .ends_with(&line[hit.clone()].to_lowercase())
@@ -992,9 +1047,11 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
             let r2 = &r[w..];
             from += w + (r2.len() - r2.trim_start().len());
         }
-        // `sentinel auth-pass NAME PW`: of two or three words, the last.
-        let words: Vec<&str> = line[from..].split_whitespace().collect();
-        if (2..=3).contains(&words.len())
+        // `sentinel auth-pass NAME PW`: of two or three words, the last
+        // (not after a weak word: `key fingerprint is SHA256:…`).
+        let words: Vec<&str> = line[from..].split_whitespace().take(4).collect();
+        if !weak
+            && (2..=3).contains(&words.len())
             && !is_secret_value(words[0], false)
             && let Some(last) = words.last()
             && let Some(i) = line[from..].rfind(last)
@@ -1125,6 +1182,10 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
         let lead = cell.len() - cell.trim_start().len();
         let text = cell.trim();
         return (!text.is_empty()).then(|| from + lead..from + lead + limit(text.len()));
+    }
+    // SQL's national and escape strings: `N'…'`, `E'…'`.
+    if r.len() > 2 && r.starts_with(['N', 'E', 'n', 'e']) && r[1..].starts_with('\'') {
+        return value_at(line, from + 1, kind);
     }
     if let Some(q) = r.chars().next().filter(|c| "\"'`".contains(*c)) {
         // Three quotes (TOML, Python) close with three.
@@ -1281,9 +1342,12 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     {
         return false;
     }
-    // Numbers, dates, times, versions, addresses.
+    // Numbers, dates, times (`2024-04-02T09:13:44Z`), versions, addresses.
     if v.chars()
         .all(|c| c.is_ascii_digit() || ".,_-/:".contains(c))
+        || v.starts_with(|c: char| c.is_ascii_digit())
+            && v.chars()
+                .all(|c| c.is_ascii_digit() || ".,_-/:+TZ".contains(c))
     {
         return false;
     }

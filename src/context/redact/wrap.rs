@@ -131,13 +131,19 @@ fn join(text: &str, row: &Row, next: &Row, full: impl Fn(usize) -> Option<bool>)
     if alike {
         return None;
     }
-    if assignment(right) {
+    // Nor does a prompt continue a row (`root@web1:~# systemctl …` after
+    // a long line).
+    if assignment(right) || super::commands::prompt(right).is_some() {
         return None;
     }
     if let Some(sure) = full(row.width) {
         if !sure {
-            // A width one row alone has: only a word cut in two.
-            return (word_char(last) && word_char(first)).then_some(Join::Hard);
+            // A width one row alone has: only a word cut in two, and not
+            // into a row of aligned columns (`db_user    app` in a table).
+            let r = right.trim_start();
+            let first_word = r.split_whitespace().next().unwrap_or("");
+            let aligned = r[first_word.len()..].starts_with("  ");
+            return (word_char(last) && word_char(first) && !aligned).then_some(Join::Hard);
         }
         let joins = if last == ' ' {
             // A blank at the edge, then a word; two are padding.
