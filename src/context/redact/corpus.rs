@@ -465,9 +465,11 @@ mod tests {
         );
     }
 
-    /// The held-out sets' ratchets.
-    const HELDOUT_RECALL_FLOOR: usize = 0;
-    const HELDOUT_FP_CEILING: usize = 100;
+    /// The held-out sets' ratchets (percent): all three sets together.
+    /// docs/benchmarks.md gives the figures by set and class, and the
+    /// third set's as first measured.
+    const HELDOUT_RECALL_FLOOR: usize = 98;
+    const HELDOUT_FP_CEILING: usize = 3;
 
     /// Percent of the corpus's secrets that must be found.
     const RECALL_FLOOR: usize = 99;
@@ -599,52 +601,5 @@ fn redaction_parts() {
         time("all of redact", &|| {
             std::hint::black_box(r.redact(&text, &Numbering::default()));
         });
-    }
-}
-
-/// Scratch: redacts each `---`-separated text of /root/probe.txt.
-#[cfg(test)]
-#[test]
-#[ignore = "a probe"]
-fn redaction_probe() {
-    let r = Redactor::new(&[], &[]).unwrap();
-    let text = std::fs::read_to_string("/root/probe.txt").unwrap_or_default();
-    for t in text.split("\n---\n") {
-        let (out, _) = r.redact(t, &Numbering::default());
-        println!(
-            "{}\n  => {}",
-            t.replace('\n', "\n     "),
-            out.replace('\n', "\n     ")
-        );
-        for f in r.explain(t) {
-            println!(
-                "     {:?} {} {} {:?}",
-                f.span,
-                f.kind,
-                f.rule,
-                &super::plain::plain(t)[f.span.clone()]
-            );
-        }
-    }
-}
-
-/// Scratch: each own rule's time on one line of `password=`.
-#[cfg(test)]
-#[test]
-#[ignore = "a probe"]
-fn redaction_rule_times() {
-    let r = Redactor::new(&[], &[]).unwrap();
-    let text = "password=".repeat(7282);
-    for rule in &r.rules {
-        let started = std::time::Instant::now();
-        let n = rule.spans(&text).count();
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        if ms > 0.3 {
-            println!(
-                "{:20} {ms:8.2} ms {n} {}",
-                rule.kind,
-                &rule.regex.as_str()[..rule.regex.as_str().len().min(90)]
-            );
-        }
     }
 }

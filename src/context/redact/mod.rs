@@ -115,6 +115,12 @@ const KEYS: &[Pattern] = &[
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:[ \t]+[A-Za-z0-9+/=]{4,})+|(?:(?:\r?\n|\\n)(?:Proc-Type|DEK-Info|Version|Comment|Hash):[^\r\n\\]*)*(?:(?:\r?\n|\\n)(?:\r?\n|\\n)?[A-Za-z0-9+/=]+)*)",
         None,
     ),
+    // OpenVPN's static keys (`tls-auth`, `tls-crypt`, inline or a file).
+    pattern(
+        "private-key",
+        r"-----BEGIN OpenVPN Static key V[0-9]-----(?:(?s:.*?)-----END OpenVPN Static key V[0-9]-----|(?:\r?\n[0-9a-fA-F]{16,})+)",
+        None,
+    ),
     // The end of a key whose start was cut off (an output's tail): the
     // base64 lines before the END line go with it.
     pattern(

@@ -183,7 +183,8 @@ const FLAGS: &[(&[&str], &[&str])] = &[
         &["-p", "--password"],
     ),
     (&["vault"], &["-password"]),
-    (&["zip", "7z", "unzip"], &["-P"]),
+    (&["zip", "unzip"], &["-P"]),
+    (&["7z", "7za"], &["-p"]),
     (&["openconnect", "sqlplus"], &["--password", "--pass"]),
     (
         &["rclone"],
@@ -203,6 +204,28 @@ const FLAGS: &[(&[&str], &[&str])] = &[
     (&["openssl"], &[]),
     (&["rabbitmqctl", "grafana-cli", "nmcli"], &[]),
     (&["ngrok", "cloudflared"], &["--authtoken", "--token"]),
+    (
+        &["az"],
+        &[
+            "-p",
+            "--password",
+            "--account-key",
+            "--sas-token",
+            "--client-secret",
+        ],
+    ),
+    (&["gpg", "gpg2"], &["--passphrase"]),
+    (
+        &[
+            "snmpwalk",
+            "snmpget",
+            "snmpbulkwalk",
+            "snmpset",
+            "snmptable",
+        ],
+        &["-c"],
+    ),
+    (&["xfreerdp", "cmdkey", "wfreerdp"], &[]),
     (&["lftp"], &[]),
 ];
 
@@ -234,6 +257,14 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                 .iter()
                 .position(|w| w.to_ascii_lowercase().starts_with("/user:"))
                 && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('/'))
+            {
+                out.push(w.value.clone());
+            }
+            // Or right after the share.
+            if let Some(i) = plain.iter().position(|w| w.starts_with("\\\\"))
+                && let Some(w) = words
+                    .get(i + 1)
+                    .filter(|w| !w.text.starts_with('/') && w.text != "*")
             {
                 out.push(w.value.clone());
             }
@@ -329,6 +360,15 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
             .is_some_and(|rest| !rest.is_empty())
         {
             out.extend(rest_of_word(w, "pass:".len()));
+        }
+        // Windows' `/p:X` (xfreerdp), `/pass:X` (cmdkey), `/password:X`.
+        for prefix in ["/p:", "/pass:", "/password:"] {
+            if w.text.len() > prefix.len()
+                && w.text.is_char_boundary(prefix.len())
+                && w.text[..prefix.len()].eq_ignore_ascii_case(prefix)
+            {
+                out.extend(rest_of_word(w, prefix.len()));
+            }
         }
         // smbclient -U user%password
         if matches!(tool, "smbclient" | "rpcclient" | "net" | "mount.cifs")
@@ -652,6 +692,9 @@ struct Column {
     sep: char,
     cells: usize,
     index: usize,
+    /// Columns aligned with blanks (`NAME   USERNAME   PASSWORD`): where
+    /// the secret column starts, in bytes of an ASCII header.
+    at: Option<usize>,
 }
 
 enum Cell {
@@ -667,9 +710,12 @@ impl Column {
     /// The secret column of a header line, if it is one: cells split by
     /// `|`, `│`, `,` or a tab, at least two, one naming a secret.
     fn header(line: &str, names_secret: impl Fn(&str) -> bool) -> Option<Column> {
-        let sep = ['|', '│', '\t', ',']
+        let Some(sep) = ['|', '│', '\t', ',']
             .into_iter()
-            .find(|&c| line.contains(c))?;
+            .find(|&c| line.contains(c))
+        else {
+            return Column::aligned(line, names_secret);
+        };
         let cells: Vec<&str> = line.split(sep).collect();
         if cells.len() < 2 || cells.len() > 64 {
             return None;
@@ -679,10 +725,64 @@ impl Column {
             sep,
             cells: cells.len(),
             index,
+            at: None,
+        })
+    }
+
+    /// A header of three or more names aligned with two blanks or more.
+    fn aligned(line: &str, names_secret: impl Fn(&str) -> bool) -> Option<Column> {
+        if !line.is_ascii() || line.len() > 512 {
+            return None;
+        }
+        let mut cells = Vec::new();
+        let mut start = None;
+        let bytes = line.as_bytes();
+        for i in 0..=bytes.len() {
+            let gap = i == bytes.len() || (bytes[i] == b' ' && bytes.get(i + 1) == Some(&b' '));
+            match (start, gap) {
+                (None, false) if bytes[i] != b' ' => start = Some(i),
+                (Some(s), true) => {
+                    cells.push(s..i);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        // A header is names only (`NAME  TYPE  DATA`): a row of values
+        // (`db-credentials  Opaque  2`) is none.
+        let names = cells.iter().all(|c| {
+            line[c.clone()]
+                .bytes()
+                .all(|b| b.is_ascii_alphabetic() || b" _-".contains(&b))
+        });
+        if cells.len() < 3 || !names {
+            return None;
+        }
+        let cell = cells.iter().find(|c| names_secret(&line[(*c).clone()]))?;
+        Some(Column {
+            sep: ' ',
+            cells: cells.len(),
+            index: 0,
+            at: Some(cell.start),
         })
     }
 
     fn cell(&self, line: &str) -> Cell {
+        // The next prompt ends a table.
+        if super::commands::prompt(line).is_some() {
+            return Cell::Other;
+        }
+        if let Some(at) = self.at {
+            let b = line.as_bytes();
+            let starts = at < b.len() && b[at] != b' ' && (at == 0 || b[at - 1] == b' ');
+            if !line.is_char_boundary(at) || !starts {
+                return Cell::Other;
+            }
+            let end = line[at..]
+                .find(char::is_whitespace)
+                .map_or(line.len(), |e| at + e);
+            return Cell::Value(at..end);
+        }
         let t = line.trim();
         if !t.is_empty() && t.chars().all(|c| "-+|=:│─┼├┤ ".contains(c)) {
             return Cell::Rule;
