@@ -563,6 +563,7 @@ fn redaction_parts() {
         ("the corpus", bulk(64 << 10)),
         ("key: value lines", "api_key: abc123\n".repeat(4096)),
         ("one line of `password=`", "password=".repeat(7282)),
+        ("512 KiB of `password=`", "password=".repeat(7282 * 8)),
     ] {
         println!("{name}:");
         let time = |part: &str, f: &dyn Fn()| {

@@ -303,12 +303,12 @@ const SHAPES: &[Pattern] = &[
     // Redis: `AUTH [user] pw` at its prompt.
     pattern(
         "password",
-        r#"(?i)IDENTIFIED[ \t]+(?:WITH[ \t]+\S+[ \t]+)?BY[ \t]+(?:'(?P<s2>(?:[^'\r\n]|'')+)'|"(?P<s1>[^"\r\n]+)")"#,
+        r#"(?i)IDENTIFIED[ \t]+(?:WITH[ \t]+\S+[ \t]+)?BY[ \t]+(?:'(?P<s2>(?:[^'\\\r\n]|''|\\.)+)'|"(?P<s1>(?:[^"\\\r\n]|\\.)+)")"#,
         None,
     ),
     pattern(
         "password",
-        r#"(?i)SET[ \t]+PASSWORD(?:[ \t]+FOR[ \t]+\S+)?[ \t]*=[ \t]*(?:PASSWORD\()?(?:'(?P<s2>(?:[^'\r\n]|'')+)'|"(?P<s1>[^"\r\n]+)")"#,
+        r#"(?i)SET[ \t]+PASSWORD(?:[ \t]+FOR[ \t]+\S+)?[ \t]*=[ \t]*(?:PASSWORD\()?(?:'(?P<s2>(?:[^'\\\r\n]|''|\\.)+)'|"(?P<s1>(?:[^"\\\r\n]|\\.)+)")"#,
         None,
     ),
     pattern(
@@ -432,7 +432,7 @@ const SHAPES: &[Pattern] = &[
     // may not hold a `/`.
     pattern(
         "url-password",
-        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>[^\s/"'<>]+)@"#,
+        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>(?:[^\s/"'<>\\]|\\.)+)@"#,
         Some(literal_value),
     ),
     pattern(
@@ -525,7 +525,7 @@ const SHAPES: &[Pattern] = &[
     // curl -u user:password, mysql -ppassword, sshpass -p password.
     pattern(
         "password",
-        r#"(?-u:\b)curl[^\r\n]*?[ \t](?:-u|--user|--proxy-user)[ \t]*["']?[^\s:"']+:(?P<s>[^\s"']+)"#,
+        r#"(?-u:\b)curl[^\r\n]*?[ \t](?:-u|--user|--proxy-user)[ \t]*["']?[^\s:"']+:(?P<s>(?:[^\s"']|'\\'')+)"#,
         None,
     ),
     pattern(

@@ -1202,6 +1202,12 @@ fn secret_suffix(rest: &str) -> bool {
 
 /// `|`, `>-`, `|+2`…: a YAML block scalar's indicator, its value below.
 fn block_scalar(v: &str) -> bool {
+    // The indicator is short: a look at the rest of a long line would
+    // cost a scan per key word.
+    if !v.starts_with(['|', '>']) {
+        return false;
+    }
+    let v = &v[..v.floor_char_boundary(16)];
     let v = v.split(" #").next().unwrap_or(v).trim_end();
     v.starts_with(['|', '>'])
         && v.len() <= 4
