@@ -716,11 +716,11 @@ impl Column {
         else {
             return Column::aligned(line, names_secret);
         };
-        let cells: Vec<&str> = line.split(sep).collect();
+        let cells = split_cells(line, sep);
         if cells.len() < 2 || cells.len() > 64 {
             return None;
         }
-        let index = cells.iter().position(|c| names_secret(c))?;
+        let index = cells.iter().position(|c| names_secret(&line[c.clone()]))?;
         Some(Column {
             sep,
             cells: cells.len(),
@@ -787,16 +787,9 @@ impl Column {
         if !t.is_empty() && t.chars().all(|c| "-+|=:│─┼├┤ ".contains(c)) {
             return Cell::Rule;
         }
-        let mut start = 0;
-        let mut cells = 0;
-        let mut found = None;
-        for (i, piece) in line.split(self.sep).enumerate() {
-            if i == self.index {
-                found = Some(start..start + piece.len());
-            }
-            start += piece.len() + self.sep.len_utf8();
-            cells += 1;
-        }
+        let pieces = split_cells(line, self.sep);
+        let cells = pieces.len();
+        let found = pieces.get(self.index).cloned();
         match found {
             Some(r) if cells == self.cells => {
                 let piece = &line[r.clone()];
@@ -816,6 +809,26 @@ impl Column {
             _ => Cell::Other,
         }
     }
+}
+
+/// The cells of a row, split at `sep`; in CSV (`,`) a double-quoted cell
+/// holds commas and doubled quotes (`"a,""b"""`).
+fn split_cells(line: &str, sep: char) -> Vec<Range<usize>> {
+    let mut cells = Vec::new();
+    let mut start = 0;
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' if sep == ',' => quoted = !quoted,
+            c if c == sep && !quoted => {
+                cells.push(start..i);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    cells.push(start..line.len());
+    cells
 }
 
 /// `  root:password` under a secrets key (cloud-init's `chpasswd` list):
@@ -1605,6 +1618,16 @@ mod tests {
         assert_eq!(
             found("username,password,created\nsvc,\"Dh\"\"Gr4nite\",2024\nops,Tr0ub4dor!,2023"),
             ["Dh\"\"Gr4nite", "Tr0ub4dor!"]
+        );
+        // A CSV cell holds commas and doubled quotes.
+        assert_eq!(
+            found("service,login,secret,notes\nldap,cn=svc,\"V9i\"\"5nP,4Fba\",\"a, b\""),
+            ["V9i\"\"5nP,4Fba"]
+        );
+        // Columns aligned with blanks.
+        assert_eq!(
+            found("NAME            USERNAME   PASSWORD\ngrafana-admin   admin      Gr4nite%72\n"),
+            ["Gr4nite%72"]
         );
         assert_eq!(
             found("用户名 | 密码 | 备注\nadmin | velvet=44VNV | 超级管理员"),
