@@ -326,8 +326,10 @@ pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
         return Some((&line[..=i], line[i + 1..].trim()));
     }
     let (i, c) = head.char_indices().find(|&(i, c)| {
-        matches!(c, '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | 'λ' | '→')
-            && line[i + c.len_utf8()..].starts_with([' ', '\t'])
+        matches!(
+            c,
+            '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | '✔' | 'λ' | '→'
+        ) && line[i + c.len_utf8()..].starts_with([' ', '\t'])
     })?;
     // A prompt is a few words at most (`(venv) user@host:~$`, `[deploy@web2
     // app]$`, `~/tf main ✗`), not a sentence or a log line's fields

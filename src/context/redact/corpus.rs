@@ -465,11 +465,11 @@ mod tests {
         );
     }
 
-    /// The held-out sets' ratchets (percent): all three sets together.
+    /// The held-out sets' ratchets (percent): all four sets together.
     /// docs/benchmarks.md gives the figures by set and class, and the
     /// third set's as first measured.
-    const HELDOUT_RECALL_FLOOR: usize = 98;
-    const HELDOUT_FP_CEILING: usize = 3;
+    const HELDOUT_RECALL_FLOOR: usize = 97;
+    const HELDOUT_FP_CEILING: usize = 4;
 
     /// Percent of the corpus's secrets that must be found.
     const RECALL_FLOOR: usize = 99;

@@ -176,6 +176,12 @@ const SHAPES: &[Pattern] = &[
         None,
     ),
     pattern("gcp-key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", None),
+    // Mapbox's secret tokens (its public ones are `pk.`).
+    pattern(
+        "api-token",
+        r"(?-u:\b)sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{10,}",
+        None,
+    ),
     // OAuth access tokens Google prints (`gcloud auth print-access-token`).
     pattern("gcp-token", r"(?-u:\b)ya29\.[0-9A-Za-z_-]{20,}", None),
     // The secret `aws configure get` prints on its own line.
@@ -260,7 +266,13 @@ const SHAPES: &[Pattern] = &[
     // doubled `$$` (`$$apr1$$…`).
     pattern(
         "password-hash",
-        r"(?:\$\$?(?:1|2[abxy]|5|6|y|apr1)\$\$?[./A-Za-z0-9_-]{1,22}\$\$?[./A-Za-z0-9_-]{20,}|\{(?:SSHA|SSHA256|SSHA512|SHA|SHA256|SHA512|SMD5|CRYPT|PLAIN|CLEARTEXT|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|BCRYPT|ARGON2I?D?)\}[^\s:\x22'<]{4,}|SCRAM-SHA-[0-9]+\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|(?-u:\b)md5[0-9a-f]{32}(?-u:\b))",
+        r"(?:\$\$?(?:1|2[abxy]|5|6|y|gy|7|apr1)(?:\$\$?[./A-Za-z0-9_-]{1,64}){1,2}\$\$?[./A-Za-z0-9_-]{20,}|\$(?:9|1c|8)\$[./A-Za-z0-9$]{16,}|\{(?:SSHA|SSHA256|SSHA512|SHA|SHA256|SHA512|SMD5|CRYPT|PLAIN|CLEARTEXT|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|BCRYPT|ARGON2I?D?)\}[^\s:\x22'<]{4,}|SCRAM-SHA-[0-9]+\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|(?-u:\b)md5[0-9a-f]{32}(?-u:\b))",
+        None,
+    ),
+    // Huawei's and H3C's `password cipher …`, `irreversible-cipher …`.
+    pattern(
+        "password-hash",
+        r"(?:irreversible-cipher|cipher)[ \t]+(?P<s>\S{16,})",
         None,
     ),
     // Go's MySQL DSN: `user:password@tcp(host)/db`.
@@ -411,7 +423,7 @@ const SHAPES: &[Pattern] = &[
     ),
     pattern(
         "webhook",
-        r"(?:discord(?:app)?\.com|hooks\.zapier\.com|outlook\.office\.com)/(?:api/webhooks|hooks/catch|webhook)/(?P<s>[A-Za-z0-9/_@.-]{8,})",
+        r"(?:(?:discord(?:app)?\.com|hooks\.zapier\.com|outlook\.office\.com)/(?:api/webhooks|hooks/catch|webhook)/|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=|oapi\.dingtalk\.com/robot/send\?access_token=)(?P<s>[A-Za-z0-9/_@.-]{8,})",
         None,
     ),
     // OpenAI (sk-, sk-proj-, sk-svcacct-), Anthropic (sk-ant-api03-). The

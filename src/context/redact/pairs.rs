@@ -205,6 +205,11 @@ const FLAGS: &[(&[&str], &[&str])] = &[
     (&["rabbitmqctl", "grafana-cli", "nmcli"], &[]),
     (&["ngrok", "cloudflared"], &["--authtoken", "--token"]),
     (
+        &["mosquitto_pub", "mosquitto_sub", "mosquitto_rr"],
+        &["-P", "--pw"],
+    ),
+    (&["mcrcon", "racadm"], &["-p"]),
+    (
         &["az"],
         &[
             "-p",
@@ -223,7 +228,7 @@ const FLAGS: &[(&[&str], &[&str])] = &[
             "snmpset",
             "snmptable",
         ],
-        &["-c"],
+        &["-c", "-A", "-X"],
     ),
     (&["xfreerdp", "cmdkey", "wfreerdp"], &[]),
     (&["lftp"], &[]),
@@ -887,7 +892,9 @@ fn random_looking(v: &str) -> bool {
 fn word_at(line: &str, range: Range<usize>) -> bool {
     let before = line[..range.start].chars().next_back();
     let after = line[range.end..].chars().next();
-    let edge = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || "|;&(`$'\"/=".contains(c));
+    // `C:\Tools>racadm …`: a Windows prompt's `>` or a path's `\` too.
+    let edge =
+        |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || "|;&(`$'\"/=>\\".contains(c));
     // `/usr/bin/mysql` is mysql; `mysql.conf` is not.
     edge(before) && after.is_none_or(|c| c.is_whitespace() || ";|&)".contains(c))
 }
@@ -1390,6 +1397,8 @@ pub(super) fn masked_or_example(v: &str) -> bool {
         || lower.starts_with("your")
         || lower.starts_with("<your")
         || lower.starts_with("example")
+        // Public by design: Stripe's and Mapbox's publishable tokens.
+        || ["pk_live_", "pk_test_", "pk.eyj"].iter().any(|p| lower.starts_with(p))
         || [
             "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
         ]
@@ -1455,7 +1464,8 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     if !super::literal(v, quoted)
         || v.contains("${")
         || v.contains("$(")
-        || v.starts_with('/')
+        || v.starts_with(['/', '~'])
+        || v.starts_with("./")
         || v.starts_with(super::MARK)
         || masked_or_example(v)
     {
