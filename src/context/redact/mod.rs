@@ -2,7 +2,10 @@
 //!
 //! This module owns one judgement: which parts of a text are secrets, and
 //! what the model sees instead. The text is first made plain (`plain`: no
-//! escape sequences or control characters; the model gets that text).
+//! escape sequences or control characters; the model gets that text), and
+//! read through views that map back to it: full-width ASCII and HTML
+//! quote entities as ASCII (`plain::folded`, `plain::entities`), rows a
+//! terminal wrapped joined (`wrap`). Nothing not redacted is rewritten.
 //! Each secret becomes a placeholder `[REDACTED:<kind>#<n>]`, `n` the same
 //! for the same secret within a session (`Numbering`), and the text around
 //! it is kept (the key name of an assignment, the scheme of an
@@ -16,6 +19,9 @@
 //! patterns, tokens with a known prefix, JWTs, passwords in URLs, headers,
 //! hashes, generic assignments), keys and tools' flags (`pairs`), the
 //! operator's rules (`[context] redact_rules`) and gitleaks' (`rules`),
+//! the output of a command that reads a secret store (`commands`: on a
+//! screen, after its prompt line; for the agent's commands,
+//! `redact_output`, the whole of it),
 //! the same in URL-encoded text once decoded (mapped back
 //! to the characters that spell the secret), and base64 values whose
 //! decoded text holds a secret. A finding whose text a `[context]

@@ -3,12 +3,18 @@
 //! output uses, and the value of a password-bearing flag of a known tool.
 //!
 //! Keys: words for a secret in many languages (password, secret, token,
-//! 密码, パスワード, Passwort, пароль…), as the whole or a part of a key
-//! (`db_password`, `smtpPassword`, `AuthLDAPBindPassword`). Syntaxes:
-//! `k=v`, `k: v`, `k := v`, `k => v`, `"k": "v"`, `<k>v</k>`, `k="v"` as an
-//! XML attribute, and directives (`requirepass v`, `rocommunity v`,
-//! `enable secret 5 v`), where the key opens the line. A value must look
-//! like a secret: not a number, a placeholder, a reference to an
+//! 密码, パスワード, Passwort, пароль…), as the whole or the last part of a
+//! key (`db_password`, `smtpPassword`, `AuthLDAPBindPassword`; not
+//! `tokenizer`, `secret_name`). Syntaxes: `k=v`, `k: v`, `k := v`, `k =>
+//! v`, `"k": "v"`, `<k a="b">v</k>`, `k="v"` and `key="k" value="v"` as XML
+//! attributes, `define('k', 'v')`, `$k = 'v'`, directives however many
+//! words come first (`requirepass v`, `sentinel auth-pass NAME v`), a
+//! strong key word then a quoted or random-looking value anywhere, a CJK
+//! label words before its value; and over lines: a table's secret column
+//! under its header (`|`, `,`, tabs or aligned blanks), a YAML block
+//! scalar, redis-cli's numbered reply, `name:secret` lines under a key
+//! with no value. Quoted values keep their escapes. A value must look like
+//! a secret: not a number, a date, a placeholder, a mask, a reference to an
 //! environment variable, a template or a vault, nor a word of prose.
 //!
 //! Flags: a table of tools and their password flags, in every form a shell
