@@ -340,6 +340,14 @@ const SHAPES: &[Pattern] = &[
         r"(?m)^[ \t]*(?:ACL[ \t]+SETUSER|user)[ \t]+\S+[ \t]+(?:\S+[ \t]+)*?>(?P<s>\S+)",
         None,
     ),
+    // An XML element named for a secret whose value is in a child below
+    // it (`<AdministratorPassword>` then `<Value>…</Value>`, .NET's and
+    // Spring's `<setting name="Password"><value>…`).
+    pattern(
+        "password",
+        r#"(?i)<(?:[A-Za-z]*(?:Password|Secret|Token|ApiKey)[A-Za-z]*|(?:setting|property|entry)[ \t]+(?:name|key)="[^"]*(?:password|secret|token|apikey)[^"]*")[^>]{0,64}>[ \t\r\n]{0,64}<value>(?P<s>[^<\r\n]{4,})</value>"#,
+        Some(literal_value),
+    ),
     // MySQL's password hashes (`mysql.user`'s `authentication_string`).
     pattern(
         "password-hash",
@@ -2335,6 +2343,16 @@ config['password'] => 'phpPw1'
             out,
             "root@db1:~# vault kv get -field=password secret/db\n[REDACTED:secret-output#1]\nroot@db1:~# uptime\n 10:00 up 3 days\n"
         );
+    }
+
+    /// An XML secret's value in a child element below it.
+    #[test]
+    fn an_xml_value_below_its_key() {
+        let r = redactor();
+        let text = "<AdministratorPassword>\n  <Value>R3Jhbml0ZS14OQ==</Value>\n  <PlainText>false</PlainText>\n</AdministratorPassword>";
+        let (out, _) = scrub(&r, text);
+        assert!(!out.contains("R3Jhbml0ZS14OQ=="), "{out}");
+        assert!(out.contains("<PlainText>false</PlainText>"), "{out}");
     }
 
     /// Text that is not redacted is never rewritten: full-width

@@ -1315,6 +1315,13 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
         let text = cell.trim();
         return (!text.is_empty()).then(|| from + lead..from + lead + limit(text.len()));
     }
+    // A value quoted with escaped quotes, as Go's `%+v` or a JSON string
+    // inside a string prints it: `Pass:\"x\"`.
+    if let Some(inner) = r.strip_prefix("\\\"") {
+        let end = inner.find("\\\"")?;
+        return (end > 0)
+            .then(|| from + 2..from + 2 + inner.floor_char_boundary(end.min(VALUE_MAX)));
+    }
     // SQL's national and escape strings: `N'…'`, `E'…'`.
     if r.len() > 2 && r.starts_with(['N', 'E', 'n', 'e']) && r[1..].starts_with('\'') {
         return value_at(line, from + 1, kind);
@@ -1619,6 +1626,10 @@ mod tests {
             (
                 "net use Z: \\\\fs\\d /user:CORP\\svc Gr4nite!x",
                 "Gr4nite!x",
+            ),
+            (
+                "cfg=\"{User:svc Pass:\\\"Gr4nite-x9\\\" Host:h}\"",
+                "Gr4nite-x9",
             ),
         ] {
             assert_eq!(found(text), [secret], "{text}");
