@@ -5,31 +5,16 @@
 //! Every token here is built at run time: no token-shaped literal sits in
 //! the source for scanners to flag.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use crate::harness::*;
 
 /// `walissh ARGS`, with `input` on stdin.
 fn walissh(args: &[&str], dir: &Path, input: &[u8]) -> Output {
-    let mut child = Command::new(walissh_bin())
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    // Written apart from the reading, so a big input cannot block both.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+    let mut c = Command::new(walissh_bin());
+    c.args(args).current_dir(dir);
+    run(c, input)
 }
 
 /// A text with a few secrets and ordinary lines around them, and the

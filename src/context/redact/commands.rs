@@ -78,9 +78,11 @@ pub(super) struct Commands {
     patterns: RegexSet,
 }
 
-/// A word after the program that asks for help: nothing is read.
+/// A flag after the program that asks for help: nothing is read. (A bare
+/// `help` counts only right after the program: `cat help /run/secrets/x`
+/// reads both files.)
 fn asks_for_help(word: &str) -> bool {
-    matches!(word, "--help" | "-help" | "help" | "--version")
+    matches!(word, "--help" | "-help" | "--version")
 }
 
 impl Commands {
@@ -185,9 +187,10 @@ impl Commands {
             let name = word.rsplit('/').next().unwrap_or(word);
             for r in self.programs.matches(name).iter() {
                 let rule = &self.rules[r];
+                let help_next = words.get(i + 1).is_some_and(|w| w == "help");
                 if rule.line != line
                     || rule.first && !opens(&words[..i])
-                    || !line && help.is_some_and(|h| h > i)
+                    || !line && (help_next || help.is_some_and(|h| h > i))
                 {
                     continue;
                 }
@@ -507,6 +510,7 @@ mod tests {
             "sh -c 'tr \"\\0\" \"\\n\" < /proc/1/environ | grep ^SECRET_KEY= | cut -d= -f2-'",
             "sudo pass show db",
             "base64 -w0 ~/.ssh/deploy_ed25519",
+            "cat help /run/secrets/db_password",
             "cat < /run/secrets/db_password",
             "while read -r l; do echo \"$l\"; done < /run/secrets/x",
             "find /run/secrets -type f -exec cat {} +",
@@ -540,6 +544,7 @@ mod tests {
             "cat ~/.ssh/id_rsa.pub",
             "cat ~/.ssh/known_hosts ~/.ssh/config ~/.ssh/authorized_keys",
             "vault kv get -help",
+            "vault help kv",
             "cat /etc/pam.d/common-password",
             "kubectl get secrets -o wide",
             "echo $SSH_AUTH_SOCK $PASSWORD_STORE_DIR",

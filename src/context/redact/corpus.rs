@@ -472,9 +472,9 @@ mod tests {
     const HELDOUT_FP_CEILING: usize = 4;
 
     /// Percent of the corpus's secrets that must be found.
-    const RECALL_FLOOR: usize = 99;
+    const RECALL_FLOOR: usize = 100;
     /// Percent of the look-alikes that may be changed.
-    const FP_CEILING: usize = 1;
+    const FP_CEILING: usize = 0;
 }
 
 /// Redaction's speed, for `bench/redact` (a benchmark, not a test: it

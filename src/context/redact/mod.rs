@@ -272,7 +272,7 @@ const SHAPES: &[Pattern] = &[
     // doubled `$$` (`$$apr1$$…`).
     pattern(
         "password-hash",
-        r"(?:\$\$?(?:1|2[abxy]|5|6|y|gy|7|apr1)(?:\$\$?[./A-Za-z0-9_-]{1,64}){1,2}\$\$?[./A-Za-z0-9_-]{20,}|\$(?:9|1c|8)\$[./A-Za-z0-9$]{16,}|\{(?:SSHA|SSHA256|SSHA512|SHA|SHA256|SHA512|SMD5|CRYPT|PLAIN|CLEARTEXT|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|BCRYPT|ARGON2I?D?)\}[^\s:\x22'<]{4,}|SCRAM-SHA-[0-9]+\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|(?-u:\b)md5[0-9a-f]{32}(?-u:\b))",
+        r"(?:\$\$?(?:1|2[abxy]|5|6|y|gy|7|apr1)(?:\$\$?[./A-Za-z0-9_-]{1,64}){1,2}\$\$?[./A-Za-z0-9_-]{20,}|\$(?:9|1c|8)\$[./A-Za-z0-9$_-]{16,}|\{(?:SSHA|SSHA256|SSHA512|SHA|SHA256|SHA512|SMD5|CRYPT|PLAIN|CLEARTEXT|[A-Z0-9]+-CRYPT|PBKDF2[A-Z0-9-]*|BCRYPT|ARGON2I?D?)\}[^\s:\x22'<]{4,}|SCRAM-SHA-[0-9]+\$[0-9]+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|(?-u:\b)md5[0-9a-f]{32}(?-u:\b))",
         None,
     ),
     // Huawei's and H3C's `password cipher …`, `irreversible-cipher …`.
@@ -891,10 +891,16 @@ impl Redactor {
     pub(crate) fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
         let text = plain::plain(text);
         let spans = self.spans(&text);
-        let mut counts = Counts::default();
         if spans.is_empty() {
-            return (text.into_owned(), counts);
+            return (text.into_owned(), Counts::default());
         }
+        self.render(&text, &spans, numbering)
+    }
+
+    /// `text` with each of `spans` (disjoint, in order) replaced by its
+    /// placeholder, and the counts by kind.
+    fn render(&self, text: &str, spans: &[Span], numbering: &Numbering) -> (String, Counts) {
+        let mut counts = Counts::default();
         let mut out = String::with_capacity(text.len());
         let mut done = 0;
         for span in spans {
@@ -1042,34 +1048,39 @@ impl Redactor {
         output: &str,
         numbering: &Numbering,
     ) -> (String, Counts) {
-        if self.commands.reads_secret(command).is_none() {
+        let Some(rule) = self.commands.reads_secret(command) else {
             return self.redact(output, numbering);
-        }
+        };
         let text = plain::plain(output);
-        let kind = &self.kinds[self.output_kind];
-        let mut counts = Counts::default();
-        let mut out = String::with_capacity(text.len());
+        let mut spans = Vec::new();
+        let mut at = 0;
         for line in text.split_inclusive('\n') {
+            let start = at;
+            at += line.len();
             let body = line.trim_end_matches(['\n', '\r']);
-            let value = body.trim();
+            // The command failing: read as any text.
+            if commands::error_line(body) {
+                spans.extend(self.spans(body).into_iter().map(|s| Span {
+                    range: start + s.range.start..start + s.range.end,
+                    ..s
+                }));
+                continue;
+            }
+            let lead = body.len() - body.trim_start().len();
+            let value = start + lead..start + body.trim_end().len();
             let placeholder = self
                 .placeholder
-                .find(value)
+                .find(&text[value.clone()])
                 .is_some_and(|m| m.len() == value.len());
-            if commands::error_line(body) {
-                out.push_str(&self.redact(line, numbering).0);
-                continue;
+            if !value.is_empty() && !placeholder {
+                spans.push(Span {
+                    range: value,
+                    kind: self.output_kind,
+                    via: Via::Command(rule),
+                });
             }
-            if value.is_empty() || placeholder {
-                out.push_str(line);
-                continue;
-            }
-            let lead = &body[..body.len() - body.trim_start().len()];
-            let (placeholder, kind) = numbering.placeholder(value, kind);
-            out.push_str(&format!("{lead}{placeholder}{}", &line[body.len()..]));
-            *counts.0.entry(kind).or_default() += 1;
         }
-        (out, counts)
+        self.render(&text, &spans, numbering)
     }
 
     /// Base64 values whose decoded text holds a secret, whole. The decoded
@@ -1425,11 +1436,45 @@ fn is_literal(v: &str) -> bool {
     literal(v, false)
 }
 
+/// A value already masked (`gho_****`, `****ABCD`, `[REDACTED]`), a
+/// placeholder (`changeme`, `your-api-key-here`, `hf_xxxxxxxx`), or a
+/// reference in a configuration language (`var.db_password`,
+/// `urn:…:token-type:…`).
+fn masked_or_example(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    // `XXX/YYY/ZZZ`: runs of one character, nothing drawn at random.
+    let alnum: Vec<char> = v.chars().filter(|c| c.is_alphanumeric()).collect();
+    let runs = alnum.chunk_by(|a, b| a == b);
+    let few =
+        alnum.len() >= 6 && runs.clone().count() <= 4 && runs.into_iter().all(|r| r.len() >= 3);
+    // `20 bytes`: `kubectl describe secret` gives sizes only.
+    let size = v
+        .strip_suffix(" bytes")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    size || few
+        || v.contains("****")
+        || v.contains("••••")
+        || lower.contains("xxxxxx")
+        || lower.contains("redacted")
+        || ["changeme", "change_me", "change-me", "changeit"].contains(&lower.as_str())
+        || lower.contains("placeholder")
+        || lower.starts_with("your")
+        || lower.starts_with("<your")
+        || lower.starts_with("example")
+        // Public by design: Stripe's and Mapbox's publishable tokens.
+        || ["pk_live_", "pk_test_", "pk.eyj"].iter().any(|p| lower.starts_with(p))
+        || [
+            "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
+        ]
+        .iter()
+        .any(|p| lower.starts_with(p))
+}
+
 /// `is_literal`, knowing whether the value stood in quotes: `"*x"` is a
 /// string, `*x` a YAML alias, `!x` a tag, `&x` an anchor.
 fn literal(v: &str, quoted: bool) -> bool {
     let v = v.trim();
-    if pairs::masked_or_example(v) {
+    if masked_or_example(v) {
         return false;
     }
     // Elided in documentation: `****`, `...`, `xxxx`.

@@ -696,16 +696,18 @@ impl Pairs {
     }
 }
 
-/// A table's secret column: its separator, how many cells a row has, and
-/// which is the secret.
+/// A table's secret column.
 #[derive(Clone, Copy)]
-struct Column {
-    sep: char,
-    cells: usize,
-    index: usize,
+enum Column {
+    /// Cells split at `sep`: how many a row has, and which is the secret.
+    Split {
+        sep: char,
+        cells: usize,
+        index: usize,
+    },
     /// Columns aligned with blanks (`NAME   USERNAME   PASSWORD`): where
     /// the secret column starts, in bytes of an ASCII header.
-    at: Option<usize>,
+    Aligned { at: usize },
 }
 
 enum Cell {
@@ -732,11 +734,10 @@ impl Column {
             return None;
         }
         let index = cells.iter().position(|c| names_secret(&line[c.clone()]))?;
-        Some(Column {
+        Some(Column::Split {
             sep,
             cells: cells.len(),
             index,
-            at: None,
         })
     }
 
@@ -770,12 +771,7 @@ impl Column {
             return None;
         }
         let cell = cells.iter().find(|c| names_secret(&line[(*c).clone()]))?;
-        Some(Column {
-            sep: ' ',
-            cells: cells.len(),
-            index: 0,
-            at: Some(cell.start),
-        })
+        Some(Column::Aligned { at: cell.start })
     }
 
     fn cell(&self, line: &str) -> Cell {
@@ -783,34 +779,25 @@ impl Column {
         if super::commands::prompt(line).is_some() {
             return Cell::Other;
         }
-        if let Some(at) = self.at {
-            let b = line.as_bytes();
-            let starts = at < b.len() && b[at] != b' ' && (at == 0 || b[at - 1] == b' ');
-            if !line.is_char_boundary(at) || !starts {
-                return Cell::Other;
-            }
-            let end = line[at..]
-                .find(char::is_whitespace)
-                .map_or(line.len(), |e| at + e);
-            return Cell::Value(at..end);
-        }
+        let (sep, count, index) = match *self {
+            Column::Split { sep, cells, index } => (sep, cells, index),
+            Column::Aligned { at } => return aligned_cell(line, at),
+        };
         let t = line.trim();
         if !t.is_empty() && t.chars().all(|c| "-+|=:│─┼├┤ ".contains(c)) {
             return Cell::Rule;
         }
-        let pieces = split_cells(line, self.sep);
-        let cells = pieces.len();
-        let found = pieces.get(self.index).cloned();
-        match found {
-            Some(r) if cells == self.cells => {
+        let pieces = split_cells(line, sep);
+        match pieces.get(index) {
+            Some(r) if pieces.len() == count => {
                 let piece = &line[r.clone()];
                 let lead = piece.len() - piece.trim_start().len();
                 let inner = piece.trim();
                 let quoted = inner.len() >= 2
                     && (inner.starts_with('"') && inner.ends_with('"')
                         || inner.starts_with('\'') && inner.ends_with('\''));
-                let (a, b) = if quoted { (1, 1) } else { (0, 0) };
-                let v = r.start + lead + a..r.start + lead + inner.len() - b;
+                let q = usize::from(quoted);
+                let v = r.start + lead + q..r.start + lead + inner.len() - q;
                 if v.is_empty() {
                     Cell::Rule
                 } else {
@@ -820,6 +807,20 @@ impl Column {
             _ => Cell::Other,
         }
     }
+}
+
+/// The word of `line` that starts at `at`, the column of a table aligned
+/// with blanks; a row whose word does not start there ends the table.
+fn aligned_cell(line: &str, at: usize) -> Cell {
+    let b = line.as_bytes();
+    let starts = at < b.len() && b[at] != b' ' && (at == 0 || b[at - 1] == b' ');
+    if !line.is_char_boundary(at) || !starts {
+        return Cell::Other;
+    }
+    let end = line[at..]
+        .find(char::is_whitespace)
+        .map_or(line.len(), |e| at + e);
+    Cell::Value(at..end)
 }
 
 /// The cells of a row, split at `sep`; in CSV (`,`) a double-quoted cell
@@ -1385,40 +1386,6 @@ fn closing_quote(inner: &str, q: char) -> Option<usize> {
     None
 }
 
-/// A value already masked (`gho_****`, `****ABCD`, `[REDACTED]`), a
-/// placeholder (`changeme`, `your-api-key-here`, `hf_xxxxxxxx`), or a
-/// reference in a configuration language (`var.db_password`,
-/// `urn:…:token-type:…`).
-pub(super) fn masked_or_example(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    // `XXX/YYY/ZZZ`: runs of one character, nothing drawn at random.
-    let alnum: Vec<char> = v.chars().filter(|c| c.is_alphanumeric()).collect();
-    let runs = alnum.chunk_by(|a, b| a == b);
-    let few =
-        alnum.len() >= 6 && runs.clone().count() <= 4 && runs.into_iter().all(|r| r.len() >= 3);
-    // `20 bytes`: `kubectl describe secret` gives sizes only.
-    let size = v
-        .strip_suffix(" bytes")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    size || few
-        || v.contains("****")
-        || v.contains("••••")
-        || lower.contains("xxxxxx")
-        || lower.contains("redacted")
-        || ["changeme", "change_me", "change-me", "changeit"].contains(&lower.as_str())
-        || lower.contains("placeholder")
-        || lower.starts_with("your")
-        || lower.starts_with("<your")
-        || lower.starts_with("example")
-        // Public by design: Stripe's and Mapbox's publishable tokens.
-        || ["pk_live_", "pk_test_", "pk.eyj"].iter().any(|p| lower.starts_with(p))
-        || [
-            "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
-        ]
-        .iter()
-        .any(|p| lower.starts_with(p))
-}
-
 /// Words that are not secrets wherever they stand.
 const NOT_SECRETS: &[&str] = &[
     "required",
@@ -1480,7 +1447,6 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
         || v.starts_with(['/', '~'])
         || v.starts_with("./")
         || v.starts_with(super::MARK)
-        || masked_or_example(v)
     {
         return false;
     }
