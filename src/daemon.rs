@@ -32,7 +32,8 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(5);
 /// Runs the bastion until SIGTERM or SIGINT.
 pub(crate) async fn serve(
     mut config: Config,
-    skills: Skills,
+    // What the agent is made of, built by the config's checks.
+    (skills, redactor): (Skills, crate::context::redact::Redactor),
     trust: crate::auth::Trust,
     workers: &Workers,
 ) -> Result<(), String> {
@@ -138,7 +139,7 @@ pub(crate) async fn serve(
         user_sessions: Default::default(),
         user_connections: Default::default(),
         live: std::sync::RwLock::new(Arc::new(Live {
-            agent: Arc::new(Agent::new(&config, skills)),
+            agent: Arc::new(Agent::new(&config, skills, redactor)),
             config,
             trust,
         })),

@@ -289,20 +289,33 @@ fn load(given: Option<PathBuf>) -> Result<Config, String> {
     Config::load(Config::resolve(given).as_deref()).map_err(|e| e.to_string())
 }
 
-/// The config, checked against the files it names, and its skills: what
-/// `serve` runs on and what `check-config` checks, so the two cannot
+/// What `serve` runs on, as `check-config` checks it, so the two cannot
 /// disagree.
-fn checked(given: Option<PathBuf>) -> Result<(Config, agent::skills::Skills, auth::Trust), String> {
+struct Checked {
+    config: Config,
+    skills: agent::skills::Skills,
+    redactor: context::redact::Redactor,
+    trust: auth::Trust,
+}
+
+/// The config, checked against the files it names, its skills and its
+/// redactor.
+fn checked(given: Option<PathBuf>) -> Result<Checked, String> {
     let config = load(given)?;
     config.check_files().map_err(|e| e.to_string())?;
     let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
     // The rules of `[context] redact_rules` compile where the redactor is
     // built: the same refusal here as at a reload.
-    context::redact::Redactor::for_config(&config).map_err(|e| e.to_string())?;
+    let redactor = context::redact::Redactor::for_config(&config).map_err(|e| e.to_string())?;
     let trust = auth::Trust::load(&config).map_err(|e| e.to_string())?;
     // Last, so that a config with other faults is told about those first.
     config.check_has_users().map_err(|e| e.to_string())?;
-    Ok((config, skills, trust))
+    Ok(Checked {
+        config,
+        skills,
+        redactor,
+        trust,
+    })
 }
 
 /// `walissh totp enroll USER`: the secret is stored sealed, and shown
@@ -345,7 +358,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Redact { .. } => unreachable!("`main` runs it"),
         Cmd::Serve { config } => {
-            let (config, skills, trust) = checked(config)?;
+            let checked = checked(config)?;
             // The main runtime listens, catches signals and reloads; the
             // connections run on the workers (see `workers`).
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -353,15 +366,22 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             let workers = workers::Workers::start()?;
-            let result = runtime.block_on(daemon::serve(config, skills, trust, &workers));
+            let Checked {
+                config,
+                skills,
+                redactor,
+                trust,
+            } = checked;
+            let result =
+                runtime.block_on(daemon::serve(config, (skills, redactor), trust, &workers));
             workers.stop();
             // Do not wait on blocking tasks stuck on a dead peer or disk.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             result
         }
         Cmd::CheckConfig { config } => {
-            let (config, _, _) = checked(config)?;
-            println!("{}: ok", config.source);
+            let checked = checked(config)?;
+            println!("{}: ok", checked.config.source);
             Ok(())
         }
         Cmd::Man => {

@@ -76,15 +76,9 @@ impl Agent {
         Ok(Agent::with(config, skills, redactor))
     }
 
-    /// For a config `check-config` has passed: should the redactor still
-    /// fail, it is logged and redaction goes on without `[ai] redact`,
-    /// `[context] redact_rules` and `redact_allow`.
-    pub(crate) fn new(config: &Config, skills: skills::Skills) -> Agent {
-        let redactor = Redactor::for_config(config).unwrap_or_else(|e| {
-            // The config's checks build the same redactor: this cannot happen.
-            tracing::error!(error = %e, "bad redaction config; redacting without it");
-            Redactor::new(&[], &Redactor::held(config)).expect("the built-in rules load")
-        });
+    /// For a config `check-config` has passed, with the skills and the
+    /// redactor its checks built (they are not built twice).
+    pub(crate) fn new(config: &Config, skills: skills::Skills, redactor: Redactor) -> Agent {
         Agent::with(config, skills, redactor)
     }
 

@@ -811,7 +811,8 @@ mod tests {
             ..Default::default()
         };
         let config = crate::config::Config::parse("", "test.toml", false).unwrap();
-        let mut agent = Agent::new(&config, Default::default());
+        let redactor = crate::context::redact::Redactor::for_config(&config).unwrap();
+        let mut agent = Agent::new(&config, Default::default(), redactor);
         agent.limits = LIMITS;
         let brief = Brief::default();
         let Some(crate::agent::team::Item::Agent(spec)) = agent.team.get("walissh") else {
