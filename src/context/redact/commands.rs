@@ -35,6 +35,10 @@ const MAX_OUTPUT_LINES: usize = 400;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// Words that name a public file where a rule's path would see a
+    /// secret one (`/run/secrets/…/serviceaccount/ca.crt`).
+    #[serde(default)]
+    public: Vec<String>,
     rules: Vec<RawRule>,
 }
 
@@ -76,6 +80,8 @@ pub(super) struct Commands {
     /// Every rule's `args` and `unless`, at once: each word is matched
     /// once, whatever the number of rules and words.
     patterns: RegexSet,
+    /// The file's `public` words: matched by no rule's arguments.
+    public: RegexSet,
 }
 
 /// A flag after the program that asks for help: nothing is read. (A bare
@@ -89,12 +95,13 @@ impl Commands {
     /// The vendored rules; an Err names the rule that does not compile (a
     /// unit test holds the file to compiling).
     pub(super) fn load() -> Result<Commands, String> {
-        let file: File =
+        let mut file: File =
             toml::from_str(COMMANDS).map_err(|e| format!("commands.toml: {}", e.message()))?;
         let compile =
             |id: &str, p: &str| Regex::new(p).map_err(|e| format!("commands.toml: rule {id}: {e}"));
         let mut rules = Vec::new();
         let mut programs = Vec::new();
+        let file_public = std::mem::take(&mut file.public);
         let mut patterns: Vec<String> = Vec::new();
         for raw in file.rules {
             compile(&raw.id, &raw.program)?;
@@ -120,10 +127,13 @@ impl Commands {
             RegexSet::new(&programs).map_err(|e| format!("commands.toml: a program: {e}"))?;
         let patterns =
             RegexSet::new(&patterns).map_err(|e| format!("commands.toml: an argument: {e}"))?;
+        let public =
+            RegexSet::new(&file_public).map_err(|e| format!("commands.toml: public: {e}"))?;
         Ok(Commands {
             rules,
             programs,
             patterns,
+            public,
         })
     }
 
@@ -140,11 +150,22 @@ impl Commands {
         } else {
             line
         };
+        // Each pipeline (`a | b`, between `;`, `&&`, `||`) on its own: one
+        // that ends in a program that prints no secret (`| wc -c`) reads
+        // none. The rules for a whole line read the other pipelines'
+        // words as one.
+        let mut rest: Vec<String> = Vec::new();
+        let mut found = None;
+        for pipeline in pipelines(line) {
+            let commands = simple_commands(pipeline, 0);
+            if ends_in_sink(pipeline, &commands) {
+                continue;
+            }
+            found = found.or_else(|| commands.iter().find_map(|words| self.judge(words, false)));
+            rest.extend(commands.into_iter().flatten());
+        }
+        let found = found.or_else(|| self.judge(&rest, true))?;
         let commands = simple_commands(line, 0);
-        let found = commands
-            .iter()
-            .find_map(|words| self.judge(words, false))
-            .or_else(|| self.judge(&commands.concat(), true))?;
         // A secret a line prints into a program that takes it (`echo
         // "$PW" | docker login --password-stdin`) is not printed.
         let consumed = commands.iter().flatten().any(|w| {
@@ -174,6 +195,9 @@ impl Commands {
         let mut last: Vec<Option<usize>> = vec![None; self.patterns.len()];
         let mut help = None;
         for (i, w) in words.iter().enumerate() {
+            if self.public.is_match(w) {
+                continue;
+            }
             for p in self.patterns.matches(w).iter() {
                 last[p] = Some(i);
             }
@@ -211,8 +235,9 @@ impl Commands {
     /// shape (same first character, same prompt character), or the end.
     pub(super) fn outputs(&self, text: &str) -> Vec<(Range<usize>, usize)> {
         let mut found = Vec::new();
-        // The rule, the prompt's shape, and the lines read so far.
-        let mut reading: Option<(usize, Shape, usize)> = None;
+        // The rule, the prompt's shape, the lines read so far, and the
+        // command's lines.
+        let mut reading: Option<(usize, Shape, usize, Sifter)> = None;
         // A command line continued with `\` on the lines below (`> …`).
         let mut continued: Option<(String, Shape)> = None;
         let mut at = 0;
@@ -227,29 +252,29 @@ impl Commands {
                 if more.ends_with('\\') && command.len() < MAX_LINE {
                     continued = Some((command, shape));
                 } else if let Some(id) = self.reads_secret(&command) {
-                    reading = Some((id, shape, 0));
+                    reading = Some((id, shape, 0, Sifter::new(command)));
                 }
                 continue;
             }
             let prompt = prompt(body);
-            if let (Some((_, shape, _)), Some((p, _))) = (reading, prompt)
-                && shape == Shape::of(p)
+            if let (Some((_, shape, _, _)), Some((p, _))) = (&reading, prompt)
+                && *shape == Shape::of(p)
             {
                 reading = None;
             }
-            if let Some((id, shape, lines)) = reading {
+            if let Some((id, shape, lines, mut sifter)) = reading.take() {
                 let lead = body.len() - body.trim_start().len();
-                if lead < body.len() && !error_line(body) {
+                if lead < body.len() && !sifter.leaves(body) {
                     found.push((start + lead..start + body.len(), id));
                 }
-                reading = (lines + 1 < MAX_OUTPUT_LINES).then_some((id, shape, lines + 1));
+                reading = (lines + 1 < MAX_OUTPUT_LINES).then_some((id, shape, lines + 1, sifter));
                 continue;
             }
             if let Some((p, command)) = prompt {
                 if command.ends_with('\\') {
                     continued = Some((command.trim_end_matches('\\').to_string(), Shape::of(p)));
                 } else if let Some(id) = self.reads_secret(command) {
-                    reading = Some((id, Shape::of(p), 0));
+                    reading = Some((id, Shape::of(p), 0, Sifter::new(command.to_string())));
                 }
             }
         }
@@ -257,11 +282,89 @@ impl Commands {
     }
 }
 
+/// Which lines of a secret command's output show no secret, and are left
+/// to the other detectors: the command failing (`error_line`), a password
+/// prompt (`Password (will be hidden):`), a public field of what it read
+/// (`certificate-authority-data: …`, and the rows the terminal wrapped it
+/// into), or plain words the command line spells itself (`echo
+/// ${DB_PASSWORD:-not set}` prints `not set`).
+pub(super) struct Sifter {
+    command: String,
+    /// The line before was a public field as wide as a screen: a row of
+    /// one token under it is its value, wrapped.
+    public: bool,
+}
+
+impl Sifter {
+    pub(super) fn new(command: String) -> Sifter {
+        Sifter {
+            command,
+            public: false,
+        }
+    }
+
+    /// Whether `line`, the next line of the output, is left.
+    pub(super) fn leaves(&mut self, line: &str) -> bool {
+        let l = line.trim();
+        let wrapped = self.public && !l.is_empty() && !l.contains([' ', ':']);
+        let public = wrapped || public_field(l);
+        self.public = public && line.chars().count() >= 64;
+        public || error_line(l) || password_prompt(l) || {
+            let words = l.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
+            words && l.contains(' ') && self.command.contains(l)
+        }
+    }
+}
+
+/// `Password:`, `Enter passphrase for key '/root/.ssh/id_ed25519':`: a
+/// question, nothing after it.
+fn password_prompt(l: &str) -> bool {
+    let lower = l.to_ascii_lowercase();
+    l.len() <= 100
+        && lower.ends_with(':')
+        && ["password", "passphrase", "passcode"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
+/// `key: value` with a key that names something public: a certificate (a
+/// kubeconfig's `certificate-authority-data`), where or who (`server`,
+/// `user: ADMIN` below `pass show`'s password).
+fn public_field(l: &str) -> bool {
+    let Some((key, value)) = l.split_once(':') else {
+        return false;
+    };
+    let key = key.trim().trim_matches('"').to_ascii_lowercase();
+    !value.trim().is_empty()
+        && matches!(
+            key.as_str(),
+            "certificate-authority-data"
+                | "certificate-authority"
+                | "client-certificate-data"
+                | "client-certificate"
+                | "server"
+                | "cluster"
+                | "namespace"
+                | "context"
+                | "current-context"
+                | "name"
+                | "user"
+                | "username"
+                | "login"
+                | "url"
+                | "website"
+                | "host"
+                | "port"
+                | "kind"
+                | "apiversion"
+        )
+}
+
 /// A line of a command's output that is the command failing, not what
 /// it read (`cat: /run/secrets/x: No such file or directory`, `Error
 /// from server (NotFound)`): left to the other detectors, so the model
 /// can see why.
-pub(super) fn error_line(line: &str) -> bool {
+fn error_line(line: &str) -> bool {
     let l = line.trim_start().to_ascii_lowercase();
     ["error", "fatal", "usage:", "warning:", "err:", "e: "]
         .iter()
@@ -274,9 +377,100 @@ pub(super) fn error_line(line: &str) -> bool {
             "(forbidden)",
             ": command not found",
             "is a directory",
+            "no value found at",
         ]
         .iter()
         .any(|p| l.contains(p))
+}
+
+/// The pipelines of a command line: split at `;`, `&`, `&&`, `||` and
+/// line breaks outside quotes and parentheses.
+fn pipelines(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut quote, mut depth, mut start) = (None, 0usize, 0);
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') | (Some('"'), '"') => quote = None,
+            (Some(_), '\\') | (None, '\\') => {
+                chars.next();
+            }
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => depth = depth.saturating_sub(1),
+            (None, ';' | '&' | '\n') if depth == 0 => {
+                out.push(&line[start..i]);
+                start = i + 1;
+            }
+            (None, '|') if depth == 0 && chars.peek().is_some_and(|&(_, n)| n == '|') => {
+                out.push(&line[start..i]);
+                chars.next();
+                start = i + 2;
+            }
+            _ => {}
+        }
+    }
+    out.push(&line[start..]);
+    out.retain(|p| !p.trim().is_empty());
+    out
+}
+
+/// Whether a pipeline ends in a program that prints no secret of what it
+/// reads: a count or a digest (`| wc -c`, `| sha256sum`), the public key
+/// (`wg genkey | tee privatekey | wg pubkey`), a JSON object's keys or
+/// fields that name no secret (`| jq -r '.data | keys[]'`, `| jq '{name,
+/// ttl}'`).
+fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
+    if pipeline.contains(['`', '>']) || pipeline.contains("$(") {
+        return false;
+    }
+    let Some(last) = commands.last().filter(|_| commands.len() > 1) else {
+        return false;
+    };
+    let program = last
+        .first()
+        .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
+    let filter = last.get(1..).unwrap_or_default();
+    match program {
+        "wc" | "sha256sum" | "sha1sum" | "sha512sum" | "md5sum" | "b2sum" | "cksum" => true,
+        "wg" | "awg" => filter.first().is_some_and(|w| w == "pubkey"),
+        "jq" | "yq" | "gojq" => filter
+            .iter()
+            .filter(|w| !w.starts_with('-'))
+            .take(1)
+            .any(|w| public_projection(w.rsplit('|').next().unwrap_or(w).trim())),
+        _ => false,
+    }
+}
+
+/// A jq filter's last stage that prints names or public fields only:
+/// `keys[]`, `length`, `.metadata.name`, `{display_name, policies, ttl}`.
+fn public_projection(stage: &str) -> bool {
+    if matches!(
+        stage,
+        "keys" | "keys[]" | "keys_unsorted" | "keys_unsorted[]" | "length"
+    ) {
+        return true;
+    }
+    let fields = if let Some(inner) = stage.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+        inner.split(',').map(str::trim).collect::<Vec<_>>()
+    } else if stage.starts_with('.') {
+        stage.split('.').skip(1).collect()
+    } else {
+        return false;
+    };
+    let secretish = [
+        "id", "token", "secret", "key", "pass", "auth", "cred", "private", "data", "value", "env",
+        "cookie", "session", "hash", "salt", "pin", "otp", "seed", "cert",
+    ];
+    !fields.is_empty()
+        && fields.iter().all(|f| {
+            let f = f.to_ascii_lowercase();
+            !f.is_empty()
+                && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !secretish.iter().any(|w| f.contains(w))
+        })
 }
 
 /// Whether only wrappers stand before a program: `sudo -u app`, `env
@@ -317,7 +511,8 @@ impl Shape {
 
 /// A line's prompt and the command after it: the prompt ends at the first
 /// `$ # % > ❯ ➜ » ✗ λ →` followed by a space, within `MAX_PROMPT` bytes;
-/// or at the `>` of a Windows prompt (`C:\Users\me>type x`).
+/// or at the `>` of a Windows prompt (`C:\Users\me>type x`) or of z/OS
+/// UNIX's (`IBMUSER:/u/ibmuser: >cat x`).
 pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
     let head = &line[..line.floor_char_boundary(MAX_PROMPT)];
     let bytes = head.as_bytes();
@@ -333,11 +528,16 @@ pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
             c,
             '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | '✔' | 'λ' | '→'
         ) && line[i + c.len_utf8()..].starts_with([' ', '\t'])
+            // z/OS UNIX's `IBMUSER:/u/ibmuser: >cat x`.
+            || c == '>' && line[..i].ends_with(": ")
     })?;
     // A prompt is a few words at most (`(venv) user@host:~$`, `[deploy@web2
     // app]$`, `~/tf main ✗`), not a sentence or a log line's fields
-    // (`… sshd[1]: Invalid user $ vault kv get x`).
-    if words_outside_brackets(&line[..i]) > 3 {
+    // (`… sshd[1]: Invalid user $ vault kv get x`), nor code or a table's
+    // cells (`KEY="v"  # note`, `| app | % |`).
+    let before = line[..i].trim_start();
+    let before = before.strip_prefix(['|', '│', '┃', '║']).unwrap_or(before);
+    if words_outside_brackets(&line[..i]) > 3 || before.contains(['|', '"', '\'', '=']) {
         return None;
     }
     let end = i + c.len_utf8();
@@ -525,6 +725,15 @@ mod tests {
             "echo \"db: $DB_PASSWORD\"",
             "ansible-vault view group_vars/all/vault.yml",
             "cat /etc/rabbitmq/.erlang.cookie",
+            "argocd admin initial-password -n argocd",
+            "cat /etc/zabbix/zabbix_agentd.psk",
+            "cat /proc/2231/environ",
+            "cat 配置/密钥.txt",
+            "bin/elasticsearch-reset-password -u elastic -b",
+            "cat /etc/openvpn/client/auth.txt",
+            "kubectl get secret x -o json | jq -r '.data.password' | base64 -d",
+            "cat /run/secrets/a | wc -c; cat /run/secrets/b",
+            "kubectl get secret x -o json | jq .data",
         ] {
             assert!(c.reads_secret(line).is_some(), "{line}");
         }
@@ -566,6 +775,15 @@ mod tests {
             "grep -i token app.log",
             "openssl rsa -in jwt-signing.key -pubout",
             "aws ssm get-parameter --name /shop/prod/scaling",
+            "pass show -c infra/core-sw1",
+            "kubectl get secret app-env -o json | jq -r '.data | keys[]'",
+            "vault token lookup -format=json | jq '.data | {display_name, policies, ttl}'",
+            "umask 077; wg genkey | tee privatekey | wg pubkey",
+            "cat /run/secrets/db_password | wc -c",
+            "kubectl -n g get secret a -o jsonpath='{.data.admin-user}'",
+            "grep -rEc 'token=[A-Za-z0-9_]{20,}' /var/log/app/",
+            "kubectl create secret generic x --from-file=password=./pw.txt -o name",
+            "head -3 /var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         ] {
             assert_eq!(c.reads_secret(line), None, "{line}");
         }
@@ -601,6 +819,39 @@ mod tests {
             .map(|(r, _)| &text[r.clone()])
             .collect();
         assert_eq!(spans, ["gho_abc"]);
+    }
+
+    #[test]
+    fn lines_of_a_secret_output_that_show_no_secret_are_left() {
+        let mut s = Sifter::new("echo ${DB_PASSWORD:-not set}".to_string());
+        assert!(s.leaves("not set"));
+        assert!(s.leaves("Password (will be hidden): "));
+        assert!(!s.leaves("hunter2-x9"));
+        let mut s = Sifter::new("kubectl config view --raw".to_string());
+        let ca = format!(
+            "    certificate-authority-data: {}",
+            "LS0tLS1CRUdJTi".repeat(8)
+        );
+        assert!(s.leaves(&ca));
+        assert!(s.leaves("Q0VSVElGSUNBVEUtLS0tLQ=="));
+        assert!(!s.leaves("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ=="));
+        // A short public field says nothing of the line under it.
+        let mut s = Sifter::new("cat /run/secrets/creds".to_string());
+        assert!(s.leaves("username: bob"));
+        assert!(!s.leaves("Hunter2Secret"));
+    }
+
+    #[test]
+    fn z_os_and_pane_prompts_and_code_that_only_looks_like_one() {
+        assert!(prompt("IBMUSER:/u/ibmuser: >cat x.pw").is_some());
+        assert!(prompt("| $ cat /run/secrets/x").is_some());
+        assert!(prompt("KEY=\"v\"  # note").is_none());
+        assert!(prompt("| app | % | caching_sha2_password |").is_none());
+        assert_eq!(
+            pipelines("a | b; c && d || e & f"),
+            ["a | b", " c ", " d ", " e ", " f"]
+        );
+        assert_eq!(pipelines("sh -c 'a; b' ; c"), ["sh -c 'a; b' ", " c"]);
     }
 
     #[test]

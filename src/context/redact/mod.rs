@@ -54,6 +54,7 @@ mod commands;
 #[cfg(test)]
 mod corpus;
 mod pairs;
+mod panes;
 mod plain;
 mod rules;
 mod wrap;
@@ -180,6 +181,19 @@ const SHAPES: &[Pattern] = &[
         "aws-secret",
         r#"(?i)(?:aws_?secret[a-z_]*|secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
         None,
+    ),
+    // Or where it stands next to its key id (`AKIA… wJalr…` in a note).
+    pattern(
+        "aws-secret",
+        r#"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}["']?[ \t]*[ \t,:;|/][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        None,
+    ),
+    // Python's basic auth as a tuple (`auth=('svc', "it's")`, as `repr`
+    // prints it), or as `HTTPBasicAuth('svc', 'pw')`.
+    pattern(
+        "password",
+        r#"(?i)(?:\bauth[ \t]*=[ \t]*|basic_?auth|digest_?auth)\([ \t]*(?:'[^'\n]{1,64}'|"[^"\n]{1,64}")[ \t]*,[ \t]*(?:'(?P<s>[^'\n]{4,256})'|"(?P<s1>[^"\n]{4,256})")[ \t]*\)"#,
+        Some(literal_value),
     ),
     pattern("gcp-key", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", None),
     // Mapbox's secret tokens (its public ones are `pk.`).
@@ -376,7 +390,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password-hash",
         r"(?im)(?:^|[ \t])(?:secret|password)[ \t]+[0-9][ \t]+(?P<s>[^\s]{4,})",
-        None,
+        Some(literal_value),
     ),
     // ~/.pgpass: host:port:database:user:password.
     pattern(
@@ -461,6 +475,13 @@ const SHAPES: &[Pattern] = &[
         r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>]*:(?P<s>(?:[^\s/"'<>\\]|\\.)+)@"#,
         Some(literal_value),
     ),
+    // The same, cut at the screen's edge before its `@` (`less -S` marks
+    // the cut with `>`): a port is digits, anything else a password.
+    pattern(
+        "url-password",
+        r#"(?im)(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@?#"'<>\[]+:(?P<s>[^\s/@"'<>:\]]{4,})>$"#,
+        Some(cut_password),
+    ),
     pattern(
         "auth-header",
         r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key|aws4-hmac-sha256)[ \t]+)?(?P<s>[^\s"',;]+)"#,
@@ -514,7 +535,7 @@ const SHAPES: &[Pattern] = &[
             secret_key!(),
             r#"(?:\\?["'])?\]?="#,
             quoted_value!(),
-            r#"|(?P<s3>[^\s"'`&;,<>{\[](?:[^\s"'`&;,<>]|&(?:amp|lt|gt|quot|apos|#[0-9]{1,5});|'\\''|'"'"')*))"#
+            r#"|(?P<s3>[^\s"'`&;,<>{\[](?:[^\s"'`&;,<>]|&(?:amp|lt|gt|quot|apos|#[0-9]{1,5});|&[0-9!#%*+=?@^~.-]|'\\''|'"'"')*))"#
         ),
         Some(assigned_value),
     ),
@@ -545,8 +566,53 @@ const SHAPES: &[Pattern] = &[
     // --password-stdin`.
     pattern(
         "password",
-        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s|'"]+))[ \t]*\|[ \t]*(?:sudo[^|\r\n]*[ \t]-[a-zA-Z]*S|passwd[^|\r\n]*--stdin|chpasswd|[a-z-]+[^|\r\n]*--password-stdin)"#,
+        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s|'"]+))[ \t]*\|[ \t]*(?:sudo[^|\r\n]*[ \t]-[a-zA-Z]*S|passwd[^|\r\n]*--stdin|chpasswd|[a-z-]+[^|\r\n]*--(?:password-stdin|passwd-on-stdin|password-from-stdin))"#,
         Some(assigned_value),
+    ),
+    // Prose: `the admin password for the switches is `X``, in a runbook.
+    pattern(
+        "password",
+        r"(?i)(?-u:\b)(?:password|passphrase|passwort|secret|token|api key)(?-u:\b)[^`\n]{0,48}?(?-u:\b)(?:is|are|was)[ \t]+`(?P<s>[^`\s]{4,256})`",
+        Some(literal_value),
+    ),
+    // Network gear's keys: an OSPF or BGP digest key, a WLAN's PSK
+    // (`set-key ascii 0 X`), a key chain's `key-string 7 X`.
+    pattern(
+        "password",
+        r"(?i)(?-u:\b)(?:message-digest-key[ \t]+[0-9]+[ \t]+md5|authentication-key|set-key[ \t]+(?:ascii|hex)|key-string)[ \t]+(?:[0-9][ \t]+)?(?P<s>[^\s]{4,})",
+        Some(literal_value),
+    ),
+    // SMTP AUTH LOGIN: the line after the server asks `UGFzc3dvcmQ6`
+    // (`Password:` in base64).
+    pattern(
+        "password",
+        r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:C:[ \t]*)?(?P<s>[A-Za-z0-9+/]{4,}={0,2})",
+        None,
+    ),
+    // chrony's and ntpd's keys files: `10 SHA256 HEX:…`.
+    pattern(
+        "password",
+        r"(?im)^[ \t]*[0-9]+[ \t]+(?:MD5|SHA1|SHA256|SHA384|SHA512|SHA3-224|SHA3-256|SHA3-384|SHA3-512|AES128|AES256|AES128CMAC|RMD160|TIGER|M)[ \t]+(?P<s>(?:HEX:|ASCII:)?[^\s#]{4,})",
+        Some(literal_value),
+    ),
+    // Passwords programs print when they make one: MySQL's first start,
+    // Elasticsearch's reset.
+    pattern(
+        "password",
+        r"(?i)temporary password is generated for [^\s:]+:[ \t]*(?P<s>\S+)|user successfully reset\.[ \t]*\r?\nNew value:[ \t]*(?P<s1>\S+)",
+        None,
+    ),
+    // PHP's var_dump: `["password"]=>` then `string(16) "…"`.
+    pattern(
+        "password",
+        r#"(?i)\["[^"\n]*(?:pass(?:word|wd|phrase)?|secret|token|api_?key|private_?key|auth_?key)"\]=>[ \t]*\r?\n[ \t]*string\([0-9]+\)[ \t]*"(?P<s>[^"\n]+)""#,
+        Some(literal_value),
+    ),
+    // fish: `set -x AWS_SECRET_ACCESS_KEY …`, `set -gx TOKEN …`.
+    pattern(
+        "env-secret",
+        r"(?m)(?:^|[\s;>$])set[ \t]+(?:-[a-zA-Z]*[xgU][a-zA-Z]*[ \t]+)+(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]+(?P<s>[^\s;]+)",
+        Some(env_secret),
     ),
     // curl -u user:password, mysql -ppassword, sshpass -p password.
     pattern(
@@ -974,10 +1040,36 @@ impl Redactor {
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {
             let mut found = self.find(t);
-            found.retain(|s| !names_public_key(t, s.range.start) && !digest(t, s.range.start));
+            found.retain(|s| {
+                !names_public_key(t, s.range.start)
+                    && !digest(t, s.range.start)
+                    && !public_token(&t[s.range.clone()])
+                    && !PUBLIC_PREFIXES
+                        .iter()
+                        .any(|p| t[..s.range.start].ends_with(p))
+            });
             found
         };
         let mut found = find(text);
+        for side in plain::word_diff(text).iter().flatten() {
+            found.extend(find(side));
+        }
+        // Panes side by side: each read as a screen of its own.
+        for pane in panes::split(text) {
+            let mut more = find(&pane.text);
+            wrap::extend(&pane.text, &mut more, find);
+            let back = more
+                .iter()
+                .flat_map(|s| {
+                    pane.back(s.range.clone()).into_iter().map(|range| Span {
+                        range,
+                        kind: s.kind,
+                        via: s.via,
+                    })
+                })
+                .collect();
+            wrap::absorb(&mut found, back);
+        }
         wrap::extend(text, &mut found, find);
         if !self.allow.is_empty() {
             found.retain(|s| {
@@ -1054,14 +1146,16 @@ impl Redactor {
             return self.redact(output, numbering);
         };
         let text = plain::plain(output);
+        let mut sifter = commands::Sifter::new(command.to_string());
         let mut spans = Vec::new();
         let mut at = 0;
         for line in text.split_inclusive('\n') {
             let start = at;
             at += line.len();
             let body = line.trim_end_matches(['\n', '\r']);
-            // The command failing: read as any text.
-            if commands::error_line(body) {
+            // The command failing, a prompt, a public field: read as any
+            // text.
+            if sifter.leaves(body) {
                 spans.extend(self.spans(body).into_iter().map(|s| Span {
                     range: start + s.range.start..start + s.range.end,
                     ..s
@@ -1096,6 +1190,12 @@ impl Redactor {
         let mut starts = Vec::new();
         for m in self.base64.find_iter(text) {
             let Some(decoded) = decode_base64(m.as_str()) else {
+                // The first row of a PEM key's base64 that the terminal
+                // wrapped (`tls.key: LS0tLS1CRUdJTiBFQyBQUklW…`): its
+                // rows below go with it (`wrapped`).
+                if encodes_private_key(m.as_str()) {
+                    secret.push((m.range(), true));
+                }
                 continue;
             };
             secret.push((
@@ -1244,6 +1344,16 @@ fn decode_base64(text: &str) -> Option<String> {
         .chars()
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
     printable.then_some(text)
+}
+
+/// Whether base64 `text` starts with a PEM private key's `BEGIN` line,
+/// whatever follows (a piece of it, the rest on the rows below).
+fn encodes_private_key(text: &str) -> bool {
+    use base64::Engine;
+    let head = &text[..text.len().min(64) / 4 * 4];
+    base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .is_ok_and(|d| d.starts_with(b"-----BEGIN") && d.windows(11).any(|w| w == b"PRIVATE KEY"))
 }
 
 /// URL-encoded `text` (`%XX`, and `+` for a space) decoded, and for each
@@ -1463,8 +1573,8 @@ fn masked_or_example(v: &str) -> bool {
         || lower.starts_with("your")
         || lower.starts_with("<your")
         || lower.starts_with("example")
-        // Public by design: Stripe's and Mapbox's publishable tokens.
-        || ["pk_live_", "pk_test_", "pk.eyj"].iter().any(|p| lower.starts_with(p))
+        || public_token(v)
+        || bracketed_word(v)
         || [
             "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
         ]
@@ -1472,20 +1582,60 @@ fn masked_or_example(v: &str) -> bool {
         .any(|p| lower.starts_with(p))
 }
 
+/// Public by design: Stripe's and Mapbox's publishable tokens.
+/// Prefixes of public keys and tokens: Stripe's and Mapbox's publishable
+/// tokens, Tailscale's node, machine and disco keys.
+const PUBLIC_PREFIXES: &[&str] = &[
+    "pk_live_",
+    "pk_test_",
+    "pk.eyJ",
+    "nodekey:",
+    "mkey:",
+    "discokey:",
+    "nlpub:",
+];
+
+fn public_token(v: &str) -> bool {
+    PUBLIC_PREFIXES.iter().any(|p| v.starts_with(p))
+}
+
+/// `[hidden]`, `(sensitive)`, `[PROTECTED]`: a word in brackets stands
+/// where a value was taken out.
+fn bracketed_word(v: &str) -> bool {
+    let inner = v
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .or_else(|| v.strip_prefix('(').and_then(|v| v.strip_suffix(')')));
+    inner.is_some_and(|w| {
+        (3..=24).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ')
+    })
+}
+
+/// `./pw.txt`, `~/.secrets/db`: a path to where the secret is, not it
+/// (`--from-file=password=./pw.txt`).
+fn relative_path(v: &str) -> bool {
+    ["./", "../", "~/"].iter().any(|p| v.starts_with(p))
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"./_-~".contains(&b))
+}
+
 /// `is_literal`, knowing whether the value stood in quotes: `"*x"` is a
 /// string, `*x` a YAML alias, `!x` a tag, `&x` an anchor.
 fn literal(v: &str, quoted: bool) -> bool {
     let v = v.trim();
-    if masked_or_example(v) {
+    if masked_or_example(v) || relative_path(v) {
         return false;
     }
     // Elided in documentation: `****`, `...`, `xxxx`.
     if v.bytes().all(|b| matches!(b, b'*' | b'.' | b'x' | b'X')) {
         return false;
     }
-    if ["${", "$(", "{{", "%("].iter().any(|p| v.starts_with(p))
-        || !quoted && v.starts_with(['!', '&', '*'])
-    {
+    // A YAML tag, anchor or alias is a name (`*defaults`); `*` then 40
+    // generated characters is a MySQL password hash.
+    let yaml = !quoted
+        && v.starts_with(['!', '&', '*'])
+        && !(v.len() >= 17 && pairs::random_looking(&v[1..]));
+    if ["${", "$(", "{{", "%("].iter().any(|p| v.starts_with(p)) || yaml {
         return false;
     }
     // `<YOUR_TOKEN>`, `<generate one with …>`, `process.env.STRIPE_KEY`,
@@ -1574,6 +1724,11 @@ fn literal_value(caps: &Captures) -> bool {
 
 /// For assignments: a literal value, and an unquoted one that is neither
 /// code nor prose: five words and more are a sentence, not a passphrase.
+/// A URL's password cut before its `@`: not a port.
+fn cut_password(caps: &Captures) -> bool {
+    !value(caps).bytes().all(|b| b.is_ascii_digit()) && literal_value(caps)
+}
+
 fn assigned_value(caps: &Captures) -> bool {
     let v = value(caps);
     let unquoted = caps.name("s3").is_some();
@@ -2419,6 +2574,113 @@ config['password'] => 'phpPw1'
         let (out, _) = scrub(&r, &html);
         assert!(!out.contains(&key), "{out}");
         assert!(out.contains("&quot;env&quot;:&quot;prod&quot;"), "{out}");
+    }
+
+    /// Forms the fourth and fifth held-out sets showed: each secret goes,
+    /// and what stands beside it stays.
+    #[test]
+    fn forms_the_later_held_out_sets_showed() {
+        let r = redactor();
+        for (text, secret) in [
+            (
+                "AKIAABCDEFGHIJKLMNOP HOc4+sDn3IQsQ5OAmZCDGnR9HNaPEKb6INBzMlGE",
+                "HOc4+sDn3IQsQ5OAmZCDGnR9HNaPEKb6INBzMlGE",
+            ),
+            (
+                "DEBUG auth=('svc-etl', \"isvCbb'UAVHi3\") realm=nexus",
+                "isvCbb'UAVHi3",
+            ),
+            (
+                "The admin password for the switches is `granite+68mAyS` (rotate).",
+                "granite+68mAyS",
+            ),
+            (
+                " ip ospf message-digest-key 1 md5 FHDmsQhgvKF2",
+                "FHDmsQhgvKF2",
+            ),
+            (
+                "  security wpa akm psk set-key ascii 0 lantern+86HbDM",
+                "lantern+86HbDM",
+            ),
+            (
+                "S: 334 UGFzc3dvcmQ6\nC: b3JjaGlkITA4TEpEcWdxQw==\nS: 235 ok",
+                "b3JjaGlkITA4TEpEcWdxQw==",
+            ),
+            (
+                "10 SHA256 HEX:903a33da45b801f403ed56a2347f5b62",
+                "903a33da45b801f403ed56a2347f5b62",
+            ),
+            (
+                "[Server] A temporary password is generated for root@localhost: velvet?69yFB",
+                "velvet?69yFB",
+            ),
+            (
+                "  [\"password\"]=>\n  string(16) \"orchid#88DXzRcFA\"",
+                "orchid#88DXzRcFA",
+            ),
+            (
+                "ops@bastion ~> set -x AWS_SECRET_ACCESS_KEY aQO++VuSR0zlkkFA1rVjMcpu2LaLg8WR8WHGLOQ4",
+                "aQO++VuSR0zlkkFA1rVjMcpu2LaLg8WR8WHGLOQ4",
+            ),
+            (
+                "$ echo summit#88YJKKM | sudo openconnect --user=a --passwd-on-stdin vpn.example",
+                "summit#88YJKKM",
+            ),
+            (
+                "spring.datasource.password=velvet&18jpzfvdNKv",
+                "18jpzfvdNKv",
+            ),
+            (
+                "    DefaultPassword    REG_SZ    velvet?28EsEXFfh",
+                "velvet?28EsEXFfh",
+            ),
+            ("dial mqtts://line3:VtLDrRGuj2ySDvhQy>", "VtLDrRGuj2ySDvhQy"),
+            (
+                "set snmp community VQcZXYgLkp authorization read-only",
+                "VQcZXYgLkp",
+            ),
+            (
+                "/etc/redis/sentinel.conf:sentinel auth-pass mymaster iVnRr8GqG6t5CsCNy",
+                "iVnRr8GqG6t5CsCNy",
+            ),
+            (
+                "| user | authentication_string |\n| app  | *3QGZKAYZKE3FWHVAWPPIT4RZNP4KDMZRXGQWBJ74 |",
+                "3QGZKAYZKE3FWHVAWPPIT4RZNP4KDMZRXGQWBJ74",
+            ),
+            (
+                "# useradd -p \"$(openssl passwd -6 'lantern@67xnjT')\" ci",
+                "lantern@67xnjT",
+            ),
+            (
+                "  api_token: [-TYqWoBEcxVVLcKSboXXywig-]{+dDAwdSffNrKkz3EdPbrC+}",
+                "dDAwdSffNrKkz3EdPbrC",
+            ),
+            (
+                "本番DBのrootパスワード:\n  lantern!68weFyEzvi",
+                "lantern!68weFyEzvi",
+            ),
+            ("【临时口令】546782WSgWUU", "546782WSgWUU"),
+            ("签名校验：2tvNkX2CuN27oiyuauzoRG", "2tvNkX2CuN27oiyuauzoRG"),
+            ("| 비밀번호 | wcMcJkqnKWdQfETU |", "wcMcJkqnKWdQfETU"),
+        ] {
+            let (out, _) = scrub(&r, text);
+            assert!(!out.contains(secret), "{secret:?} survived in:\n{out}");
+        }
+        for public in [
+            "    \"MachineKey\": \"mkey:20ef801add05928416fb0819495a50523b962af2b01d43d39ba8af3198069865\",",
+            "\"clientSecret\": \"[hidden]\",",
+            "  L.mapbox.accessToken = 'pk.eyJ1IjoiYWNtZSIsImEiOiJjbHgxMjM0NTY3ODkwIn0.Abcdefghij1234567890';",
+            "<p>Run it and enter &lt;password&gt; when asked.</p>",
+            "username admin privilege 15 secret 9 <removed>",
+            "[credential \"https://github.com\"]",
+            "パスワード有効期限：2025年3月31日",
+            "主机密钥指纹（SHA256）：ZkR1cmNobG9uZ2Jhc2U2NHN0cmluZ29mZmluZ2VycHJpbnQ",
+            "NAME              DIGEST            CREATED AT\nSTRIPE_API_KEY    40af762f51f2ac92  2024-04-11T08:22:10Z",
+            "| user | host | plugin | password_expired |\n+---+\n| app | % | caching_sha2_password | N |\n| sys | localhost | caching_sha2_password | N |",
+            "kubectl create secret generic x --from-file=password=./pw.txt",
+        ] {
+            assert_eq!(scrub(&r, public).0, public);
+        }
     }
 
     #[test]

@@ -98,6 +98,20 @@ const KEY_WORDS: &[&str] = &[
     "密鑰",
     "parola",
     "şifre",
+    // MySQL's password hash column.
+    "authentication_string",
+    "パスフレーズ",
+    "秘密鍵",
+    "api 키",
+    "액세스 키",
+    "시크릿 키",
+    "비밀 키",
+    "비밀키",
+    // A Feishu or DingTalk bot's signing secret.
+    "签名校验",
+    "签名密钥",
+    "加签密钥",
+    "加签",
 ];
 
 /// Key words that are parts of other words too: they count only where
@@ -144,11 +158,12 @@ const FLAGS: &[(&[&str], &[&str])] = &[
             "ldapadd",
             "ldapmodify",
             "ldapdelete",
-            "ldappasswd",
             "ldapwhoami",
         ],
         &["-w"],
     ),
+    // `ldappasswd -s NEW` sets a new password.
+    (&["ldappasswd"], &["-w", "-s"]),
     (&["ipmitool"], &["-P"]),
     (
         &[
@@ -291,12 +306,20 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                 out.push(w.value.clone());
             }
         }
-        // `openssl passwd -6 [-salt S] PW`: its last operand.
+        // `openssl passwd -6 [-salt S] PW`: its first operand.
         "openssl" if plain.first() == Some(&"passwd") => {
-            let last = words.len() - 1;
-            let salt = last >= 1 && matches!(plain[last - 1], "-salt" | "-in");
-            if last >= 1 && !plain[last].starts_with('-') && !salt {
-                out.push(words[last].value.clone());
+            let mut i = 1;
+            while let Some(w) = plain.get(i)
+                && w.starts_with('-')
+            {
+                i += if matches!(*w, "-salt" | "-in" | "-table") {
+                    2
+                } else {
+                    1
+                };
+            }
+            if let Some(w) = words.get(i).filter(|w| w.text.len() > 1) {
+                out.push(w.value.clone());
             }
         }
         // `net user NAME PW /add`.
@@ -419,6 +442,16 @@ fn rest_of_word(w: &Word, skip: usize) -> Option<Range<usize>> {
 /// single and double quotes group. Enough to find flags and their values;
 /// a word's span covers its text between any quotes.
 fn words(line: &str) -> Vec<Word> {
+    // `"$(openssl passwd -6 'x')"`: the command inside a quoted
+    // substitution is read as words of its own (blanks keep every
+    // offset).
+    let unwrapped;
+    let line = if line.contains("\"$(") {
+        unwrapped = line.replace("\"$(", "   ").replace(")\"", "  ");
+        unwrapped.as_str()
+    } else {
+        line
+    };
     let mut out = Vec::new();
     let mut chars = line.char_indices().peekable();
     while let Some(&(start, c)) = chars.peek() {
@@ -532,6 +565,14 @@ impl Pairs {
         let mut named = false;
         // A table whose header names a secret column: the rows' cells.
         let mut table: Option<Column> = None;
+        // The separator and cell count of the last table row: a row of the
+        // same shape under it is data, never a header (`| app |
+        // caching_sha2_password |` under `| user | plugin |`).
+        let mut last_row: Option<(char, usize)> = None;
+        // Under an aligned header that names no secret and no value
+        // (`NAME  DIGEST  CREATED AT`), a row is names and digests, not
+        // `KEY value` pairs.
+        let mut quiet = false;
         // A key for secrets with no value of its own (`chpasswd:`): the
         // `name:secret` lines indented below it.
         let mut section: Option<usize> = None;
@@ -558,7 +599,12 @@ impl Pairs {
             }
             if let Some(k) = section {
                 if indent > k && !body.trim().is_empty() {
-                    if let Some(v) = name_and_secret(body) {
+                    // `name:secret` lines (`chpasswd:`), or the value
+                    // itself on the line below its key (`rootパスワード:`).
+                    let t = body.trim();
+                    let alone = (!t.contains([' ', '\t', ':']) && is_secret_value(t, false))
+                        .then(|| indent..indent + t.len());
+                    if let Some(v) = name_and_secret(body).or(alone) {
                         out.push(at + v.start..at + v.end);
                     }
                 } else if !body.trim().is_empty() {
@@ -585,12 +631,23 @@ impl Pairs {
                 out.push(at + v.start..at + v.end);
             }
             named = item.is_some_and(|v| self.keys.find(&body[v]).is_some());
-            if self.line_pairs(body, at, &mut out) {
+            if quiet && (body.trim().is_empty() || super::commands::prompt(body).is_some()) {
+                quiet = false;
+            }
+            let pairs = !quiet || body.contains('=') || body.contains(": ");
+            if pairs && self.line_pairs(body, at, &mut out) {
                 block = Some(indent);
             }
             self.line_flags(body, at, &mut out);
-            if !row {
+            let shape = row_shape(body);
+            if !row && (shape.is_none() || shape != last_row) {
                 table = Column::header(body, |cell| self.names_secret(cell));
+                quiet = quiet || table.is_none() && plain_header(body);
+            }
+            if shape.is_some() || !body.trim().is_empty() && is_rule(body) {
+                last_row = shape.or(last_row);
+            } else {
+                last_row = None;
             }
             let t = body.trim();
             if t.ends_with(':') && !t.contains(char::is_whitespace) && self.keys.find(t).is_some() {
@@ -657,6 +714,12 @@ impl Pairs {
     /// The values of the keys in `line`; true when one is a YAML block
     /// scalar (its value is on the lines below).
     fn line_pairs(&self, line: &str, at: usize, out: &mut Vec<Range<usize>>) -> bool {
+        // An INI section's header (`[credential "https://github.com"]`)
+        // is a name.
+        let t = line.trim();
+        if t.starts_with('[') && t.ends_with(']') && !t.contains('=') {
+            return false;
+        }
         let mut last_end = 0;
         let mut block = false;
         for m in self.keys.find_iter(line) {
@@ -683,8 +746,14 @@ impl Pairs {
                 }) => {
                     // Key words inside a value taken are not keys; inside
                     // one that is no secret they may be (`key="AccountKey"`).
+                    // A key's fingerprint (`主机密钥指纹（SHA256）：…`) is public.
                     let v = &line[range.clone()];
-                    if is_secret_value(v, quoted) && (!strict || random_looking(v)) {
+                    let label = line.get(m.end()..range.start).unwrap_or("");
+                    let fingerprint = ["指纹", "指紋", "フィンガープリント", "지문", "ingerprint"]
+                        .iter()
+                        .any(|w| label.contains(w));
+                    if is_secret_value(v, quoted) && (!strict || random_looking(v)) && !fingerprint
+                    {
                         last_end = range.end;
                         out.push(range.start + at..range.end + at);
                     }
@@ -743,33 +812,7 @@ impl Column {
 
     /// A header of three or more names aligned with two blanks or more.
     fn aligned(line: &str, names_secret: impl Fn(&str) -> bool) -> Option<Column> {
-        if !line.is_ascii() || line.len() > 512 {
-            return None;
-        }
-        let mut cells = Vec::new();
-        let mut start = None;
-        let bytes = line.as_bytes();
-        for i in 0..=bytes.len() {
-            let gap = i == bytes.len() || (bytes[i] == b' ' && bytes.get(i + 1) == Some(&b' '));
-            match (start, gap) {
-                (None, false) if bytes[i] != b' ' => start = Some(i),
-                (Some(s), true) => {
-                    cells.push(s..i);
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        // A header is names only (`NAME  TYPE  DATA`): a row of values
-        // (`db-credentials  Opaque  2`) is none.
-        let names = cells.iter().all(|c| {
-            line[c.clone()]
-                .bytes()
-                .all(|b| b.is_ascii_alphabetic() || b" _-".contains(&b))
-        });
-        if cells.len() < 3 || !names {
-            return None;
-        }
+        let cells = aligned_names(line)?;
         let cell = cells.iter().find(|c| names_secret(&line[(*c).clone()]))?;
         Some(Column::Aligned { at: cell.start })
     }
@@ -807,6 +850,67 @@ impl Column {
             _ => Cell::Other,
         }
     }
+}
+
+/// The cells of a header of three or more names aligned with two blanks
+/// or more (`NAME   USERNAME   PASSWORD`); a row of values
+/// (`db-credentials  Opaque  2`) is none.
+fn aligned_names(line: &str) -> Option<Vec<Range<usize>>> {
+    if !line.is_ascii() || line.len() > 512 {
+        return None;
+    }
+    let mut cells = Vec::new();
+    let mut start = None;
+    let bytes = line.as_bytes();
+    for i in 0..=bytes.len() {
+        let gap = i == bytes.len() || (bytes[i] == b' ' && bytes.get(i + 1) == Some(&b' '));
+        match (start, gap) {
+            (None, false) if bytes[i] != b' ' => start = Some(i),
+            (Some(s), true) => {
+                cells.push(s..i);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    // A header is names only (`NAME  TYPE  DATA`): a row of values
+    // (`db-credentials  Opaque  2`) is none.
+    let names = cells.iter().all(|c| {
+        line[c.clone()]
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b" _-".contains(&b))
+    });
+    if cells.len() < 3 || !names {
+        return None;
+    }
+    Some(cells)
+}
+
+/// An aligned header that names neither a secret nor a value
+/// (`NAME  DIGEST  CREATED AT`, `fly secrets list`).
+fn plain_header(line: &str) -> bool {
+    aligned_names(line).is_some_and(|cells| {
+        cells.iter().all(|c| {
+            let name = line[c.clone()].to_ascii_lowercase();
+            ![
+                "value", "data", "content", "secret", "password", "token", "key",
+            ]
+            .iter()
+            .any(|w| name.contains(w))
+        })
+    })
+}
+
+/// The separator and cell count of a row split by `|` or `│`.
+fn row_shape(line: &str) -> Option<(char, usize)> {
+    let sep = ['|', '│'].into_iter().find(|&c| line.contains(c))?;
+    let n = split_cells(line, sep).len();
+    (n >= 2).then_some((sep, n))
+}
+
+/// A rule between a table's rows (`+----+`, `|----|`).
+fn is_rule(line: &str) -> bool {
+    line.trim().chars().all(|c| "-+|=:│─┼├┤ ".contains(c))
 }
 
 /// The word of `line` that starts at `at`, the column of a table aligned
@@ -880,7 +984,30 @@ fn numbered_item(line: &str) -> Option<Range<usize>> {
 /// A value found on weak evidence must look generated: long enough, with
 /// letters and digits or symbols, no blanks, and not a date, a version, a
 /// URL or an ARN.
-fn random_looking(v: &str) -> bool {
+pub(super) fn random_looking(v: &str) -> bool {
+    mixed(v) || symbols_or_digits(v)
+}
+
+/// Letters only, drawn at random: both cases, often (`wcMcJkqnKWdQfETU`),
+/// not words in camel case (`ProductionDatabase`).
+fn mixed(v: &str) -> bool {
+    let upper = v.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = v.bytes().filter(u8::is_ascii_lowercase).count();
+    let longest_lower = v
+        .as_bytes()
+        .chunk_by(|a, b| a.is_ascii_lowercase() == b.is_ascii_lowercase())
+        .filter(|r| r[0].is_ascii_lowercase())
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0);
+    v.len() >= 12
+        && v.bytes().all(|b| b.is_ascii_alphabetic())
+        && upper >= 3
+        && lower >= 3
+        && longest_lower <= 4
+}
+
+fn symbols_or_digits(v: &str) -> bool {
     let letters = v.chars().filter(|c| c.is_alphabetic()).count();
     let digits = v.chars().filter(char::is_ascii_digit).count();
     let symbols = v.chars().filter(|c| !c.is_alphanumeric()).count();
@@ -1072,10 +1199,15 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     let near = start <= KEY_REACH;
     let before = line[..start].trim_end();
     let xml_element = before.ends_with('<') && key.is_ascii();
+    let opening = after_grep_prefix(before);
+    // Junos' and VyOS' `set snmp community X`: the words before the key
+    // are its path in the configuration.
+    let set_line = before.starts_with("set ") && !before.contains(['=', ':', '"', '\'']);
     let directive = near
-        && (before.is_empty()
-            || (before.split_whitespace().nth(1).is_none()
-                && !before.contains(['=', ':', '"', '\''])));
+        && (opening.is_empty()
+            || set_line
+            || (opening.split_whitespace().nth(1).is_none()
+                && !opening.contains(['=', ':', '"', '\''])));
     let quote_before = line[..start]
         .chars()
         .next_back()
@@ -1112,6 +1244,12 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         let window = &trimmed[..trimmed.floor_char_boundary(KEY_REACH)];
         let close = window.find('>')?;
         if window[..close].contains('<') {
+            return None;
+        }
+        // An element closes with its name on its line: `enter
+        // <password> when asked` in an HTML page is prose.
+        let closing = format!("</{}", key.to_ascii_lowercase());
+        if !trimmed.to_ascii_lowercase().contains(&closing) {
             return None;
         }
         (close + 1, Sep::Element)
@@ -1196,6 +1334,21 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     value(line, from, kind, strict)
 }
 
+/// `before` without the file name (and line number) `grep` puts at the
+/// start of a line it found (`/etc/redis/sentinel.conf:12:sentinel …`).
+fn after_grep_prefix(before: &str) -> &str {
+    let Some((file, rest)) = before.split_once(':') else {
+        return before;
+    };
+    if file.is_empty() || file.contains(char::is_whitespace) || !file.contains(['/', '.']) {
+        return before;
+    }
+    match rest.split_once(':') {
+        Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => rest,
+        _ => rest,
+    }
+}
+
 /// What may follow a key word in a key that names a secret.
 fn secret_suffix(rest: &str) -> bool {
     let rest = rest.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -1269,7 +1422,8 @@ fn cjk_value(line: &str, hit: Range<usize>) -> Option<Range<usize>> {
             '（' | '(' => depth += 1,
             '）' | ')' => depth -= 1,
             _ if depth > 0 => {}
-            c if c.is_whitespace() || cjk(c) || ":：=＝「『【\"'".contains(c) => {}
+            c if c.is_whitespace() || cjk(c) || ":：=＝「『【】」』→⇒➡\"'".contains(c) =>
+                {}
             _ => {
                 from = Some(hit.end + i);
                 break;
@@ -1388,6 +1542,13 @@ fn closing_quote(inner: &str, q: char) -> Option<usize> {
 
 /// Words that are not secrets wherever they stand.
 const NOT_SECRETS: &[&str] = &[
+    // A registry value's type (`DefaultPassword    REG_SZ    …`).
+    "reg_sz",
+    "reg_expand_sz",
+    "reg_multi_sz",
+    "reg_binary",
+    "reg_dword",
+    "reg_qword",
     "required",
     "optional",
     "none",
@@ -1450,12 +1611,17 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     {
         return false;
     }
-    // Numbers, dates, times (`2024-04-02T09:13:44Z`), versions, addresses.
+    // Numbers, dates, times (`2024-04-02T09:13:44Z`), versions, addresses;
+    // CJK dates and quantities (`2025年3月31日`, `90日間`, `12文字`).
     if v.chars()
         .all(|c| c.is_ascii_digit() || ".,_-/:".contains(c))
         || v.starts_with(|c: char| c.is_ascii_digit())
-            && v.chars()
+            && (v
+                .chars()
                 .all(|c| c.is_ascii_digit() || ".,_-/:+TZ".contains(c))
+                || v.chars().all(|c| {
+                    c.is_ascii_digit() || "年月日時分秒間週文字桁回個ヶカ以上内".contains(c)
+                }))
     {
         return false;
     }

@@ -121,6 +121,45 @@ pub(crate) fn entities(text: &str) -> Option<(String, Vec<usize>)> {
     decoded.then_some((out, from))
 }
 
+/// `git diff --word-diff` (and `--color-words` once its colours are
+/// gone) writes a changed word as `[-old-]{+new+}`, with no blank between
+/// them and the key: read as the line before and the line after, each of
+/// the same length as `text` (what the other side held, and the markers,
+/// blanked), so a finding's place is its place in `text`. None when no
+/// line holds both markers.
+pub(crate) fn word_diff(text: &str) -> Option<[String; 2]> {
+    if !(text.contains("[-") && text.contains("{+")) {
+        return None;
+    }
+    let mut sides = [text.as_bytes().to_vec(), text.as_bytes().to_vec()];
+    let mut changed = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        for (side, (open, close)) in [("[-", "-]"), ("{+", "+}")].into_iter().enumerate() {
+            let mut from = 0;
+            while let Some(o) = line[from..].find(open) {
+                let o = from + o;
+                let Some(c) = line[o + 2..].find(close) else {
+                    break;
+                };
+                let c = o + 2 + c;
+                // This side keeps the word, the markers blanked; the
+                // other loses it all.
+                for b in [o, o + 1, c, c + 1] {
+                    sides[side][at + b] = b' ';
+                }
+                sides[1 - side][at + o..at + c + 2].fill(b' ');
+                changed = true;
+                from = c + 2;
+            }
+        }
+        at += line.len();
+    }
+    // Blanks put in place of whole characters and of ASCII markers.
+    let [before, after] = sides;
+    changed.then(|| [before, after].map(|s| String::from_utf8(s).unwrap_or_default()))
+}
+
 /// `text` without escape sequences, control characters and invisible
 /// ones; borrowed when it had none.
 pub(crate) fn plain(text: &str) -> Cow<'_, str> {

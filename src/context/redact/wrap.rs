@@ -74,19 +74,19 @@ impl Row {
             width,
             table: false,
         };
+        // A border then a blank, or a border on both sides (a row the
+        // pane wrapped fills it: `│…password=Xy│`, `│Zw sslmode=…  │`).
         let Some(b) = BORDERS.iter().copied().find(|&b| {
             line.strip_prefix(b)
-                .is_some_and(|rest| rest.starts_with(' '))
+                .is_some_and(|rest| rest.starts_with(' ') || rest.ends_with(b))
         }) else {
             return row;
         };
-        let left = b.len_utf8() + 1;
+        let left = b.len_utf8() + usize::from(line[b.len_utf8()..].starts_with(' '));
         row.body.start += left;
         let inner = &line[left..];
-        if let Some(inner) = inner
-            .strip_suffix(b)
-            .and_then(|inner| inner.strip_suffix(' '))
-        {
+        if let Some(inner) = inner.strip_suffix(b) {
+            let inner = inner.strip_suffix(' ').unwrap_or(inner);
             row.body.end = row.body.start + inner.len();
             // `| key | value |`: a table, not a pane.
             let mut sep = [0; 4];
@@ -137,6 +137,14 @@ fn join(text: &str, row: &Row, next: &Row, full: impl Fn(usize) -> Option<bool>)
         return None;
     }
     if let Some(sure) = full(row.width) {
+        // Under a command line, at a width less sure, a line of words is
+        // its output (`No value found at …`); one token may be its rest.
+        if !sure
+            && super::commands::prompt(left).is_some()
+            && right.trim().contains(char::is_whitespace)
+        {
+            return None;
+        }
         if !sure {
             // A width one row alone has: only a word cut in two, and not
             // into a row of aligned columns (`db_user    app` in a table).
@@ -157,6 +165,18 @@ fn join(text: &str, row: &Row, next: &Row, full: impl Fn(usize) -> Option<bool>)
     (full(row.width + 1) == Some(true) && word_char(last) && word_char(first)).then_some(Join::Soft)
 }
 
+/// The width of the line number `line` starts with (`  7 KEY=…`):
+/// blanks, digits, one blank.
+fn numbered(line: &str) -> Option<usize> {
+    let blanks = line.len() - line.trim_start_matches(' ').len();
+    let digits = line[blanks..]
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    let g = blanks + digits + 1;
+    (digits > 0 && g >= 4 && line.as_bytes().get(g - 1) == Some(&b' ')).then_some(g)
+}
+
 /// Whether `row` starts with a name and its value (`key=value`, `key:
 /// value`, `key = value`); base64's padding (`Zw==`) is none.
 fn assignment(row: &str) -> bool {
@@ -164,18 +184,25 @@ fn assignment(row: &str) -> bool {
         .bytes()
         .take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
         .count();
-    if name == 0 || row.as_bytes()[0].is_ascii_digit() {
+    // A name is short: `…Kg8EH=a08200f9`, the end of an Atlassian
+    // token, is the rest of a row.
+    if name == 0 || name > 40 || row.as_bytes()[0].is_ascii_digit() {
         return false;
     }
     let rest = row[name..].trim_start_matches([' ', '\t']);
     let Some(value) = rest.strip_prefix(['=', ':']) else {
         return false;
     };
-    value
-        .trim_start_matches([' ', '\t'])
-        .chars()
-        .next()
-        .is_some_and(|c| !matches!(c, '=' | ':'))
+    // Not a JSON string's end either (`…emc="}}}`: base64's padding).
+    let value = value.trim_start_matches([' ', '\t']);
+    let json_end = value
+        .strip_prefix(['"', '\''])
+        .is_some_and(|v| v.is_empty() || v.starts_with(['}', ']', ',']));
+    !json_end
+        && value
+            .chars()
+            .next()
+            .is_some_and(|c| !matches!(c, '=' | ':'))
 }
 
 /// Whether a whole line looks like the rest of a secret a program or the
@@ -215,9 +242,24 @@ impl Joined {
         let mut rows = Vec::new();
         let mut widest = 0;
         let mut start = 0;
+        // The width of a line-number column (`vim` with `number`, `less
+        // -N`): rows that start with as many blanks are the numbered
+        // line's continuation, their text after the gutter.
+        let mut gutter: Option<usize> = None;
         for line in text.split('\n') {
-            let row = Row::new(text, start..start + line.len());
+            let mut row = Row::new(text, start..start + line.len());
             widest = widest.max(row.width);
+            match (numbered(line), gutter) {
+                (Some(g), _) => gutter = Some(g),
+                (None, Some(g))
+                    if line.len() > g
+                        && line.as_bytes()[..g].iter().all(|&b| b == b' ')
+                        && line.as_bytes()[g] != b' ' =>
+                {
+                    row.body.start = row.all.start + g;
+                }
+                _ => gutter = None,
+            }
             rows.push(row);
             start += line.len() + 1;
         }
@@ -364,9 +406,17 @@ pub(super) fn extend(text: &str, found: &mut Vec<Span>, find: impl FnOnce(&str) 
             })
         })
         .collect();
-    if crossing.is_empty() {
+    absorb(found, crossing);
+}
+
+/// `found` with the findings of a view (`more`, mapped back to the text):
+/// a finding of the view and those of the text it overlaps, in a chain,
+/// become one span of the most specific kind among them.
+pub(super) fn absorb(found: &mut Vec<Span>, more: Vec<Span>) {
+    if more.is_empty() {
         return;
     }
+    let crossing = more;
     let mut all: Vec<(Span, bool)> = found
         .drain(..)
         .map(|s| (s, false))
