@@ -12,8 +12,9 @@
 //! The border is a column of `│`, `┃` or `║` at the same character
 //! position in at least `MIN_ROWS` rows; or of `|` (screen's, a plain
 //! terminal's split), when the right pane holds a prompt and a command,
-//! and no other `|`, as a table's columns do not. Rows without it stay in the left pane whole. One pass
-//! over the text to count, one to cut: linear.
+//! and no other `|`, as a table's columns do not. Rows without it are
+//! blank in both panes (the text is read whole anyway). One pass over the
+//! text to count, one to cut: linear.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -105,7 +106,9 @@ pub(super) fn split(text: &str) -> Vec<Pane> {
                 left.push(text, at..at + i);
                 right.push(text, at + i + c.len_utf8()..at + body.len());
             }
-            None => left.push(text, at..at + body.len()),
+            // A row without the border is the screen's text's alone: the
+            // panes are only as long as the split rows.
+            None => {}
         }
         at += line.len();
         left.newline(at - 1);

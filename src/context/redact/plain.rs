@@ -135,6 +135,16 @@ pub(crate) fn word_diff(text: &str) -> Option<[String; 2]> {
     let mut changed = false;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
+        // Other lines are blank in both views: the text is read whole
+        // anyway, and a view of blanks costs nothing to read.
+        if !(line.contains("[-") || line.contains("{+")) {
+            let body = line.trim_end_matches('\n').len();
+            for side in &mut sides {
+                side[at..at + body].fill(b' ');
+            }
+            at += line.len();
+            continue;
+        }
         for (side, (open, close)) in [("[-", "-]"), ("{+", "+}")].into_iter().enumerate() {
             let mut from = 0;
             while let Some(o) = line[from..].find(open) {
