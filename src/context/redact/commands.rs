@@ -55,6 +55,9 @@ struct RawRule {
     first: bool,
     #[serde(default)]
     line: bool,
+    /// `args` are paths: a flag (`--password`, `-key`) is none.
+    #[serde(default)]
+    paths: bool,
 }
 
 struct Rule {
@@ -82,6 +85,8 @@ pub(super) struct Commands {
     patterns: RegexSet,
     /// The file's `public` words: matched by no rule's arguments.
     public: RegexSet,
+    /// Which `patterns` are paths (of rules with `paths`).
+    path_patterns: Vec<bool>,
 }
 
 /// A flag after the program that asks for help: nothing is read. (A bare
@@ -101,6 +106,7 @@ impl Commands {
             |id: &str, p: &str| Regex::new(p).map_err(|e| format!("commands.toml: rule {id}: {e}"));
         let mut rules = Vec::new();
         let mut programs = Vec::new();
+        let mut path_patterns = Vec::new();
         let file_public = std::mem::take(&mut file.public);
         let mut patterns: Vec<String> = Vec::new();
         for raw in file.rules {
@@ -115,9 +121,15 @@ impl Commands {
                     })
                     .collect()
             };
+            let args = index(&raw.args)?;
+            let unless = index(&raw.unless)?;
+            path_patterns.resize(patterns.len(), false);
+            for &p in &args {
+                path_patterns[p] = raw.paths;
+            }
             rules.push(Rule {
-                args: index(&raw.args)?,
-                unless: index(&raw.unless)?,
+                args,
+                unless,
                 first: raw.first,
                 line: raw.line,
                 id: raw.id,
@@ -134,6 +146,7 @@ impl Commands {
             programs,
             patterns,
             public,
+            path_patterns,
         })
     }
 
@@ -198,8 +211,11 @@ impl Commands {
             if self.public.is_match(w) {
                 continue;
             }
+            let flag = w.starts_with('-') && !w.contains('=');
             for p in self.patterns.matches(w).iter() {
-                last[p] = Some(i);
+                if !(flag && self.path_patterns[p]) {
+                    last[p] = Some(i);
+                }
             }
             if asks_for_help(w) {
                 help = Some(i);
@@ -309,7 +325,9 @@ impl Sifter {
         let wrapped = self.public && !l.is_empty() && !l.contains([' ', ':']);
         let public = wrapped || public_field(l);
         self.public = public && line.chars().count() >= 64;
-        public || error_line(l) || password_prompt(l) || {
+        // A line the program masked itself (`Deploying with token [MASKED]`).
+        let masked = super::masked_or_example(l) || l.contains("[MASKED]");
+        public || masked || error_line(l) || password_prompt(l) || {
             let words = l.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
             words && l.contains(' ') && self.command.contains(l)
         }

@@ -1041,7 +1041,11 @@ impl Redactor {
         let find = |t: &str| {
             let mut found = self.find(t);
             found.retain(|s| {
-                !names_public_key(t, s.range.start)
+                // A token shape masked in documentation (`ghp_xxxx…`).
+                let masked =
+                    !matches!(s.via, Via::Command(_)) && masked_or_example(&t[s.range.clone()]);
+                !masked
+                    && !names_public_key(t, s.range.start)
                     && !digest(t, s.range.start)
                     && !public_token(&t[s.range.clone()])
                     && !PUBLIC_PREFIXES
@@ -1568,7 +1572,14 @@ fn masked_or_example(v: &str) -> bool {
         || v.contains("••••")
         || lower.contains("xxxxxx")
         || lower.contains("redacted")
+        || lower.contains("[masked]")
+        || lower.contains("$encrypted$")
         || ["changeme", "change_me", "change-me", "changeit"].contains(&lower.as_str())
+        // What a program shows in a secret's place (KeePassXC's `PROTECTED`).
+        || [
+            "protected", "hidden", "masked", "sensitive", "removed", "omitted", "filtered",
+        ]
+        .contains(&lower.as_str())
         || lower.contains("placeholder")
         || lower.starts_with("your")
         || lower.starts_with("<your")
@@ -1586,6 +1597,8 @@ fn masked_or_example(v: &str) -> bool {
 /// Prefixes of public keys and tokens: Stripe's and Mapbox's publishable
 /// tokens, Tailscale's node, machine and disco keys.
 const PUBLIC_PREFIXES: &[&str] = &[
+    // Not public, but a reference to where the secret is (TeamCity).
+    "credentialsJSON:",
     "pk_live_",
     "pk_test_",
     "pk.eyJ",
@@ -1619,11 +1632,19 @@ fn relative_path(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"./_-~".contains(&b))
 }
 
+/// A secret store's path (`secret/data/db`, `prod/db/password`): where
+/// the secret is, lower case, two `/` or more.
+fn store_path(v: &str) -> bool {
+    v.matches('/').count() >= 2
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"/._-".contains(&b))
+}
+
 /// `is_literal`, knowing whether the value stood in quotes: `"*x"` is a
 /// string, `*x` a YAML alias, `!x` a tag, `&x` an anchor.
 fn literal(v: &str, quoted: bool) -> bool {
     let v = v.trim();
-    if masked_or_example(v) || relative_path(v) {
+    if masked_or_example(v) || relative_path(v) || store_path(v) {
         return false;
     }
     // Elided in documentation: `****`, `...`, `xxxx`.
@@ -1651,6 +1672,11 @@ fn literal(v: &str, quoted: bool) -> bool {
         ]
         .iter()
         .any(|p| v.starts_with(p))
+        // A reference to where the secret is: 1Password's `op://…`,
+        // TeamCity's `credentialsJSON:…`; BuildKit's `id=x,src=…`.
+        || ["op://", "credentialsJSON:", "id=", "type=", "src=", "env="]
+            .iter()
+            .any(|p| v.starts_with(p))
     {
         return false;
     }
@@ -1680,9 +1706,12 @@ fn literal(v: &str, quoted: bool) -> bool {
 /// (`sha256:0d6f…` of an image), which is no secret.
 fn digest(text: &str, start: usize) -> bool {
     let near = &text[text.floor_char_boundary(start.saturating_sub(8))..start];
-    ["sha256:", "sha512:", "sha384:", "sha1:"]
-        .iter()
-        .any(|d| near.ends_with(d))
+    // Go's `h1:` module hashes, subresource integrity's `sha384-`.
+    [
+        "sha256:", "sha512:", "sha384:", "sha1:", " h1:", "sha256-", "sha384-", "sha512-",
+    ]
+    .iter()
+    .any(|d| near.ends_with(d))
 }
 
 /// Whether the text before `start` on its line names a public key.
@@ -1697,6 +1726,8 @@ fn names_public_key(text: &str, start: usize) -> bool {
         "public-key",
         "pubkey",
         "peer:",
+        // RADIUS's per-packet HMAC.
+        "message-authenticator",
     ]
     .iter()
     .any(|p| near.contains(p))
@@ -1746,7 +1777,10 @@ fn assigned_value(caps: &Captures) -> bool {
         .name("key")
         .map_or("", |k| k.as_str())
         .to_ascii_lowercase();
-    let reference = key.contains("existing") || key.ends_with("ref") || key.ends_with("name");
+    let reference = key.contains("existing")
+        || key.ends_with("ref")
+        || key.ends_with("name")
+        || key.starts_with("from_");
     literal(v, !unquoted) && !reference && !(unquoted && (looks_like_code(v) || prose))
 }
 

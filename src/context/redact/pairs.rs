@@ -1150,6 +1150,11 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         return None;
     }
     let key_lower = key.to_ascii_lowercase();
+    // A key whose value names a secret kept elsewhere (Drone's
+    // `from_secret: docker_password`).
+    if ["from_secret", "secretkeyref", "secret_ref", "secretref"].contains(&key_lower.as_str()) {
+        return None;
+    }
     if weak {
         // Within reach only: a line with no blank must not cost a scan
         // per key word.
@@ -1542,6 +1547,18 @@ fn closing_quote(inner: &str, q: char) -> Option<usize> {
 
 /// Words that are not secrets wherever they stand.
 const NOT_SECRETS: &[&str] = &[
+    // How a password is stored, before it (`enable password sha512 …`).
+    "sha512",
+    "sha256",
+    "sha1",
+    "md5",
+    "scrypt",
+    "pbkdf2",
+    "encrypted",
+    "hashed",
+    "cleartext",
+    "plaintext",
+    "protected",
     // A registry value's type (`DefaultPassword    REG_SZ    …`).
     "reg_sz",
     "reg_expand_sz",
@@ -1608,6 +1625,12 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
         || v.starts_with(['/', '~'])
         || v.starts_with("./")
         || v.starts_with(super::MARK)
+    {
+        return false;
+    }
+    // A question (`Passwort vergessen?`).
+    if v.strip_suffix('?')
+        .is_some_and(|w| w.chars().all(char::is_alphabetic))
     {
         return false;
     }
