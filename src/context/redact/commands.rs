@@ -174,7 +174,12 @@ impl Commands {
             if ends_in_sink(pipeline, &commands) {
                 continue;
             }
-            found = found.or_else(|| commands.iter().find_map(|words| self.judge(words, false)));
+            found = found.or_else(|| {
+                commands
+                    .iter()
+                    .find_map(|words| self.judge(words, false))
+                    .filter(|&r| self.rules[r].id != "decode" || echoes_literal(&commands))
+            });
             rest.extend(commands.into_iter().flatten());
         }
         let found = found.or_else(|| self.judge(&rest, true))?;
@@ -268,7 +273,8 @@ impl Commands {
                 if more.ends_with('\\') && command.len() < MAX_LINE {
                     continued = Some((command, shape));
                 } else if let Some(id) = self.reads_secret(&command) {
-                    reading = Some((id, shape, 0, Sifter::new(command)));
+                    let sifter = Sifter::new(command, self.id(id));
+                    reading = Some((id, shape, 0, sifter));
                 }
                 continue;
             }
@@ -290,7 +296,8 @@ impl Commands {
                 if command.ends_with('\\') {
                     continued = Some((command.trim_end_matches('\\').to_string(), Shape::of(p)));
                 } else if let Some(id) = self.reads_secret(command) {
-                    reading = Some((id, Shape::of(p), 0, Sifter::new(command.to_string())));
+                    let sifter = Sifter::new(command.to_string(), self.id(id));
+                    reading = Some((id, Shape::of(p), 0, sifter));
                 }
             }
         }
@@ -306,15 +313,19 @@ impl Commands {
 /// ${DB_PASSWORD:-not set}` prints `not set`).
 pub(super) struct Sifter {
     command: String,
+    /// The command decodes a literal: what reads as prose or JSON
+    /// (`{"alg":"RS256"}`) is what it says, left to the detectors.
+    decodes: bool,
     /// The line before was a public field as wide as a screen: a row of
     /// one token under it is its value, wrapped.
     public: bool,
 }
 
 impl Sifter {
-    pub(super) fn new(command: String) -> Sifter {
+    pub(super) fn new(command: String, rule: &str) -> Sifter {
         Sifter {
             command,
+            decodes: rule == "decode",
             public: false,
         }
     }
@@ -327,7 +338,8 @@ impl Sifter {
         self.public = public && line.chars().count() >= 64;
         // A line the program masked itself (`Deploying with token [MASKED]`).
         let masked = super::masked_or_example(l) || l.contains("[MASKED]");
-        public || masked || error_line(l) || password_prompt(l) || {
+        let prose = self.decodes && readable(l);
+        public || masked || prose || error_line(l) || password_prompt(l) || {
             let words = l.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
             words && l.contains(' ') && self.command.contains(l)
         }
@@ -399,6 +411,27 @@ fn error_line(line: &str) -> bool {
         ]
         .iter()
         .any(|p| l.contains(p))
+}
+
+/// Decoded text that says what it is, for the detectors to judge: prose,
+/// JSON, `key: value` (`{"alg":"RS256"}`, `owner: platform-team`); a bare
+/// token is not.
+pub(super) fn readable(t: &str) -> bool {
+    t.starts_with('{')
+        || t.contains(": ")
+        || t.contains(" = ")
+        || t.split_whitespace().nth(2).is_some()
+}
+
+/// Whether a pipeline starts by printing a literal (`echo 'c2Vj…'`, not
+/// `echo "$TOKEN"`, nor `kubectl … | base64 -d`).
+fn echoes_literal(commands: &[Vec<String>]) -> bool {
+    commands.first().is_some_and(|first| {
+        matches!(first.first().map(String::as_str), Some("echo" | "printf"))
+            && first[1..]
+                .iter()
+                .any(|w| !w.starts_with('-') && !w.contains('$') && w.len() >= 8)
+    })
 }
 
 /// The pipelines of a command line: split at `;`, `&`, `&&`, `||` and
@@ -841,11 +874,14 @@ mod tests {
 
     #[test]
     fn lines_of_a_secret_output_that_show_no_secret_are_left() {
-        let mut s = Sifter::new("echo ${DB_PASSWORD:-not set}".to_string());
+        let mut s = Sifter::new(
+            "echo ${DB_PASSWORD:-not set}".to_string(),
+            "secret-variable",
+        );
         assert!(s.leaves("not set"));
         assert!(s.leaves("Password (will be hidden): "));
         assert!(!s.leaves("hunter2-x9"));
-        let mut s = Sifter::new("kubectl config view --raw".to_string());
+        let mut s = Sifter::new("kubectl config view --raw".to_string(), "kubectl-secret");
         let ca = format!(
             "    certificate-authority-data: {}",
             "LS0tLS1CRUdJTi".repeat(8)
@@ -854,7 +890,7 @@ mod tests {
         assert!(s.leaves("Q0VSVElGSUNBVEUtLS0tLQ=="));
         assert!(!s.leaves("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ=="));
         // A short public field says nothing of the line under it.
-        let mut s = Sifter::new("cat /run/secrets/creds".to_string());
+        let mut s = Sifter::new("cat /run/secrets/creds".to_string(), "secret-file");
         assert!(s.leaves("username: bob"));
         assert!(!s.leaves("Hunter2Secret"));
     }

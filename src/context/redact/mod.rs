@@ -395,7 +395,7 @@ const SHAPES: &[Pattern] = &[
     // ~/.pgpass: host:port:database:user:password.
     pattern(
         "password",
-        r"(?m)^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)$",
+        r"(?m)^[ \t]*[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)$",
         Some(pgpass_value),
     ),
     // PuTTY keys: the private lines and the MAC.
@@ -449,6 +449,25 @@ const SHAPES: &[Pattern] = &[
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{8,})",
         Some(literal_value),
     ),
+    // Mattermost's incoming hooks, Teams' (the key after `IncomingWebhook/`).
+    pattern(
+        "webhook",
+        r"(?:/hooks/(?P<s>[a-z0-9]{26})(?:[^a-z0-9]|\z)|/IncomingWebhook/(?P<s1>[0-9a-f]{32})/)",
+        None,
+    ),
+    // A NATS NKEY seed (user, account, operator, server, cluster).
+    pattern(
+        "private-key",
+        r"(?-u:\b)S[UAONCX][A-Z2-7]{56}(?-u:\b)",
+        None,
+    ),
+    // Jenkins' encrypted secrets (`{AQAAABAAAA…}` in credentials.xml): the
+    // controller's key opens them.
+    pattern(
+        "password",
+        r"\{(?P<s>AQAAAB[A-Za-z0-9+/]{20,}={0,2})\}",
+        None,
+    ),
     pattern(
         "webhook",
         r"(?:(?:discord(?:app)?\.com|hooks\.zapier\.com|outlook\.office\.com)/(?:api/webhooks|hooks/catch|webhook)/|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=|oapi\.dingtalk\.com/robot/send\?access_token=)(?P<s>[A-Za-z0-9/_@.-]{8,})",
@@ -484,7 +503,7 @@ const SHAPES: &[Pattern] = &[
     ),
     pattern(
         "auth-header",
-        r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key|aws4-hmac-sha256)[ \t]+)?(?P<s>[^\s"',;]+)"#,
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?P<scheme>bearer|basic|token|bot|digest|negotiate|ntlm|apikey|sso-key|aws4-hmac-sha256|ssws|geniekey)[ \t]+)?(?P<s>[^\s"',;]+)"#,
         Some(credential_header),
     ),
     // X-API-Key, X-Auth-Token, X-Vault-Token, PRIVATE-TOKEN (GitLab),
@@ -513,7 +532,7 @@ const SHAPES: &[Pattern] = &[
     // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`.
     pattern(
         "env-secret",
-        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+)?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
+        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+|\$env:))?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat|session)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
         Some(env_secret),
     ),
     // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
@@ -566,8 +585,33 @@ const SHAPES: &[Pattern] = &[
     // --password-stdin`.
     pattern(
         "password",
-        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s|'"]+))[ \t]*\|[ \t]*(?:sudo[^|\r\n]*[ \t]-[a-zA-Z]*S|passwd[^|\r\n]*--stdin|chpasswd|[a-z-]+[^|\r\n]*--(?:password-stdin|passwd-on-stdin|password-from-stdin))"#,
+        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s|'"]+))[ \t]*\|[ \t]*(?:sudo[^|\r\n]*[ \t]-[a-zA-Z]*S|passwd[^|\r\n]*--stdin|chpasswd|[a-z-]+[^|\r\n]*--(?:password-stdin|passwd-on-stdin|password-from-stdin)|ipa[^|\r\n]*--password|circleci[^|\r\n]*store-secret)"#,
         Some(assigned_value),
+    ),
+    // The literal a command line decodes (`echo 'c2VjcmV0' | base64 -d`,
+    // `printf '%s' 'a1b2…' | xxd -r -p`).
+    pattern(
+        "password",
+        r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+["']?(?P<s>[A-Za-z0-9+/_-]{8,}={0,2})["']?[ \t]*\|[ \t]*(?:base64|base32|basenc|xxd)[ \t]+(?:-d|--decode|-D|-r)"#,
+        Some(decodes_to_a_secret),
+    ),
+    // Oracle's `user/password@db` (sqlplus, expdp, rman's `target`).
+    pattern(
+        "password",
+        r#"(?i)(?-u:\b)(?:sqlplus|expdp|impdp|exp|imp|sqlldr|rman|dgmgrl|tkprof)(?:[ \t]+-[A-Za-z]+)*[ \t]+(?:(?:target|catalog|auxiliary)[ \t]+)?["']?[A-Za-z0-9_$#]+/(?P<s>[^@\s"'/]+)"#,
+        Some(literal_value),
+    ),
+    // DB2: `connect to DB user U using PW`.
+    pattern(
+        "password",
+        r"(?i)(?-u:\b)connect[ \t]+to[ \t]+\S+[ \t]+user[ \t]+\S+[ \t]+using[ \t]+(?P<s>\S+)",
+        Some(literal_value),
+    ),
+    // Jenkins' script console: what `Secret.decrypt(…)` printed, below.
+    pattern(
+        "password",
+        r"(?:Secret\.decrypt|getPlainText)\([^\r\n]*\)[ \t]*\r?\n(?P<s>[^\r\n]+)",
+        Some(literal_value),
     ),
     // Prose: `the admin password for the switches is `X``, in a runbook.
     pattern(
@@ -612,6 +656,13 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "env-secret",
         r"(?m)(?:^|[\s;>$])set[ \t]+(?:-[a-zA-Z]*[xgU][a-zA-Z]*[ \t]+)+(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]+(?P<s>[^\s;]+)",
+        Some(env_secret),
+    ),
+    // A form's or a query's key and value apart (GitLab's variables API:
+    // `--form "key=DEPLOY_PASS" --form "value=…"`).
+    pattern(
+        "env-secret",
+        r#"(?i)(?-u:\b)key=(?P<name>[A-Za-z0-9_]+)["']?[^\r\n]{0,64}?(?-u:\b)value=(?P<s>[^\s"'&]+)"#,
         Some(env_secret),
     ),
     // curl -u user:password, mysql -ppassword, sshpass -p password.
@@ -1150,7 +1201,7 @@ impl Redactor {
             return self.redact(output, numbering);
         };
         let text = plain::plain(output);
-        let mut sifter = commands::Sifter::new(command.to_string());
+        let mut sifter = commands::Sifter::new(command.to_string(), self.commands.id(rule));
         let mut spans = Vec::new();
         let mut at = 0;
         for line in text.split_inclusive('\n') {
@@ -1755,6 +1806,16 @@ fn literal_value(caps: &Captures) -> bool {
 
 /// For assignments: a literal value, and an unquoted one that is neither
 /// code nor prose: five words and more are a sentence, not a passphrase.
+/// A literal a command line decodes, unless it is base64 of prose or JSON
+/// (`ZGVwbG95IGZpbmlzaGVk…`, `eyJhbGciOiJSUzI1NiJ9`): what cannot be read
+/// is taken for a secret.
+fn decodes_to_a_secret(caps: &Captures) -> bool {
+    let Some(text) = decode_base64(value(caps)) else {
+        return true;
+    };
+    !commands::readable(text.trim())
+}
+
 /// A URL's password cut before its `@`: not a port.
 fn cut_password(caps: &Captures) -> bool {
     !value(caps).bytes().all(|b| b.is_ascii_digit()) && literal_value(caps)
@@ -1858,6 +1919,10 @@ fn secret_name(name: &str) -> bool {
     );
     if measure || name.contains("PUBLIC") || name.contains("PUBKEY") {
         return false;
+    }
+    // Password managers' session keys (`BW_SESSION`, `OP_SESSION_acme`).
+    if name == "BW_SESSION" || name.starts_with("OP_SESSION_") {
+        return true;
     }
     // The secret word is the last part, or only parts that say how it is
     // written follow (`SECRET_KEY_BASE`, `DB_PASSWORD_B64`): `KEY_ALGORITHM`,

@@ -98,6 +98,48 @@ const KEY_WORDS: &[&str] = &[
     "密鑰",
     "parola",
     "şifre",
+    "Şifre",
+    "ŞİFRE",
+    "clé secrète",
+    "Clé secrète",
+    "clé d'api",
+    "Clé d'API",
+    "chave de acesso",
+    "chave secreta",
+    "Chave de acesso",
+    "Chave secreta",
+    "geheimer schlüssel",
+    "Geheimer Schlüssel",
+    "API-Schlüssel",
+    "Schlüssel",
+    "contraseña",
+    "Contraseña",
+    "mật khẩu",
+    "Mật khẩu",
+    "MẬT KHẨU",
+    "khóa bí mật",
+    "Khóa bí mật",
+    "ключ",
+    "Ключ",
+    "κωδικός",
+    "Κωδικός",
+    "ΚΩΔΙΚΟΣ",
+    "סיסמה",
+    "סיסמא",
+    "كلمة المرور",
+    "كلمة السر",
+    "مفتاح",
+    "पासवर्ड",
+    "कुंजी",
+    "รหัสผ่าน",
+    "權杖",
+    "金鑰",
+    "hasło",
+    "Hasło",
+    "heslo",
+    "jelszó",
+    "lösenord",
+    "salasana",
     // MySQL's password hash column.
     "authentication_string",
     "パスフレーズ",
@@ -164,6 +206,44 @@ const FLAGS: &[(&[&str], &[&str])] = &[
     ),
     // `ldappasswd -s NEW` sets a new password.
     (&["ldappasswd"], &["-w", "-s"]),
+    (&["cqlsh"], &["-p", "--password"]),
+    (&["kadmin", "kadmin.local", "kpasswd"], &["-w"]),
+    (&["hdbsql"], &["-p"]),
+    (
+        &["esxcli"],
+        &["-p", "--password", "-c", "--password-confirmation"],
+    ),
+    (
+        &[
+            "ipa-server-install",
+            "ipa-replica-install",
+            "ipa-client-install",
+        ],
+        &[
+            "-p",
+            "-a",
+            "-w",
+            "--ds-password",
+            "--admin-password",
+            "--password",
+        ],
+    ),
+    (
+        &["dsquery", "dsadd", "dsmod", "dsget", "dsrm", "netdom"],
+        &["-p", "/passwordd:", "/passwordo:"],
+    ),
+    (&["appcmd"], &["/processModel.password:", "/password:"]),
+    (&["schtasks"], &["/RP", "/rp"]),
+    (&["security"], &["-w"]),
+    (&["influx"], &["-t", "--token"]),
+    (&["rabbitmqadmin"], &["-p", "--password"]),
+    (&["oc", "odo"], &["-p", "--password", "--token"]),
+    (&["drone"], &["--data"]),
+    // `user:password` after the flag.
+    (
+        &["skopeo", "podman", "buildah", "crane"],
+        &["--creds", "--src-creds", "--dest-creds"],
+    ),
     (&["ipmitool"], &["-P"]),
     (
         &[
@@ -219,6 +299,19 @@ const FLAGS: &[(&[&str], &[&str])] = &[
         ],
     ),
     (&["htpasswd"], &[]),
+    (&["govc"], &["-u"]),
+    (&["snyk"], &[]),
+    (&["doveadm"], &["-p"]),
+    (
+        &[
+            "mkstore",
+            "hdbuserstore",
+            "mosquitto_passwd",
+            "radtest",
+            "ldifde",
+        ],
+        &[],
+    ),
     (&["mc"], &[]),
     (&["aws"], &[]),
     (&["curl"], &["--oauth2-bearer"]),
@@ -297,11 +390,59 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
         }
         // `ngrok config add-authtoken TOKEN`, `cloudflared service install
         // TOKEN`.
+        // `snyk auth TOKEN`.
+        "snyk" if plain.first() == Some(&"auth") => {
+            if let Some(w) = words.get(1).filter(|w| !w.text.starts_with('-')) {
+                out.push(w.value.clone());
+            }
+        }
         "ngrok" | "cloudflared" => {
             if let Some(i) = plain
                 .iter()
                 .position(|w| matches!(*w, "add-authtoken" | "authtoken" | "install"))
                 && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('-'))
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `mkstore -wrl W -createCredential DB USER PW`.
+        "mkstore" => {
+            if let Some(i) = plain
+                .iter()
+                .position(|w| matches!(*w, "-createCredential" | "-modifyCredential"))
+                && let Some(w) = words.get(i + 3)
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `hdbuserstore SET KEY ENV USER PW`.
+        "hdbuserstore" => {
+            if let Some(i) = plain.iter().position(|w| w.eq_ignore_ascii_case("set"))
+                && let Some(w) = words.get(i + 4)
+            {
+                out.push(w.value.clone());
+            }
+        }
+        // `mosquitto_passwd -b FILE USER PW`.
+        "mosquitto_passwd" if plain.contains(&"-b") => {
+            let operands: Vec<&Word> = words.iter().filter(|w| !w.text.starts_with('-')).collect();
+            if let Some(w) = operands.get(2) {
+                out.push(w.value.clone());
+            }
+        }
+        // `radtest USER PW HOST PORT SECRET`.
+        "radtest" => {
+            let operands: Vec<&Word> = words.iter().filter(|w| !w.text.starts_with('-')).collect();
+            for i in [1, 4] {
+                if let Some(w) = operands.get(i) {
+                    out.push(w.value.clone());
+                }
+            }
+        }
+        // `ldifde … -b USER DOMAIN PW`.
+        "ldifde" => {
+            if let Some(i) = plain.iter().position(|w| *w == "-b")
+                && let Some(w) = words.get(i + 3)
             {
                 out.push(w.value.clone());
             }
@@ -350,7 +491,7 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
         "rabbitmqctl" => {
             if let Some(i) = plain
                 .iter()
-                .position(|w| matches!(*w, "add_user" | "change_password"))
+                .position(|w| matches!(*w, "add_user" | "change_password" | "authenticate_user"))
                 && let Some(w) = words.get(i + 2)
             {
                 out.push(w.value.clone());
@@ -488,7 +629,8 @@ fn words(line: &str) -> Vec<Word> {
 
 /// A password flag's value in `words`: `-p X`, `-pX`, `--password=X`,
 /// `--password X` (the value's span within the line).
-fn flag_secrets(flags: &[&str], words: &[Word], out: &mut Vec<Range<usize>>) {
+fn flag_secrets(tool: &str, flags: &[&str], words: &[Word], out: &mut Vec<Range<usize>>) {
+    let mysql = tool.starts_with("mysql") || tool.starts_with("mariadb");
     for (i, w) in words.iter().enumerate() {
         for &flag in flags {
             let t = w.text.as_str();
@@ -498,7 +640,7 @@ fn flag_secrets(flags: &[&str], words: &[Word], out: &mut Vec<Range<usize>>) {
                 if let Some(next) = words.get(i + 1)
                     && !next.text.starts_with('-')
                     && !next.text.is_empty()
-                    && !(flag == "-p" && is_mysql_database(words, i))
+                    && !(mysql && flag == "-p" && is_mysql_database(words, i))
                 {
                     out.push(next.value.clone());
                 }
@@ -506,7 +648,8 @@ fn flag_secrets(flags: &[&str], words: &[Word], out: &mut Vec<Range<usize>>) {
                 let short = flag.len() == 2 && !flag.starts_with("--");
                 let value = if let Some(v) = rest.strip_prefix('=') {
                     Some(v)
-                } else if short {
+                } else if short || flag.ends_with(':') {
+                    // `-pX`; Windows' `/password:X`.
                     Some(rest)
                 } else {
                     None
@@ -700,7 +843,7 @@ impl Pairs {
                 words.partition_point(|w| w.value.start < next.start)
             });
             let args = &words[from..to.max(from)];
-            flag_secrets(flags, args, &mut found);
+            flag_secrets(tool, flags, args, &mut found);
             operand_secrets(tool, args, &mut found);
         }
         out.extend(
@@ -728,7 +871,9 @@ impl Pairs {
             }
             let found = pair_value(line, m.range()).or_else(|| {
                 // A CJK key word, its value several words on.
-                (!line[m.range()].is_ascii())
+                line[m.range()]
+                    .chars()
+                    .any(|c| c as u32 >= 0x2e80)
                     .then(|| cjk_value(line, m.range()))
                     .flatten()
                     .map(|range| Found::Value {
@@ -1219,7 +1364,7 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         .filter(|c| "\"'`".contains(*c));
     let rest = &line[end..];
     let skip_close = rest.len() - rest.trim_start_matches(['"', '\'', ']', '`']).len();
-    let after_key = end + skip_close;
+    let after_key = qualifier_end(line, end + skip_close);
     let rest = &line[after_key..];
     let trimmed = rest.trim_start_matches([' ', '\t']);
     let spaces = rest.len() - trimmed.len();
@@ -1337,6 +1482,28 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         return Some(Found::Block);
     }
     value(line, from, kind, strict)
+}
+
+/// Past a qualifier between a key and its separator (`Parola (VPN): x`,
+/// `密码（生产）：x`), or `at` itself.
+fn qualifier_end(line: &str, at: usize) -> usize {
+    let r = &line[at..];
+    let t = r.trim_start_matches(' ');
+    let Some(inner) = t.strip_prefix(['(', '（']) else {
+        return at;
+    };
+    let window = &inner[..inner.floor_char_boundary(32)];
+    let Some(close) = window.find([')', '）']) else {
+        return at;
+    };
+    let close_len = window[close..].chars().next().map_or(1, char::len_utf8);
+    let after = at + (r.len() - t.len()) + t.len() - inner.len() + close + close_len;
+    let next = line[after..].trim_start_matches(' ');
+    if next.starts_with([':', '：', '=']) {
+        after
+    } else {
+        at
+    }
 }
 
 /// `before` without the file name (and line number) `grep` puts at the
