@@ -417,10 +417,17 @@ fn error_line(line: &str) -> bool {
 /// JSON, `key: value` (`{"alg":"RS256"}`, `owner: platform-team`); a bare
 /// token is not.
 pub(super) fn readable(t: &str) -> bool {
+    let words = || t.split_whitespace();
     t.starts_with('{')
         || t.contains(": ")
         || t.contains(" = ")
-        || t.split_whitespace().nth(2).is_some()
+        || words().nth(2).is_some()
+        || words().nth(1).is_some()
+            && words().all(|w| {
+                w.trim_end_matches([',', '.', '!'])
+                    .chars()
+                    .all(char::is_alphabetic)
+            })
 }
 
 /// Whether a pipeline starts by printing a literal (`echo 'c2Vj…'`, not

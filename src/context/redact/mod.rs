@@ -395,7 +395,7 @@ const SHAPES: &[Pattern] = &[
     // ~/.pgpass: host:port:database:user:password.
     pattern(
         "password",
-        r"(?m)^[ \t]*[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)$",
+        r"(?m)^(?:[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s]+)|[ \t]+[A-Za-z][^:\s#]*:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<s1>[^\s:]+))$",
         Some(pgpass_value),
     ),
     // PuTTY keys: the private lines and the MAC.
@@ -595,6 +595,75 @@ const SHAPES: &[Pattern] = &[
         r#"(?-u:\b)(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+["']%s(?:\\n)?["'])?[ \t]+["']?(?P<s>[A-Za-z0-9+/_-]{8,}={0,2})["']?[ \t]*\|[ \t]*(?:base64|base32|basenc|xxd)[ \t]+(?:-d|--decode|-D|-r)"#,
         Some(decodes_to_a_secret),
     ),
+    // Configuration formats whose secret is not `key = value`:
+    // TACACS+'s `login = cleartext "…"`, ipsec.secrets' `: PSK "…"`, a
+    // Samba passdb's NT hash, Kafka JAAS' `user_NAME="…"`, Consul's gossip
+    // key, ZooKeeper's superDigest, Squid's `login=user:pw`, Nagios'
+    // `$USER3$=…`, an Apple profile's `<key>Password</key><string>…`, an
+    // XML element's `value=` (`<PASSWORD value="…"/>`), OpenVPN keys in
+    // pfSense's config.xml, a Packer variable's default.
+    pattern(
+        "password",
+        r#"(?i)(?-u:\b)(?:login|pap|chap|opap|arap|enable)[ \t]*=[ \t]*(?:cleartext|des|crypt)[ \t]+"?(?P<s>[^"\s]+)"#,
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r#"(?m):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN)[ \t]+(?:"(?P<s>[^"\r\n]+)"|(?:0[sx])?(?P<s1>[^\s"]+))"#,
+        Some(literal_value),
+    ),
+    pattern(
+        "password-hash",
+        r"(?m)^[^:\s]+:[0-9]+:(?:[0-9A-Fa-f]{32}|X{32}):(?P<s>[0-9A-Fa-f]{32}):",
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?m)^[ \t]*user_[A-Za-z0-9_.-]+[ \t]*=[ \t]*"(?P<s>[^"\r\n]+)""#,
+        Some(literal_value),
+    ),
+    pattern(
+        "api-token",
+        r#"(?m)^[ \t]*"?encrypt"?[ \t]*[=:][ \t]*"(?P<s>[A-Za-z0-9+/]{43}=)""#,
+        None,
+    ),
+    pattern(
+        "password-hash",
+        r"(?i)superDigest=[^:\s]+:(?P<s>[A-Za-z0-9+/]{27}=)",
+        None,
+    ),
+    pattern(
+        "password",
+        r"(?-u:\b)login=[^:\s=]+:(?P<s>\S+)",
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r"(?m)\$USER[0-9]+\$[ \t]*=[ \t]*(?P<s>\S+)",
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r"(?i)<key>[^<\r\n]*(?:password|passphrase|secret|token|psk)[^<\r\n]*</key>[ \t]*\r?\n?[ \t]*<string>(?P<s>[^<\r\n]+)</string>",
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r#"(?i)<[A-Za-z_:-]*(?:password|passwd|secret|token)[A-Za-z_:-]*[ \t]+value="(?P<s>[^"\r\n]+)""#,
+        Some(literal_value),
+    ),
+    pattern(
+        "private-key",
+        r"<(?:tls|shared_key|tls-auth|tls-crypt|static_key)>(?P<s>[A-Za-z0-9+/=\r\n]{40,})</",
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?i)variable[ \t]+"[^"\r\n]*(?:password|passwd|secret|token|key)[^"\r\n]*"[ \t]*\{[^}]{0,200}?default[ \t]*=[ \t]*"(?P<s>[^"\r\n]+)""#,
+        Some(literal_value),
+    ),
+    // SonarQube's tokens.
+    pattern("api-token", r"(?-u:\b)sq[upa]_[0-9a-f]{40}(?-u:\b)", None),
     // Oracle's `user/password@db` (sqlplus, expdp, rman's `target`).
     pattern(
         "password",
@@ -630,8 +699,38 @@ const SHAPES: &[Pattern] = &[
     // (`Password:` in base64).
     pattern(
         "password",
-        r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:C:[ \t]*)?(?P<s>[A-Za-z0-9+/]{4,}={0,2})",
+        r"334 UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*(?:C:|->|>>>|>)?[ \t]*(?P<s>[A-Za-z0-9+/]{4,}={0,2})",
         None,
+    ),
+    // Terraform's plan: a secret's new value after `->`.
+    pattern(
+        "password",
+        r#"(?i)(?:password|passwd|secret|token|key)[A-Za-z0-9_]*[ \t]*=[ \t]*"[^"\r\n]*"[ \t]*->[ \t]*"(?P<s>[^"\r\n]+)""#,
+        Some(literal_value),
+    ),
+    // Elasticsearch's new API key: `encoded` is its id and key in base64.
+    pattern(
+        "api-token",
+        r#""api_key"[ \t]*:[ \t]*"[^"\r\n]+",?[ \t]*\r?\n[ \t]*"encoded"[ \t]*:[ \t]*"(?P<s>[^"\r\n]+)""#,
+        None,
+    ),
+    // An XML element named by its attribute (`<Property
+    // name="password">…</Property>`), a CDATA value, PowerShell's
+    // here-string.
+    pattern(
+        "password",
+        r#"(?i)<(?:property|setting|entry|param|parameter|add|item)[ \t]+(?:name|key)="[^"\r\n]*(?:password|passwd|secret|token|apikey)[^"\r\n]*"[^>\r\n]{0,64}>(?P<s>[^<\r\n]{4,})</"#,
+        Some(literal_value),
+    ),
+    pattern(
+        "password",
+        r"(?i)<[A-Za-z_:-]*(?:password|passwd|secret|token)[A-Za-z_:-]*>[ \t]*<!\[CDATA\[(?P<s>[^\r\n]*?)\]\]>[ \t]*</",
+        None,
+    ),
+    pattern(
+        "password",
+        r#"(?i)\$[A-Za-z_]*(?:pw|pwd|pass|password|passwd|secret|token|key|cred)[A-Za-z0-9_]*[ \t]*=[ \t]*@['"][ \t]*\r?\n(?P<s>[^\r\n]+)\r?\n['"]@"#,
+        Some(literal_value),
     ),
     // chrony's and ntpd's keys files: `10 SHA256 HEX:…`.
     pattern(
@@ -1078,15 +1177,33 @@ impl Redactor {
     /// the terminal wrapped is found whole in the rows joined, and goes
     /// whole (`wrap::extend`).
     fn spans(&self, text: &str) -> Vec<Span> {
-        // Full-width keys are read as keys, quotes written as HTML
-        // entities as quotes; the text keeps its characters.
-        if let Some((folded, from)) = plain::folded(text).or_else(|| plain::entities(text)) {
-            let mut spans = self.spans(&folded);
+        // Full-width keys are read as keys; the text keeps its characters.
+        let mapped = |view: &str, from: &[usize]| {
+            let mut spans = self.spans(view);
             for s in &mut spans {
                 s.range = from[s.range.start]..from[s.range.end];
             }
-            return spans;
+            spans
+        };
+        if let Some((folded, from)) = plain::folded(text) {
+            return mapped(&folded, &from);
         }
+        // Quotes written as HTML entities, or escaped twice (JSON in a
+        // string in JSON), slashes escaped in JSON: read as they are, and
+        // decoded.
+        let mut spans = self.spans_here(text);
+        for (view, from) in plain::entities(text)
+            .into_iter()
+            .chain(plain::unescaped(text))
+        {
+            wrap::absorb(&mut spans, mapped(&view, &from));
+        }
+        spans.sort_by_key(|s| s.range.start);
+        spans
+    }
+
+    /// `spans` of the text as it stands, no view decoded.
+    fn spans_here(&self, text: &str) -> Vec<Span> {
         // A public key is no secret, whatever its shape (`public key:`
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {

@@ -142,6 +142,9 @@ const KEY_WORDS: &[&str] = &[
     "salasana",
     // MySQL's password hash column.
     "authentication_string",
+    "erlang_cookie",
+    "erlang-cookie",
+    "erlang.cookie",
     "パスフレーズ",
     "秘密鍵",
     "api 키",
@@ -1652,6 +1655,15 @@ fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize>> {
     // SQL's national and escape strings: `N'…'`, `E'…'`.
     if r.len() > 2 && r.starts_with(['N', 'E', 'n', 'e']) && r[1..].starts_with('\'') {
         return value_at(line, from + 1, kind);
+    }
+    // Python's bytes and raw strings: `b"…"`, `rb'…'`.
+    for prefix in ["b", "r", "rb", "br"] {
+        if let Some(q) = r.strip_prefix(prefix)
+            && q.len() > 1
+            && q.starts_with(['"', '\''])
+        {
+            return value_at(line, from + prefix.len(), kind);
+        }
     }
     if let Some(q) = r.chars().next().filter(|c| "\"'`".contains(*c)) {
         // Three quotes (TOML, Python) close with three.

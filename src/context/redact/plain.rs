@@ -121,6 +121,39 @@ pub(crate) fn entities(text: &str) -> Option<(String, Vec<usize>)> {
     decoded.then_some((out, from))
 }
 
+/// `text` with a second level of escapes undone, and where each byte
+/// came from, as `folded`: backslashes doubled before a quote
+/// (`{\\\"token\\\":…}`, JSON in a string in a string) and JSON's escaped
+/// slash (`https:\/\/hooks…`). None when it has neither.
+pub(crate) fn unescaped(text: &str) -> Option<(String, Vec<usize>)> {
+    if !(text.contains("\\\\\"") || text.contains("\\/")) {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let run = bytes[i..].iter().take_while(|&&b| b == b'\\').count();
+            let next = bytes.get(i + run);
+            let drop = (run >= 2 && next == Some(&b'"')) || (run == 1 && next == Some(&b'/'));
+            if !drop {
+                out.extend_from_slice(&bytes[i..i + run]);
+                from.extend(i..i + run);
+            }
+            i += run;
+            continue;
+        }
+        out.push(bytes[i]);
+        from.push(i);
+        i += 1;
+    }
+    from.push(text.len());
+    // Only ASCII backslashes were dropped: the rest is whole characters.
+    Some((String::from_utf8(out).ok()?, from))
+}
+
 /// `git diff --word-diff` (and `--color-words` once its colours are
 /// gone) writes a changed word as `[-old-]{+new+}`, with no blank between
 /// them and the key: read as the line before and the line after, each of
