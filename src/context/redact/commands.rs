@@ -337,7 +337,10 @@ impl Sifter {
         let public = wrapped || public_field(l);
         self.public = public && line.chars().count() >= 64;
         // A line the program masked itself (`Deploying with token [MASKED]`).
-        let masked = super::masked_or_example(l) || l.contains("[MASKED]");
+        // (A password that only starts like a placeholder, `yourP4ss!`,
+        // is not one.)
+        let masked = super::masked_or_example(l) && !super::pairs::random_looking(l)
+            || l.contains("[MASKED]");
         let prose = self.decodes && readable(l);
         public || masked || prose || error_line(l) || password_prompt(l) || {
             let words = l.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
@@ -444,6 +447,17 @@ fn echoes_literal(commands: &[Vec<String>]) -> bool {
 /// The pipelines of a command line: split at `;`, `&`, `&&`, `||` and
 /// line breaks outside quotes and parentheses.
 fn pipelines(line: &str) -> Vec<&str> {
+    split_outside(line, false)
+}
+
+/// The stages of a pipeline: split at `|` outside quotes and parentheses.
+fn stages(pipeline: &str) -> Vec<&str> {
+    split_outside(pipeline, true)
+}
+
+/// `line` split outside quotes and parentheses: at `|` (`pipes`), or at
+/// what separates pipelines.
+fn split_outside(line: &str, pipes: bool) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut quote, mut depth, mut start) = (None, 0usize, 0);
     let mut chars = line.char_indices().peekable();
@@ -457,14 +471,20 @@ fn pipelines(line: &str) -> Vec<&str> {
             (None, '\'' | '"') => quote = Some(c),
             (None, '(') => depth += 1,
             (None, ')') => depth = depth.saturating_sub(1),
-            (None, ';' | '&' | '\n') if depth == 0 => {
+            (None, ';' | '&' | '\n') if depth == 0 && !pipes => {
                 out.push(&line[start..i]);
                 start = i + 1;
             }
             (None, '|') if depth == 0 && chars.peek().is_some_and(|&(_, n)| n == '|') => {
-                out.push(&line[start..i]);
+                if !pipes {
+                    out.push(&line[start..i]);
+                    start = i + 2;
+                }
                 chars.next();
-                start = i + 2;
+            }
+            (None, '|') if depth == 0 && pipes => {
+                out.push(&line[start..i]);
+                start = i + 1;
             }
             _ => {}
         }
@@ -480,12 +500,43 @@ fn pipelines(line: &str) -> Vec<&str> {
 /// fields that name no secret (`| jq -r '.data | keys[]'`, `| jq '{name,
 /// ttl}'`).
 fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
-    if pipeline.contains(['`', '>']) || pipeline.contains("$(") {
+    // Nothing may reach the terminal on the way: no redirection, no
+    // device (`tee /dev/stderr`), and between reader and sink only
+    // programs that write to the pipe alone (not `xargs -t`, `perl`,
+    // `jq`'s `debug`).
+    if pipeline.contains(['`', '>']) || pipeline.contains("$(") || pipeline.contains("/dev/") {
         return false;
     }
-    let Some(last) = commands.last().filter(|_| commands.len() > 1) else {
+    let stages = stages(pipeline);
+    let Some(last) = commands.last().filter(|_| stages.len() > 1) else {
         return false;
     };
+    let quiet = stages[1..stages.len() - 1].iter().all(|stage| {
+        let first = stage.split_whitespace().next().unwrap_or("");
+        let program = first.rsplit('/').next().unwrap_or(first);
+        matches!(
+            program,
+            "cat"
+                | "tee"
+                | "base64"
+                | "base32"
+                | "basenc"
+                | "tr"
+                | "cut"
+                | "sort"
+                | "uniq"
+                | "head"
+                | "tail"
+                | "grep"
+                | "egrep"
+                | "fgrep"
+                | "xxd"
+                | "od"
+        )
+    });
+    if !quiet {
+        return false;
+    }
     let program = last
         .first()
         .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
@@ -495,15 +546,32 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
         "wg" | "awg" => filter.first().is_some_and(|w| w == "pubkey"),
         "jq" | "yq" | "gojq" => filter
             .iter()
-            .filter(|w| !w.starts_with('-'))
-            .take(1)
-            .any(|w| public_projection(w.rsplit('|').next().unwrap_or(w).trim())),
+            .find(|w| !w.starts_with('-'))
+            .is_some_and(|w| public_filter(w)),
         _ => false,
     }
 }
 
-/// A jq filter's last stage that prints names or public fields only:
-/// `keys[]`, `length`, `.metadata.name`, `{display_name, policies, ttl}`.
+/// A jq filter that prints names or public fields only, and nothing else
+/// (no `debug`, `stderr` or `error` to show the rest): a path, then one
+/// stage of `keys[]`, `length`, `.metadata.name` or `{display_name,
+/// policies, ttl}`.
+fn public_filter(filter: &str) -> bool {
+    let mut stages = filter.split('|').map(str::trim);
+    let (first, last) = match (stages.next(), stages.next(), stages.next()) {
+        (Some(only), None, _) => (".", only),
+        (Some(first), Some(last), None) => (first, last),
+        _ => return false,
+    };
+    let path = first == "."
+        || first.starts_with('.')
+            && first[1..].split('.').all(|f| {
+                !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            });
+    path && public_projection(last)
+}
+
+/// The last stage of `public_filter`.
 fn public_projection(stage: &str) -> bool {
     if matches!(
         stage,
@@ -518,9 +586,21 @@ fn public_projection(stage: &str) -> bool {
     } else {
         return false;
     };
+    // Parts of a name that say secret, and whole names that may hold one
+    // (`.data`, vault's token `id`).
     let secretish = [
-        "id", "token", "secret", "key", "pass", "auth", "cred", "private", "data", "value", "env",
-        "cookie", "session", "hash", "salt", "pin", "otp", "seed", "cert",
+        "token", "secret", "key", "pass", "auth", "cred", "private", "cookie", "session", "hash",
+        "salt", "seed", "cert",
+    ];
+    let holders = [
+        "data",
+        "stringdata",
+        "value",
+        "values",
+        "id",
+        "env",
+        "pin",
+        "otp",
     ];
     !fields.is_empty()
         && fields.iter().all(|f| {
@@ -528,6 +608,7 @@ fn public_projection(stage: &str) -> bool {
             !f.is_empty()
                 && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
                 && !secretish.iter().any(|w| f.contains(w))
+                && !holders.contains(&f.as_str())
         })
 }
 
@@ -792,6 +873,10 @@ mod tests {
             "kubectl get secret x -o json | jq -r '.data.password' | base64 -d",
             "cat /run/secrets/a | wc -c; cat /run/secrets/b",
             "kubectl get secret x -o json | jq .data",
+            "cat /run/secrets/a | tee /dev/stderr | wc -c",
+            "cat /run/secrets/a | xargs -t echo | wc -c",
+            "kubectl get secret x -o json | jq '.data | debug | keys'",
+            "kubectl get secret x -o json | jq '(.data | error), {name}'",
         ] {
             assert!(c.reads_secret(line).is_some(), "{line}");
         }
@@ -837,6 +922,7 @@ mod tests {
             "kubectl get secret app-env -o json | jq -r '.data | keys[]'",
             "vault token lookup -format=json | jq '.data | {display_name, policies, ttl}'",
             "umask 077; wg genkey | tee privatekey | wg pubkey",
+            "kubectl get secret x -o json | jq .metadata.name",
             "cat /run/secrets/db_password | wc -c",
             "kubectl -n g get secret a -o jsonpath='{.data.admin-user}'",
             "grep -rEc 'token=[A-Za-z0-9_]{20,}' /var/log/app/",
