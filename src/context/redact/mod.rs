@@ -1334,8 +1334,9 @@ impl Redactor {
                 }));
                 continue;
             }
+            // (A line of blanks is an empty value, not a reversed range.)
             let lead = body.len() - body.trim_start().len();
-            let value = start + lead..start + body.trim_end().len();
+            let value = start + lead..start + lead + body.trim().len();
             let placeholder = self
                 .placeholder
                 .find(&text[value.clone()])
@@ -2752,6 +2753,9 @@ config['password'] => 'phpPw1'
             &session,
         );
         assert_eq!(out, "cat: /run/secrets/x: No such file or directory\n");
+        // A line of blanks (found by the fuzzer: it was a reversed range).
+        let (out, _) = r.redact_output("cat /run/secrets/x", "   \n\t\nab12cd34\n", &session);
+        assert_eq!(out, "   \n\t\n[REDACTED:secret-output#3]\n");
         // An ordinary command's output is redacted as any text.
         let (out, _) = r.redact_output("ls /run/secrets", "db_password\n", &session);
         assert_eq!(out, "db_password\n");
