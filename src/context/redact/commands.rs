@@ -151,8 +151,14 @@ impl Commands {
     }
 
     /// The index of the rule that says `line`'s output is a secret, if
-    /// one does.
-    pub(super) fn reads_secret(&self, line: &str) -> Option<usize> {
+    /// one does and no sink swallows it (tests' shorthand for `reading`).
+    #[cfg(test)]
+    fn reads_secret(&self, line: &str) -> Option<usize> {
+        self.reading(line).filter(|r| !r.sunk).map(|r| r.rule)
+    }
+
+    /// How `line`'s output is read, if a rule says it holds a secret.
+    pub(super) fn reading(&self, line: &str) -> Option<Reading> {
         let line = &line[..line.floor_char_boundary(MAX_LINE)];
         // Windows paths (`type C:\Users\me\.sonar\token.txt`): a
         // backslash there separates, it escapes nothing.
@@ -164,39 +170,55 @@ impl Commands {
             line
         };
         // Each pipeline (`a | b`, between `;`, `&&`, `||`) on its own: one
-        // that ends in a program that prints no secret (`| wc -c`) reads
-        // none. The rules for a whole line read the other pipelines'
-        // words as one.
-        let mut rest: Vec<String> = Vec::new();
-        let mut found = None;
+        // that ends in a program that prints no secret (`| wc -c`) is
+        // read as sunk. The rules for a whole line read the words of the
+        // other pipelines as one.
+        let (mut rest, mut sunk_words) = (Vec::new(), Vec::new());
+        let (mut found, mut sunk) = (None, None);
         for pipeline in pipelines(line) {
             let commands = simple_commands(pipeline, 0);
+            let rule = commands
+                .iter()
+                .find_map(|words| self.judge(words, false))
+                .filter(|&r| self.rules[r].id != "decode" || echoes_literal(&commands));
             if ends_in_sink(pipeline, &commands) {
-                continue;
+                sunk = sunk.or(rule);
+                sunk_words.extend(commands.into_iter().flatten());
+            } else {
+                found = found.or(rule);
+                rest.extend(commands.into_iter().flatten());
             }
-            found = found.or_else(|| {
-                commands
-                    .iter()
-                    .find_map(|words| self.judge(words, false))
-                    .filter(|&r| self.rules[r].id != "decode" || echoes_literal(&commands))
-            });
-            rest.extend(commands.into_iter().flatten());
         }
-        let found = found.or_else(|| self.judge(&rest, true))?;
-        let commands = simple_commands(line, 0);
+        let reading = match found.or_else(|| self.judge(&rest, true)) {
+            Some(rule) => Reading { rule, sunk: false },
+            None => Reading {
+                rule: sunk.or_else(|| self.judge(&sunk_words, true))?,
+                sunk: true,
+            },
+        };
         // A secret a line prints into a program that takes it (`echo
         // "$PW" | docker login --password-stdin`) is not printed.
-        let consumed = commands.iter().flatten().any(|w| {
+        let consumed = rest.iter().chain(&sunk_words).any(|w| {
             matches!(
                 w.as_str(),
                 "--password-stdin" | "--with-token" | "--stdin" | "chpasswd"
             )
         });
         let printed = matches!(
-            self.rules[found].id.as_str(),
+            self.rules[reading.rule].id.as_str(),
             "secret-variable" | "new-secret"
         );
-        (!(consumed && printed)).then_some(found)
+        (!(consumed && printed)).then_some(reading)
+    }
+
+    /// A `Sifter` for the output of a command line read as `reading`.
+    pub(super) fn sifter(&self, command: String, reading: &Reading) -> Sifter {
+        Sifter {
+            command,
+            decodes: self.id(reading.rule) == "decode",
+            sunk: reading.sunk,
+            public: false,
+        }
     }
 
     /// A rule's id, as `explain` names it.
@@ -272,9 +294,9 @@ impl Commands {
                 command.push_str(more.trim_end_matches('\\'));
                 if more.ends_with('\\') && command.len() < MAX_LINE {
                     continued = Some((command, shape));
-                } else if let Some(id) = self.reads_secret(&command) {
-                    let sifter = Sifter::new(command, self.id(id));
-                    reading = Some((id, shape, 0, sifter));
+                } else if let Some(r) = self.reading(&command) {
+                    let sifter = self.sifter(command, &r);
+                    reading = Some((r.rule, shape, 0, sifter));
                 }
                 continue;
             }
@@ -295,14 +317,25 @@ impl Commands {
             if let Some((p, command)) = prompt {
                 if command.ends_with('\\') {
                     continued = Some((command.trim_end_matches('\\').to_string(), Shape::of(p)));
-                } else if let Some(id) = self.reads_secret(command) {
-                    let sifter = Sifter::new(command.to_string(), self.id(id));
-                    reading = Some((id, Shape::of(p), 0, sifter));
+                } else if let Some(r) = self.reading(command) {
+                    let sifter = self.sifter(command.to_string(), &r);
+                    reading = Some((r.rule, Shape::of(p), 0, sifter));
                 }
             }
         }
         found
     }
+}
+
+/// How a command line's output is read (`Commands::reading`): the rule
+/// that names its secret, and whether its pipeline ends in a sink that
+/// prints none of it (`| wc -c`, `| jq 'keys[]'`): then only the lines of
+/// a program complaining are secret, as they may quote what they read
+/// (`wc: hunter2: No such file` from `wc --files0-from=-`, jq's `string
+/// ("hunter2") has no keys`).
+pub(super) struct Reading {
+    pub(super) rule: usize,
+    sunk: bool,
 }
 
 /// Which lines of a secret command's output show no secret, and are left
@@ -316,26 +349,25 @@ pub(super) struct Sifter {
     /// The command decodes a literal: what reads as prose or JSON
     /// (`{"alg":"RS256"}`) is what it says, left to the detectors.
     decodes: bool,
+    /// The pipeline ends in a sink (see `Reading`).
+    sunk: bool,
     /// The line before was a public field as wide as a screen: a row of
     /// one token under it is its value, wrapped.
     public: bool,
 }
 
 impl Sifter {
-    pub(super) fn new(command: String, rule: &str) -> Sifter {
-        Sifter {
-            command,
-            decodes: rule == "decode",
-            public: false,
-        }
-    }
-
     /// Whether `line`, the next line of the output, is left.
     pub(super) fn leaves(&mut self, line: &str) -> bool {
         let l = line.trim();
+        if self.sunk {
+            return !complaint(l);
+        }
+        // Only a certificate's data goes on over rows of its own: under
+        // any other field, a bare token is what the file holds.
         let wrapped = self.public && !l.is_empty() && !l.contains([' ', ':']);
         let public = wrapped || public_field(l);
-        self.public = public && line.chars().count() >= 64;
+        self.public = (wrapped || certificate_field(l)) && line.chars().count() >= 64;
         // A line the program masked itself (`Deploying with token [MASKED]`).
         // (A password that only starts like a placeholder, `yourP4ss!`,
         // is not one.)
@@ -358,6 +390,29 @@ fn password_prompt(l: &str) -> bool {
         && ["password", "passphrase", "passcode"]
             .iter()
             .any(|w| lower.contains(w))
+}
+
+/// A program's complaint (`wc: …: No such file`, `jq: error …`,
+/// `hunter2: FAILED` from `sha256sum -c`): a word and `: `, or an error.
+fn complaint(l: &str) -> bool {
+    error_line(l)
+        || l.split_once(": ")
+            .is_some_and(|(head, _)| !head.is_empty() && !head.contains(char::is_whitespace))
+}
+
+/// `certificate-authority-data: LS0t…`: a kubeconfig's certificate, the
+/// one public field a terminal wraps into rows of base64.
+fn certificate_field(l: &str) -> bool {
+    l.split_once(':').is_some_and(|(key, _)| {
+        key.trim()
+            .trim_matches('"')
+            .to_ascii_lowercase()
+            .starts_with("certificate-authority")
+            || key
+                .trim()
+                .to_ascii_lowercase()
+                .starts_with("client-certificate")
+    })
 }
 
 /// `key: value` with a key that names something public: a certificate (a
@@ -967,14 +1022,16 @@ mod tests {
 
     #[test]
     fn lines_of_a_secret_output_that_show_no_secret_are_left() {
-        let mut s = Sifter::new(
-            "echo ${DB_PASSWORD:-not set}".to_string(),
-            "secret-variable",
-        );
+        let c = rules();
+        let sifter = |line: &str| {
+            let reading = c.reading(line).expect("a secret command");
+            c.sifter(line.to_string(), &reading)
+        };
+        let mut s = sifter("echo ${DB_PASSWORD:-not set}");
         assert!(s.leaves("not set"));
         assert!(s.leaves("Password (will be hidden): "));
         assert!(!s.leaves("hunter2-x9"));
-        let mut s = Sifter::new("kubectl config view --raw".to_string(), "kubectl-secret");
+        let mut s = sifter("kubectl config view --raw");
         let ca = format!(
             "    certificate-authority-data: {}",
             "LS0tLS1CRUdJTi".repeat(8)
@@ -983,9 +1040,24 @@ mod tests {
         assert!(s.leaves("Q0VSVElGSUNBVEUtLS0tLQ=="));
         assert!(!s.leaves("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ=="));
         // A short public field says nothing of the line under it.
-        let mut s = Sifter::new("cat /run/secrets/creds".to_string(), "secret-file");
+        let mut s = sifter("cat /run/secrets/creds");
         assert!(s.leaves("username: bob"));
         assert!(!s.leaves("Hunter2Secret"));
+        // Nor does a long one: only a certificate's data wraps.
+        let mut s = sifter("cat /run/secrets/creds");
+        assert!(s.leaves(&format!(
+            "url: https://{}.example.com/login",
+            "x".repeat(60)
+        )));
+        assert!(!s.leaves("Hunter2Secret"));
+        // Under a sink, a program's complaint may quote what it read.
+        let mut s = sifter("cat /run/secrets/db | wc --files0-from=-");
+        assert!(!s.leaves("wc: hunter2-x9: No such file or directory"));
+        assert!(s.leaves("0 total"));
+        let mut s = sifter("kubectl get secret x -o json | jq '.data.password | keys'");
+        assert!(!s.leaves("jq: error (at <stdin>:0): string (\"aHVudGVy...) has no keys"));
+        let mut s = sifter("kubectl get secret x -o json | jq -r '.data | keys[]'");
+        assert!(s.leaves("password"));
     }
 
     #[test]

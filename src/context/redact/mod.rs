@@ -1314,11 +1314,12 @@ impl Redactor {
         output: &str,
         numbering: &Numbering,
     ) -> (String, Counts) {
-        let Some(rule) = self.commands.reads_secret(command) else {
+        let Some(reading) = self.commands.reading(command) else {
             return self.redact(output, numbering);
         };
+        let rule = reading.rule;
         let text = plain::plain(output);
-        let mut sifter = commands::Sifter::new(command.to_string(), self.commands.id(rule));
+        let mut sifter = self.commands.sifter(command.to_string(), &reading);
         let mut spans = Vec::new();
         let mut at = 0;
         for line in text.split_inclusive('\n') {
