@@ -393,11 +393,13 @@ fn password_prompt(l: &str) -> bool {
 }
 
 /// A program's complaint (`wc: …: No such file`, `jq: error …`,
-/// `hunter2: FAILED` from `sha256sum -c`): a word and `: `, or an error.
+/// `hunter2: FAILED` from `sha256sum -c`): a word and `: `, or an error;
+/// not a JSON field (`"display_name": "…"`, what jq prints).
 fn complaint(l: &str) -> bool {
     error_line(l)
-        || l.split_once(": ")
-            .is_some_and(|(head, _)| !head.is_empty() && !head.contains(char::is_whitespace))
+        || l.split_once(": ").is_some_and(|(head, _)| {
+            !head.is_empty() && !head.starts_with('"') && !head.contains(char::is_whitespace)
+        })
 }
 
 /// `certificate-authority-data: LS0t…`: a kubeconfig's certificate, the
@@ -1058,6 +1060,8 @@ mod tests {
         assert!(!s.leaves("jq: error (at <stdin>:0): string (\"aHVudGVy...) has no keys"));
         let mut s = sifter("kubectl get secret x -o json | jq -r '.data | keys[]'");
         assert!(s.leaves("password"));
+        let mut s = sifter("vault token lookup -format=json | jq '.data | {display_name, ttl}'");
+        assert!(s.leaves("  \"display_name\": \"oidc-anna\","));
     }
 
     #[test]

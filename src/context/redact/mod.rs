@@ -1321,18 +1321,23 @@ impl Redactor {
         let text = plain::plain(output);
         let mut sifter = self.commands.sifter(command.to_string(), &reading);
         let mut spans = Vec::new();
+        // The lines left to the detectors (the command failing, a prompt,
+        // a public field, what a sink printed), read in one pass below.
+        let mut left: Vec<Range<usize>> = Vec::new();
         let mut at = 0;
         for line in text.split_inclusive('\n') {
             let start = at;
             at += line.len();
             let body = line.trim_end_matches(['\n', '\r']);
-            // The command failing, a prompt, a public field: read as any
-            // text.
             if sifter.leaves(body) {
-                spans.extend(self.spans(body).into_iter().map(|s| Span {
-                    range: start + s.range.start..start + s.range.end,
-                    ..s
-                }));
+                // Lines left one after another are one block: a key's
+                // lines go together.
+                match left.last_mut() {
+                    Some(block) if text[block.end..start].trim_start_matches('\r') == "\n" => {
+                        block.end = start + body.len();
+                    }
+                    _ => left.push(start..start + body.len()),
+                }
                 continue;
             }
             // (A line of blanks is an empty value, not a reversed range.)
@@ -1349,6 +1354,17 @@ impl Redactor {
                     via: Via::Command(rule),
                 });
             }
+        }
+        if !left.is_empty() {
+            // What the detectors find within the blocks left, and only
+            // there: the lines replaced whole are the command's.
+            let inside = |r: &Range<usize>| {
+                let i = left.partition_point(|l| l.end < r.end);
+                left.get(i)
+                    .is_some_and(|l| l.start <= r.start && r.end <= l.end)
+            };
+            spans.extend(self.spans(&text).into_iter().filter(|s| inside(&s.range)));
+            spans.sort_by_key(|s| s.range.start);
         }
         self.render(&text, &spans, numbering)
     }
@@ -2757,6 +2773,15 @@ config['password'] => 'phpPw1'
         // A line of blanks (found by the fuzzer: it was a reversed range).
         let (out, _) = r.redact_output("cat /run/secrets/x", "   \n\t\nab12cd34\n", &session);
         assert_eq!(out, "   \n\t\n[REDACTED:secret-output#3]\n");
+        // A sink's output is read by the detectors whole: a key printed
+        // on its lines goes whole.
+        let key = format!(
+            "-----BEGIN RSA PRIVATE KEY-----\n{}\n{}\n-----END RSA PRIVATE KEY-----",
+            "MIIEow".repeat(10),
+            "Abc1".repeat(16)
+        );
+        let (out, _) = r.redact_output("cat /run/secrets/x | sha256sum", &key, &session);
+        assert!(!out.contains("MIIEow") && !out.contains("Abc1"), "{out}");
         // An ordinary command's output is redacted as any text.
         let (out, _) = r.redact_output("ls /run/secrets", "db_password\n", &session);
         assert_eq!(out, "db_password\n");
