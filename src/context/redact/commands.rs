@@ -24,7 +24,7 @@ const COMMANDS: &str = include_str!("commands.toml");
 /// one types more, and the judgement stays linear.
 const MAX_LINE: usize = 4096;
 /// How far in a line a prompt may end: further on, a `$ ` is text.
-const MAX_PROMPT: usize = 100;
+const MAX_PROMPT: usize = 256;
 /// Quoted strings are split again (`sh -c '…'`) this many times.
 const MAX_DEPTH: usize = 3;
 /// A command's output is read as secret for this many lines at most: a
@@ -301,8 +301,9 @@ impl Commands {
                 continue;
             }
             let prompt = prompt(body);
-            if let (Some((_, shape, _, _)), Some((p, _))) = (&reading, prompt)
+            if let (Some((_, shape, _, _)), Some((p, command))) = (&reading, prompt)
                 && *shape == Shape::of(p)
+                && (!shape.bare() || command.is_empty())
             {
                 reading = None;
             }
@@ -561,37 +562,58 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
     // device (`tee /dev/stderr`), and between reader and sink only
     // programs that write to the pipe alone (not `xargs -t`, `perl`,
     // `jq`'s `debug`).
-    if pipeline.contains(['`', '>']) || pipeline.contains("$(") || pipeline.contains("/dev/") {
+    // (`/proc/self/fd/2` is a device too; a group `(cat; wc -c)` or
+    // `{ …; }` runs more than its last command.)
+    let grouped = outside_quotes(pipeline).any(|c| c == '(' || c == '{');
+    if grouped
+        || pipeline.contains(['`', '>'])
+        || pipeline.contains("/dev/")
+        || pipeline.contains("/proc/")
+    {
         return false;
     }
     let stages = stages(pipeline);
     let Some(last) = commands.last().filter(|_| stages.len() > 1) else {
         return false;
     };
-    let quiet = stages[1..stages.len() - 1].iter().all(|stage| {
+    let program_of = |stage: &str| {
         let first = stage.split_whitespace().next().unwrap_or("");
-        let program = first.rsplit('/').next().unwrap_or(first);
+        first.rsplit('/').next().unwrap_or(first).to_string()
+    };
+    // The reader is no script and says nothing more (`-v`, `--debug`);
+    // between it and the sink, filters that write to the pipe alone and
+    // name no file (`tee f`, `sort -o f`, `xxd - f` write elsewhere).
+    let reader = &stages[0];
+    let scripted = matches!(
+        program_of(reader).as_str(),
+        "sed"
+            | "awk"
+            | "gawk"
+            | "mawk"
+            | "perl"
+            | "python"
+            | "python3"
+            | "ruby"
+            | "node"
+            | "php"
+            | "sh"
+            | "bash"
+            | "zsh"
+            | "dash"
+            | "xargs"
+            | "find"
+            | "tee"
+    );
+    let chatty = reader.split_whitespace().any(|w| {
+        w == "-v" || w.starts_with("--v") || w.starts_with("-v=") || w.starts_with("--debug")
+    });
+    let quiet = stages[1..stages.len() - 1].iter().all(|stage| {
         matches!(
-            program,
-            "cat"
-                | "tee"
-                | "base64"
-                | "base32"
-                | "basenc"
-                | "tr"
-                | "cut"
-                | "sort"
-                | "uniq"
-                | "head"
-                | "tail"
-                | "grep"
-                | "egrep"
-                | "fgrep"
-                | "xxd"
-                | "od"
+            program_of(stage).as_str(),
+            "base64" | "base32" | "basenc" | "tr" | "cut" | "uniq" | "head" | "tail" | "grep"
         )
     });
-    if !quiet {
+    if scripted || chatty || !quiet {
         return false;
     }
     let program = last
@@ -601,10 +623,34 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
     match program {
         "wc" | "sha256sum" | "sha1sum" | "sha512sum" | "md5sum" | "b2sum" | "cksum" => true,
         "wg" | "awg" => filter.first().is_some_and(|w| w == "pubkey"),
-        "jq" | "yq" | "gojq" => filter
-            .iter()
-            .find(|w| !w.starts_with('-'))
-            .is_some_and(|w| public_filter(w)),
+        // Flags that take no argument only: `--arg keys x`, `--rawfile
+        // keys /run/secrets/db` must not pass for the filter.
+        "jq" | "yq" | "gojq" => {
+            let plain_flags = filter.iter().filter(|w| w.starts_with('-')).all(|w| {
+                matches!(
+                    w.as_str(),
+                    "-r" | "-c"
+                        | "-j"
+                        | "-a"
+                        | "-S"
+                        | "-e"
+                        | "-M"
+                        | "-C"
+                        | "-rc"
+                        | "-cr"
+                        | "--raw-output"
+                        | "--compact-output"
+                        | "--sort-keys"
+                        | "--monochrome-output"
+                        | "--color-output"
+                        | "--exit-status"
+                )
+            });
+            let mut operands = filter.iter().filter(|w| !w.starts_with('-'));
+            plain_flags
+                && operands.next().is_some_and(|w| public_filter(w))
+                && operands.next().is_none()
+        }
         _ => false,
     }
 }
@@ -703,6 +749,13 @@ impl Shape {
     fn of(prompt: &str) -> Shape {
         Shape(prompt.chars().next(), prompt.chars().last())
     }
+
+    /// A root prompt of `#` alone (dash's in a container): a secret's own
+    /// comment lines take that shape (`# rotated by ops`), so only the
+    /// prompt with nothing typed after it ends the output.
+    fn bare(self) -> bool {
+        self.0 == Some('#') && self.1 == Some('#')
+    }
 }
 
 /// A line's prompt and the command after it: the prompt ends at the first
@@ -724,8 +777,11 @@ pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
             c,
             '$' | '#' | '%' | '>' | '❯' | '➜' | '»' | '✗' | '✔' | 'λ' | '→'
         ) && line[i + c.len_utf8()..].starts_with([' ', '\t'])
-            // z/OS UNIX's `IBMUSER:/u/ibmuser: >cat x`.
-            || c == '>' && line[..i].ends_with(": ")
+            // z/OS UNIX's `IBMUSER:/u/ibmuser: >cat x` (a command after
+            // it: YAML's `key: >` is no prompt).
+            || c == '>'
+                && line[..i].ends_with(": ")
+                && line[i + 1..].starts_with(|c: char| !c.is_whitespace())
     })?;
     // A prompt is a few words at most (`(venv) user@host:~$`, `[deploy@web2
     // app]$`, `~/tf main ✗`), not a sentence or a log line's fields
@@ -733,11 +789,45 @@ pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
     // cells (`KEY="v"  # note`, `| app | % |`).
     let before = line[..i].trim_start();
     let before = before.strip_prefix(['|', '│', '┃', '║']).unwrap_or(before);
-    if words_outside_brackets(&line[..i]) > 3 || before.contains(['|', '"', '\'', '=']) {
+    if words_outside_brackets(&line[..i]) > 4
+        || outside_brackets(before).any(|c| "|\"'=".contains(c))
+    {
         return None;
     }
     let end = i + c.len_utf8();
     Some((&line[..end], line[end..].trim()))
+}
+
+/// The characters of `s` outside quotes.
+fn outside_quotes(s: &str) -> impl Iterator<Item = char> + '_ {
+    let mut quote: Option<char> = None;
+    s.chars().filter(move |&c| match quote {
+        Some(q) => {
+            if c == q {
+                quote = None;
+            }
+            false
+        }
+        None if c == '\'' || c == '"' => {
+            quote = Some(c);
+            false
+        }
+        None => true,
+    })
+}
+
+/// The characters of `s` outside brackets (`(main|MERGING)`, `(⎈|prod)`
+/// in a git or kube prompt are a group's).
+fn outside_brackets(s: &str) -> impl Iterator<Item = char> + '_ {
+    let mut depth = 0usize;
+    s.chars().filter(move |&c| {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth = depth.saturating_sub(1),
+            _ => return depth == 0,
+        }
+        false
+    })
 }
 
 /// How many blank-separated words `s` holds, a bracketed group (`[user@host
@@ -978,7 +1068,7 @@ mod tests {
             "pass show -c infra/core-sw1",
             "kubectl get secret app-env -o json | jq -r '.data | keys[]'",
             "vault token lookup -format=json | jq '.data | {display_name, policies, ttl}'",
-            "umask 077; wg genkey | tee privatekey | wg pubkey",
+            "umask 077; wg genkey | wg pubkey",
             "kubectl get secret x -o json | jq .metadata.name",
             "cat /run/secrets/db_password | wc -c",
             "kubectl -n g get secret a -o jsonpath='{.data.admin-user}'",
@@ -1062,6 +1152,52 @@ mod tests {
         assert!(s.leaves("password"));
         let mut s = sifter("vault token lookup -format=json | jq '.data | {display_name, ttl}'");
         assert!(s.leaves("  \"display_name\": \"oidc-anna\","));
+    }
+
+    /// What a reader of the code tried: a secret's own line shaped as a
+    /// bare prompt, git's and kube-ps1's prompts, sinks that write
+    /// elsewhere on the way, jq flags that pose as the filter.
+    #[test]
+    fn attacks_on_the_command_guard() {
+        let c = rules();
+        let spans = |text: &str| -> Vec<String> {
+            c.outputs(text)
+                .iter()
+                .map(|(r, _)| text[r.clone()].to_string())
+                .collect()
+        };
+        let found =
+            spans("# cat /run/secrets/db\n# rotated 2024-05-01 by ops\nXk9mP2vLq8nR4tZw\n# \n");
+        assert!(found.iter().any(|s| s == "Xk9mP2vLq8nR4tZw"), "{found:?}");
+        for p in [
+            "user@host:~/repo (main|MERGING)$ ",
+            "user@host:~/repo (main=)$ ",
+            "(⎈|prod:default) user@host:~$ ",
+            "(venv) user@host ~/app (main) $ ",
+        ] {
+            let text = format!("{p}cat /run/secrets/db\nXk9mP2vLq8nR4tZw\n{p}\n");
+            assert_eq!(spans(&text), ["Xk9mP2vLq8nR4tZw"], "{p}");
+        }
+        let long = format!(
+            "/var/lib/docker/overlay2/{}/merged/app$ ",
+            "ab12".repeat(16)
+        );
+        let text = format!("{long}cat /run/secrets/db\nXk9mP2vLq8nR4tZw\n");
+        assert_eq!(spans(&text), ["Xk9mP2vLq8nR4tZw"]);
+        for line in [
+            "cat /run/secrets/db | tee /proc/self/fd/2 | wc -c",
+            "sed 'w /proc/self/fd/2' /run/secrets/db | wc -c",
+            "cat /run/secrets/db | sort -o out | wc -c",
+            // (`tee f` may write to a link to the terminal.)
+            "wg genkey | tee privatekey | wg pubkey",
+            "cat /run/secrets/db | (cat; wc -c)",
+            "perl -pe 'print STDERR' /run/secrets/db | wc -c",
+            "kubectl get secret db -o json -v=9 | jq keys",
+            "kubectl get secret db -o json | jq -r --arg keys x '.data.password'",
+            "echo 1 | cat /run/secrets/db | jq -r --rawfile keys /run/secrets/db '$keys'",
+        ] {
+            assert!(c.reads_secret(line).is_some(), "{line}");
+        }
     }
 
     #[test]
