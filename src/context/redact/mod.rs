@@ -1177,9 +1177,20 @@ impl Redactor {
     /// the terminal wrapped is found whole in the rows joined, and goes
     /// whole (`wrap::extend`).
     fn spans(&self, text: &str) -> Vec<Span> {
+        self.spans_in_views(text, 0)
+    }
+
+    /// `spans`, `depth` views deep. Each view undoes something, so a view
+    /// of a view ends; the bound is the second wall, should one not (one
+    /// that undid nothing once overflowed the stack).
+    fn spans_in_views(&self, text: &str, depth: usize) -> Vec<Span> {
+        const MAX_VIEWS: usize = 4;
+        if depth >= MAX_VIEWS {
+            return self.spans_here(text);
+        }
         // Full-width keys are read as keys; the text keeps its characters.
         let mapped = |view: &str, from: &[usize]| {
-            let mut spans = self.spans(view);
+            let mut spans = self.spans_in_views(view, depth + 1);
             for s in &mut spans {
                 s.range = from[s.range.start]..from[s.range.end];
             }
