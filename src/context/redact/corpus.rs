@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use std::ops::Range;
+
 use super::{Numbering, Redactor};
 
 const SECRETS: &str = include_str!("corpus/secrets.txt");
@@ -334,25 +336,10 @@ pub(crate) fn lookalikes() -> (Tally, Vec<String>) {
 /// found, secrets) and (look-alikes untouched, look-alikes); and what was
 /// missed or changed.
 pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/context/redact/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("heldout-") && n.ends_with(".txt"))
-        })
-        .collect();
-    files.sort();
     let (mut found, mut kept, mut wrong) = (Tally::new(), Tally::new(), Vec::new());
-    for (k, path) in files.iter().enumerate() {
-        let file = std::fs::read_to_string(path).unwrap_or_default();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for (k, (name, file)) in heldout_files().iter().enumerate() {
         let seed = 0x2545_f491 ^ (k as u64) << 40;
-        each_fill(&file, seed, |rec, text, secrets, out| {
+        each_fill(file, seed, |rec, text, secrets, out| {
             if secrets.is_empty() {
                 let t = kept.entry(format!("{name} {}", rec.class)).or_default();
                 t.1 += 1;
@@ -382,6 +369,33 @@ pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
     }
     wrong.dedup();
     (found, kept, wrong)
+}
+
+/// The held-out sets' files, by name, in order.
+fn heldout_files() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/context/redact/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("heldout-") && n.ends_with(".txt"))
+        })
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            (
+                name.into_owned(),
+                std::fs::read_to_string(path).unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// The whole corpus, filled, as one text of at least `size` bytes.
@@ -439,6 +453,44 @@ mod tests {
         );
     }
 
+    /// The prefilter only says where a rule cannot match: every rule run
+    /// on all of the text finds what `find_own` finds, on the corpus, the
+    /// held-out sets and the inputs made to be slow.
+    #[test]
+    fn the_prefilter_loses_no_finding() {
+        let r = Redactor::new(&[], &[]).unwrap();
+        let (covered, all) = r.prefilter.coverage();
+        println!("{covered} of {all} rules have literals to look for");
+        assert!(covered * 10 >= all * 7, "{covered} of {all}");
+        let mut texts = vec![bulk(128 << 10)];
+        let mut rng = Rng(11);
+        for (_, file) in heldout_files() {
+            let filled: Vec<String> = records(&file)
+                .iter()
+                .map(|rec| fill(rec.template, &mut rng).0)
+                .collect();
+            texts.push(filled.join("\n"));
+        }
+        texts.extend(inputs().into_iter().map(|(_, make)| make(16 << 10)));
+        for text in &texts {
+            let text = super::super::plain::plain(text);
+            let mut own: Vec<(usize, Range<usize>)> = r
+                .find_own(&text)
+                .into_iter()
+                .map(|s| (s.kind, s.range))
+                .collect();
+            let mut every: Vec<(usize, Range<usize>)> = r
+                .rules
+                .iter()
+                .enumerate()
+                .flat_map(|(i, rule)| rule.spans(&text).map(move |s| (i, s)).collect::<Vec<_>>())
+                .collect();
+            own.sort_by_key(|(k, s)| (s.start, s.end, *k));
+            every.sort_by_key(|(k, s)| (s.start, s.end, *k));
+            assert_eq!(own, every);
+        }
+    }
+
     #[test]
     fn redaction_heldout() {
         let (found, kept, wrong) = heldout();
@@ -486,7 +538,29 @@ mod tests {
 #[ignore = "a benchmark: bench/redact runs it in release"]
 fn redaction_speed() {
     let r = Redactor::new(&[], &[]).unwrap();
-    let inputs: Vec<(&str, fn(usize) -> String)> = vec![
+    for (name, make) in inputs() {
+        let mut line = format!("{name:40}");
+        for size in [64 << 10, 512 << 10] {
+            let mut text = make(size);
+            text.truncate(text.floor_char_boundary(size));
+            let mut times: Vec<f64> = (0..5)
+                .map(|_| {
+                    let started = std::time::Instant::now();
+                    std::hint::black_box(r.redact(&text, &Numbering::default()));
+                    started.elapsed().as_secs_f64() * 1000.0
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            line.push_str(&format!("  {:>4} KiB: {:8.2} ms", size >> 10, times[2]));
+        }
+        println!("{line}");
+    }
+}
+
+/// The texts `redaction_speed` times, by name: each makes about `n` bytes.
+#[cfg(test)]
+fn inputs() -> Vec<(&'static str, fn(usize) -> String)> {
+    vec![
         ("the corpus, secrets and look-alikes", bulk),
         ("ordinary output (ls -l lines)", |n| {
             "-rw-r--r-- 1 app app  1679 Nov 30 10:00 report-2026.csv\n".repeat(n / 56 + 1)
@@ -527,24 +601,7 @@ fn redaction_speed() {
                 })
                 .collect()
         }),
-    ];
-    for (name, make) in inputs {
-        let mut line = format!("{name:40}");
-        for size in [64 << 10, 512 << 10] {
-            let mut text = make(size);
-            text.truncate(text.floor_char_boundary(size));
-            let mut times: Vec<f64> = (0..5)
-                .map(|_| {
-                    let started = std::time::Instant::now();
-                    std::hint::black_box(r.redact(&text, &Numbering::default()));
-                    started.elapsed().as_secs_f64() * 1000.0
-                })
-                .collect();
-            times.sort_by(f64::total_cmp);
-            line.push_str(&format!("  {:>4} KiB: {:8.2} ms", size >> 10, times[2]));
-        }
-        println!("{line}");
-    }
+    ]
 }
 
 /// Where redaction's time goes, for tuning (`cargo test --release

@@ -46,7 +46,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use regex::{Captures, Regex, RegexSet};
+use regex::{Captures, Regex};
 
 use crate::config::{Config, ConfigError, compile_pattern, one_line};
 
@@ -56,6 +56,7 @@ mod corpus;
 mod pairs;
 mod panes;
 mod plain;
+mod prefilter;
 mod rules;
 mod wrap;
 
@@ -163,7 +164,7 @@ macro_rules! secret_key {
 /// form and closes the group.
 macro_rules! quoted_value {
     () => {
-        r#"(?:\\"(?P<s4>(?:[^"\\\r\n]|\\[^"])+)\\"|"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>(?:[^'\r\n]|'\\'')+)'"#
+        r#"(?:\\"(?P<s4>(?:[^"\\\r\n]|\\[^"\r\n])+)\\"|"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>(?:[^'\r\n]|'\\'')+)'"#
     };
 }
 
@@ -550,7 +551,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?i)(?:^|[^A-Za-z0-9_./${:-])"#,
+            r#"(?im)(?:^|[^A-Za-z0-9_./${:\n-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?="#,
             quoted_value!(),
@@ -566,7 +567,7 @@ const SHAPES: &[Pattern] = &[
     pattern(
         "password",
         concat!(
-            r#"(?im)(?:^|[^A-Za-z0-9_./${:-])"#,
+            r#"(?im)(?:^|[^A-Za-z0-9_./${:\n-])"#,
             secret_key!(),
             r#"(?:\\?["'])?\]?(?:[ \t]*(?:=>|:=|:)|[ \t]+=|=[ \t])[ \t]*"#,
             quoted_value!(),
@@ -932,15 +933,10 @@ pub(crate) struct Finding {
 /// Scrubs secrets from text bound for the model.
 pub(crate) struct Redactor {
     rules: Vec<Rule>,
-    /// The patterns of the rules that stay within a line (`within_line`),
-    /// at once: one scan of a piece of text says which can match in it,
-    /// so ordinary output costs one pass however many rules there are, and
-    /// a rule runs only on the pieces where it can match.
-    any: RegexSet,
-    /// The rule each pattern of `any` belongs to.
-    local: Vec<usize>,
-    /// Rules that may match over lines: they run on the whole text.
-    wide: Vec<usize>,
+    /// Where each rule can match: one pass over the text finds the
+    /// literals the rules need, and each runs only on the lines around
+    /// its own.
+    prefilter: prefilter::Literals,
     /// Keys that name a secret and tools' password flags.
     pairs: pairs::Pairs,
     /// The operator's rules (`[context] redact_rules`), after walissh's
@@ -1056,15 +1052,8 @@ impl Redactor {
         }
         let custom = custom_start..rules.len();
         rules.extend(SHAPES.iter().map(builtin));
-        // A cache big enough that the lazy DFA of this many patterns does
-        // not thrash: once it does, the regex crate falls back to a slower
-        // engine (100 times slower here, measured by bench/redact).
-        let (local, wide): (Vec<usize>, Vec<usize>) =
-            (0..rules.len()).partition(|&i| within_line(rules[i].regex.as_str()));
-        let any = regex::RegexSetBuilder::new(local.iter().map(|&i| rules[i].regex.as_str()))
-            .dfa_size_limit(64 << 20)
-            .build()
-            .map_err(|e| format!("redaction patterns: {}", one_line(&e.to_string())))?;
+        let patterns: Vec<&str> = rules.iter().map(|r| r.regex.as_str()).collect();
+        let prefilter = prefilter::prefilter(&patterns)?;
         let gitleaks = rules::Rules::load()?;
         let kinds: Vec<String> = rules
             .iter()
@@ -1085,9 +1074,7 @@ impl Redactor {
             base64,
             url_encoded,
             rules,
-            any,
-            local,
-            wide,
+            prefilter,
             pairs: pairs::Pairs::new(),
             operator,
             gitleaks,
@@ -1219,17 +1206,34 @@ impl Redactor {
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {
             let mut found = self.find(t);
+            // Several detectors find the same span: each span's text is
+            // judged once.
+            found.sort_by_key(|s| {
+                (
+                    s.range.start,
+                    s.range.end,
+                    !matches!(s.via, Via::Command(_)),
+                )
+            });
+            let mut last: Option<(Range<usize>, bool, bool)> = None;
             found.retain(|s| {
+                let command = matches!(s.via, Via::Command(_));
+                if let Some((range, was_command, keep)) = &last
+                    && *range == s.range
+                    && (*was_command == command || !*keep)
+                {
+                    return *keep;
+                }
                 // A token shape masked in documentation (`ghp_xxxx…`).
-                let masked =
-                    !matches!(s.via, Via::Command(_)) && masked_or_example(&t[s.range.clone()]);
-                !masked
+                let keep = (command || !masked_or_example(&t[s.range.clone()]))
                     && !names_public_key(t, s.range.start)
                     && !digest(t, s.range.start)
                     && !public_token(&t[s.range.clone()])
                     && !PUBLIC_PREFIXES
                         .iter()
-                        .any(|p| t[..s.range.start].ends_with(p))
+                        .any(|p| t[..s.range.start].ends_with(p));
+                last = Some((s.range.clone(), command, keep));
+                keep
             });
             found
         };
@@ -1427,33 +1431,24 @@ impl Redactor {
             .collect()
     }
 
-    /// The findings of walissh's own rules. A rule that stays within a line
-    /// runs only on the pieces of whole lines (`PIECE` bytes or so) where
-    /// the set says it can match: on text dense with secrets, each piece
-    /// holds a few kinds, not all of them. The others read all of `text`.
+    /// The findings of walissh's own rules, each run only on the windows
+    /// of the text where the prefilter says it can match: on text dense
+    /// with secrets, each line holds a few kinds, not all of them.
     fn find_own(&self, text: &str) -> Vec<Span> {
         let mut spans = Vec::new();
-        let mut add = |i: usize, piece: &str, offset: usize| {
-            let rule = &self.rules[i];
-            spans.extend(rule.spans(piece).map(|r| Span {
-                range: offset + r.start..offset + r.end,
-                kind: i,
-                via: Via::Text,
-            }));
-        };
-        for &i in &self.wide {
-            add(i, text, 0);
-        }
-        let mut start = 0;
-        while start < text.len() {
-            let end = (start + PIECE).min(text.len());
-            let end =
-                memchr::memchr(b'\n', &text.as_bytes()[end..]).map_or(text.len(), |n| end + n + 1);
-            let piece = &text[start..end];
-            for j in self.any.matches(piece).iter() {
-                add(self.local[j], piece, start);
+        for (i, windows) in self
+            .prefilter
+            .windows(text.as_bytes())
+            .into_iter()
+            .enumerate()
+        {
+            for w in windows {
+                spans.extend(self.rules[i].spans(&text[w.clone()]).map(|r| Span {
+                    range: w.start + r.start..w.start + r.end,
+                    kind: i,
+                    via: Via::Text,
+                }));
             }
-            start = end;
         }
         spans
     }
@@ -1613,8 +1608,17 @@ fn credentials(decoded: &str) -> bool {
 /// must not swallow the text after a token a specific rule found).
 fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
     spans.retain(|s| !s.range.is_empty());
-    // A command's output goes whole, whatever else was found in it.
-    spans.sort_by_key(|s| (!matches!(s.via, Via::Command(_)), s.kind, s.range.start));
+    // A command's output goes whole, whatever else was found in it; of
+    // two findings of one kind at one place, the longer (a URL's encoded
+    // password read as it stands, not the piece its decoding spells).
+    spans.sort_by_key(|s| {
+        (
+            !matches!(s.via, Via::Command(_)),
+            s.kind,
+            s.range.start,
+            std::cmp::Reverse(s.range.end),
+        )
+    });
     // Taken spans by start; they never overlap, so the one starting last
     // before a span's end is the only one that can reach into it.
     let mut taken: BTreeMap<usize, Span> = BTreeMap::new();
@@ -1641,17 +1645,6 @@ fn merge(mut spans: Vec<Span>, marks: &[Range<usize>]) -> Vec<Span> {
         .into_values()
         .filter(|s| s.kind != usize::MAX)
         .collect()
-}
-
-/// How many bytes of whole lines `find_own` reads at a time.
-const PIECE: usize = 1024;
-
-/// Whether every match of `pattern` stays within one line: then it finds
-/// the same in a piece of whole lines as in the whole text (an anchor at a
-/// piece's edge stands next to a line break either way, but for `\A`,
-/// which a piece can only add matches to).
-fn within_line(pattern: &str) -> bool {
-    max_line_breaks(pattern) == Some(0)
 }
 
 /// The most line breaks one match of `pattern` can hold, None when that
@@ -2466,6 +2459,15 @@ mod tests {
             out.contains("%3A%22[REDACTED:") && out.ends_with("%22%7D end=%20y\n"),
             "{out}"
         );
+        // A URL's password read as it stands and once decoded: the whole
+        // of it goes, not the piece before its encoded `@`, whichever
+        // detector reported first.
+        let dsn = "DATABASE_URL=postgres://orders:Dzn3HD%406HW5U%23CDTb%2Ffou@pg:5432/o\n";
+        let (out, _) = scrub(&r, dsn);
+        assert!(
+            out.contains("orders:[REDACTED:url-password]@pg:5432"),
+            "{out}"
+        );
         // Encoded text without a secret is left as it is.
         let plain = "GET /search?q=hello%20world&lang=en%2Dgb&page=2 200\n";
         assert_eq!(scrub(&r, plain), (plain.to_string(), Counts::default()));
@@ -2480,48 +2482,14 @@ mod tests {
         for unbounded in [r"a\s+b", r"[\s\S]*", r"(?s).*", r"x(\ny)*"] {
             assert_eq!(max_line_breaks(unbounded), None, "{unbounded}");
         }
-    }
-
-    #[test]
-    fn rules_within_a_line_are_told_from_those_that_cross() {
-        assert!(within_line(r"(?i)password=[^\s]+$"));
-        assert!(within_line(r"(?m)^key:[ \t]*(?P<s>[a-z]{8,})\z"));
-        for crosses in [
-            r"a\s+b",
-            r#"[^"]+"#,
-            r"(?s:.)",
-            r"x\ny",
-            r"(?s)a.b",
-            "[\\x00-\\x7f]",
-        ] {
-            assert!(!within_line(crosses), "{crosses}");
-        }
-        // Most of walissh's own rules stay within a line.
-        let r = redactor();
-        assert!(
-            r.local.len() > r.wide.len(),
-            "{} local, {} wide",
-            r.local.len(),
-            r.wide.len()
+        assert_eq!(max_line_breaks(r"(?i)password=[^\s]+$"), Some(0));
+        assert_eq!(
+            max_line_breaks(r"(?m)^key:[ \t]*(?P<s>[a-z]{8,})\z"),
+            Some(0)
         );
-    }
-
-    #[test]
-    fn reading_in_pieces_finds_what_reading_everything_finds() {
-        let r = redactor();
-        let text = corpus::bulk(128 << 10);
-        let mut pieces: Vec<_> = r
-            .find_own(&text)
-            .into_iter()
-            .map(|s| (s.kind, s.range))
-            .collect();
-        let mut whole: Vec<_> = (0..r.rules.len())
-            .flat_map(|i| r.rules[i].spans(&text).map(move |range| (i, range)))
-            .collect();
-        pieces.sort_by_key(|(k, s)| (*k, s.start));
-        whole.sort_by_key(|(k, s)| (*k, s.start));
-        assert!(whole.len() > 300, "{} findings", whole.len());
-        assert_eq!(pieces, whole);
+        for crosses in [r"x\ny", "[\\x00-\\x7f]", r"[^a]"] {
+            assert_eq!(max_line_breaks(crosses), Some(1), "{crosses}");
+        }
     }
 
     #[test]

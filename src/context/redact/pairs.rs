@@ -1352,15 +1352,18 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     let near = start <= KEY_REACH;
     let before = line[..start].trim_end();
     let xml_element = before.ends_with('<') && key.is_ascii();
-    let opening = after_grep_prefix(before);
-    // Junos' and VyOS' `set snmp community X`: the words before the key
-    // are its path in the configuration.
-    let set_line = before.starts_with("set ") && !before.contains(['=', ':', '"', '\'']);
-    let directive = near
-        && (opening.is_empty()
+    // Read only when near: on a long line with no `:`, reading what
+    // stands before every key word would cost the line's length each time.
+    let directive = near && {
+        let opening = after_grep_prefix(before);
+        // Junos' and VyOS' `set snmp community X`: the words before the
+        // key are its path in the configuration.
+        let set_line = before.starts_with("set ") && !before.contains(['=', ':', '"', '\'']);
+        opening.is_empty()
             || set_line
             || (opening.split_whitespace().nth(1).is_none()
-                && !opening.contains(['=', ':', '"', '\''])));
+                && !opening.contains(['=', ':', '"', '\'']))
+    };
     let quote_before = line[..start]
         .chars()
         .next_back()

@@ -22,6 +22,8 @@
 use std::ops::Range;
 
 use aho_corasick::AhoCorasick;
+
+use super::prefilter::Literals;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 
@@ -93,10 +95,6 @@ struct Rule {
     secret_group: usize,
     entropy: Option<f64>,
     allows: Vec<Allow>,
-    /// The most line breaks one of its matches holds, None when that is
-    /// unbounded: a match holding a keyword lies within that many lines of
-    /// the keyword's, either way.
-    reach: Option<usize>,
 }
 
 /// One secret a rule found, in the text it was given.
@@ -109,12 +107,11 @@ pub(crate) struct Found {
 /// The rules, ready to run.
 pub(crate) struct Rules {
     rules: Vec<Rule>,
-    /// Every keyword of every rule, matched without regard to ASCII case.
-    keywords: AhoCorasick,
-    /// The rule each keyword belongs to.
-    keyword_rule: Vec<usize>,
-    /// Rules with no keyword: they run on every text.
-    always: Vec<usize>,
+    /// Every rule's keywords, and how many lines around one it reads: the
+    /// most line breaks one of its matches holds (a match holding a
+    /// keyword lies within that many lines of the keyword's). A rule with
+    /// no keyword reads every text.
+    keywords: Literals,
     global: Option<Allow>,
 }
 
@@ -287,53 +284,6 @@ pub(crate) fn entropy(s: &[u8]) -> f64 {
         .sum()
 }
 
-/// Where a text's lines start, to find the lines around a position in
-/// logarithmic time: a text with a keyword every few bytes on one long
-/// line must not cost a walk back to its start for each.
-struct Lines {
-    /// The start of every line; the first is 0.
-    starts: Vec<usize>,
-    len: usize,
-}
-
-impl Lines {
-    fn new(text: &[u8]) -> Lines {
-        let mut starts = vec![0];
-        starts.extend(memchr::memchr_iter(b'\n', text).map(|i| i + 1));
-        Lines {
-            starts,
-            len: text.len(),
-        }
-    }
-
-    /// Whole lines around `span`: `reach` lines before its first and after
-    /// its last; all of the text when the reach is unbounded.
-    fn around(&self, span: Range<usize>, reach: Option<usize>) -> Range<usize> {
-        let Some(reach) = reach else {
-            return 0..self.len;
-        };
-        let line = |at: usize| self.starts.partition_point(|&s| s <= at) - 1;
-        let first = line(span.start).saturating_sub(reach);
-        let last = line(span.end.saturating_sub(1).max(span.start))
-            .saturating_add(reach)
-            .saturating_add(1);
-        self.starts[first]..self.starts.get(last).map_or(self.len, |&s| s)
-    }
-}
-
-/// `windows` sorted and joined where they touch or overlap.
-fn merged(mut windows: Vec<Range<usize>>) -> Vec<Range<usize>> {
-    windows.sort_by_key(|w| w.start);
-    let mut out: Vec<Range<usize>> = Vec::with_capacity(windows.len());
-    for w in windows {
-        match out.last_mut() {
-            Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
-            _ => out.push(w),
-        }
-    }
-    out
-}
-
 /// The line of `text` around `span`.
 fn line_of(text: &[u8], span: &Range<usize>) -> Range<usize> {
     let start = memchr::memrchr(b'\n', &text[..span.start]).map_or(0, |i| i + 1);
@@ -413,9 +363,8 @@ impl Rules {
             ));
         }
         let mut rules = Vec::new();
-        let mut words = Vec::new();
-        let mut keyword_rule = Vec::new();
-        let mut always = Vec::new();
+        let mut keywords = Vec::new();
+        let mut reach = Vec::new();
         let mut ids = std::collections::HashSet::new();
         for (n, raw) in file.rules.into_iter().enumerate() {
             let id = raw.id;
@@ -437,7 +386,7 @@ impl Rules {
                 // Rules on file names only: nothing to look for in text.
                 continue;
             };
-            let reach = super::max_line_breaks(&from_go(&pattern));
+            let breaks = super::max_line_breaks(&from_go(&pattern));
             let regex = compile(&pattern).map_err(|e| format!("{at}: regex: {e}"))?;
             let groups = regex.captures_len() - 1;
             if raw.secret_group > groups {
@@ -453,26 +402,17 @@ impl Rules {
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("{at}: allowlist: {e}"))?;
             let index = rules.len();
-            if raw.keywords.is_empty() {
-                always.push(index);
-            }
-            for k in raw.keywords {
-                words.push(k.to_lowercase());
-                keyword_rule.push(index);
-            }
+            keywords.extend(raw.keywords.into_iter().map(|k| (k.into_bytes(), index)));
+            reach.push(breaks);
             rules.push(Rule {
                 id,
                 regex,
                 secret_group: raw.secret_group,
                 entropy: raw.entropy,
                 allows,
-                reach,
             });
         }
-        let keywords = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(&words)
-            .map_err(|e| format!("keywords: {e}"))?;
+        let keywords = Literals::new(keywords, reach)?;
         let global = file
             .allowlist
             .map(Allow::new)
@@ -481,8 +421,6 @@ impl Rules {
         Ok(Rules {
             rules,
             keywords,
-            keyword_rule,
-            always,
             global,
         })
     }
@@ -500,24 +438,15 @@ impl Rules {
     ///
     /// gitleaks runs a rule over a whole file once its keyword is anywhere
     /// in it. Here a rule reads only the lines around its keywords
-    /// (`around`): on output dense with secrets nearly every keyword is
-    /// somewhere, and 200 rules each reading all of it cost more than the
-    /// budget. A rule's keyword is a literal part of what it matches, so
-    /// its secrets are there; the lines around take in a key and a value
-    /// that a rule lets stand on different lines.
+    /// (`Literals::windows`): on output dense with secrets nearly every
+    /// keyword is somewhere, and 200 rules each reading all of it cost
+    /// more than the budget. A rule's keyword is a literal part of what it
+    /// matches, so its secrets are there; the lines around take in a key
+    /// and a value that a rule lets stand on different lines.
     pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
-        let lines = Lines::new(text);
-        let mut windows: Vec<Vec<Range<usize>>> = vec![Vec::new(); self.rules.len()];
-        for &i in &self.always {
-            windows[i].push(0..text.len());
-        }
-        for m in self.keywords.find_overlapping_iter(text) {
-            let i = self.keyword_rule[m.pattern().as_usize()];
-            windows[i].push(lines.around(m.range(), self.rules[i].reach));
-        }
         let mut found = Vec::new();
-        for (i, windows) in windows.into_iter().enumerate() {
-            for window in merged(windows) {
+        for (i, windows) in self.keywords.windows(text).into_iter().enumerate() {
+            for window in windows {
                 self.find_in(i, text, window, &mut found);
             }
         }
@@ -628,13 +557,12 @@ mod tests {
     /// Each rule over the whole text once one of its keywords is anywhere
     /// in it, as gitleaks runs them.
     fn find_whole(rules: &Rules, text: &[u8]) -> Vec<Found> {
-        let mut run = vec![false; rules.len()];
-        for &i in &rules.always {
-            run[i] = true;
-        }
-        for m in rules.keywords.find_overlapping_iter(text) {
-            run[rules.keyword_rule[m.pattern().as_usize()]] = true;
-        }
+        let run: Vec<bool> = rules
+            .keywords
+            .windows(text)
+            .iter()
+            .map(|w| !w.is_empty())
+            .collect();
         let mut found = Vec::new();
         for i in (0..rules.len()).filter(|&i| run[i]) {
             rules.find_in(i, text, 0..text.len(), &mut found);
@@ -655,33 +583,6 @@ mod tests {
             .map(|f| format!("{}: {:?}", rules.id(f.rule), &text[f.span.clone()]))
             .collect();
         assert!(missed.is_empty(), "{missed:#?}");
-    }
-
-    #[test]
-    fn lines_around_a_keyword() {
-        let text: String = (0..20).map(|i| format!("line{i}\n")).collect();
-        let lines = Lines::new(text.as_bytes());
-        let at = text.find("line10").unwrap();
-        let from = |l: &str| text.find(l).unwrap();
-        assert_eq!(
-            &text[lines.around(at..at + 6, Some(2))],
-            &text[from("line8")..from("line13")]
-        );
-        // At the ends, as much as there is; unbounded, everything.
-        assert_eq!(&text[lines.around(0..1, Some(8))], &text[..from("line9")]);
-        let end = text.len();
-        assert_eq!(
-            &text[lines.around(end - 1..end, Some(2))],
-            &text[from("line17")..]
-        );
-        assert_eq!(lines.around(at..at + 6, None), 0..end);
-        // One long line is read once, however many keywords it holds.
-        let long = b"key ".repeat(1000);
-        let lines = Lines::new(&long);
-        let windows = (0..1000)
-            .map(|i| lines.around(i * 4..i * 4 + 3, Some(9)))
-            .collect();
-        assert_eq!(merged(windows), vec![0..long.len()]);
     }
 
     #[test]

@@ -1,0 +1,461 @@
+//! Where each of walissh's own rules can match, found in one pass.
+//!
+//! Most rules need a word or a prefix (`password`, `ghp_`, `-----BEGIN`):
+//! every match holds one of a few literals. `needs` reads those literals
+//! off the rule's pattern, and one Aho-Corasick pass over the text (ASCII
+//! case folded, so it finds more than the rule would, never less) says
+//! which lines hold them. A rule then runs only on those lines, and on as
+//! many lines around them as its matches can cross (its reach, counted on
+//! the pattern by `max_line_breaks`). Text dense with secrets costs each
+//! rule the lines it can match on, not all of the text; before, a rule
+//! that may cross lines read all of it, a cost per match on text with a
+//! key every line.
+//!
+//! It only says where a match cannot be; what matches is the rules'. A
+//! rule with no literal to look for, with no bound on the lines it
+//! crosses, or anchored to the text's start or end (which a window would
+//! move), reads the whole text.
+
+use std::ops::Range;
+
+use std::collections::BTreeMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// A literal shorter than this says too little to be worth looking for.
+const MIN_LEN: usize = 3;
+/// At most this many literals for one rule: more, and the rule has none.
+const MAX_SET: usize = 64;
+
+/// A set of literals, lowercase ASCII: one of them is in every match.
+type Set = Vec<Vec<u8>>;
+
+/// Literals to look for, each some rules', and how many lines around one
+/// each rule reads: where the rules can match, found in one pass.
+pub(super) struct Literals {
+    /// Every literal, each once, matched without regard to ASCII case.
+    automaton: AhoCorasick,
+    /// The rules (their places in what `new` was given) of each literal.
+    owners: Vec<Vec<usize>>,
+    /// Each rule's reach: how many lines its matches may cross, so how
+    /// many lines either side of its literal's it reads; None: all of the
+    /// text, once one of its literals is there.
+    reach: Vec<Option<usize>>,
+    /// Rules with no literal: they read all of every text.
+    always: Vec<usize>,
+}
+
+impl Literals {
+    /// `literals`: each with its rule; `reach`: each rule's, in order.
+    pub(super) fn new(
+        literals: impl IntoIterator<Item = (Vec<u8>, usize)>,
+        reach: Vec<Option<usize>>,
+    ) -> Result<Literals, String> {
+        let mut owners: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+        let mut has = vec![false; reach.len()];
+        for (literal, rule) in literals {
+            has[rule] = true;
+            owners
+                .entry(literal.to_ascii_lowercase())
+                .or_default()
+                .push(rule);
+        }
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(owners.keys())
+            .map_err(|e| format!("literals to look for: {e}"))?;
+        Ok(Literals {
+            automaton,
+            owners: owners.into_values().collect(),
+            always: (0..reach.len()).filter(|&i| !has[i]).collect(),
+            reach,
+        })
+    }
+
+    /// For each rule, in order: the windows of `text` where it may match,
+    /// whole lines from the line break before them (so a match sees before
+    /// it what it sees in all of the text), merged, in order. A match of
+    /// the rule that holds its literal lies whole in one window.
+    pub(super) fn windows(&self, text: &[u8]) -> Vec<Vec<Range<usize>>> {
+        let rules = self.reach.len();
+        let mut windows: Vec<Vec<Range<usize>>> = vec![Vec::new(); rules];
+        for &i in &self.always {
+            windows[i].push(0..text.len());
+        }
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text).map(|i| i + 1))
+            .collect();
+        let start = |line: usize| starts.get(line).copied().unwrap_or(text.len());
+        // The line each rule last took: another literal on it costs
+        // nothing more (one long line with a literal every few bytes must
+        // not cost a search per literal).
+        let mut last: Vec<usize> = vec![usize::MAX; rules];
+        // The line a literal starts on. Literals come in the order they
+        // end, so it only moves down, but for one holding a line break.
+        let mut line = 0;
+        for m in self.automaton.find_overlapping_iter(text) {
+            while start(line + 1) <= m.start() {
+                line += 1;
+            }
+            while start(line) > m.start() {
+                line -= 1;
+            }
+            let breaks = memchr::memchr_iter(b'\n', &text[m.range()]).count();
+            for &rule in &self.owners[m.pattern().as_usize()] {
+                if last[rule] == line && breaks == 0 {
+                    continue;
+                }
+                last[rule] = line;
+                windows[rule].push(match self.reach[rule] {
+                    Some(reach) => {
+                        let first = start(line.saturating_sub(reach));
+                        first..start(line.saturating_add(breaks + reach + 1))
+                    }
+                    None => 0..text.len(),
+                });
+            }
+        }
+        windows
+            .into_iter()
+            .map(|w| {
+                let mut w = merged(w);
+                for w in &mut w {
+                    w.start = w.start.saturating_sub(1);
+                }
+                merged(w)
+            })
+            .collect()
+    }
+
+    /// How many rules have literals to look for, of how many.
+    #[cfg(test)]
+    pub(super) fn coverage(&self) -> (usize, usize) {
+        (self.reach.len() - self.always.len(), self.reach.len())
+    }
+}
+
+/// `windows` sorted and joined where they touch or overlap.
+fn merged(mut windows: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    windows.sort_by_key(|w| w.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(windows.len());
+    for w in windows {
+        match out.last_mut() {
+            Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
+            _ => out.push(w),
+        }
+    }
+    out
+}
+
+/// The literals of walissh's own `patterns`, in order: what `needs`
+/// reads off each, and its reach (`max_line_breaks`). A rule that may
+/// cross lines and is anchored to the text's start or end has none: a
+/// window starts at a line break, where `\A` cannot match in all of the
+/// text, but a match that crosses lines could hold it; and a window ends
+/// where `\z` would match. One within a line can do neither.
+pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
+    let mut literals = Vec::new();
+    let mut reach = Vec::new();
+    for (i, pattern) in patterns.iter().enumerate() {
+        let breaks = super::max_line_breaks(pattern);
+        reach.push(breaks);
+        let Ok(hir) = regex_syntax::parse(pattern) else {
+            continue;
+        };
+        if breaks != Some(0) && anchored(&hir) {
+            continue;
+        }
+        literals.extend(needs(&hir).into_iter().flatten().map(|l| (l, i)));
+    }
+    Literals::new(literals, reach)
+}
+
+/// The literals one of which every match of `hir` holds; None when there
+/// is no such set of at most `MAX_SET`, each `MIN_LEN` long or more.
+fn needs(hir: &Hir) -> Option<Set> {
+    let info = info(hir);
+    better(info.factor, info.exact).filter(|set| min_len(set) >= MIN_LEN)
+}
+
+/// Whether `hir` holds `\A` or `\z` (`^` and `$` without `(?m)`).
+fn anchored(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Look(look) => matches!(look, Look::Start | Look::End),
+        HirKind::Repetition(r) => anchored(&r.sub),
+        HirKind::Capture(c) => anchored(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(anchored),
+        _ => false,
+    }
+}
+
+/// What is known of the strings a piece of a pattern matches.
+struct Info {
+    /// All of them, if they are few.
+    exact: Option<Set>,
+    /// Literals one of which each of them holds.
+    factor: Option<Set>,
+}
+
+fn info(hir: &Hir) -> Info {
+    let exact_only = |exact| Info {
+        exact,
+        factor: None,
+    };
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => exact_only(Some(vec![Vec::new()])),
+        HirKind::Literal(l) => {
+            let set = vec![l.0.to_ascii_lowercase()];
+            Info {
+                exact: Some(set.clone()),
+                factor: Some(set),
+            }
+        }
+        HirKind::Class(class) => exact_only(class_members(class)),
+        HirKind::Capture(c) => info(&c.sub),
+        HirKind::Repetition(r) => {
+            let sub = info(&r.sub);
+            let exact = match (r.min, r.max, &sub.exact) {
+                (min, Some(max), Some(e)) if max == min && max <= 8 => {
+                    (0..max).try_fold(vec![Vec::new()], |acc, _| product(&acc, e))
+                }
+                // `x?`: nothing, or the piece once.
+                (0, Some(1), Some(e)) => union(vec![vec![Vec::new()], e.clone()]),
+                _ => None,
+            };
+            // Each match holds the piece at least once.
+            let factor = (r.min >= 1)
+                .then(|| better(sub.factor, sub.exact))
+                .flatten();
+            Info { exact, factor }
+        }
+        HirKind::Concat(parts) => concat(parts),
+        HirKind::Alternation(alts) => {
+            let infos: Vec<Info> = alts.iter().map(info).collect();
+            let exact = infos
+                .iter()
+                .map(|i| i.exact.clone())
+                .collect::<Option<Vec<Set>>>()
+                .and_then(union);
+            // Each branch must need something, or the whole needs nothing.
+            let factor = infos
+                .into_iter()
+                .map(|i| better(i.factor, i.exact).filter(|s| min_len(s) > 0))
+                .collect::<Option<Vec<Set>>>()
+                .and_then(union);
+            Info { exact, factor }
+        }
+    }
+}
+
+/// A concatenation: runs of parts whose strings are known multiply out;
+/// the best of those runs and of the parts' own factors is its factor.
+fn concat(parts: &[Hir]) -> Info {
+    let mut best = None;
+    let mut run: Option<Set> = Some(vec![Vec::new()]);
+    let mut whole = true;
+    for part in parts {
+        let part = info(part);
+        best = better(best, part.factor);
+        match (part.exact, run.take()) {
+            (Some(e), Some(r)) => match product(&r, &e) {
+                Some(p) => run = Some(p),
+                None => {
+                    best = better(best, Some(r));
+                    run = Some(e);
+                    whole = false;
+                }
+            },
+            (e, r) => {
+                best = better(best, r);
+                whole &= e.is_some();
+                run = e.or(Some(vec![Vec::new()]));
+            }
+        }
+    }
+    let exact = if whole { run.clone() } else { None };
+    Info {
+        exact,
+        factor: better(best, run),
+    }
+}
+
+/// The members of a small class, as lowercase literals: a letter in any
+/// case is one (`(?i)p` is `[Pp]`).
+fn class_members(class: &Class) -> Option<Set> {
+    let mut set: Set = match class {
+        Class::Unicode(c) => {
+            let count: u32 = c.ranges().iter().map(|r| r.len() as u32).sum();
+            if count > 4 {
+                return None;
+            }
+            c.iter()
+                .flat_map(|r| r.start()..=r.end())
+                .map(|ch| ch.to_string().into_bytes().to_ascii_lowercase())
+                .collect()
+        }
+        Class::Bytes(c) => {
+            let count: usize = c.ranges().iter().map(|r| r.len()).sum();
+            if count > 4 {
+                return None;
+            }
+            c.iter()
+                .flat_map(|r| r.start()..=r.end())
+                .map(|b| vec![b.to_ascii_lowercase()])
+                .collect()
+        }
+    };
+    set.sort();
+    set.dedup();
+    Some(set)
+}
+
+/// Every string of `a` followed by one of `b`; None when too many.
+fn product(a: &Set, b: &Set) -> Option<Set> {
+    if a.len() * b.len() > MAX_SET {
+        return None;
+    }
+    let mut out: Set = a
+        .iter()
+        .flat_map(|x| b.iter().map(move |y| [x.as_slice(), y].concat()))
+        .collect();
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
+/// The sets together; None when too many.
+fn union(sets: Vec<Set>) -> Option<Set> {
+    let mut out: Set = sets.into_iter().flatten().collect();
+    out.sort();
+    out.dedup();
+    (out.len() <= MAX_SET).then_some(out)
+}
+
+fn min_len(set: &Set) -> usize {
+    set.iter().map(Vec::len).min().unwrap_or(0)
+}
+
+/// The set that says more: longer literals, then fewer of them.
+fn better(a: Option<Set>, b: Option<Set>) -> Option<Set> {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let key = |s: &Set| (min_len(s), std::cmp::Reverse(s.len()));
+            Some(if key(&b) > key(&a) { b } else { a })
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needed(pattern: &str) -> Option<Vec<String>> {
+        let hir = regex_syntax::parse(pattern).unwrap();
+        needs(&hir).map(|set| {
+            set.into_iter()
+                .map(|l| String::from_utf8(l).unwrap())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn literals_are_read_off_the_pattern() {
+        assert_eq!(needed(r"ghp_[A-Za-z0-9]{36}").unwrap(), ["ghp_"]);
+        // `(?i)`: a letter in either case is one; Unicode's Kelvin sign
+        // is a `k` too, and the separator multiplies out.
+        assert_eq!(
+            needed(r"(?i)token[=:]\S+").unwrap(),
+            ["token:", "token=", "to\u{212a}en:", "to\u{212a}en="]
+        );
+        assert_eq!(
+            needed(r"(?:xox[bp]|xoxa)-[0-9]+").unwrap(),
+            ["xoxa-", "xoxb-", "xoxp-"]
+        );
+        // Each branch needs its own word.
+        assert_eq!(
+            needed(r"(?m)(?:^|\s)(?:passwd|secret)=(\S+)").unwrap(),
+            ["passwd=", "secret="]
+        );
+        // `\b` adds nothing, and takes nothing away.
+        assert_eq!(needed(r"(?-u:\b)AKIA[0-9A-Z]{16}").unwrap(), ["akia"]);
+    }
+
+    #[test]
+    fn a_pattern_with_nothing_sure_to_look_for_reads_everything() {
+        // A shape of random characters, a branch with no literal, short
+        // literals, and anchors a line read alone would move.
+        for p in [
+            r"[A-Za-z0-9]{40}",
+            r"(?:token|[0-9]{8})=\S+",
+            r"ab[0-9]+",
+            r"(?:password)?=\S+",
+        ] {
+            assert_eq!(needed(p), None, "{p}");
+        }
+        // `x?` is nothing or `x`.
+        assert_eq!(needed(r"\$2[ab]?\$").unwrap(), ["$2$", "$2a$", "$2b$"]);
+        // `(?m)` anchors are a line's, and a line is read whole.
+        assert_eq!(needed(r"(?m)^secret=\S+").unwrap(), ["secret="]);
+    }
+
+    #[test]
+    fn lines_around_a_literal() {
+        let text: String = (0..20).map(|i| format!("line{i}\n")).collect();
+        let from = |l: &str| text.find(l).unwrap();
+        let literals = |reach| Literals::new([(b"line10".to_vec(), 0)], vec![reach]).unwrap();
+        // Two lines either side, from the line break before them.
+        let w = literals(Some(2)).windows(text.as_bytes());
+        assert_eq!(w[0], vec![from("line8") - 1..from("line13")]);
+        // At the ends, as much as there is; unbounded, everything.
+        let w = Literals::new([(b"line0".to_vec(), 0)], vec![Some(8)]).unwrap();
+        assert_eq!(w.windows(text.as_bytes())[0], vec![0..from("line9")]);
+        let w = Literals::new([(b"line19".to_vec(), 0)], vec![Some(2)]).unwrap();
+        assert_eq!(
+            w.windows(text.as_bytes())[0],
+            vec![from("line17") - 1..text.len()]
+        );
+        assert_eq!(
+            literals(None).windows(text.as_bytes())[0],
+            vec![0..text.len()]
+        );
+        // One long line is read once, however many literals it holds, and
+        // a literal in any case is found.
+        let long = b"KEY ".repeat(1000);
+        let w = Literals::new([(b"key".to_vec(), 0)], vec![Some(9)]).unwrap();
+        assert_eq!(w.windows(&long)[0], vec![0..long.len()]);
+        // A literal that holds a line break reads its lines and those
+        // around both.
+        let w = Literals::new([(b"line3\nline4".to_vec(), 0)], vec![Some(1)]).unwrap();
+        assert_eq!(
+            w.windows(text.as_bytes())[0],
+            vec![from("line2") - 1..from("line6")]
+        );
+    }
+
+    #[test]
+    fn only_a_match_that_crosses_lines_may_not_be_anchored() {
+        let p = prefilter(&[
+            r"secret=\S+$",
+            r"\Asecret=\S+",
+            r"secret=\S+\n\S+",
+            r"secret=\S+\n\S+\z",
+            r"secret=(?s:.)+",
+        ])
+        .unwrap();
+        assert_eq!(p.always, [3]);
+        let text = "a\nb secret=x\nc\nd";
+        let w = p.windows(text.as_bytes());
+        // The line, from the line break before it; and a line either side
+        // for the rule whose match crosses one.
+        assert_eq!(w[0], vec![1..13]);
+        assert_eq!(w[2], vec![0..15]);
+        assert_eq!(w[3], vec![0..text.len()]);
+        // No bound on the lines a match crosses: all of the text, once
+        // the literal is there.
+        assert_eq!(w[4], vec![0..text.len()]);
+        assert!(p.windows(b"a\nb\n")[4].is_empty());
+    }
+}
