@@ -1206,34 +1206,17 @@ impl Redactor {
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {
             let mut found = self.find(t);
-            // Several detectors find the same span: each span's text is
-            // judged once.
-            found.sort_by_key(|s| {
-                (
-                    s.range.start,
-                    s.range.end,
-                    !matches!(s.via, Via::Command(_)),
-                )
-            });
-            let mut last: Option<(Range<usize>, bool, bool)> = None;
             found.retain(|s| {
-                let command = matches!(s.via, Via::Command(_));
-                if let Some((range, was_command, keep)) = &last
-                    && *range == s.range
-                    && (*was_command == command || !*keep)
-                {
-                    return *keep;
-                }
                 // A token shape masked in documentation (`ghp_xxxx…`).
-                let keep = (command || !masked_or_example(&t[s.range.clone()]))
+                let masked =
+                    !matches!(s.via, Via::Command(_)) && masked_or_example(&t[s.range.clone()]);
+                !masked
                     && !names_public_key(t, s.range.start)
                     && !digest(t, s.range.start)
                     && !public_token(&t[s.range.clone()])
                     && !PUBLIC_PREFIXES
                         .iter()
-                        .any(|p| t[..s.range.start].ends_with(p));
-                last = Some((s.range.clone(), command, keep));
-                keep
+                        .any(|p| t[..s.range.start].ends_with(p))
             });
             found
         };

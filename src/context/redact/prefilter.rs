@@ -16,9 +16,8 @@
 //! crosses, or anchored to the text's start or end (which a window would
 //! move), reads the whole text.
 
-use std::ops::Range;
-
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
@@ -110,23 +109,14 @@ impl Literals {
                 last[rule] = line;
                 windows[rule].push(match self.reach[rule] {
                     Some(reach) => {
-                        let first = start(line.saturating_sub(reach));
+                        let first = start(line.saturating_sub(reach)).saturating_sub(1);
                         first..start(line.saturating_add(breaks + reach + 1))
                     }
                     None => 0..text.len(),
                 });
             }
         }
-        windows
-            .into_iter()
-            .map(|w| {
-                let mut w = merged(w);
-                for w in &mut w {
-                    w.start = w.start.saturating_sub(1);
-                }
-                merged(w)
-            })
-            .collect()
+        windows.into_iter().map(merged).collect()
     }
 
     /// How many rules have literals to look for, of how many.
