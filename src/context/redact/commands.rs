@@ -154,7 +154,9 @@ impl Commands {
     /// one does and no sink swallows it (tests' shorthand for `reading`).
     #[cfg(test)]
     fn reads_secret(&self, line: &str) -> Option<usize> {
-        self.reading(line).filter(|r| !r.sunk).map(|r| r.rule)
+        self.reading(line)
+            .filter(|r| r.sunk.is_none())
+            .map(|r| r.rule)
     }
 
     /// How `line`'s output is read, if a rule says it holds a secret.
@@ -174,14 +176,17 @@ impl Commands {
         // read as sunk. The rules for a whole line read the words of the
         // other pipelines as one.
         let (mut rest, mut sunk_words) = (Vec::new(), Vec::new());
-        let (mut found, mut sunk) = (None, None);
+        let (mut found, mut sunk, mut sinks) = (None, None, Vec::new());
         for pipeline in pipelines(line) {
             let commands = simple_commands(pipeline, 0);
-            let rule = commands
-                .iter()
-                .find_map(|words| self.judge(words, false))
-                .filter(|&r| self.rules[r].id != "decode" || echoes_literal(&commands));
-            if ends_in_sink(pipeline, &commands) {
+            // A decoding counts only of a literal; the commands after it
+            // are judged still (`echo "$B" | base64 -d | jq .password`).
+            let rule = commands.iter().find_map(|words| {
+                self.judge(words, false)
+                    .filter(|&r| self.rules[r].id != "decode" || echoes_literal(&commands))
+            });
+            if let Some(kind) = ends_in_sink(pipeline, &commands) {
+                sinks.push(kind);
                 sunk = sunk.or(rule);
                 sunk_words.extend(commands.into_iter().flatten());
             } else {
@@ -190,10 +195,14 @@ impl Commands {
             }
         }
         let reading = match found.or_else(|| self.judge(&rest, true)) {
-            Some(rule) => Reading { rule, sunk: false },
+            Some(rule) => Reading { rule, sunk: None },
+            // Sinks of one kind, or every line is read as the secret.
             None => Reading {
                 rule: sunk.or_else(|| self.judge(&sunk_words, true))?,
-                sunk: true,
+                sunk: sinks
+                    .first()
+                    .copied()
+                    .filter(|k| sinks.iter().all(|s| s == k)),
             },
         };
         // A secret a line prints into a program that takes it (`echo
@@ -336,7 +345,23 @@ impl Commands {
 /// ("hunter2") has no keys`).
 pub(super) struct Reading {
     pub(super) rule: usize,
-    sunk: bool,
+    sunk: Option<Sink>,
+}
+
+/// What a sink prints, so its output lines can be held to that shape:
+/// a line of another shape (a secret a reader wrote to the terminal
+/// itself, `set -x`'s trace, a verbose flag's dump) is secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sink {
+    /// `wc`: counts.
+    Count,
+    /// `sha256sum`, `md5sum`, `cksum`…: a digest or checksum, and `-`.
+    Digest,
+    /// `wg pubkey`: one key.
+    PublicKey,
+    /// `jq` with a public filter: names and public fields, whose shape is
+    /// any; only a complaint (which may quote what it read) is secret.
+    Fields,
 }
 
 /// Which lines of a secret command's output show no secret, and are left
@@ -351,7 +376,7 @@ pub(super) struct Sifter {
     /// (`{"alg":"RS256"}`) is what it says, left to the detectors.
     decodes: bool,
     /// The pipeline ends in a sink (see `Reading`).
-    sunk: bool,
+    sunk: Option<Sink>,
     /// The line before was a public field as wide as a screen: a row of
     /// one token under it is its value, wrapped.
     public: bool,
@@ -361,8 +386,8 @@ impl Sifter {
     /// Whether `line`, the next line of the output, is left.
     pub(super) fn leaves(&mut self, line: &str) -> bool {
         let l = line.trim();
-        if self.sunk {
-            return !complaint(l);
+        if let Some(sink) = self.sunk {
+            return sink_output(sink, l);
         }
         // Only a certificate's data goes on over rows of its own: under
         // any other field, a bare token is what the file holds.
@@ -379,6 +404,28 @@ impl Sifter {
             let words = l.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
             words && l.contains(' ') && self.command.contains(l)
         }
+    }
+}
+
+/// Whether `l` is a line `sink` prints: all a count or a digest shows,
+/// and for jq's fields anything but a program's complaint.
+fn sink_output(sink: Sink, l: &str) -> bool {
+    let mut words = l.split_whitespace();
+    match sink {
+        Sink::Count => {
+            words.all(|w| w.bytes().all(|b| b.is_ascii_digit()) || matches!(w, "-" | "total"))
+        }
+        Sink::Digest => {
+            words.all(|w| w.bytes().all(|b| b.is_ascii_hexdigit()) || matches!(w, "-" | "*-"))
+        }
+        Sink::PublicKey => {
+            l.is_empty()
+                || l.len() == 44
+                    && l.ends_with('=')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+        }
+        Sink::Fields => !complaint(l),
     }
 }
 
@@ -522,7 +569,8 @@ fn split_outside(line: &str, pipes: bool) -> Vec<&str> {
     while let Some((i, c)) = chars.next() {
         match (quote, c) {
             (Some('\''), '\'') | (Some('"'), '"') => quote = None,
-            (Some(_), '\\') | (None, '\\') => {
+            // Within single quotes a backslash is itself (`'\'`).
+            (Some('"'), '\\') | (None, '\\') => {
                 chars.next();
             }
             (Some(_), _) => {}
@@ -552,12 +600,16 @@ fn split_outside(line: &str, pipes: bool) -> Vec<&str> {
     out
 }
 
-/// Whether a pipeline ends in a program that prints no secret of what it
-/// reads: a count or a digest (`| wc -c`, `| sha256sum`), the public key
-/// (`wg genkey | tee privatekey | wg pubkey`), a JSON object's keys or
-/// fields that name no secret (`| jq -r '.data | keys[]'`, `| jq '{name,
-/// ttl}'`).
-fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
+/// The sink a pipeline ends in, if it ends in a program that prints no
+/// secret of what it reads: a count or a digest (`| wc -c`,
+/// `| sha256sum`), the public key (`wg genkey | tee privatekey | wg
+/// pubkey`), a JSON object's keys or fields that name no secret (`| jq -r
+/// '.data | keys[]'`, `| jq '{name, ttl}'`). Only the plainest pipelines
+/// are trusted: what a shell would expand, glob, quote or comment
+/// (`of=$SSH_TTY`, `/d?v/tty`, `/de''v/tty`, `# | wc -c`, `wc() {…}`)
+/// might send the secret elsewhere, so such a pipeline is no sink. The
+/// second wall is `sink_output`: a line of another shape is secret.
+fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> Option<Sink> {
     // Nothing may reach the terminal on the way: no redirection, no
     // device (`tee /dev/stderr`), and between reader and sink only
     // programs that write to the pipe alone (not `xargs -t`, `perl`,
@@ -570,12 +622,30 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
         || pipeline.contains("/dev/")
         || pipeline.contains("/proc/")
     {
-        return false;
+        return None;
     }
     let stages = stages(pipeline);
-    let Some(last) = commands.last().filter(|_| stages.len() > 1) else {
-        return false;
+    let last = commands.last().filter(|_| stages.len() > 1)?;
+    // Every stage but the sink in plain words; the sink's program by its
+    // bare name (not `./wc`); jq's filter alone may be quoted.
+    let plain = |t: &str| {
+        t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || " \t_./:=,@%+-".contains(c))
     };
+    let sink_stage = stages[stages.len() - 1].trim();
+    let unquoted = match sink_stage.split_once('\'') {
+        Some((before, rest)) => rest
+            .split_once('\'')
+            .filter(|(_, after)| !after.contains('\''))
+            .map(|(_, after)| format!("{before}{after}"))?,
+        None => sink_stage.to_string(),
+    };
+    if !stages[..stages.len() - 1].iter().all(|s| plain(s))
+        || !plain(&unquoted)
+        || last.first().is_none_or(|p| p.contains('/'))
+    {
+        return None;
+    }
     let program_of = |stage: &str| {
         let first = stage.split_whitespace().next().unwrap_or("");
         first.rsplit('/').next().unwrap_or(first).to_string()
@@ -604,25 +674,24 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
             | "find"
             | "tee"
     );
-    let chatty = reader.split_whitespace().any(|w| {
-        w == "-v" || w.starts_with("--v") || w.starts_with("-v=") || w.starts_with("--debug")
-    });
+    let chatty = reader
+        .split_whitespace()
+        .any(|w| w.starts_with("-v") || w.starts_with("--v") || w.starts_with("--debug"));
     let quiet = stages[1..stages.len() - 1].iter().all(|stage| {
         matches!(
             program_of(stage).as_str(),
-            "base64" | "base32" | "basenc" | "tr" | "cut" | "uniq" | "head" | "tail" | "grep"
+            "base64" | "base32" | "basenc" | "tr" | "cut" | "head" | "tail" | "grep"
         )
     });
     if scripted || chatty || !quiet {
-        return false;
+        return None;
     }
-    let program = last
-        .first()
-        .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
+    let program = last.first().map_or("", String::as_str);
     let filter = last.get(1..).unwrap_or_default();
     match program {
-        "wc" | "sha256sum" | "sha1sum" | "sha512sum" | "md5sum" | "b2sum" | "cksum" => true,
-        "wg" | "awg" => filter.first().is_some_and(|w| w == "pubkey"),
+        "wc" => Some(Sink::Count),
+        "sha256sum" | "sha1sum" | "sha512sum" | "md5sum" | "b2sum" | "cksum" => Some(Sink::Digest),
+        "wg" | "awg" => (filter.first().is_some_and(|w| w == "pubkey")).then_some(Sink::PublicKey),
         // Flags that take no argument only: `--arg keys x`, `--rawfile
         // keys /run/secrets/db` must not pass for the filter.
         "jq" | "yq" | "gojq" => {
@@ -647,11 +716,12 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> bool {
                 )
             });
             let mut operands = filter.iter().filter(|w| !w.starts_with('-'));
-            plain_flags
+            (plain_flags
                 && operands.next().is_some_and(|w| public_filter(w))
-                && operands.next().is_none()
+                && operands.next().is_none())
+            .then_some(Sink::Fields)
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -1077,6 +1147,22 @@ mod tests {
             "head -3 /var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         ] {
             assert_eq!(c.reads_secret(line), None, "{line}");
+        }
+        // The sinks among them are read as sinks, not missed by the rules.
+        for (line, sink) in [
+            (
+                "kubectl get secret app-env -o json | jq -r '.data | keys[]'",
+                Sink::Fields,
+            ),
+            (
+                "kubectl get secret x -o json | jq .metadata.name",
+                Sink::Fields,
+            ),
+            ("umask 077; wg genkey | wg pubkey", Sink::PublicKey),
+            ("cat /run/secrets/db_password | wc -c", Sink::Count),
+            ("cat /run/secrets/db_password | sha256sum", Sink::Digest),
+        ] {
+            assert_eq!(c.reading(line).and_then(|r| r.sunk), Some(sink), "{line}");
         }
     }
 

@@ -1354,14 +1354,19 @@ impl Redactor {
             }
         }
         if !left.is_empty() {
-            // What the detectors find within the blocks left, and only
-            // there: the lines replaced whole are the command's.
-            let inside = |r: &Range<usize>| {
-                let i = left.partition_point(|l| l.end < r.end);
-                left.get(i)
-                    .is_some_and(|l| l.start <= r.start && r.end <= l.end)
-            };
-            spans.extend(self.spans(&text).into_iter().filter(|s| inside(&s.range)));
+            // What the detectors find, cut to the blocks left: the lines
+            // replaced whole are the command's, and a finding that goes on
+            // into them (a key whose middle row looks like a digest) still
+            // takes its part of a block.
+            for s in self.spans(&text) {
+                let first = left.partition_point(|l| l.end <= s.range.start);
+                for block in left[first..].iter().take_while(|l| l.start < s.range.end) {
+                    let range = s.range.start.max(block.start)..s.range.end.min(block.end);
+                    if !range.is_empty() {
+                        spans.push(Span { range, ..s });
+                    }
+                }
+            }
             spans.sort_by_key(|s| s.range.start);
         }
         self.render(&text, &spans, numbering)
@@ -2756,6 +2761,52 @@ config['password'] => 'phpPw1'
     }
 
     /// An XML secret's value in a child element below it.
+    /// What a second reader sent past the sinks, as screens: each prints
+    /// the secret, and each must lose it. A sink is trusted only in plain
+    /// words, and its output lines only in its own shape.
+    #[test]
+    fn a_sink_is_trusted_only_plainly_and_only_with_its_own_shape() {
+        let r = redactor();
+        for command in [
+            // A comment: there is no sink.
+            "cat /run/secrets/db # | wc -c",
+            // A backslash within single quotes is itself.
+            "echo '\\' ; cat /run/secrets/db ; echo '\\' | wc -c",
+            // Written to the terminal by a stage, not the sink.
+            "cat /run/secrets/db | uniq - $SSH_TTY | wc -c",
+            "cat /run/secrets/db | uniq - /d?v/tty | wc -c",
+            "dd if=/run/secrets/db of=$SSH_TTY status=none | wc -c",
+            "cd /dev; dd if=/run/secrets/db of=tty status=none | wc -c",
+            "cat /run/secrets/db | wc -c \"$(xargs -t true </run/secrets/db)\"",
+            // Not the sink it names.
+            "cat /run/secrets/db | ./wc -c",
+            "wc() { cat; }; cat /run/secrets/db | wc -c",
+            // A verbose reader.
+            "gcloud secrets versions access latest --secret=db --log-http | wc -c",
+            "kubectl get secret db -o yaml -v9 | wc -l",
+            // A decoding of no literal, then a reader.
+            "echo \"$BLOB\" | base64 -d | jq -r .password",
+            "keepassxc-cli show --attributes=password vault.kdbx db",
+            "keepassxc-cli show -qa password vault.kdbx db",
+        ] {
+            let screen = format!("$ {command}\nS3cr3tPassw0rd!\n12\n$ \n");
+            let (out, _) = scrub(&r, &screen);
+            assert!(!out.contains("S3cr3tPassw0rd"), "{command}: {out}");
+        }
+        // `set -x`'s trace under a digest is no digest.
+        let screen = "$ echo \"$API_TOKEN\" | sha256sum\n+ echo S3cr3tPassw0rd!\n+ sha256sum\n845933fee181f5fa  -\n$ \n";
+        assert!(!scrub(&r, screen).0.contains("S3cr3tPassw0rd"));
+        // What a plain sink prints stays.
+        for (command, printed) in [
+            ("cat /run/secrets/db | wc -c", "17"),
+            ("cat /run/secrets/db | sha256sum", "845933fee181f5fa  -"),
+            ("cat /run/secrets/db | cut -d: -f2 | wc -l", "1"),
+        ] {
+            let screen = format!("$ {command}\n{printed}\n$ \n");
+            assert_eq!(scrub(&r, &screen).0, screen, "{command}");
+        }
+    }
+
     #[test]
     fn an_xml_value_below_its_key() {
         let r = redactor();
