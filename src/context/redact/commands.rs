@@ -775,6 +775,32 @@ fn public_projection(stage: &str) -> bool {
         "pin",
         "otp",
     ];
+    // What is printed must be a name known to be public (allowed, not
+    // guessed: `.pw`, `.dsn`, `.jwt` name no secret word and hold one);
+    // `.metadata` whole is not, as it carries kubectl's last applied
+    // configuration.
+    let public = [
+        "name",
+        "namespace",
+        "display_name",
+        "policies",
+        "ttl",
+        "creation_time",
+        "creationtimestamp",
+        "expire_time",
+        "type",
+        "kind",
+        "apiversion",
+        "uid",
+        "resourceversion",
+        "version",
+        "labels",
+    ];
+    let printed: &[&str] = if stage.starts_with('{') {
+        &fields
+    } else {
+        &fields[fields.len().saturating_sub(1)..]
+    };
     !fields.is_empty()
         && fields.iter().all(|f| {
             let f = f.to_ascii_lowercase();
@@ -783,6 +809,9 @@ fn public_projection(stage: &str) -> bool {
                 && !secretish.iter().any(|w| f.contains(w))
                 && !holders.contains(&f.as_str())
         })
+        && printed
+            .iter()
+            .all(|f| public.contains(&f.to_ascii_lowercase().as_str()))
 }
 
 /// Whether only wrappers stand before a program: `sudo -u app`, `env

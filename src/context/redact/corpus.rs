@@ -581,6 +581,11 @@ fn inputs() -> Vec<(&'static str, fn(usize) -> String)> {
         ("escape sequences", |n| {
             "\x1b[01;31m\x1b[Kx".repeat(n / 12 + 1)
         }),
+        // An element's opening again and again, never closed: its
+        // closing tag is looked for within a value's reach only.
+        ("element openings without a close", |n| {
+            "<password>a".repeat(n / 11 + 1)
+        }),
         ("key: value lines", |n| {
             "api_key: abc123\n".repeat(n / 16 + 1)
         }),

@@ -2761,6 +2761,46 @@ config['password'] => 'phpPw1'
     }
 
     /// An XML secret's value in a child element below it.
+    /// What a second reader found the key/value and flag detectors had
+    /// lost in this change, mended.
+    #[test]
+    fn forms_a_second_reader_found_lost() {
+        let r = redactor();
+        for (text, secrets) in [
+            // Every FLAGS entry naming a tool counts, not the first.
+            (
+                "podman login -u bob -p hunter2x quay.io\n",
+                &["hunter2x"][..],
+            ),
+            ("skopeo login -p hunter2x quay.io\n", &["hunter2x"]),
+            // A JSON array is no INI section's header.
+            ("[{\"db_pass\":\"Xk9mQ2vLp8Zq\"}]\n", &["Xk9mQ2vLp8Zq"]),
+            // A substitution that is part of a quoted word.
+            (
+                "echo \"$(date) start\"; redis-cli -a Xk9mQ2vLp8Zq ping\n",
+                &["Xk9mQ2vLp8Zq"],
+            ),
+            // Each operand of `openssl passwd`.
+            (
+                "openssl passwd -6 hunter2x hunter3x\n",
+                &["hunter2x", "hunter3x"],
+            ),
+            // A passphrase that ends in `?` is no question.
+            ("db_pass=CorrectHorseBatteryStaple?\n", &["CorrectHorse"]),
+        ] {
+            let (out, _) = scrub(&r, text);
+            for s in secrets {
+                assert!(!out.contains(s), "{s} in {out}");
+            }
+        }
+        for kept in [
+            "[credential \"https://github.com\"]\n",
+            "Passwort: vergessen?\n",
+        ] {
+            assert_eq!(scrub(&r, kept).0, kept);
+        }
+    }
+
     /// What a second reader sent past the sinks, as screens: each prints
     /// the secret, and each must lose it. A sink is trusted only in plain
     /// words, and its output lines only in its own shape.
@@ -2784,6 +2824,11 @@ config['password'] => 'phpPw1'
             // A verbose reader.
             "gcloud secrets versions access latest --secret=db --log-http | wc -c",
             "kubectl get secret db -o yaml -v9 | wc -l",
+            // jq printing a field not known to be public.
+            "cat /run/secrets/app.json | jq -r .pw",
+            "cat /run/secrets/app.json | jq -r .db.dsn",
+            "cat /run/secrets/app.json | jq '{pw}'",
+            "kubectl get secret db -o json | jq .metadata",
             // A decoding of no literal, then a reader.
             "echo \"$BLOB\" | base64 -d | jq -r .password",
             "keepassxc-cli show --attributes=password vault.kdbx db",

@@ -462,9 +462,13 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
                     1
                 };
             }
-            if let Some(w) = words.get(i).filter(|w| w.text.len() > 1) {
-                out.push(w.value.clone());
-            }
+            // Each operand is a password to hash.
+            out.extend(
+                words[i.min(words.len())..]
+                    .iter()
+                    .filter(|w| w.text.len() > 1 && !w.text.starts_with('-'))
+                    .map(|w| w.value.clone()),
+            );
         }
         // `net user NAME PW /add`.
         "net" if plain.first() == Some(&"user") => {
@@ -585,13 +589,33 @@ fn rest_of_word(w: &Word, skip: usize) -> Option<Range<usize>> {
 /// The words of a command line, by simple shell rules: blanks separate,
 /// single and double quotes group. Enough to find flags and their values;
 /// a word's span covers its text between any quotes.
+/// `line` with each `"$(` … `)"` that is a whole quoted word blanked at
+/// both ends; a `"$(date) start"` is left whole (blanking its start only
+/// left a quote that took in the rest of the line).
+fn unwrap_substitutions(line: &str) -> String {
+    let mut out = line.to_string();
+    let mut from = 0;
+    while let Some(open) = line[from..].find("\"$(").map(|i| from + i) {
+        let inner = open + 3;
+        let Some(close) = line[inner..].find(['"', '\n']).map(|i| inner + i) else {
+            break;
+        };
+        if line[..close].ends_with(')') && line[close..].starts_with('"') {
+            out.replace_range(open..inner, "   ");
+            out.replace_range(close - 1..close + 1, "  ");
+        }
+        from = close + 1;
+    }
+    out
+}
+
 fn words(line: &str) -> Vec<Word> {
     // `"$(openssl passwd -6 'x')"`: the command inside a quoted
     // substitution is read as words of its own (blanks keep every
     // offset).
     let unwrapped;
     let line = if line.contains("\"$(") {
-        unwrapped = line.replace("\"$(", "   ").replace(")\"", "  ");
+        unwrapped = unwrap_substitutions(line);
         unwrapped.as_str()
     } else {
         line
@@ -837,16 +861,19 @@ impl Pairs {
         // next tool's: every word is looked at once.
         for (k, hit) in hits.iter().enumerate() {
             let tool = &line[hit.clone()];
-            let flags = FLAGS
+            // Every entry that names the tool: one lists its login's
+            // flags, another its `--creds`.
+            let flags: Vec<&str> = FLAGS
                 .iter()
-                .find(|(tools, _)| tools.contains(&tool))
-                .map_or(&[][..], |(_, f)| *f);
+                .filter(|(tools, _)| tools.contains(&tool))
+                .flat_map(|(_, f)| f.iter().copied())
+                .collect();
             let from = words.partition_point(|w| w.value.start < hit.end);
             let to = hits.get(k + 1).map_or(words.len(), |next| {
                 words.partition_point(|w| w.value.start < next.start)
             });
             let args = &words[from..to.max(from)];
-            flag_secrets(tool, flags, args, &mut found);
+            flag_secrets(tool, &flags, args, &mut found);
             operand_secrets(tool, args, &mut found);
         }
         out.extend(
@@ -862,8 +889,12 @@ impl Pairs {
     fn line_pairs(&self, line: &str, at: usize, out: &mut Vec<Range<usize>>) -> bool {
         // An INI section's header (`[credential "https://github.com"]`)
         // is a name.
+        // (A JSON array, `[{"db_pass": …}]`, is none.)
         let t = line.trim();
-        if t.starts_with('[') && t.ends_with(']') && !t.contains('=') {
+        let json = t
+            .strip_prefix('[')
+            .is_some_and(|r| r.trim_start().starts_with(['{', '"']));
+        if t.starts_with('[') && t.ends_with(']') && !t.contains('=') && !json {
             return false;
         }
         let mut last_end = 0;
@@ -1402,10 +1433,17 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         if window[..close].contains('<') {
             return None;
         }
-        // An element closes with its name on its line: `enter
-        // <password> when asked` in an HTML page is prose.
-        let closing = format!("</{}", key.to_ascii_lowercase());
-        if !trimmed.to_ascii_lowercase().contains(&closing) {
+        // An element closes with its name on its line, after a value of
+        // at most `VALUE_MAX`: `enter <password> when asked` in an HTML
+        // page is prose. (Read within that reach: a line of `<password>a`
+        // repeated must not cost the rest of the line per key.)
+        let closing = format!("</{key}");
+        let reach = &trimmed[..trimmed.floor_char_boundary(close + 1 + VALUE_MAX + closing.len())];
+        let closes = reach
+            .as_bytes()
+            .windows(closing.len())
+            .any(|w| w.eq_ignore_ascii_case(closing.as_bytes()));
+        if !closes {
             return None;
         }
         (close + 1, Sep::Element)
@@ -1810,9 +1848,10 @@ pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     {
         return false;
     }
-    // A question (`Passwort vergessen?`).
+    // A question (`Passwort vergessen?`), in words of no capitals
+    // (`CorrectHorseBatteryStaple?` is a passphrase).
     if v.strip_suffix('?')
-        .is_some_and(|w| w.chars().all(char::is_alphabetic))
+        .is_some_and(|w| w.chars().all(|c| c.is_alphabetic() && !c.is_uppercase()))
     {
         return false;
     }
