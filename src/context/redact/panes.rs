@@ -19,11 +19,10 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use super::wrap::BORDERS;
+
 /// Rows that must show the border at one column.
 const MIN_ROWS: usize = 3;
-/// Pane borders; `|` only with a prompt to its right (it is a table's or
-/// a pipeline's too often).
-const BORDERS: [char; 4] = ['│', '┃', '║', '|'];
 
 /// One pane's text, and where each of its bytes is in the screen's text
 /// (one more entry, for its end).
@@ -100,15 +99,12 @@ pub(super) fn split(text: &str) -> Vec<Pane> {
             .char_indices()
             .nth(column)
             .filter(|(_, c)| BORDERS.contains(c));
-        match cut {
-            Some((i, c)) => {
-                ascii |= c == '|';
-                left.push(text, at..at + i);
-                right.push(text, at + i + c.len_utf8()..at + body.len());
-            }
-            // A row without the border is the screen's text's alone: the
-            // panes are only as long as the split rows.
-            None => {}
+        // A row without the border is the screen's text's alone: the
+        // panes are only as long as the split rows.
+        if let Some((i, c)) = cut {
+            ascii |= c == '|';
+            left.push(text, at..at + i);
+            right.push(text, at + i + c.len_utf8()..at + body.len());
         }
         at += line.len();
         left.newline(at - 1);

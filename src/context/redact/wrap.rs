@@ -43,8 +43,8 @@ use super::{Span, Via};
 const COMMON_WIDTHS: [usize; 2] = [80, 132];
 /// A row narrower than this is never taken for a wrapped one.
 const MIN_WIDTH: usize = 16;
-/// Multiplexers' and boxes' vertical borders.
-const BORDERS: [char; 4] = ['│', '┃', '║', '|'];
+/// Multiplexers' and boxes' vertical borders (`panes` splits at them too).
+pub(super) const BORDERS: [char; 4] = ['│', '┃', '║', '|'];
 /// No byte of the text: where the view adds a character.
 const ADDED: usize = usize::MAX;
 
