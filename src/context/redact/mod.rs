@@ -180,13 +180,13 @@ const SHAPES: &[Pattern] = &[
     // own, so only where it is named: credentials files, env, STS JSON.
     pattern(
         "aws-secret",
-        r#"(?i)(?:aws_?secret[a-z_]*|secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        r#"(?i)(?:aws_?secret[a-z_]*|secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=\n]|(?m:$))"#,
         None,
     ),
     // Or where it stands next to its key id (`AKIA… wJalr…` in a note).
     pattern(
         "aws-secret",
-        r#"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}["']?[ \t]*[ \t,:;|/][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)"#,
+        r#"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}["']?[ \t]*[ \t,:;|/][ \t]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=\n]|(?m:$))"#,
         None,
     ),
     // Python's basic auth as a tuple (`auth=('svc', "it's")`, as `repr`
@@ -225,7 +225,7 @@ const SHAPES: &[Pattern] = &[
     // Telegram bot tokens: the bot's id, then `AA` and 33 more.
     pattern(
         "telegram-token",
-        r"(?:(?-u:\b)|bot)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?:[^A-Za-z0-9_-]|\z)",
+        r"(?:(?-u:\b)|bot)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?:[^A-Za-z0-9_\n-]|(?m:$))",
         None,
     ),
     // age's secret keys (bech32, upper case).
@@ -258,7 +258,7 @@ const SHAPES: &[Pattern] = &[
     // them (first on a line, then the TTL).
     pattern(
         "kubeadm-token",
-        r#"(?i)token(?:-ca-cert-hash)?["']?(?:[ \t]*[=:][ \t]*|[ \t]+)["']?(?P<s>[a-z0-9]{6}\.[a-z0-9]{16})(?:[^A-Za-z0-9.-]|\z)"#,
+        r#"(?i)token(?:-ca-cert-hash)?["']?(?:[ \t]*[=:][ \t]*|[ \t]+)["']?(?P<s>[a-z0-9]{6}\.[a-z0-9]{16})(?:[^A-Za-z0-9.\n-]|(?m:$))"#,
         None,
     ),
     pattern(
@@ -413,7 +413,7 @@ const SHAPES: &[Pattern] = &[
     // `openssl … -text` dumps of private keys: the private numbers.
     pattern(
         "private-key",
-        r"(?m)^(?:priv(?:ateExponent)?|prime[12]|exponent[12]|coefficient|private-key):[ \t]*\r?\n(?P<s>(?:[ \t]+[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*:?[ \t]*(?:\r?\n|\z))+)",
+        r"(?m)^(?:priv(?:ateExponent)?|prime[12]|exponent[12]|coefficient|private-key):[ \t]*\r?\n(?P<s>(?:[ \t]+[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*:?[ \t]*(?:\r?\n|(?m:$)))+)",
         None,
     ),
     // A directive with a quoted header: nginx's `proxy_set_header
@@ -453,7 +453,7 @@ const SHAPES: &[Pattern] = &[
     // Mattermost's incoming hooks, Teams' (the key after `IncomingWebhook/`).
     pattern(
         "webhook",
-        r"(?:/hooks/(?P<s>[a-z0-9]{26})(?:[^a-z0-9]|\z)|/IncomingWebhook/(?P<s1>[0-9a-f]{32})/)",
+        r"(?:/hooks/(?P<s>[a-z0-9]{26})(?:[^a-z0-9\n]|(?m:$))|/IncomingWebhook/(?P<s1>[0-9a-f]{32})/)",
         None,
     ),
     // A NATS NKEY seed (user, account, operator, server, cluster).
@@ -578,7 +578,7 @@ const SHAPES: &[Pattern] = &[
     // --password value, -token value.
     pattern(
         "password",
-        r#"(?i)(?:^|\s)--?[A-Za-z-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'-][^\s"']*))"#,
+        r#"(?i)(?:(?m:^)|[^\S\n])--?[A-Za-z-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'-][^\s"']*))"#,
         Some(flag_value),
     ),
     // A password piped to a program that reads it: `echo 'pw' | sudo -S`,
@@ -861,15 +861,12 @@ impl std::fmt::Debug for Numbering {
 }
 
 impl Numbering {
-    /// The placeholder for `secret`, found as `kind`: `[REDACTED:kind#n]`
-    /// with the kind and number it first had; and that kind.
-    fn placeholder(&self, secret: &str, kind: &str) -> (String, String) {
-        use std::hash::BuildHasher;
-        let h = self.key.hash_one(secret);
-        let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
-        let next = numbers.len() + 1 + self.after.load(std::sync::atomic::Ordering::Relaxed);
-        let (n, kind) = numbers.entry(h).or_insert_with(|| (next, kind.to_string()));
-        (format!("{MARK}{kind}#{n}]"), kind.clone())
+    /// The numbers, held for all of one text's placeholders (`Numbers`).
+    fn lock(&self) -> Numbers<'_> {
+        Numbers {
+            numbers: self.numbers.lock().unwrap_or_else(|e| e.into_inner()),
+            numbering: self,
+        }
     }
 
     /// New numbers start above those in `text` (a conversation restored
@@ -888,6 +885,31 @@ impl Numbering {
             .unwrap_or(0);
         self.after
             .fetch_max(highest, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A `Numbering` locked while one text's placeholders are written.
+struct Numbers<'n> {
+    numbers: std::sync::MutexGuard<'n, std::collections::HashMap<u64, (usize, String)>>,
+    numbering: &'n Numbering,
+}
+
+impl Numbers<'_> {
+    /// Writes to `out` the placeholder for `secret`, found as `kind`:
+    /// `[REDACTED:kind#n]` with the kind and number it first had; and
+    /// returns that kind.
+    fn write(&mut self, secret: &str, kind: &str, out: &mut String) -> &str {
+        use std::fmt::Write;
+        use std::hash::BuildHasher;
+        let n = &self.numbering;
+        let h = n.key.hash_one(secret);
+        let next = self.numbers.len() + 1 + n.after.load(std::sync::atomic::Ordering::Relaxed);
+        let (number, kind) = self
+            .numbers
+            .entry(h)
+            .or_insert_with(|| (next, kind.to_string()));
+        let _ = write!(out, "{MARK}{kind}#{number}]");
+        kind
     }
 }
 
@@ -933,9 +955,9 @@ pub(crate) struct Finding {
 /// Scrubs secrets from text bound for the model.
 pub(crate) struct Redactor {
     rules: Vec<Rule>,
-    /// Where each rule can match: one pass over the text finds the
-    /// literals the rules need, and each runs only on the lines around
-    /// its own.
+    /// Where each rule can match, these and then gitleaks': one pass over
+    /// the text finds the literals the rules need, and each runs only on
+    /// the lines around its own.
     prefilter: prefilter::Literals,
     /// Keys that name a secret and tools' password flags.
     pairs: pairs::Pairs,
@@ -1053,8 +1075,8 @@ impl Redactor {
         let custom = custom_start..rules.len();
         rules.extend(SHAPES.iter().map(builtin));
         let patterns: Vec<&str> = rules.iter().map(|r| r.regex.as_str()).collect();
-        let prefilter = prefilter::prefilter(&patterns)?;
         let gitleaks = rules::Rules::load()?;
+        let prefilter = prefilter::prefilter(&patterns)?.chain(gitleaks.keywords())?;
         let kinds: Vec<String> = rules
             .iter()
             .map(|r| r.kind.to_string())
@@ -1107,14 +1129,19 @@ impl Redactor {
     fn render(&self, text: &str, spans: &[Span], numbering: &Numbering) -> (String, Counts) {
         let mut counts = Counts::default();
         let mut out = String::with_capacity(text.len());
+        let mut numbers = numbering.lock();
         let mut done = 0;
         for span in spans {
             out.push_str(&text[done..span.range.start]);
             let found = &text[span.range.clone()];
-            let (placeholder, kind) = numbering.placeholder(found, &self.kinds[span.kind]);
-            out.push_str(&placeholder);
+            let kind = numbers.write(found, &self.kinds[span.kind], &mut out);
+            match counts.0.get_mut(kind) {
+                Some(count) => *count += 1,
+                None => {
+                    counts.0.insert(kind.to_string(), 1);
+                }
+            }
             done = span.range.end;
-            *counts.0.entry(kind).or_default() += 1;
         }
         out.push_str(&text[done..]);
         (out, counts)
@@ -1422,14 +1449,17 @@ impl Redactor {
     /// The findings of walissh's own rules, each run only on the windows
     /// of the text where the prefilter says it can match: on text dense
     /// with secrets, each line holds a few kinds, not all of them.
+    #[cfg(test)]
     fn find_own(&self, text: &str) -> Vec<Span> {
+        let mut windows = self.prefilter.windows(text.as_bytes());
+        windows.truncate(self.rules.len());
+        self.find_own_in(text, windows)
+    }
+
+    /// `find_own`, given each rule's windows.
+    fn find_own_in(&self, text: &str, windows: Vec<Vec<Range<usize>>>) -> Vec<Span> {
         let mut spans = Vec::new();
-        for (i, windows) in self
-            .prefilter
-            .windows(text.as_bytes())
-            .into_iter()
-            .enumerate()
-        {
+        for (i, windows) in windows.into_iter().enumerate() {
             for w in windows {
                 spans.extend(self.rules[i].spans(&text[w.clone()]).map(|r| Span {
                     range: w.start + r.start..w.start + r.end,
@@ -1487,7 +1517,10 @@ impl Redactor {
 
     /// Every finding of every rule in `text`, in no order.
     fn find_plain(&self, text: &str) -> Vec<Span> {
-        let mut spans = self.find_own(text);
+        // One pass finds where walissh's rules and gitleaks' may match.
+        let mut windows = self.prefilter.windows(text.as_bytes());
+        let theirs = windows.split_off(self.rules.len());
+        let mut spans = self.find_own_in(text, windows);
         let pairs = self.rules.len();
         spans.extend(self.pairs.find(text).into_iter().map(|range| Span {
             range,
@@ -1501,8 +1534,15 @@ impl Redactor {
         // span wins in `merge`. A rule's secret group may end inside a
         // character.
         let gitleaks = pairs + 1 + self.operator.len();
-        for (set, first) in [(&self.operator, pairs + 1), (&self.gitleaks, gitleaks)] {
-            spans.extend(set.find(text.as_bytes()).into_iter().map(|f| Span {
+        let found = [
+            (self.operator.find(text.as_bytes()), pairs + 1),
+            (
+                self.gitleaks.find_in_windows(text.as_bytes(), theirs),
+                gitleaks,
+            ),
+        ];
+        for (found, first) in found {
+            spans.extend(found.into_iter().map(|f| Span {
                 range: text.floor_char_boundary(f.span.start)..text.ceil_char_boundary(f.span.end),
                 kind: first + f.rule,
                 via: Via::Text,
@@ -1735,40 +1775,79 @@ fn is_literal(v: &str) -> bool {
 /// reference in a configuration language (`var.db_password`,
 /// `urn:…:token-type:…`).
 fn masked_or_example(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    // `XXX/YYY/ZZZ`: runs of one character, nothing drawn at random.
-    let alnum: Vec<char> = v.chars().filter(|c| c.is_alphanumeric()).collect();
-    let runs = alnum.chunk_by(|a, b| a == b);
-    let few =
-        alnum.len() >= 6 && runs.clone().count() <= 4 && runs.into_iter().all(|r| r.len() >= 3);
+    // Run on every finding, some of them long: no allocation, and each
+    // word looked for from where its first letter is.
+    let bytes = v.as_bytes();
+    let has = |w: &str| {
+        let w = w.as_bytes();
+        let (lower, upper) = (w[0].to_ascii_lowercase(), w[0].to_ascii_uppercase());
+        let mut at = 0;
+        while let Some(i) = memchr::memchr2(lower, upper, &bytes[at..]) {
+            if bytes[at + i..].len() < w.len() {
+                return false;
+            }
+            if bytes[at + i..at + i + w.len()].eq_ignore_ascii_case(w) {
+                return true;
+            }
+            at += i + 1;
+        }
+        false
+    };
+    let masked = v.contains("****")
+        || v.contains("••••")
+        || [
+            "xxxxxx",
+            "redacted",
+            "[masked]",
+            "$encrypted$",
+            "placeholder",
+        ]
+        .iter()
+        .any(|w| has(w));
+    let starts = |p: &str| {
+        bytes
+            .get(..p.len())
+            .is_some_and(|x| x.eq_ignore_ascii_case(p.as_bytes()))
+    };
+    let is = |words: &[&str]| words.iter().any(|w| v.eq_ignore_ascii_case(w));
     // `20 bytes`: `kubectl describe secret` gives sizes only.
     let size = v
         .strip_suffix(" bytes")
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    size || few
-        || v.contains("****")
-        || v.contains("••••")
-        || lower.contains("xxxxxx")
-        || lower.contains("redacted")
-        || lower.contains("[masked]")
-        || lower.contains("$encrypted$")
-        || ["changeme", "change_me", "change-me", "changeit"].contains(&lower.as_str())
+    size || masked
+        || few_runs(v)
+        || is(&["changeme", "change_me", "change-me", "changeit"])
         // What a program shows in a secret's place (KeePassXC's `PROTECTED`).
-        || [
+        || is(&[
             "protected", "hidden", "masked", "sensitive", "removed", "omitted", "filtered",
-        ]
-        .contains(&lower.as_str())
-        || lower.contains("placeholder")
-        || lower.starts_with("your")
-        || lower.starts_with("<your")
-        || lower.starts_with("example")
+        ])
+        || ["your", "<your", "example", "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars."]
+            .iter()
+            .any(|p| starts(p))
         || public_token(v)
         || bracketed_word(v)
-        || [
-            "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars.",
-        ]
-        .iter()
-        .any(|p| lower.starts_with(p))
+}
+
+/// `XXX/YYY/ZZZ`: at least six letters and digits, in at most four runs
+/// of one character each three or more long: nothing drawn at random.
+fn few_runs(v: &str) -> bool {
+    let mut alnum = v.chars().filter(|c| c.is_alphanumeric());
+    let Some(mut last) = alnum.next() else {
+        return false;
+    };
+    let (mut runs, mut run, mut total) = (1, 1, 1);
+    for c in alnum {
+        total += 1;
+        if c == last {
+            run += 1;
+            continue;
+        }
+        if run < 3 || runs == 4 {
+            return false;
+        }
+        (last, run, runs) = (c, 1, runs + 1);
+    }
+    total >= 6 && run >= 3
 }
 
 /// Public by design: Stripe's and Mapbox's publishable tokens.
@@ -2151,6 +2230,43 @@ mod tests {
         assert_eq!(out.matches(&placeholder).count(), n, "in:\n{out}");
         assert_eq!(counts.0.get(kind), Some(&n), "{counts:?} for:\n{out}");
         out
+    }
+
+    /// What a mask or an example looks like, in any case, anywhere in the
+    /// value; and a few long runs of one character.
+    #[test]
+    fn masked_values_and_examples() {
+        for v in [
+            "gho_****",
+            "ab••••cd",
+            "hf_XXXXXXxx",
+            "[Redacted]",
+            "x[MASKED]",
+            "$encrypted$",
+            "YOUR-API-KEY",
+            "a-placeholder",
+            "XXX/YYY/ZZZ",
+            "aaaabbbbccccdddd",
+            "PROTECTED",
+            "20 bytes",
+            "[hidden]",
+        ] {
+            assert!(masked_or_example(v), "{v}");
+        }
+        for v in [
+            "aaabbbcccdddeee",
+            "aaab",
+            "abcdef",
+            "hunter2hunter2",
+            "xxxxx",
+            "redacte",
+            "x",
+            "",
+            "•••",
+            "placeholde",
+        ] {
+            assert!(!masked_or_example(v), "{v}");
+        }
     }
 
     /// Token shapes unambiguous on their own (issue 33's class 2), each

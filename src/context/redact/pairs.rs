@@ -28,7 +28,7 @@
 
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 /// Words that name a secret, lower case (matched without regard to ASCII
 /// case; the others are listed in the cases they are written in).
@@ -707,6 +707,7 @@ impl Pairs {
         let keys = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(KEY_WORDS)
             .expect("the key words build");
         let names: Vec<&str> = FLAGS
@@ -715,6 +716,7 @@ impl Pairs {
             .collect();
         let tools = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(names)
             .expect("the tool names build");
         Pairs { keys, tools }

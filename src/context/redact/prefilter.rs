@@ -25,7 +25,7 @@ use regex_syntax::hir::{Class, Hir, HirKind, Look};
 /// A literal shorter than this says too little to be worth looking for.
 const MIN_LEN: usize = 3;
 /// At most this many literals for one rule: more, and the rule has none.
-const MAX_SET: usize = 64;
+const MAX_SET: usize = 256;
 
 /// A set of literals, lowercase ASCII: one of them is in every match.
 type Set = Vec<Vec<u8>>;
@@ -35,6 +35,8 @@ type Set = Vec<Vec<u8>>;
 pub(super) struct Literals {
     /// Every literal, each once, matched without regard to ASCII case.
     automaton: AhoCorasick,
+    /// Those literals, in the automaton's order (for `chain`).
+    literals: Vec<Vec<u8>>,
     /// The rules (their places in what `new` was given) of each literal.
     owners: Vec<Vec<usize>>,
     /// Each rule's reach: how many lines its matches may cross, so how
@@ -67,6 +69,7 @@ impl Literals {
             .map_err(|e| format!("literals to look for: {e}"))?;
         Ok(Literals {
             automaton,
+            literals: owners.keys().cloned().collect(),
             owners: owners.into_values().collect(),
             always: (0..reach.len()).filter(|&i| !has[i]).collect(),
             reach,
@@ -117,6 +120,28 @@ impl Literals {
             }
         }
         windows.into_iter().map(merged).collect()
+    }
+
+    /// These rules', then `other`'s, found in one pass: `windows` gives
+    /// this set's rules first, then `other`'s.
+    pub(super) fn chain(&self, other: &Literals) -> Result<Literals, String> {
+        let offset = self.reach.len();
+        let of = |set: &Literals, offset: usize| {
+            let owned: Vec<(Vec<u8>, usize)> = set
+                .literals
+                .iter()
+                .zip(&set.owners)
+                .flat_map(|(l, rules)| rules.iter().map(move |&r| (l.clone(), r + offset)))
+                .collect();
+            owned
+        };
+        let mut reach = self.reach.clone();
+        reach.extend(&other.reach);
+        let chained = Literals::new(of(self, 0).into_iter().chain(of(other, offset)), reach)?;
+        // A rule of either with no literal still reads everything (`new`
+        // finds those of both again, from the literals each has).
+        debug_assert_eq!(chained.always.len(), self.always.len() + other.always.len());
+        Ok(chained)
     }
 
     /// How many rules have literals to look for, of how many.
@@ -186,39 +211,68 @@ struct Info {
     exact: Option<Set>,
     /// Literals one of which each of them holds.
     factor: Option<Set>,
+    /// Literals one of which each of them starts with, and ends with
+    /// (`{""}` when nothing is known): what the pieces before and after
+    /// it multiply with (`gh(?:p_|ithub_pat_)` needs `ghp_` or
+    /// `github_pat_`, though neither branch is known whole).
+    prefix: Set,
+    suffix: Set,
+}
+
+/// The set that says nothing: every string starts with the empty one.
+fn nothing() -> Set {
+    vec![Vec::new()]
+}
+
+impl Info {
+    /// Of a piece whose strings are all known (or none are).
+    fn exact(exact: Option<Set>) -> Info {
+        Info {
+            prefix: exact.clone().unwrap_or_else(nothing),
+            suffix: exact.clone().unwrap_or_else(nothing),
+            exact,
+            factor: None,
+        }
+    }
 }
 
 fn info(hir: &Hir) -> Info {
-    let exact_only = |exact| Info {
-        exact,
-        factor: None,
-    };
     match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => exact_only(Some(vec![Vec::new()])),
+        HirKind::Empty | HirKind::Look(_) => Info::exact(Some(nothing())),
         HirKind::Literal(l) => {
             let set = vec![l.0.to_ascii_lowercase()];
             Info {
-                exact: Some(set.clone()),
-                factor: Some(set),
+                factor: Some(set.clone()),
+                ..Info::exact(Some(set))
             }
         }
-        HirKind::Class(class) => exact_only(class_members(class)),
+        HirKind::Class(class) => Info::exact(class_members(class)),
         HirKind::Capture(c) => info(&c.sub),
         HirKind::Repetition(r) => {
             let sub = info(&r.sub);
             let exact = match (r.min, r.max, &sub.exact) {
                 (min, Some(max), Some(e)) if max == min && max <= 8 => {
-                    (0..max).try_fold(vec![Vec::new()], |acc, _| product(&acc, e))
+                    (0..max).try_fold(nothing(), |acc, _| product(&acc, e))
                 }
                 // `x?`: nothing, or the piece once.
-                (0, Some(1), Some(e)) => union(vec![vec![Vec::new()], e.clone()]),
+                (0, Some(1), Some(e)) => union(vec![nothing(), e.clone()]),
                 _ => None,
             };
-            // Each match holds the piece at least once.
-            let factor = (r.min >= 1)
-                .then(|| better(sub.factor, sub.exact))
-                .flatten();
-            Info { exact, factor }
+            // Each match holds the piece at least once, and starts and
+            // ends with it.
+            let once = r.min >= 1;
+            let factor = once.then(|| better(sub.factor, sub.exact)).flatten();
+            let (prefix, suffix) = match (&exact, once) {
+                (Some(e), _) => (e.clone(), e.clone()),
+                (None, true) => (sub.prefix, sub.suffix),
+                (None, false) => (nothing(), nothing()),
+            };
+            Info {
+                exact,
+                factor,
+                prefix,
+                suffix,
+            }
         }
         HirKind::Concat(parts) => concat(parts),
         HirKind::Alternation(alts) => {
@@ -228,56 +282,84 @@ fn info(hir: &Hir) -> Info {
                 .map(|i| i.exact.clone())
                 .collect::<Option<Vec<Set>>>()
                 .and_then(union);
+            let ends = |end: fn(&Info) -> &Set| {
+                union(infos.iter().map(|i| end(i).clone()).collect()).unwrap_or_else(nothing)
+            };
+            let (prefix, suffix) = (ends(|i| &i.prefix), ends(|i| &i.suffix));
             // Each branch must need something, or the whole needs nothing.
             let factor = infos
                 .into_iter()
-                .map(|i| better(i.factor, i.exact).filter(|s| min_len(s) > 0))
+                .map(|i| {
+                    let ends = better(Some(i.prefix), Some(i.suffix));
+                    better(better(i.factor, i.exact), ends).filter(|s| min_len(s) > 0)
+                })
                 .collect::<Option<Vec<Set>>>()
                 .and_then(union);
-            Info { exact, factor }
+            Info {
+                exact,
+                factor,
+                prefix,
+                suffix,
+            }
         }
     }
 }
 
-/// A concatenation: runs of parts whose strings are known multiply out;
-/// the best of those runs and of the parts' own factors is its factor.
+/// A concatenation: runs of parts whose strings are known multiply out,
+/// and so do a run and the start of the part after it; the best of those
+/// and of the parts' own factors is its factor.
 fn concat(parts: &[Hir]) -> Info {
     let mut best = None;
-    let mut run: Option<Set> = Some(vec![Vec::new()]);
-    let mut whole = true;
+    // What every match of the parts so far ends with: the known strings
+    // since the last part not known whole, after that part's suffix.
+    let mut run: Set = nothing();
+    // The same from the first part on, while every part is known whole.
+    let mut exact: Option<Set> = Some(nothing());
+    let mut prefix: Option<Set> = None;
     for part in parts {
         let part = info(part);
         best = better(best, part.factor);
-        match (part.exact, run.take()) {
-            (Some(e), Some(r)) => match product(&r, &e) {
-                Some(p) => run = Some(p),
+        if let Some(e) = &part.exact {
+            exact = exact.and_then(|x| product(&x, e));
+            run = match product(&run, e) {
+                Some(p) => p,
                 None => {
-                    best = better(best, Some(r));
-                    run = Some(e);
-                    whole = false;
+                    best = better(best, Some(run));
+                    e.clone()
                 }
-            },
-            (e, r) => {
-                best = better(best, r);
-                whole &= e.is_some();
-                run = e.or(Some(vec![Vec::new()]));
-            }
+            };
+            continue;
         }
+        best = better(better(best, product(&run, &part.prefix)), Some(run));
+        if prefix.is_none() {
+            prefix = Some(match &exact {
+                Some(x) => product(x, &part.prefix).unwrap_or_else(|| x.clone()),
+                None => nothing(),
+            });
+        }
+        exact = None;
+        run = part.suffix;
     }
-    let exact = if whole { run.clone() } else { None };
+    let prefix = prefix
+        .or_else(|| exact.clone())
+        .unwrap_or_else(|| run.clone());
     Info {
+        factor: better(best, Some(run.clone())),
         exact,
-        factor: better(best, run),
+        prefix,
+        suffix: run,
     }
 }
 
 /// The members of a small class, as lowercase literals: a letter in any
 /// case is one (`(?i)p` is `[Pp]`).
 fn class_members(class: &Class) -> Option<Set> {
+    /// More members than this, and the class is not multiplied out.
+    const MAX_MEMBERS: usize = 10;
     let mut set: Set = match class {
         Class::Unicode(c) => {
             let count: u32 = c.ranges().iter().map(|r| r.len() as u32).sum();
-            if count > 4 {
+            if count > 2 * MAX_MEMBERS as u32 {
                 return None;
             }
             c.iter()
@@ -287,7 +369,7 @@ fn class_members(class: &Class) -> Option<Set> {
         }
         Class::Bytes(c) => {
             let count: usize = c.ranges().iter().map(|r| r.len()).sum();
-            if count > 4 {
+            if count > 2 * MAX_MEMBERS {
                 return None;
             }
             c.iter()
@@ -298,7 +380,7 @@ fn class_members(class: &Class) -> Option<Set> {
     };
     set.sort();
     set.dedup();
-    Some(set)
+    (set.len() <= MAX_MEMBERS).then_some(set)
 }
 
 /// Every string of `a` followed by one of `b`; None when too many.
@@ -327,11 +409,12 @@ fn min_len(set: &Set) -> usize {
     set.iter().map(Vec::len).min().unwrap_or(0)
 }
 
-/// The set that says more: longer literals, then fewer of them.
+/// The set that says more: longer literals, up to four bytes (a literal
+/// that long is rare enough in text), then fewer of them.
 fn better(a: Option<Set>, b: Option<Set>) -> Option<Set> {
     match (a, b) {
         (Some(a), Some(b)) => {
-            let key = |s: &Set| (min_len(s), std::cmp::Reverse(s.len()));
+            let key = |s: &Set| (min_len(s).min(4), std::cmp::Reverse(s.len()), min_len(s));
             Some(if key(&b) > key(&a) { b } else { a })
         }
         (a, b) => a.or(b),
@@ -371,6 +454,27 @@ mod tests {
         );
         // `\b` adds nothing, and takes nothing away.
         assert_eq!(needed(r"(?-u:\b)AKIA[0-9A-Z]{16}").unwrap(), ["akia"]);
+        // A branch not known whole still starts with something, and what
+        // comes before it multiplies with that.
+        assert_eq!(
+            needed(r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})").unwrap(),
+            ["gho_", "ghp_", "ghr_", "ghs_", "ghu_", "github_pat_"]
+        );
+        // And ends with something the part after it multiplies with.
+        assert_eq!(
+            needed(r"[a-z]+(?:_key|_pw)=\S+").unwrap(),
+            ["_key=", "_pw="]
+        );
+    }
+
+    #[test]
+    fn two_sets_are_found_in_one_pass() {
+        let text = b"a\nb secret=x\nc\ntoken d\ne";
+        let mine = prefilter(&[r"secret=\S+", r"[0-9]{40}"]).unwrap();
+        let theirs = Literals::new([(b"token".to_vec(), 0)], vec![Some(1)]).unwrap();
+        let mut both = mine.windows(text);
+        both.extend(theirs.windows(text));
+        assert_eq!(mine.chain(&theirs).unwrap().windows(text), both);
     }
 
     #[test]
@@ -380,7 +484,7 @@ mod tests {
         for p in [
             r"[A-Za-z0-9]{40}",
             r"(?:token|[0-9]{8})=\S+",
-            r"ab[0-9]+",
+            r"ab[0-9a-f]+",
             r"(?:password)?=\S+",
         ] {
             assert_eq!(needed(p), None, "{p}");

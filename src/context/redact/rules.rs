@@ -259,6 +259,7 @@ fn stopwords(words: &[String]) -> Result<Option<AhoCorasick>, String> {
     }
     AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build(words)
         .map(Some)
         .map_err(|e| format!("stop-words: {e}"))
@@ -328,6 +329,12 @@ fn placeholder_kind(id: &str) -> bool {
 }
 
 impl Rules {
+    /// Where the rules' keywords are, to be found in one pass with other
+    /// literals (`Literals::chain`).
+    pub(super) fn keywords(&self) -> &Literals {
+        &self.keywords
+    }
+
     /// The vendored rules. An Err names the first rule that does not
     /// compile or that matches the empty string.
     pub(crate) fn load() -> Result<Rules, String> {
@@ -444,8 +451,18 @@ impl Rules {
     /// matches, so its secrets are there; the lines around take in a key
     /// and a value that a rule lets stand on different lines.
     pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
+        self.find_in_windows(text, self.keywords.windows(text))
+    }
+
+    /// `find`, given where each rule may match (`Literals::windows` of
+    /// `keywords`, or of a set chained to them).
+    pub(super) fn find_in_windows(
+        &self,
+        text: &[u8],
+        windows: Vec<Vec<Range<usize>>>,
+    ) -> Vec<Found> {
         let mut found = Vec::new();
-        for (i, windows) in self.keywords.windows(text).into_iter().enumerate() {
+        for (i, windows) in windows.into_iter().enumerate() {
             for window in windows {
                 self.find_in(i, text, window, &mut found);
             }
