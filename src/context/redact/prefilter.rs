@@ -340,9 +340,9 @@ fn concat(parts: &[Hir]) -> Info {
         exact = None;
         run = part.suffix;
     }
-    let prefix = prefix
-        .or_else(|| exact.clone())
-        .unwrap_or_else(|| run.clone());
+    // Every part known whole: their product, unless it grew too large;
+    // then nothing is known of the start (`run` is only what it ends with).
+    let prefix = prefix.or_else(|| exact.clone()).unwrap_or_else(nothing);
     Info {
         factor: better(best, Some(run.clone())),
         exact,
@@ -465,6 +465,94 @@ mod tests {
             needed(r"[a-z]+(?:_key|_pw)=\S+").unwrap(),
             ["_key=", "_pw="]
         );
+    }
+
+    /// A run known whole that grew too large to multiply out says nothing
+    /// of how its strings start: what ends them is no prefix.
+    #[test]
+    fn a_run_too_large_to_multiply_has_no_prefix() {
+        // Taking its last digit for its start, the prefilter looked for
+        // `xyz` and a digit, and never read `xyza123`.
+        let p = prefilter(&[r"xyz(?:[ab][0-9][0-9][0-9])+[^a-z]"]).unwrap();
+        assert!(!p.windows(b"xyza123 ")[0].is_empty());
+        let hir = regex_syntax::parse(r"ab[0-9][0-9][0-9]").unwrap();
+        let i = info(&hir);
+        assert_eq!(i.exact, None);
+        assert!(
+            i.prefix
+                .iter()
+                .all(|p| b"ab".starts_with(p) || p.starts_with(b"ab")),
+            "{:?}",
+            i.prefix
+        );
+    }
+
+    /// Patterns made of the pieces literals are read from (known runs,
+    /// classes, branches, repetitions, runs too large to multiply out),
+    /// checked against what the regex crate matches in text made of what
+    /// each piece matches: every match holds one of the literals `needs`
+    /// reads off its pattern.
+    mod every_match_holds_a_literal {
+        use super::*;
+
+        /// A piece of a pattern, and strings it matches.
+        const PIECES: &[(&str, &[&str])] = &[
+            ("ab", &["ab"]),
+            ("x", &["x"]),
+            ("xyz", &["xyz"]),
+            ("[ab]", &["a", "b"]),
+            ("[0-9]", &["0", "7"]),
+            ("[0-9a]", &["a", "3"]),
+            ("(?:ab|x)", &["ab", "x"]),
+            ("(?:a|b[0-9])", &["a", "b4"]),
+            ("y?", &["", "y"]),
+            ("(?:xy)+", &["xy", "xyxy"]),
+            ("[a-z]+", &["q", "abq"]),
+            ("z{2}", &["zz"]),
+            ("[ab][0-9][0-9][0-9]", &["a123", "b900"]),
+            ("(?i:ab)", &["AB", "aB"]),
+            ("(?:[ab][0-9]{3})+", &["a123", "b456a789"]),
+            ("(?:q|)", &["", "q"]),
+            ("[xyz]{0,2}", &["", "zy"]),
+            ("(?:ab|[0-9]+q)", &["ab", "12q"]),
+        ];
+
+        fn piece() -> impl proptest::strategy::Strategy<Value = (usize, usize)> {
+            use proptest::strategy::Strategy;
+            (0..PIECES.len()).prop_flat_map(|i| (proptest::strategy::Just(i), 0..PIECES[i].1.len()))
+        }
+
+        proptest::proptest! {
+            #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+            #[test]
+            fn on_generated_patterns(
+                left in proptest::collection::vec(piece(), 1..6),
+                right in proptest::collection::vec(piece(), 0..4),
+                use_right in proptest::bool::ANY,
+            ) {
+                let pattern = |p: &[(usize, usize)]| p.iter().map(|&(i, _)| PIECES[i].0).collect::<String>();
+                let sample = |p: &[(usize, usize)]| p.iter().map(|&(i, j)| PIECES[i].1[j]).collect::<String>();
+                let pattern = match right.is_empty() {
+                    true => pattern(&left),
+                    false => format!("(?:{}|{})", pattern(&left), pattern(&right)),
+                };
+                let chosen = if use_right && !right.is_empty() { &right } else { &left };
+                let text = format!("- {} -", sample(chosen));
+                let Some(set) = needs(&regex_syntax::parse(&pattern).unwrap()) else {
+                    return Ok(());
+                };
+                let regex = regex::Regex::new(&pattern).unwrap();
+                proptest::prop_assert!(regex.is_match(&text), "{pattern} on {text:?}");
+                for m in regex.find_iter(&text) {
+                    let found = m.as_str().to_ascii_lowercase();
+                    proptest::prop_assert!(
+                        set.iter().any(|l| found.contains(std::str::from_utf8(l).unwrap())),
+                        "{pattern}: {:?} holds none of {set:?}",
+                        m.as_str()
+                    );
+                }
+            }
+        }
     }
 
     #[test]
