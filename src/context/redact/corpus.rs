@@ -459,9 +459,11 @@ mod tests {
     #[test]
     fn the_prefilter_loses_no_finding() {
         let r = Redactor::new(&[], &[]).unwrap();
-        let (covered, all) = r.prefilter.coverage();
-        println!("{covered} of {all} rules have literals to look for");
-        assert!(covered * 10 >= all * 7, "{covered} of {all}");
+        // walissh's own rules, which come first (gitleaks' have keywords).
+        let (covered, all) = r.prefilter.coverage(r.rules.len());
+        println!("{covered} of {all} of walissh's rules have literals to look for");
+        // 98 of 106 when written: a rule added without one is noticed.
+        assert!(covered * 10 >= all * 9, "{covered} of {all}");
         let mut texts = vec![bulk(128 << 10)];
         let mut rng = Rng(11);
         for (_, file) in heldout_files() {

@@ -1775,24 +1775,7 @@ fn is_literal(v: &str) -> bool {
 /// reference in a configuration language (`var.db_password`,
 /// `urn:…:token-type:…`).
 fn masked_or_example(v: &str) -> bool {
-    // Run on every finding, some of them long: no allocation, and each
-    // word looked for from where its first letter is.
-    let bytes = v.as_bytes();
-    let has = |w: &str| {
-        let w = w.as_bytes();
-        let (lower, upper) = (w[0].to_ascii_lowercase(), w[0].to_ascii_uppercase());
-        let mut at = 0;
-        while let Some(i) = memchr::memchr2(lower, upper, &bytes[at..]) {
-            if bytes[at + i..].len() < w.len() {
-                return false;
-            }
-            if bytes[at + i..at + i + w.len()].eq_ignore_ascii_case(w) {
-                return true;
-            }
-            at += i + 1;
-        }
-        false
-    };
+    // Run on every finding, some of them long: no allocation.
     let masked = v.contains("****")
         || v.contains("••••")
         || [
@@ -1803,27 +1786,21 @@ fn masked_or_example(v: &str) -> bool {
             "placeholder",
         ]
         .iter()
-        .any(|w| has(w));
-    let starts = |p: &str| {
-        bytes
-            .get(..p.len())
-            .is_some_and(|x| x.eq_ignore_ascii_case(p.as_bytes()))
-    };
-    let is = |words: &[&str]| words.iter().any(|w| v.eq_ignore_ascii_case(w));
+        .any(|w| pairs::contains_ci(v, w));
     // `20 bytes`: `kubectl describe secret` gives sizes only.
     let size = v
         .strip_suffix(" bytes")
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     size || masked
         || few_runs(v)
-        || is(&["changeme", "change_me", "change-me", "changeit"])
+        || pairs::is_word(v, &["changeme", "change_me", "change-me", "changeit"])
         // What a program shows in a secret's place (KeePassXC's `PROTECTED`).
-        || is(&[
+        || pairs::is_word(v, &[
             "protected", "hidden", "masked", "sensitive", "removed", "omitted", "filtered",
         ])
         || ["your", "<your", "example", "var.", "local.", "data.", "module.", "urn:", "secrets.", "vars."]
             .iter()
-            .any(|p| starts(p))
+            .any(|p| pairs::starts_with_ci(v, p))
         || public_token(v)
         || bracketed_word(v)
 }
@@ -2876,7 +2853,6 @@ config['password'] => 'phpPw1'
         );
     }
 
-    /// An XML secret's value in a child element below it.
     /// What a second reader found the key/value and flag detectors had
     /// lost in this change, mended.
     #[test]
@@ -2968,6 +2944,7 @@ config['password'] => 'phpPw1'
         }
     }
 
+    /// An XML secret's value in a child element below it.
     #[test]
     fn an_xml_value_below_its_key() {
         let r = redactor();

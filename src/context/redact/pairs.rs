@@ -372,9 +372,7 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
         }
         // `net use Z: \\fs\share /user:DOMAIN\name PASSWORD`.
         "net" if plain.first() == Some(&"use") => {
-            if let Some(i) = plain
-                .iter()
-                .position(|w| w.to_ascii_lowercase().starts_with("/user:"))
+            if let Some(i) = plain.iter().position(|w| starts_with_ci(w, "/user:"))
                 && let Some(w) = words.get(i + 1).filter(|w| !w.text.starts_with('/'))
             {
                 out.push(w.value.clone());
@@ -542,10 +540,7 @@ fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<usize>>) {
         }
         // Windows' `/p:X` (xfreerdp), `/pass:X` (cmdkey), `/password:X`.
         for prefix in ["/p:", "/pass:", "/password:"] {
-            if w.text.len() > prefix.len()
-                && w.text.is_char_boundary(prefix.len())
-                && w.text[..prefix.len()].eq_ignore_ascii_case(prefix)
-            {
+            if w.text.len() > prefix.len() && starts_with_ci(&w.text, prefix) {
                 out.extend(rest_of_word(w, prefix.len()));
             }
         }
@@ -583,9 +578,6 @@ fn rest_of_word(w: &Word, skip: usize) -> Option<Range<usize>> {
     (start < w.value.end).then_some(start..w.value.end)
 }
 
-/// The words of a command line, by simple shell rules: blanks separate,
-/// single and double quotes group. Enough to find flags and their values;
-/// a word's span covers its text between any quotes.
 /// `line` with each `"$(` … `)"` that is a whole quoted word blanked at
 /// both ends; a `"$(date) start"` is left whole (blanking its start only
 /// left a quote that took in the rest of the line).
@@ -606,6 +598,9 @@ fn unwrap_substitutions(line: &str) -> String {
     out
 }
 
+/// The words of a command line, by simple shell rules: blanks separate,
+/// single and double quotes group. Enough to find flags and their values;
+/// a word's span covers its text between any quotes.
 fn words(line: &str) -> Vec<Word> {
     // `"$(openssl passwd -6 'x')"`: the command inside a quoted
     // substitution is read as words of its own (blanks keep every
@@ -1288,7 +1283,8 @@ const NOT_SECRET_KEYS: &[&str] = &[
     "fingerprint",
 ];
 
-fn is_word(word: &str, list: &[&str]) -> bool {
+/// Whether `word` is one of `list`, ASCII case aside.
+pub(super) fn is_word(word: &str, list: &[&str]) -> bool {
     list.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
 
@@ -1297,6 +1293,32 @@ fn ends_with_ci(s: &str, suffix: &str) -> bool {
     s.len() >= suffix.len()
         && s.is_char_boundary(s.len() - suffix.len())
         && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
+/// Whether `s` starts with `prefix`, ASCII case aside.
+pub(super) fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|x| x.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// Whether `s` holds `needle`, ASCII case aside: looked for only where
+/// its first letter is, so a long value costs one fast scan per word.
+pub(super) fn contains_ci(s: &str, needle: &str) -> bool {
+    let (s, needle) = (s.as_bytes(), needle.as_bytes());
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    let mut at = 0;
+    while let Some(i) = memchr::memchr2(lower, upper, &s[at..]) {
+        match s.get(at + i..at + i + needle.len()) {
+            Some(w) if w.eq_ignore_ascii_case(needle) => return true,
+            Some(_) => at += i + 1,
+            None => return false,
+        }
+    }
+    false
 }
 
 /// The value of the key around the keyword at `hit` in `line`, if the
@@ -1348,8 +1370,8 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
     // is written follows it: `password2`, `tokenValue`, `secret_b64`; not
     // `tokenizer`, `token_endpoint`, `secret_name`, `passwordless_login`.
     // An access key's id goes with it (`AWS_ACCESS_KEY_ID`).
-    let access_id = word.to_ascii_lowercase().starts_with("access")
-        && line[hit.end..end].eq_ignore_ascii_case("_id");
+    let access_id =
+        starts_with_ci(word, "access") && line[hit.end..end].eq_ignore_ascii_case("_id");
     if word.is_ascii() && !secret_suffix(&line[hit.end..end]) && !access_id {
         return None;
     }
@@ -1438,11 +1460,7 @@ fn pair_value(line: &str, hit: Range<usize>) -> Option<Found> {
         // repeated must not cost the rest of the line per key.)
         let closing = format!("</{key}");
         let reach = &trimmed[..trimmed.floor_char_boundary(close + 1 + VALUE_MAX + closing.len())];
-        let closes = reach
-            .as_bytes()
-            .windows(closing.len())
-            .any(|w| w.eq_ignore_ascii_case(closing.as_bytes()));
-        if !closes {
+        if !contains_ci(reach, &closing) {
             return None;
         }
         (close + 1, Sep::Element)

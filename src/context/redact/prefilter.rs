@@ -126,14 +126,12 @@ impl Literals {
     /// this set's rules first, then `other`'s.
     pub(super) fn chain(&self, other: &Literals) -> Result<Literals, String> {
         let offset = self.reach.len();
-        let of = |set: &Literals, offset: usize| {
-            let owned: Vec<(Vec<u8>, usize)> = set
-                .literals
+        let of = |set: &Literals, offset: usize| -> Vec<(Vec<u8>, usize)> {
+            set.literals
                 .iter()
                 .zip(&set.owners)
                 .flat_map(|(l, rules)| rules.iter().map(move |&r| (l.clone(), r + offset)))
-                .collect();
-            owned
+                .collect()
         };
         let mut reach = self.reach.clone();
         reach.extend(&other.reach);
@@ -144,10 +142,12 @@ impl Literals {
         Ok(chained)
     }
 
-    /// How many rules have literals to look for, of how many.
+    /// How many of the first `rules` rules have literals to look for (a
+    /// chained set's first), of how many.
     #[cfg(test)]
-    pub(super) fn coverage(&self) -> (usize, usize) {
-        (self.reach.len() - self.always.len(), self.reach.len())
+    pub(super) fn coverage(&self, rules: usize) -> (usize, usize) {
+        let without = self.always.iter().filter(|&&i| i < rules).count();
+        (rules - without, rules)
     }
 }
 

@@ -22,10 +22,10 @@
 use std::ops::Range;
 
 use aho_corasick::AhoCorasick;
-
-use super::prefilter::Literals;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
+
+use super::prefilter::Literals;
 
 /// The vendored file, compiled in: the rules cannot go missing on a host.
 const GITLEAKS: &str = include_str!("gitleaks/gitleaks.toml");
