@@ -727,8 +727,9 @@ fn ends_in_sink(pipeline: &str, commands: &[Vec<String>]) -> Option<Sink> {
 
 /// A jq filter that prints names or public fields only, and nothing else
 /// (no `debug`, `stderr` or `error` to show the rest): a path, then one
-/// stage of `keys[]`, `length`, `.metadata.name` or `{display_name,
-/// policies, ttl}`.
+/// stage of `keys[]`, `.metadata.name` or `{display_name, policies,
+/// ttl}`. Not `length`: of a number it is the number (a PIN, a recovery
+/// code).
 fn public_filter(filter: &str) -> bool {
     let mut stages = filter.split('|').map(str::trim);
     let (first, last) = match (stages.next(), stages.next(), stages.next()) {
@@ -748,7 +749,7 @@ fn public_filter(filter: &str) -> bool {
 fn public_projection(stage: &str) -> bool {
     if matches!(
         stage,
-        "keys" | "keys[]" | "keys_unsorted" | "keys_unsorted[]" | "length"
+        "keys" | "keys[]" | "keys_unsorted" | "keys_unsorted[]"
     ) {
         return true;
     }

@@ -1234,9 +1234,13 @@ impl Redactor {
         let find = |t: &str| {
             let mut found = self.find(t);
             found.retain(|s| {
-                // A token shape masked in documentation (`ghp_xxxx…`).
-                let masked =
-                    !matches!(s.via, Via::Command(_)) && masked_or_example(&t[s.range.clone()]);
+                // A token shape masked in documentation (`ghp_xxxx…`). A
+                // finding over lines is a block, no value: a banner of
+                // `*****` between two PEM keys it spans masks neither.
+                let value = &t[s.range.clone()];
+                let masked = !matches!(s.via, Via::Command(_))
+                    && !value.contains('\n')
+                    && masked_or_example(value);
                 !masked
                     && !names_public_key(t, s.range.start)
                     && !digest(t, s.range.start)
@@ -1706,15 +1710,19 @@ pub(super) fn max_line_breaks(pattern: &str) -> Option<usize> {
             HirKind::Alternation(v) => v.iter().try_fold(0usize, |a, h| Some(a.max(breaks(h)?))),
         }
     }
-    // As the rules compile: on bytes first, then with Unicode.
-    let hir = regex_syntax::ParserBuilder::new()
+    breaks(&parse_as_gitleaks(pattern)?)
+}
+
+/// `pattern` parsed as gitleaks' rules compile (`rules::compile`): on
+/// bytes first, then with Unicode.
+pub(super) fn parse_as_gitleaks(pattern: &str) -> Option<regex_syntax::hir::Hir> {
+    regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .build()
         .parse(pattern)
         .or_else(|_| regex_syntax::parse(pattern))
-        .ok()?;
-    breaks(&hir)
+        .ok()
 }
 
 fn builtin(p: &Pattern) -> Rule {
@@ -2920,6 +2928,9 @@ config['password'] => 'phpPw1'
             "cat /run/secrets/app.json | jq -r .pw",
             "cat /run/secrets/app.json | jq -r .db.dsn",
             "cat /run/secrets/app.json | jq '{pw}'",
+            // `length` of a number is the number.
+            "cat /run/secrets/app.json | jq '.db.password | length'",
+            "cat /run/secrets/recovery_codes | jq length",
             "kubectl get secret db -o json | jq .metadata",
             // A decoding of no literal, then a reader.
             "echo \"$BLOB\" | base64 -d | jq -r .password",
@@ -2942,6 +2953,30 @@ config['password'] => 'phpPw1'
             let screen = format!("$ {command}\n{printed}\n$ \n");
             assert_eq!(scrub(&r, &screen).0, screen, "{command}");
         }
+    }
+
+    /// A mask word inside a finding that spans lines (a banner between
+    /// two keys one match took in) does not let the keys go.
+    #[test]
+    fn a_mask_inside_a_block_masks_nothing() {
+        let r = redactor();
+        let body = |c: &str| format!("MII{}\n", c.repeat(61));
+        let key = |c: &str| {
+            format!(
+                "-----BEGIN RSA PRIVATE KEY-----\n{}{}-----END RSA PRIVATE KEY-----\n",
+                body(c),
+                body(c)
+            )
+        };
+        let first = key("Qk9");
+        let text = format!(
+            "{}\n***** Authorized use only *****\n{}",
+            first.trim_end_matches("-----END RSA PRIVATE KEY-----\n"),
+            key("Zx7")
+        );
+        let (out, _) = scrub(&r, &text);
+        assert!(!out.contains("Qk9Qk9"), "{out}");
+        assert!(!out.contains("Zx7Zx7"), "{out}");
     }
 
     /// An XML secret's value in a child element below it.

@@ -31,46 +31,70 @@ const MAX_SET: usize = 256;
 type Set = Vec<Vec<u8>>;
 
 /// Literals to look for, each some rules', and how many lines around one
-/// each rule reads: where the rules can match, found in one pass.
+/// each rule reads: where the rules can match, found in one pass. A rule
+/// may also have gates, gitleaks' keywords: it runs only on a text that
+/// holds one of them somewhere, as gitleaks runs it.
 pub(super) struct Literals {
     /// Every literal, each once, matched without regard to ASCII case.
     automaton: AhoCorasick,
     /// Those literals, in the automaton's order (for `chain`).
     literals: Vec<Vec<u8>>,
-    /// The rules (their places in what `new` was given) of each literal.
+    /// The rules (their places in what `new` was given) each literal is
+    /// in every match of: where it is, the rule reads.
     owners: Vec<Vec<usize>>,
+    /// The rules each literal opens (a gitleaks keyword).
+    opens: Vec<Vec<usize>>,
+    /// Whether each rule has gates, so reads nothing until one opens.
+    gated: Vec<bool>,
     /// Each rule's reach: how many lines its matches may cross, so how
     /// many lines either side of its literal's it reads; None: all of the
     /// text, once one of its literals is there.
     reach: Vec<Option<usize>>,
-    /// Rules with no literal: they read all of every text.
+    /// Rules with no literal: they read all of every text (once open).
     always: Vec<usize>,
 }
 
 impl Literals {
-    /// `literals`: each with its rule; `reach`: each rule's, in order.
+    /// `literals`: each with its rule; `gates`: the same, for the words
+    /// that open a rule; `reach`: each rule's, in order.
     pub(super) fn new(
         literals: impl IntoIterator<Item = (Vec<u8>, usize)>,
+        gates: impl IntoIterator<Item = (Vec<u8>, usize)>,
         reach: Vec<Option<usize>>,
     ) -> Result<Literals, String> {
-        let mut owners: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+        // Each literal's rules: those it is in, and those it opens.
+        let mut table: BTreeMap<Vec<u8>, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
         let mut has = vec![false; reach.len()];
+        let mut gated = vec![false; reach.len()];
         for (literal, rule) in literals {
             has[rule] = true;
-            owners
+            table
                 .entry(literal.to_ascii_lowercase())
                 .or_default()
+                .0
+                .push(rule);
+        }
+        for (gate, rule) in gates {
+            gated[rule] = true;
+            table
+                .entry(gate.to_ascii_lowercase())
+                .or_default()
+                .1
                 .push(rule);
         }
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .kind(Some(AhoCorasickKind::DFA))
-            .build(owners.keys())
+            .build(table.keys())
             .map_err(|e| format!("literals to look for: {e}"))?;
+        let literals = table.keys().cloned().collect();
+        let (owners, opens) = table.into_values().unzip();
         Ok(Literals {
             automaton,
-            literals: owners.keys().cloned().collect(),
-            owners: owners.into_values().collect(),
+            literals,
+            owners,
+            opens,
+            gated,
             always: (0..reach.len()).filter(|&i| !has[i]).collect(),
             reach,
         })
@@ -97,7 +121,11 @@ impl Literals {
         // The line a literal starts on. Literals come in the order they
         // end, so it only moves down, but for one holding a line break.
         let mut line = 0;
+        let mut open = vec![false; rules];
         for m in self.automaton.find_overlapping_iter(text) {
+            for &rule in &self.opens[m.pattern().as_usize()] {
+                open[rule] = true;
+            }
             while start(line + 1) <= m.start() {
                 line += 1;
             }
@@ -119,27 +147,55 @@ impl Literals {
                 });
             }
         }
-        windows.into_iter().map(merged).collect()
+        windows
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| match self.gated[i] && !open[i] {
+                true => Vec::new(),
+                false => merged(w),
+            })
+            .collect()
     }
 
     /// These rules', then `other`'s, found in one pass: `windows` gives
     /// this set's rules first, then `other`'s.
     pub(super) fn chain(&self, other: &Literals) -> Result<Literals, String> {
         let offset = self.reach.len();
-        let of = |set: &Literals, offset: usize| -> Vec<(Vec<u8>, usize)> {
+        // Each literal with each rule of `roles` (owners or opens).
+        let of = |set: &Literals, roles: &[Vec<usize>], offset: usize| -> Vec<(Vec<u8>, usize)> {
             set.literals
                 .iter()
-                .zip(&set.owners)
+                .zip(roles)
                 .flat_map(|(l, rules)| rules.iter().map(move |&r| (l.clone(), r + offset)))
                 .collect()
         };
         let mut reach = self.reach.clone();
         reach.extend(&other.reach);
-        let chained = Literals::new(of(self, 0).into_iter().chain(of(other, offset)), reach)?;
+        let literals =
+            of(self, &self.owners, 0)
+                .into_iter()
+                .chain(of(other, &other.owners, offset));
+        let gates = of(self, &self.opens, 0)
+            .into_iter()
+            .chain(of(other, &other.opens, offset));
+        let chained = Literals::new(literals, gates, reach)?;
         // A rule of either with no literal still reads everything (`new`
         // finds those of both again, from the literals each has).
         debug_assert_eq!(chained.always.len(), self.always.len() + other.always.len());
         Ok(chained)
+    }
+
+    /// Which rules a text opens: those with no gates, and those with one
+    /// of theirs somewhere in it.
+    #[cfg(test)]
+    pub(super) fn open(&self, text: &[u8]) -> Vec<bool> {
+        let mut open: Vec<bool> = self.gated.iter().map(|g| !g).collect();
+        for m in self.automaton.find_overlapping_iter(text) {
+            for &rule in &self.opens[m.pattern().as_usize()] {
+                open[rule] = true;
+            }
+        }
+        open
     }
 
     /// How many of the first `rules` rules have literals to look for (a
@@ -179,12 +235,24 @@ pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
         let Ok(hir) = regex_syntax::parse(pattern) else {
             continue;
         };
-        if breaks != Some(0) && anchored(&hir) {
-            continue;
-        }
-        literals.extend(needs(&hir).into_iter().flatten().map(|l| (l, i)));
+        literals.extend(
+            literals_of(&hir, breaks)
+                .into_iter()
+                .flatten()
+                .map(|l| (l, i)),
+        );
     }
-    Literals::new(literals, reach)
+    Literals::new(literals, [], reach)
+}
+
+/// The literals of a pattern (`needs`), parsed as it compiles, whose
+/// matches cross at most `breaks` lines; None for one that may cross
+/// lines and is anchored to the text's start or end.
+pub(super) fn literals_of(hir: &Hir, breaks: Option<usize>) -> Option<Set> {
+    if breaks != Some(0) && anchored(hir) {
+        return None;
+    }
+    needs(hir)
 }
 
 /// The literals one of which every match of `hir` holds; None when there
@@ -555,11 +623,28 @@ mod tests {
         }
     }
 
+    /// A gate opens its rule anywhere in the text; where the rule reads
+    /// is still its literal's lines.
+    #[test]
+    fn a_gate_opens_a_rule_that_reads_around_its_literal() {
+        let text = b"airtable\nx\ny\npat=1\nz\n";
+        let p = Literals::new(
+            [(b"pat=".to_vec(), 0)],
+            [(b"airtable".to_vec(), 0)],
+            vec![Some(0)],
+        )
+        .unwrap();
+        assert_eq!(p.windows(text)[0], vec![12..19]);
+        assert_eq!(p.open(text), [true]);
+        assert!(p.windows(b"pat=1\n")[0].is_empty());
+        assert_eq!(p.open(b"pat=1\n"), [false]);
+    }
+
     #[test]
     fn two_sets_are_found_in_one_pass() {
         let text = b"a\nb secret=x\nc\ntoken d\ne";
         let mine = prefilter(&[r"secret=\S+", r"[0-9]{40}"]).unwrap();
-        let theirs = Literals::new([(b"token".to_vec(), 0)], vec![Some(1)]).unwrap();
+        let theirs = Literals::new([(b"token".to_vec(), 0)], [], vec![Some(1)]).unwrap();
         let mut both = mine.windows(text);
         both.extend(theirs.windows(text));
         assert_eq!(mine.chain(&theirs).unwrap().windows(text), both);
@@ -587,14 +672,14 @@ mod tests {
     fn lines_around_a_literal() {
         let text: String = (0..20).map(|i| format!("line{i}\n")).collect();
         let from = |l: &str| text.find(l).unwrap();
-        let literals = |reach| Literals::new([(b"line10".to_vec(), 0)], vec![reach]).unwrap();
+        let literals = |reach| Literals::new([(b"line10".to_vec(), 0)], [], vec![reach]).unwrap();
         // Two lines either side, from the line break before them.
         let w = literals(Some(2)).windows(text.as_bytes());
         assert_eq!(w[0], vec![from("line8") - 1..from("line13")]);
         // At the ends, as much as there is; unbounded, everything.
-        let w = Literals::new([(b"line0".to_vec(), 0)], vec![Some(8)]).unwrap();
+        let w = Literals::new([(b"line0".to_vec(), 0)], [], vec![Some(8)]).unwrap();
         assert_eq!(w.windows(text.as_bytes())[0], vec![0..from("line9")]);
-        let w = Literals::new([(b"line19".to_vec(), 0)], vec![Some(2)]).unwrap();
+        let w = Literals::new([(b"line19".to_vec(), 0)], [], vec![Some(2)]).unwrap();
         assert_eq!(
             w.windows(text.as_bytes())[0],
             vec![from("line17") - 1..text.len()]
@@ -606,11 +691,11 @@ mod tests {
         // One long line is read once, however many literals it holds, and
         // a literal in any case is found.
         let long = b"KEY ".repeat(1000);
-        let w = Literals::new([(b"key".to_vec(), 0)], vec![Some(9)]).unwrap();
+        let w = Literals::new([(b"key".to_vec(), 0)], [], vec![Some(9)]).unwrap();
         assert_eq!(w.windows(&long)[0], vec![0..long.len()]);
         // A literal that holds a line break reads its lines and those
         // around both.
-        let w = Literals::new([(b"line3\nline4".to_vec(), 0)], vec![Some(1)]).unwrap();
+        let w = Literals::new([(b"line3\nline4".to_vec(), 0)], [], vec![Some(1)]).unwrap();
         assert_eq!(
             w.windows(text.as_bytes())[0],
             vec![from("line2") - 1..from("line6")]

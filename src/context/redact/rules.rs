@@ -107,10 +107,11 @@ pub(crate) struct Found {
 /// The rules, ready to run.
 pub(crate) struct Rules {
     rules: Vec<Rule>,
-    /// Every rule's keywords, and how many lines around one it reads: the
-    /// most line breaks one of its matches holds (a match holding a
-    /// keyword lies within that many lines of the keyword's). A rule with
-    /// no keyword reads every text.
+    /// Where each rule may match: the literals every match of it holds,
+    /// the lines around them it reads (as many as one of its matches may
+    /// cross), and its keywords, one of which must be somewhere in a text
+    /// for it to run there. A rule with no literal reads all of a text
+    /// its keywords open.
     keywords: Literals,
     global: Option<Allow>,
 }
@@ -370,8 +371,7 @@ impl Rules {
             ));
         }
         let mut rules = Vec::new();
-        let mut keywords = Vec::new();
-        let mut reach = Vec::new();
+        let (mut literals, mut keywords, mut reach) = (Vec::new(), Vec::new(), Vec::new());
         let mut ids = std::collections::HashSet::new();
         for (n, raw) in file.rules.into_iter().enumerate() {
             let id = raw.id;
@@ -393,7 +393,8 @@ impl Rules {
                 // Rules on file names only: nothing to look for in text.
                 continue;
             };
-            let breaks = super::max_line_breaks(&from_go(&pattern));
+            let go = from_go(&pattern);
+            let breaks = super::max_line_breaks(&go);
             let regex = compile(&pattern).map_err(|e| format!("{at}: regex: {e}"))?;
             let groups = regex.captures_len() - 1;
             if raw.secret_group > groups {
@@ -409,6 +410,13 @@ impl Rules {
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("{at}: allowlist: {e}"))?;
             let index = rules.len();
+            // A rule reads the lines around what every match of it holds,
+            // once one of its keywords is anywhere in the text: a keyword
+            // need not be part of the match (`airtable` a line above its
+            // token).
+            let needs = super::parse_as_gitleaks(&go)
+                .and_then(|hir| super::prefilter::literals_of(&hir, breaks));
+            literals.extend(needs.into_iter().flatten().map(|l| (l, index)));
             keywords.extend(raw.keywords.into_iter().map(|k| (k.into_bytes(), index)));
             reach.push(breaks);
             rules.push(Rule {
@@ -419,7 +427,7 @@ impl Rules {
                 allows,
             });
         }
-        let keywords = Literals::new(keywords, reach)?;
+        let keywords = Literals::new(literals, keywords, reach)?;
         let global = file
             .allowlist
             .map(Allow::new)
@@ -444,12 +452,13 @@ impl Rules {
     /// Every secret the rules find in `text`, rule by rule.
     ///
     /// gitleaks runs a rule over a whole file once its keyword is anywhere
-    /// in it. Here a rule reads only the lines around its keywords
-    /// (`Literals::windows`): on output dense with secrets nearly every
-    /// keyword is somewhere, and 200 rules each reading all of it cost
-    /// more than the budget. A rule's keyword is a literal part of what it
-    /// matches, so its secrets are there; the lines around take in a key
-    /// and a value that a rule lets stand on different lines.
+    /// in it. Here such a rule reads only the lines around the literals
+    /// every match of it holds, read off its pattern (`Literals::windows`):
+    /// on output dense with secrets nearly every keyword is somewhere, and
+    /// 200 rules each reading all of it cost more than the budget. A
+    /// keyword is not always part of the match (`airtable` in a line
+    /// above the token), so it only opens the rule; the lines around a
+    /// literal take in a key and a value a rule lets stand apart.
     pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
         self.find_in_windows(text, self.keywords.windows(text))
     }
@@ -574,12 +583,7 @@ mod tests {
     /// Each rule over the whole text once one of its keywords is anywhere
     /// in it, as gitleaks runs them.
     fn find_whole(rules: &Rules, text: &[u8]) -> Vec<Found> {
-        let run: Vec<bool> = rules
-            .keywords
-            .windows(text)
-            .iter()
-            .map(|w| !w.is_empty())
-            .collect();
+        let run = rules.keywords.open(text);
         let mut found = Vec::new();
         for i in (0..rules.len()).filter(|&i| run[i]) {
             rules.find_in(i, text, 0..text.len(), &mut found);
@@ -600,6 +604,26 @@ mod tests {
             .map(|f| format!("{}: {:?}", rules.id(f.rule), &text[f.span.clone()]))
             .collect();
         assert!(missed.is_empty(), "{missed:#?}");
+    }
+
+    /// A keyword need not be in the match: Airtable's token two lines
+    /// below the word, in JSON. It still opens the rule only somewhere in
+    /// the text, as gitleaks runs it.
+    #[test]
+    fn a_keyword_opens_its_rule_and_the_match_is_found_where_it_is() {
+        let rules = Rules::load().unwrap();
+        let token = format!("pat{}.{}", "Q3vX9kLm2Rt7bW", "3f9a1c7e".repeat(8));
+        let airtable = |text: &str| {
+            rules
+                .find(text.as_bytes())
+                .iter()
+                .any(|f| rules.id(f.rule) == "airtable-personnal-access-token")
+        };
+        let json = format!("{{\n  \"provider\": \"airtable\",\n  \"pat\": \"{token}\"\n}}\n");
+        assert!(airtable(&json), "{json}");
+        let far = format!("airtable\n{}\"pat\": \"{token}\"\n", "x\n".repeat(500));
+        assert!(airtable(&far));
+        assert!(!airtable(&format!("\"pat\": \"{token}\"\n")));
     }
 
     #[test]
