@@ -865,6 +865,14 @@ impl Shape {
 pub(super) fn prompt(line: &str) -> Option<(&str, &str)> {
     let head = &line[..line.floor_char_boundary(MAX_PROMPT)];
     let bytes = head.as_bytes();
+    // Most lines hold no prompt character at all: one look at the bytes
+    // (every one above is `$ # % >` or not ASCII).
+    if !bytes
+        .iter()
+        .any(|&b| matches!(b, b'$' | b'#' | b'%' | b'>') || !b.is_ascii())
+    {
+        return None;
+    }
     if bytes.len() > 3
         && bytes[0].is_ascii_alphabetic()
         && &bytes[1..3] == b":\\"

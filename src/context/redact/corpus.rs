@@ -540,6 +540,35 @@ mod tests {
 #[ignore = "a benchmark: bench/redact runs it in release"]
 fn redaction_speed() {
     let r = Redactor::new(&[], &[]).unwrap();
+    // The first text a redactor reads builds its regexes' lazy automata:
+    // timed apart, once.
+    let cold = std::time::Instant::now();
+    std::hint::black_box(r.redact(&bulk(64 << 10), &Numbering::default()));
+    println!(
+        "{:40}  {:>4} KiB: {:8.2} ms",
+        "the corpus, first text of a new redactor",
+        64,
+        cold.elapsed().as_secs_f64() * 1000.0
+    );
+    // Texts it has not seen, each read once: the corpus's records with
+    // other values, as a session's outputs come. The median of the last
+    // eight of sixteen (the first few still build many states).
+    let fresh = bulk(16 << 16);
+    let mut times: Vec<f64> = (0..16)
+        .map(|k| {
+            let text = &fresh
+                [fresh.floor_char_boundary(k << 16)..fresh.floor_char_boundary((k + 1) << 16)];
+            let started = std::time::Instant::now();
+            std::hint::black_box(r.redact(text, &Numbering::default()));
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .skip(8)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{:40}  {:>4} KiB: {:8.2} ms",
+        "the corpus, texts read once each", 64, times[4]
+    );
     // `REDACT_BENCH=words` times only the inputs whose name holds them,
     // for a profiler's run.
     let only = std::env::var("REDACT_BENCH").unwrap_or_default();
@@ -548,6 +577,11 @@ fn redaction_speed() {
         for size in [64 << 10, 512 << 10] {
             let mut text = make(size);
             text.truncate(text.floor_char_boundary(size));
+            // Two runs unmeasured: what the automata still learn of a
+            // text they have not seen is the cold figure's.
+            for _ in 0..2 {
+                std::hint::black_box(r.redact(&text, &Numbering::default()));
+            }
             let mut times: Vec<f64> = (0..5)
                 .map(|_| {
                     let started = std::time::Instant::now();
@@ -669,5 +703,22 @@ fn redaction_parts() {
         time("all of redact", &|| {
             std::hint::black_box(r.redact(&text, &Numbering::default()));
         });
+        // `REDACT_RULES=1`: the five slowest of walissh's rules too.
+        if std::env::var_os("REDACT_RULES").is_some() {
+            let windows = r.prefilter.windows(text.as_bytes());
+            let mut each: Vec<(f64, usize)> = (0..r.rules.len())
+                .map(|i| {
+                    let started = std::time::Instant::now();
+                    for w in &windows[i] {
+                        std::hint::black_box(r.rules[i].spans(&text[w.clone()]).count());
+                    }
+                    (started.elapsed().as_secs_f64() * 1000.0, i)
+                })
+                .collect();
+            each.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (ms, i) in each.into_iter().take(5) {
+                println!("    rule #{i} {:20} {ms:8.2} ms", r.rules[i].kind);
+            }
+        }
     }
 }

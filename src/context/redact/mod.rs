@@ -1233,21 +1233,13 @@ impl Redactor {
         // and `peer:` in `wg show`, `PublicKey = …`).
         let find = |t: &str| {
             let mut found = self.find(t);
+            // Several rules find most secrets: each place is judged once.
+            let mut judged = std::collections::HashMap::new();
             found.retain(|s| {
-                // A token shape masked in documentation (`ghp_xxxx…`). A
-                // finding over lines is a block, no value: a banner of
-                // `*****` between two PEM keys it spans masks neither.
-                let value = &t[s.range.clone()];
-                let masked = !matches!(s.via, Via::Command(_))
-                    && !value.contains('\n')
-                    && masked_or_example(value);
-                !masked
-                    && !names_public_key(t, s.range.start)
-                    && !digest(t, s.range.start)
-                    && !public_token(&t[s.range.clone()])
-                    && !PUBLIC_PREFIXES
-                        .iter()
-                        .any(|p| t[..s.range.start].ends_with(p))
+                let command = matches!(s.via, Via::Command(_));
+                *judged
+                    .entry((s.range.start, s.range.end, command))
+                    .or_insert_with(|| !public_or_masked(t, s.range.clone(), command))
             });
             found
         };
@@ -1554,6 +1546,24 @@ impl Redactor {
         }
         spans
     }
+}
+
+/// Whether what a rule found at `range` of `t` is no secret after all:
+/// masked, an example, or public by its name or shape. A command's output
+/// is never taken for masked.
+fn public_or_masked(t: &str, range: Range<usize>, command: bool) -> bool {
+    // A token shape masked in documentation (`ghp_xxxx…`). A finding over
+    // lines is a block, no value: a banner of `*****` between two PEM
+    // keys it spans masks neither.
+    let value = &t[range.clone()];
+    let masked = !command && !value.contains('\n') && masked_or_example(value);
+    masked
+        || names_public_key(t, range.start)
+        || digest(t, range.start)
+        || public_token(value)
+        || PUBLIC_PREFIXES
+            .iter()
+            .any(|p| t[..range.start].ends_with(p))
 }
 
 /// Base64 `text` decoded, if it is base64 of printable UTF-8 text.

@@ -1029,7 +1029,7 @@ impl Column {
 /// or more (`NAME   USERNAME   PASSWORD`); a row of values
 /// (`db-credentials  Opaque  2`) is none.
 fn aligned_names(line: &str) -> Option<Vec<Range<usize>>> {
-    if !line.is_ascii() || line.len() > 512 {
+    if !line.is_ascii() || line.len() > 512 || !line.contains("  ") {
         return None;
     }
     let mut cells = Vec::new();

@@ -65,7 +65,7 @@ fn halfwidth(c: char) -> char {
 /// None when it has none. The text the model gets keeps them: never is
 /// text rewritten that is not being redacted.
 pub(crate) fn folded(text: &str) -> Option<(String, Vec<usize>)> {
-    if text.chars().all(|c| halfwidth(c) == c) {
+    if non_ascii(text).all(|c| halfwidth(c) == c) {
         return None;
     }
     let mut out = String::with_capacity(text.len());
@@ -208,6 +208,18 @@ pub(crate) fn word_diff(text: &str) -> Option<[String; 2]> {
     changed.then(|| [before, after].map(|s| String::from_utf8(s).unwrap_or_default()))
 }
 
+/// The characters of `text` that are not ASCII: the ASCII bytes between
+/// them are skipped, not decoded.
+fn non_ascii(text: &str) -> impl Iterator<Item = char> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let skip = text.as_bytes()[at..].iter().position(|b| !b.is_ascii())?;
+        let c = text[at + skip..].chars().next()?;
+        at += skip + c.len_utf8();
+        Some(c)
+    })
+}
+
 /// `text` without escape sequences, control characters and invisible
 /// ones; borrowed when it had none.
 pub(crate) fn plain(text: &str) -> Cow<'_, str> {
@@ -215,12 +227,29 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
         ((c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t')
             && !invisible(c)
     };
-    if text.chars().all(keep) {
+    // ASCII a byte at a time, and only the other characters decoded.
+    let ascii_kept =
+        |b: &u8| (b' '..0x7f).contains(b) || matches!(b, b'\n' | b'\t') || !b.is_ascii();
+    if text.as_bytes().iter().all(ascii_kept) && non_ascii(text).all(keep) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut state = State::Text;
-    for c in text.chars() {
+    let mut at = 0;
+    while at < text.len() {
+        // In text, a run of what is kept as it is goes over whole.
+        if matches!(state, State::Text) {
+            let run = text.as_bytes()[at..]
+                .iter()
+                .position(|b| !ascii_kept(b) || !b.is_ascii())
+                .unwrap_or(text.len() - at);
+            out.push_str(&text[at..at + run]);
+            at += run;
+        }
+        let Some(c) = text[at..].chars().next() else {
+            break;
+        };
+        at += c.len_utf8();
         state = match (state, c) {
             // CAN and SUB cancel any sequence (ECMA-48).
             (State::Esc | State::Csi | State::Str | State::StrEsc, '\x18' | '\x1a') => State::Text,

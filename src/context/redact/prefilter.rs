@@ -12,15 +12,14 @@
 //! key every line.
 //!
 //! It only says where a match cannot be; what matches is the rules'. A
-//! rule with no literal to look for, with no bound on the lines it
-//! crosses, or anchored to the text's start or end (which a window would
-//! move), reads the whole text.
+//! rule with no literal to look for reads the whole text, and so does one
+//! with no bound on the lines it crosses, once its literal is there.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
-use regex_syntax::hir::{Class, Hir, HirKind, Look};
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// A literal shorter than this says too little to be worth looking for.
 const MIN_LEN: usize = 3;
@@ -221,11 +220,7 @@ fn merged(mut windows: Vec<Range<usize>>) -> Vec<Range<usize>> {
 }
 
 /// The literals of walissh's own `patterns`, in order: what `needs`
-/// reads off each, and its reach (`max_line_breaks`). A rule that may
-/// cross lines and is anchored to the text's start or end has none: a
-/// window starts at a line break, where `\A` cannot match in all of the
-/// text, but a match that crosses lines could hold it; and a window ends
-/// where `\z` would match. One within a line can do neither.
+/// reads off each, and its reach (`max_line_breaks`).
 pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
     let mut literals = Vec::new();
     let mut reach = Vec::new();
@@ -235,24 +230,29 @@ pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
         let Ok(hir) = regex_syntax::parse(pattern) else {
             continue;
         };
-        literals.extend(
-            literals_of(&hir, breaks)
-                .into_iter()
-                .flatten()
-                .map(|l| (l, i)),
-        );
+        literals.extend(literals_of(&hir).into_iter().flatten().map(|l| (l, i)));
     }
     Literals::new(literals, [], reach)
 }
 
-/// The literals of a pattern (`needs`), parsed as it compiles, whose
-/// matches cross at most `breaks` lines; None for one that may cross
-/// lines and is anchored to the text's start or end.
-pub(super) fn literals_of(hir: &Hir, breaks: Option<usize>) -> Option<Set> {
-    if breaks != Some(0) && anchored(hir) {
-        return None;
-    }
+/// The literals of a pattern (`needs`), parsed as it compiles.
+///
+/// Anchors need no care. A window runs from the line break before its
+/// first line to just after its last line's, reach lines either side of
+/// a literal's (all of the text, for a rule whose matches have no bound
+/// on the lines they cross): a match that began at a window's start or
+/// ended at its end, where the window could move `\A`, `^` or `\z`,
+/// would cross one line more than the rule's matches can
+/// (`windows_find_what_the_whole_text_does`).
+pub(super) fn literals_of(hir: &Hir) -> Option<Set> {
     needs(hir)
+}
+
+/// The literals one of which every match of `hir` starts with, ASCII
+/// lowercase; None when some match may start with anything.
+pub(super) fn starts(hir: &Hir) -> Option<Set> {
+    let prefix = info(hir).prefix;
+    prefix.iter().all(|l| !l.is_empty()).then_some(prefix)
 }
 
 /// The literals one of which every match of `hir` holds; None when there
@@ -260,17 +260,6 @@ pub(super) fn literals_of(hir: &Hir, breaks: Option<usize>) -> Option<Set> {
 fn needs(hir: &Hir) -> Option<Set> {
     let info = info(hir);
     better(info.factor, info.exact).filter(|set| min_len(set) >= MIN_LEN)
-}
-
-/// Whether `hir` holds `\A` or `\z` (`^` and `$` without `(?m)`).
-fn anchored(hir: &Hir) -> bool {
-    match hir.kind() {
-        HirKind::Look(look) => matches!(look, Look::Start | Look::End),
-        HirKind::Repetition(r) => anchored(&r.sub),
-        HirKind::Capture(c) => anchored(&c.sub),
-        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(anchored),
-        _ => false,
-    }
 }
 
 /// What is known of the strings a piece of a pattern matches.
@@ -623,6 +612,60 @@ mod tests {
         }
     }
 
+    /// Patterns with anchors and line breaks, read in their windows and in
+    /// all of a text: the same matches, so a window never moves an
+    /// anchor (`literals_of`) nor cuts a match that crosses lines.
+    mod windows_find_what_the_whole_text_does {
+        use super::*;
+
+        const PIECES: &[&str] = &[
+            "key",
+            "=",
+            r"\n",
+            r"\s",
+            r"\S+",
+            "[a-z]+",
+            r"[;\n]",
+            r"\z",
+            r"\A",
+            "(?m:$)",
+            r"(?:[\s;]|\z)",
+            r"(?:\n|=)",
+            "(?:;|)",
+            r"(?:\A|\s)",
+            r"\s*",
+        ];
+        const WORDS: &[&str] = &["key", "=", "ab", ";", " ", "\n", "\n", "key=x"];
+
+        proptest::proptest! {
+            #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+            #[test]
+            fn on_generated_patterns(
+                before in proptest::collection::vec(0..PIECES.len(), 0..4),
+                after in proptest::collection::vec(0..PIECES.len(), 0..4),
+                words in proptest::collection::vec(0..WORDS.len(), 0..24),
+            ) {
+                let piece = |v: &[usize]| v.iter().map(|&i| PIECES[i]).collect::<String>();
+                let pattern = format!("{}key{}", piece(&before), piece(&after));
+                let text: String = words.iter().map(|&i| WORDS[i]).collect();
+                let p = prefilter(&[&pattern]).unwrap();
+                let regex = regex::Regex::new(&pattern).unwrap();
+                let whole: Vec<_> = regex.find_iter(&text).map(|m| m.range()).collect();
+                let mut windowed: Vec<_> = p.windows(text.as_bytes())[0]
+                    .iter()
+                    .flat_map(|w| {
+                        regex
+                            .find_iter(&text[w.clone()])
+                            .map(|m| w.start + m.start()..w.start + m.end())
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                windowed.dedup();
+                proptest::prop_assert_eq!(whole, windowed, "{} on {:?}", pattern, text);
+            }
+        }
+    }
+
     /// A gate opens its rule anywhere in the text; where the rule reads
     /// is still its literal's lines.
     #[test]
@@ -703,26 +746,36 @@ mod tests {
     }
 
     #[test]
-    fn only_a_match_that_crosses_lines_may_not_be_anchored() {
+    fn anchored_rules_read_their_lines_too() {
         let p = prefilter(&[
             r"secret=\S+$",
             r"\Asecret=\S+",
             r"secret=\S+\n\S+",
-            r"secret=\S+\n\S+\z",
+            r"secret=\S+\n\z",
             r"secret=(?s:.)+",
+            // gitleaks' end of a token: a space, a line break, or the
+            // text's end.
+            r"\b(secret=[a-z]{1,3})(?:[\s;]|$)",
         ])
         .unwrap();
-        assert_eq!(p.always, [3]);
+        assert!(p.always.is_empty());
         let text = "a\nb secret=x\nc\nd";
         let w = p.windows(text.as_bytes());
         // The line, from the line break before it; and a line either side
-        // for the rule whose match crosses one.
+        // for the rules whose matches cross one.
         assert_eq!(w[0], vec![1..13]);
+        assert_eq!(w[1], vec![1..13]);
         assert_eq!(w[2], vec![0..15]);
-        assert_eq!(w[3], vec![0..text.len()]);
+        assert_eq!(w[3], vec![0..15]);
+        assert_eq!(w[5], vec![0..15]);
         // No bound on the lines a match crosses: all of the text, once
         // the literal is there.
         assert_eq!(w[4], vec![0..text.len()]);
         assert!(p.windows(b"a\nb\n")[4].is_empty());
+        // Where the window's edges are not the text's, its anchors
+        // match nothing the whole text's would not.
+        let regex = regex::Regex::new(r"\b(secret=[a-z]{1,3})(?:[\s;]|$)").unwrap();
+        let window = &text[w[5][0].clone()];
+        assert_eq!(regex.find(window).map(|m| m.as_str()), Some("secret=x\n"));
     }
 }
