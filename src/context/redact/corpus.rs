@@ -474,6 +474,22 @@ mod tests {
             texts.push(filled.join("\n"));
         }
         texts.extend(inputs().into_iter().map(|(_, make)| make(16 << 10)));
+        // The rules read only on the lines one of them matches (`Lines`):
+        // several on one line, on the lines after it, at the text's start
+        // and at its end with no line break.
+        let lines = [
+            "root:$6$abcdefgh$ijklmnopqrstuvwxyz0123456789ABCDEF:19000:0:99999:7:::",
+            "Administrator:500:aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0:::",
+            "abcdef.0123456789abcdef 23h 2026-12-06T10:00:00Z authentication,signing",
+            "alice * S3cretPassw0rd *",
+            "bob:x:1001:1001:B0bSecretPw1 alice * S3cretPassw0rd2 *",
+            "ordinary words here",
+            "[client1]:4000 user:hunter2hunter2",
+        ];
+        for n in 1..=lines.len() {
+            texts.push(lines[..n].join("\n"));
+            texts.push(lines[lines.len() - n..].join("\n"));
+        }
         for text in &texts {
             let text = super::super::plain::plain(text);
             let mut own: Vec<(usize, Range<usize>)> = r

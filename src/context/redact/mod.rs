@@ -959,6 +959,8 @@ pub(crate) struct Redactor {
     /// the text finds the literals the rules need, and each runs only on
     /// the lines around its own.
     prefilter: prefilter::Literals,
+    /// Those of walissh's rules with no literal that stay within a line.
+    lines: Option<prefilter::Lines>,
     /// Keys that name a secret and tools' password flags.
     pairs: pairs::Pairs,
     /// The operator's rules (`[context] redact_rules`), after walissh's
@@ -1092,10 +1094,12 @@ impl Redactor {
             r"[A-Za-z0-9._~!*'()+=&:/?@%-]*%[0-9A-Fa-f]{2}[A-Za-z0-9._~!*'()+=&:/?@%-]*",
         )
         .expect("the URL-encoding pattern compiles");
+        let lines = prefilter::Lines::new(&patterns, prefilter.always());
         Ok(Redactor {
             base64,
             url_encoded,
             rules,
+            lines,
             prefilter,
             pairs: pairs::Pairs::new(),
             operator,
@@ -1449,7 +1453,16 @@ impl Redactor {
     fn find_own(&self, text: &str) -> Vec<Span> {
         let mut windows = self.prefilter.windows(text.as_bytes());
         windows.truncate(self.rules.len());
+        self.narrow(text, &mut windows);
         self.find_own_in(text, windows)
+    }
+
+    /// The windows of the rules with no literal that stay within a line,
+    /// narrowed to the lines one of them may match on (`Lines`).
+    fn narrow(&self, text: &str, windows: &mut [Vec<Range<usize>>]) {
+        if let Some(lines) = &self.lines {
+            lines.narrow(text.as_bytes(), windows);
+        }
     }
 
     /// `find_own`, given each rule's windows.
@@ -1516,6 +1529,7 @@ impl Redactor {
         // One pass finds where walissh's rules and gitleaks' may match.
         let mut windows = self.prefilter.windows(text.as_bytes());
         let theirs = windows.split_off(self.rules.len());
+        self.narrow(text, &mut windows);
         let mut spans = self.find_own_in(text, windows);
         let pairs = self.rules.len();
         spans.extend(self.pairs.find(text).into_iter().map(|range| Span {
