@@ -530,10 +530,12 @@ const SHAPES: &[Pattern] = &[
         Some(env_secret),
     ),
     // Assignments in a command line: `export X=…`, `X=… cmd`, `-e X=…`,
-    // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`.
+    // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`. What stands
+    // before the name is no line break (`^` takes the line's start): a
+    // match crosses no line, so the rule reads only its literals' lines.
     pattern(
         "env-secret",
-        r#"(?m)(?:^|[\s;&|("'\[,{])(?P<export>(?:(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+|\$env:))?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat|session)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
+        r#"(?m)(?:^|[^\S\n]|[;&|("'\[,{])(?P<export>(?:(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+|\$env:))?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat|session)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
         Some(env_secret),
     ),
     // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
