@@ -624,6 +624,11 @@ fn inputs() -> Vec<(&'static str, fn(usize) -> String)> {
         ("keywords without a gap", |n| {
             "passwordtokensecret".repeat(n / 19 + 1)
         }),
+        // Keywords just far enough apart that gitleaks' rules are tried
+        // at each (`rules::Anchored`), each followed by a value.
+        ("a keyword every 17 bytes", |n| {
+            "token=abcdefghij ".repeat(n / 17 + 1)
+        }),
         ("tool names and flags", |n| {
             "mysql -pAbc123xyz ".repeat(n / 18 + 1)
         }),
