@@ -228,8 +228,9 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
             && !invisible(c)
     };
     // ASCII a byte at a time, and only the other characters decoded.
-    let ascii_kept =
-        |b: &u8| (b' '..0x7f).contains(b) || matches!(b, b'\n' | b'\t') || !b.is_ascii();
+    // ASCII kept as it is: printable, a line break or a tab.
+    let plain_ascii = |b: &u8| (b' '..0x7f).contains(b) || matches!(b, b'\n' | b'\t');
+    let ascii_kept = |b: &u8| plain_ascii(b) || !b.is_ascii();
     if text.as_bytes().iter().all(ascii_kept) && non_ascii(text).all(keep) {
         return Cow::Borrowed(text);
     }
@@ -241,7 +242,7 @@ pub(crate) fn plain(text: &str) -> Cow<'_, str> {
         if matches!(state, State::Text) {
             let run = text.as_bytes()[at..]
                 .iter()
-                .position(|b| !ascii_kept(b) || !b.is_ascii())
+                .position(|b| !plain_ascii(b))
                 .unwrap_or(text.len() - at);
             out.push_str(&text[at..at + run]);
             at += run;

@@ -142,8 +142,8 @@ impl Anchored {
         let regex = regex_automata::meta::Builder::new()
             .configure(
                 regex_automata::meta::Config::new()
-                    .nfa_size_limit(Some(64 << 20))
-                    .hybrid_cache_capacity(16 << 20),
+                    .nfa_size_limit(Some(NFA_LIMIT))
+                    .hybrid_cache_capacity(DFA_LIMIT),
             )
             .build_from_hir(rest)
             .ok()?;
@@ -372,21 +372,28 @@ fn repetition(s: &str) -> bool {
 /// limits than the default (some rules repeat wide classes 50 times).
 fn compile(pattern: &str) -> Result<Regex, String> {
     let pattern = &from_go(pattern);
-    let build = |unicode: bool| {
-        RegexBuilder::new(pattern)
-            .unicode(unicode)
-            .size_limit(64 << 20)
-            .dfa_size_limit(16 << 20)
-            .build()
-    };
-    let regex = build(false)
-        .or_else(|_| build(true))
+    let regex = build(pattern, false)
+        .or_else(|_| build(pattern, true))
         .map_err(|e| super::one_line(&e.to_string()))?;
     if regex.is_match(b"") {
         return Err("it matches the empty string".to_string());
     }
     Ok(regex)
 }
+
+/// A gitleaks regex built with larger limits than the default (some
+/// rules repeat wide classes 50 times).
+fn build(pattern: &str, unicode: bool) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .unicode(unicode)
+        .size_limit(NFA_LIMIT)
+        .dfa_size_limit(DFA_LIMIT)
+        .build()
+}
+
+/// The limits `build` and `Anchored` compile gitleaks' rules under.
+const NFA_LIMIT: usize = 64 << 20;
+const DFA_LIMIT: usize = 16 << 20;
 
 /// `compile`, with the pattern's lead apart when it has one (`Lead`).
 fn compile_with_lead(pattern: &str) -> Result<(Regex, Option<Lead>), String> {
@@ -397,12 +404,7 @@ fn compile_with_lead(pattern: &str) -> Result<(Regex, Option<Lead>), String> {
     };
     // The rest, printed as the regex crate reads it; its groups keep
     // their numbers, as the lead has none.
-    match RegexBuilder::new(&rest.to_string())
-        .unicode(false)
-        .size_limit(64 << 20)
-        .dfa_size_limit(16 << 20)
-        .build()
-    {
+    match build(&rest.to_string(), false) {
         Ok(rest) if rest.captures_len() == regex.captures_len() => Ok((rest, Some(lead))),
         _ => Ok((regex, None)),
     }
