@@ -87,7 +87,22 @@ pub(super) struct Commands {
     public: RegexSet,
     /// Which `patterns` are paths (of rules with `paths`).
     path_patterns: Vec<bool>,
+    /// Lines already judged (`reading`): a screen is read again and again
+    /// with the same prompt lines on it.
+    memo: std::sync::Mutex<Memo>,
 }
+
+/// Command lines judged, and how each is read; bounded by their bytes,
+/// forgotten all at once when full (a target printing endless new prompt
+/// lines costs what no memo would).
+#[derive(Default)]
+struct Memo {
+    lines: std::collections::HashMap<Box<str>, Option<Reading>>,
+    bytes: usize,
+}
+
+/// The bytes of command lines a `Memo` holds at most.
+const MEMO_BYTES: usize = 256 << 10;
 
 /// A flag after the program that asks for help: nothing is read. (A bare
 /// `help` counts only right after the program: `cat help /run/secrets/x`
@@ -147,6 +162,7 @@ impl Commands {
             patterns,
             public,
             path_patterns,
+            memo: Default::default(),
         })
     }
 
@@ -162,6 +178,22 @@ impl Commands {
     /// How `line`'s output is read, if a rule says it holds a secret.
     pub(super) fn reading(&self, line: &str) -> Option<Reading> {
         let line = &line[..line.floor_char_boundary(MAX_LINE)];
+        let lock = || self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = lock().lines.get(line).cloned() {
+            return known;
+        }
+        let reading = self.read_line(line);
+        let mut m = lock();
+        if m.bytes + line.len() > MEMO_BYTES {
+            *m = Memo::default();
+        }
+        m.bytes += line.len();
+        m.lines.insert(line.into(), reading.clone());
+        reading
+    }
+
+    /// `reading`, worked out.
+    fn read_line(&self, line: &str) -> Option<Reading> {
         // Windows paths (`type C:\Users\me\.sonar\token.txt`): a
         // backslash there separates, it escapes nothing.
         let windows;
@@ -241,6 +273,15 @@ impl Commands {
     /// order. Each word is matched once against every pattern, and where
     /// each pattern last matched is kept: linear in the words.
     fn judge(&self, words: &[String], line: bool) -> Option<usize> {
+        // Most lines run no program a rule names: their words need not be
+        // matched against every argument pattern.
+        let programs: Vec<_> = words
+            .iter()
+            .map(|w| self.programs.matches(w.rsplit('/').next().unwrap_or(w)))
+            .collect();
+        if !programs.iter().any(|m| m.matched_any()) {
+            return None;
+        }
         let mut last: Vec<Option<usize>> = vec![None; self.patterns.len()];
         let mut help = None;
         for (i, w) in words.iter().enumerate() {
@@ -259,9 +300,8 @@ impl Commands {
         }
         // In a line, anywhere; in a command, after the program.
         let after = |p: usize, i: usize| last[p].is_some_and(|l| line || l > i);
-        for (i, word) in words.iter().enumerate() {
-            let name = word.rsplit('/').next().unwrap_or(word);
-            for r in self.programs.matches(name).iter() {
+        for (i, names) in programs.iter().enumerate() {
+            for r in names.iter() {
                 let rule = &self.rules[r];
                 let help_next = words.get(i + 1).is_some_and(|w| w == "help");
                 if rule.line != line
@@ -343,6 +383,7 @@ impl Commands {
 /// a program complaining are secret, as they may quote what they read
 /// (`wc: hunter2: No such file` from `wc --files0-from=-`, jq's `string
 /// ("hunter2") has no keys`).
+#[derive(Clone)]
 pub(super) struct Reading {
     pub(super) rule: usize,
     sunk: Option<Sink>,
@@ -1335,6 +1376,30 @@ mod tests {
             ["a | b", " c ", " d ", " e ", " f"]
         );
         assert_eq!(pipelines("sh -c 'a; b' ; c"), ["sh -c 'a; b' ", " c"]);
+    }
+
+    /// A line read again gets the reading it got first, and the lines
+    /// remembered stay within their bytes, however many new ones come.
+    #[test]
+    fn lines_judged_are_remembered_within_a_bound() {
+        let c = Commands::load().unwrap();
+        let secret = "cat /run/secrets/db_password";
+        for _ in 0..2 {
+            assert_eq!(
+                c.reading(secret)
+                    .map(|r| c.id(r.rule).to_string())
+                    .as_deref(),
+                Some("secret-file")
+            );
+            assert!(c.reading("ls -l /srv").is_none());
+        }
+        for i in 0..MEMO_BYTES / 64 {
+            let line = format!("echo {i:0>59}");
+            assert!(c.reading(&line).is_none(), "{line}");
+            assert!(c.memo.lock().unwrap().bytes <= MEMO_BYTES);
+        }
+        assert!(c.memo.lock().unwrap().lines.len() < MEMO_BYTES / 64);
+        assert!(c.reading(secret).is_some());
     }
 
     #[test]

@@ -568,9 +568,15 @@ fn redaction_speed() {
     );
     // Texts it has not seen, each read once: the corpus's records with
     // other values, as a session's outputs come. The median of the last
-    // eight of sixteen (the first few still build many states).
-    let fresh = bulk(16 << 16);
-    let mut times: Vec<f64> = (0..16)
+    // half (the first few still build many states).
+    // `REDACT_FRESH=n` reads n texts (16), for a profiler's run.
+    let n = std::env::var("REDACT_FRESH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16usize)
+        .max(2);
+    let fresh = bulk(n << 16);
+    let mut times: Vec<f64> = (0..n)
         .map(|k| {
             let text = &fresh
                 [fresh.floor_char_boundary(k << 16)..fresh.floor_char_boundary((k + 1) << 16)];
@@ -578,12 +584,14 @@ fn redaction_speed() {
             std::hint::black_box(r.redact(text, &Numbering::default()));
             started.elapsed().as_secs_f64() * 1000.0
         })
-        .skip(8)
+        .skip(n / 2)
         .collect();
     times.sort_by(f64::total_cmp);
     println!(
         "{:40}  {:>4} KiB: {:8.2} ms",
-        "the corpus, texts read once each", 64, times[4]
+        "the corpus, texts read once each",
+        64,
+        times[times.len() / 2]
     );
     // `REDACT_BENCH=words` times only the inputs whose name holds them,
     // for a profiler's run.
@@ -738,7 +746,11 @@ fn redaction_parts() {
                 .collect();
             each.sort_by(|a, b| b.0.total_cmp(&a.0));
             for (ms, i) in each.into_iter().take(5) {
-                println!("    rule #{i} {:20} {ms:8.2} ms", r.rules[i].kind);
+                println!(
+                    "    rule #{i} {:20} {ms:8.2} ms  {:.100}",
+                    r.rules[i].kind,
+                    r.rules[i].regex.as_str()
+                );
             }
         }
     }

@@ -533,9 +533,11 @@ const SHAPES: &[Pattern] = &[
     // `declare -x X="…"`, docker inspect's `"Env": ["X=…"]`. What stands
     // before the name is no line break (`^` takes the line's start): a
     // match crosses no line, so the rule reads only its literals' lines.
+    // A name with a small letter counts only exported (`env_secret`): the
+    // pattern says so, so `token=…` costs no groups to be turned down.
     pattern(
         "env-secret",
-        r#"(?m)(?:^|[^\S\n]|[;&|("'\[,{])(?P<export>(?:(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+|\$env:))?(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat|session)[A-Za-z0-9_]*)=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
+        r#"(?m)(?:^|[^\S\n]|[;&|("'\[,{])(?:(?P<export>(?:export|declare[ \t]+-x|typeset[ \t]+-x|local|readonly|ENV|env)[ \t]+|\$env:)(?P<name>[A-Za-z0-9_]*(?i:secret|password|passwd|passphrase|token|key|pass|pwd|pat|session)[A-Za-z0-9_]*)|(?P<bare>[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|PASSPHRASE|TOKEN|KEY|PASS|PWD|PAT|SESSION)[A-Z0-9_]*))=(?:"(?P<s1>(?:[^"\\\r\n]|\\.)+)"|\$'(?P<s5>(?:[^'\\\r\n]|\\.)+)'|'(?P<s2>(?:[^'\r\n]|'\\''|'"'"')+)'|(?P<s3>[^\s"'`;&|)]+(?:(?:'\\''|'"'"')[^\s"'`;&|)]*)*))"#,
         Some(env_secret),
     ),
     // Kubernetes manifests: `- name: DB_PASSWORD` then `value: …`.
@@ -2096,7 +2098,10 @@ fn looks_like_code(v: &str) -> bool {
 /// and a lowercase name is a shell variable only after `export` and the
 /// like (otherwise `db_password=x` is left to the `password` rule).
 fn env_secret(caps: &Captures) -> bool {
-    let name = caps.name("name").map_or("", |m| m.as_str());
+    let name = caps
+        .name("name")
+        .or(caps.name("bare"))
+        .map_or("", |m| m.as_str());
     let exported = caps.name("export").is_some();
     (exported || !name.bytes().any(|b| b.is_ascii_lowercase()))
         && secret_name(name)

@@ -80,7 +80,8 @@ enum Target {
 
 /// One allow-list: a finding it matches is not a secret.
 struct Allow {
-    regexes: Vec<Regex>,
+    /// Its regexes, as one (any of them matches).
+    regexes: Option<Regex>,
     target: Target,
     /// Words a secret holding one is allowed for, any case: one automaton,
     /// as generic rules have about 1500 of them.
@@ -412,20 +413,25 @@ fn compile_with_lead(pattern: &str) -> Result<(Regex, Option<Lead>), String> {
 
 impl Allow {
     fn new(raw: RawAllow) -> Result<Allow, String> {
-        let regexes = raw
-            .regexes
-            .iter()
-            // An allow-list regex may match the empty string (`^$`-like):
-            // it only ever lets a finding go, so that is harmless.
-            .map(|p| {
-                let p = &from_go(p);
-                RegexBuilder::new(p)
-                    .unicode(false)
-                    .build()
-                    .or_else(|_| Regex::new(p))
-                    .map_err(|e| super::one_line(&e.to_string()))
-            })
-            .collect::<Result<_, _>>()?;
+        // An allow-list regex may match the empty string (`^$`-like): it
+        // only ever lets a finding go, so that is harmless.
+        let mut parts = Vec::new();
+        for p in &raw.regexes {
+            let p = from_go(p);
+            let ascii = RegexBuilder::new(&p).unicode(false).build().is_ok();
+            if !ascii {
+                Regex::new(&p).map_err(|e| super::one_line(&e.to_string()))?;
+            }
+            parts.push(format!("(?{}u:{p})", if ascii { "-" } else { "" }));
+        }
+        // Any of them, as one regex: each finding pays one search, not one
+        // per regex (gitleaks' global list has thirteen).
+        let regexes = match parts.is_empty() {
+            true => None,
+            false => {
+                Some(Regex::new(&parts.join("|")).map_err(|e| super::one_line(&e.to_string()))?)
+            }
+        };
         let target = match raw.regex_target.as_deref() {
             None | Some("secret") => Target::Secret,
             Some("match") => Target::Match,
@@ -450,8 +456,7 @@ impl Allow {
         };
         // Each criterion the list has, as a verdict; paths never match
         // terminal text.
-        let regexes =
-            (!self.regexes.is_empty()).then(|| self.regexes.iter().any(|r| r.is_match(target)));
+        let regexes = self.regexes.as_ref().map(|r| r.is_match(target));
         let stopwords = self.stopwords.as_ref().map(|words| words.is_match(secret));
         let paths = self.has_paths.then_some(false);
         let mut verdicts = [regexes, stopwords, paths].into_iter().flatten().peekable();
