@@ -123,19 +123,23 @@ pub(crate) fn column_or_null(
     })
 }
 
+/// A row of `events` as `chain_old_rows` reads it: seq, ts, session,
+/// user, target, kind, fields.
+type OldRow = (
+    i64,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+);
+
 /// A database from before the chain: its rows are chained as they stand,
 /// once, so that from here on every row has a hash and a row without one
 /// is a row put there around walissh.
 fn chain_old_rows(conn: &Connection) -> rusqlite::Result<()> {
-    let rows: Vec<(
-        i64,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        String,
-        String,
-    )> = conn
+    let rows: Vec<OldRow> = conn
         .prepare("SELECT seq, ts, session, user, target, kind, fields FROM events ORDER BY seq")?
         .query_map([], |r| {
             Ok((

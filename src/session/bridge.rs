@@ -786,7 +786,7 @@ impl Line {
         // What the keys say: a question, not one, or (edited) unknown.
         let typed = match &self.text {
             Some(text) => Some(asked(text)),
-            None => self.from_line_start(&asked),
+            None => self.since_line_start(&asked),
         };
         let by_keys = match typed {
             Some(true) => Judged::Question,
@@ -827,7 +827,7 @@ impl Line {
     /// Home), or from the first key, is a question or not; `None` when
     /// keys after it rub text out or move the cursor (that text is then
     /// unknown).
-    fn from_line_start(&self, asked: &impl Fn(&str) -> bool) -> Option<bool> {
+    fn since_line_start(&self, asked: &impl Fn(&str) -> bool) -> Option<bool> {
         const LINE_START: [&[u8]; 6] = [
             b"\x01", b"\x15", b"\x1b[H", b"\x1bOH", b"\x1b[1~", b"\x1b[7~",
         ];

@@ -171,7 +171,7 @@ impl Scanner {
                             && let Some(top) = self.tags.last_mut()
                         {
                             // Those given before it are stale now.
-                            *top = self.next.drain(..=at).last().unwrap_or_default();
+                            *top = self.next.drain(..=at).next_back().unwrap_or_default();
                         }
                         // The nested shell being installed is ready: its
                         // marks are the innermost level's from here on,

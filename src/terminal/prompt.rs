@@ -58,8 +58,7 @@ pub(crate) fn answered(tail: &[u8], answer: &str) -> bool {
     let Some(line) = tail
         .split(|&b| b == b'\n')
         .map(visible)
-        .filter(|l| l.trim_ascii_end().ends_with(answer.as_bytes()))
-        .last()
+        .rfind(|l| l.trim_ascii_end().ends_with(answer.as_bytes()))
     else {
         return false;
     };
@@ -97,8 +96,7 @@ fn last_line(tail: &[u8]) -> Vec<u8> {
 fn visible(line: &[u8]) -> Vec<u8> {
     line.split(|&b| b == b'\r')
         .map(super::output::strip)
-        .filter(|part| !part.is_empty())
-        .last()
+        .rfind(|part| !part.is_empty())
         .unwrap_or_default()
 }
 

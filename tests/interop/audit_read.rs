@@ -124,7 +124,7 @@ fn recordings_mark_commands_and_agent_actions_and_play_back() {
     let listed = stdout(&b.cli(&["play", session, "--markers"]));
     let labels: Vec<&str> = listed
         .lines()
-        .map(|l| l.splitn(2, "s  ").nth(1).unwrap_or(""))
+        .map(|l| l.split_once("s  ").map_or("", |x| x.1))
         .collect();
     for expected in [
         "$ echo MARK-$((1+1))",

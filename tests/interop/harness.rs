@@ -78,7 +78,13 @@ pub fn ticket_user() -> Option<&'static str> {
     ok.then_some(TICKET_USER)
 }
 
-/// Creates a local account with `useradd` unless it exists.
+/// Where the accounts the tests created are listed, one name a line, for
+/// `tools/test` to remove when the suite ends (a test process has no
+/// end of its own to do it in).
+pub const ACCOUNTS_MADE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/accounts-made");
+
+/// Creates a local account with `useradd` unless it exists, and lists it
+/// in `ACCOUNTS_MADE`.
 fn ensure_account(name: &str, options: &[&str]) {
     let exists = Command::new("id")
         .arg(name)
@@ -93,6 +99,12 @@ fn ensure_account(name: &str, options: &[&str]) {
             .status()
             .unwrap();
         assert!(st.success(), "useradd {name} failed");
+        let mut list = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(ACCOUNTS_MADE)
+            .unwrap();
+        writeln!(list, "{name}").unwrap();
     }
 }
 
@@ -1297,6 +1309,15 @@ pub fn check_config(config: &str) -> (Option<i32>, String) {
     (out.status.code(), err)
 }
 
+/// A scratch directory that what the agent runs unasked can see: its
+/// sandbox gives commands an empty `/tmp` of their own, so files they are
+/// to read are made elsewhere.
+pub fn visible_dir() -> tempfile::TempDir {
+    let base = Path::new("/var/lib/walissh-tests");
+    std::fs::create_dir_all(base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1316,13 +1337,4 @@ mod tests {
         assert_eq!(c.wait_plain_from("bcd", 0), 13);
         assert_eq!(c.since(13), " tail");
     }
-}
-
-/// A scratch directory that what the agent runs unasked can see: its
-/// sandbox gives commands an empty `/tmp` of their own, so files they are
-/// to read are made elsewhere.
-pub fn visible_dir() -> tempfile::TempDir {
-    let base = Path::new("/var/lib/walissh-tests");
-    std::fs::create_dir_all(base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
 }

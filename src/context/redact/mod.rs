@@ -1749,8 +1749,8 @@ pub(super) fn parse_as_gitleaks(pattern: &str) -> Option<regex_syntax::hir::Hir>
         .utf8(false)
         .build()
         .parse(pattern)
-        .or_else(|_| regex_syntax::parse(pattern))
         .ok()
+        .or_else(|| regex_syntax::parse(pattern).ok())
 }
 
 fn builtin(p: &Pattern) -> Rule {

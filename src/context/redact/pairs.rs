@@ -1850,7 +1850,7 @@ const NOT_SECRETS: &[&str] = &[
 pub(crate) fn is_secret_value(v: &str, quoted: bool) -> bool {
     let v = v.trim();
     let n = v.chars().count();
-    if n < 4 || n > VALUE_MAX {
+    if !(4..=VALUE_MAX).contains(&n) {
         return false;
     }
     // References and placeholders (`process.env.X`, `<TOKEN>`, `!vault`)

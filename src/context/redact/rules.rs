@@ -344,11 +344,9 @@ fn from_go(pattern: &str) -> String {
                 }
             }
             // Closing a repetition, or a literal.
-            '}' if !class => {
-                if !std::mem::take(&mut repeat) {
-                    out.push_str("\\}");
-                    continue;
-                }
+            '}' if !class && !std::mem::take(&mut repeat) => {
+                out.push_str("\\}");
+                continue;
             }
             _ => {}
         }

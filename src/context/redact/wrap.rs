@@ -373,7 +373,7 @@ impl Joined {
     pub(super) fn back(&self, span: Range<usize>) -> Option<Range<usize>> {
         let (a, b) = (span.start, span.end);
         let j = self.joins.partition_point(|j| j.0 <= a);
-        if !self.joins.get(j).is_some_and(|j| j.1 < b) {
+        if self.joins.get(j).is_none_or(|j| j.1 >= b) {
             return None;
         }
         let window = |p: usize| self.windows.partition_point(|&e| e <= p);
