@@ -7,6 +7,7 @@
 //! Built only under `cargo fuzz` (`--cfg fuzzing`) and for tests: nothing
 //! here is part of walissh's interface.
 
+use crate::audit::Kind;
 use std::sync::LazyLock;
 
 use crate::agent::policy::{self, Policy, Verdict};
@@ -399,7 +400,7 @@ pub fn syslog(data: &[u8]) {
     use crate::audit::forward::{Item, syslog};
     let text = String::from_utf8_lossy(data);
     let (user, command) = text.split_at(text.floor_char_boundary(text.len() / 2));
-    let mut event = crate::audit::Event::new("exec")
+    let mut event = crate::audit::Event::new(Kind::Exec)
         .user(user)
         .field("command", command);
     event.session = Some(command.chars().take(20).collect());

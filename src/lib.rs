@@ -491,7 +491,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     let filter = audit::query::Filter {
                         user,
                         target,
-                        kinds: kind,
+                        kinds: known_kinds(kind)?,
                         session,
                         since: since.as_deref().map(audit::query::time_bound).transpose()?,
                         until: until.as_deref().map(audit::query::time_bound).transpose()?,
@@ -531,6 +531,21 @@ fn run(cmd: Cmd) -> Result<(), String> {
             }
         }
     }
+}
+
+/// `--kind` values, each one of the audit's kinds: a misspelt kind would
+/// show nothing, which reads as "nothing happened".
+fn known_kinds(given: Vec<String>) -> Result<Vec<String>, String> {
+    for k in &given {
+        if audit::Kind::parse(k).is_none() {
+            let all: Vec<&str> = audit::Kind::ALL.iter().map(|k| k.as_str()).collect();
+            return Err(format!(
+                "--kind {k}: no such kind; the kinds: {}",
+                all.join(", ")
+            ));
+        }
+    }
+    Ok(given)
 }
 
 /// The audit key's public half: from `file` (an OpenSSH public key), or

@@ -12,6 +12,7 @@
 //! to others: the loop each member runs (`react`), the session's screen
 //! (`seat`).
 
+use crate::audit::Kind;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -285,14 +286,14 @@ impl Host for Member<'_> {
         outcome
     }
 
-    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+    async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>) {
         let ev = self.target.ids.event(kind).field("agent", self.label);
         self.target.audit.event(ev.fields(fields)).await;
     }
 
     async fn audit_ahead(
         &mut self,
-        kind: &'static str,
+        kind: Kind,
         fields: Vec<(&'static str, Value)>,
     ) -> Result<(), &'static str> {
         let ev = self.target.ids.event(kind).field("agent", self.label);

@@ -10,6 +10,7 @@
 //! the seat's: it covers the whole question, workflows and approvals
 //! included.
 
+use crate::audit::Kind;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -109,13 +110,13 @@ pub(crate) trait Host {
         Vec::new()
     }
     /// An audit event of this session.
-    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>);
+    async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>);
     /// An audit event that must be in the database before what it records
     /// happens (`Audit::ahead`): Err says why it cannot be, and the caller
     /// does not act.
     async fn audit_ahead(
         &mut self,
-        kind: &'static str,
+        kind: Kind,
         fields: Vec<(&'static str, Value)>,
     ) -> Result<(), &'static str>;
 }
@@ -332,7 +333,7 @@ pub(crate) async fn answer(
             calls: calls.iter().map(bounded).collect(),
         });
         if calls.is_empty() {
-            host.audit("ai_answer", vec![("text", turn.text.clone().into())])
+            host.audit(Kind::AiAnswer, vec![("text", turn.text.clone().into())])
                 .await;
             return Ok(turn.text);
         }
@@ -396,7 +397,7 @@ async fn load_skill(call: &ToolCall, agent: &Agent, host: &mut impl Host) -> Str
         let known: Vec<&str> = agent.skills.names().collect();
         return format!("error: no such skill; the skills are: {}", known.join(", "));
     };
-    host.audit("ai_skill", vec![("name", skill.name.clone().into())])
+    host.audit(Kind::AiSkill, vec![("name", skill.name.clone().into())])
         .await;
     skill.render()
 }
@@ -428,7 +429,7 @@ async fn scrub_output(agent: &Agent, memory: &mut Memory, command: &str, text: &
 }
 
 async fn fail(host: &mut impl Host, message: &str) -> Result<String, String> {
-    host.audit("ai_error", vec![("message", message.into())])
+    host.audit(Kind::AiError, vec![("message", message.into())])
         .await;
     Err(message.to_string())
 }
@@ -492,7 +493,7 @@ async fn run_tool(
                     ("command", command.into()),
                     ("decision", "denied_by_user".into()),
                 ];
-                host.audit("ai_tool_call", ev).await;
+                host.audit(Kind::AiToolCall, ev).await;
                 return Ok("the user declined to run this command".into());
             }
             // An edit is checked again: the user's hand is no policy bypass.
@@ -513,7 +514,7 @@ async fn run_tool(
     ev.extend(place.iter().cloned());
     // Write-ahead: a command reaches the target only once its row is
     // committed, so a crash never leaves a command run without one.
-    if let Err(why) = host.audit_ahead("ai_tool_call", ev).await {
+    if let Err(why) = host.audit_ahead(Kind::AiToolCall, ev).await {
         host.refused(&command, why);
         return Ok(format!("not run: {why}"));
     }
@@ -533,7 +534,7 @@ async fn run_tool(
         fields.push(("interrupted", why.clone().into()));
     }
     fields.extend(place);
-    host.audit("ai_tool_result", fields).await;
+    host.audit(Kind::AiToolResult, fields).await;
     if outcome.abandoned {
         return Err("the command would not stop; it is yours now".into());
     }
@@ -621,7 +622,7 @@ async fn run_mcp(
                         "edited"
                     }
                     _ => {
-                        host.audit("ai_tool_call", row(&raw, "denied_by_user"))
+                        host.audit(Kind::AiToolCall, row(&raw, "denied_by_user"))
                             .await;
                         return Ok(
                             "the user's edit was not this tool with a JSON object; not called"
@@ -630,7 +631,7 @@ async fn run_mcp(
                     }
                 },
                 Approval::No => {
-                    host.audit("ai_tool_call", row(&raw, "denied_by_user"))
+                    host.audit(Kind::AiToolCall, row(&raw, "denied_by_user"))
                         .await;
                     return Ok("the user declined this call".into());
                 }
@@ -638,7 +639,10 @@ async fn run_mcp(
         }
     };
     let line = format!("{head}{}", render::exact(&raw));
-    if let Err(why) = host.audit_ahead("ai_tool_call", row(&raw, decision)).await {
+    if let Err(why) = host
+        .audit_ahead(Kind::AiToolCall, row(&raw, decision))
+        .await
+    {
         host.refused(&line, why);
         return Ok(format!("not called: {why}"));
     }
@@ -658,7 +662,7 @@ async fn run_mcp(
         ("size", result.1.into()),
         ("error", error.clone().into()),
     ];
-    host.audit("ai_tool_result", fields).await;
+    host.audit(Kind::AiToolResult, fields).await;
     match (&error, result.1) {
         (Some(e), 0) => {
             host.called(&line, Some(&format!("MCP server {server}: {e}")));
@@ -685,7 +689,7 @@ async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
         ("decision", "denied_by_policy".into()),
         ("reason", why.into()),
     ];
-    host.audit("ai_tool_call", ev).await;
+    host.audit(Kind::AiToolCall, ev).await;
     format!("refused by walissh's policy ({why}); this command will not run. Try another way.")
 }
 
@@ -764,7 +768,7 @@ mod tests {
                 ..Outcome::default()
             }
         }
-        async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+        async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>) {
             let obj: serde_json::Map<String, Value> = fields
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
@@ -774,7 +778,7 @@ mod tests {
 
         async fn audit_ahead(
             &mut self,
-            kind: &'static str,
+            kind: Kind,
             fields: Vec<(&'static str, Value)>,
         ) -> Result<(), &'static str> {
             self.audit(kind, fields).await;

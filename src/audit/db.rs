@@ -7,6 +7,7 @@
 //! chained `session_start` and `session_end` events, in their transaction,
 //! so it never says what the chain does not (`audit verify` checks that).
 
+use crate::audit::Kind;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -297,15 +298,15 @@ fn insert_event(
         session: ev.session.as_deref(),
         user: ev.user.as_deref(),
         target: ev.target.as_deref(),
-        kind: ev.kind,
+        kind: ev.kind.as_str(),
         fields: &fields,
     };
     let hash = chain::link(prev, &row);
     tx.prepare_cached(
         "INSERT INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
-    .execute(params![seq, ts, ev.session, ev.user, ev.target, ev.kind, fields, hash])?;
-    if let Some(text) = super::query::searchable(ev.kind, &ev.fields) {
+    .execute(params![seq, ts, ev.session, ev.user, ev.target, ev.kind.as_str(), fields, hash])?;
+    if let Some(text) = super::query::searchable(ev.kind.as_str(), &ev.fields) {
         tx.prepare_cached("INSERT INTO events_text (rowid, text) VALUES (?1, ?2)")?
             .execute(params![seq, text])?;
     }
@@ -326,7 +327,7 @@ fn session_row(
         return Ok(());
     };
     match ev.kind {
-        "session_start" => {
+        Kind::SessionStart => {
             let text = |k: &str| ev.fields.get(k).and_then(Value::as_str);
             // OR IGNORE: a session id used twice (64 random bits) must not
             // stop the writer; verify says the row is not this event's.
@@ -344,7 +345,7 @@ fn session_row(
                 seq
             ])?;
         }
-        "session_end" => {
+        Kind::SessionEnd => {
             tx.prepare_cached("UPDATE sessions SET ended = ?2 WHERE id = ?1")?
                 .execute(params![id, ts])?;
         }
@@ -421,7 +422,7 @@ pub(crate) fn recover(
     let now = std::time::SystemTime::now();
     let (mut seq, mut hash) = (head.seq, head.hash.clone());
     for (id, user, target, recording) in &open {
-        let mut ev = Event::new("session_end").field("reason", "bastion_restart");
+        let mut ev = Event::new(Kind::SessionEnd).field("reason", "bastion_restart");
         // The recording repaired first, then its digest chained with the end.
         if let Some((sha256, bytes)) = recording.as_deref().and_then(&mut *finish) {
             ev = ev
@@ -472,7 +473,7 @@ pub(crate) fn writer_loop(
         };
         // What a full forward queue lost is said in the chain itself.
         if let Some(lost) = forward.map(Forward::take_lost).filter(|n| *n > 0) {
-            let ev = Event::new("audit_forward_lost").field("events", lost);
+            let ev = Event::new(Kind::AuditForwardLost).field("events", lost);
             batch.records.push(Record::Event(ev));
         }
         // An empty batch is a wake-up: to retry what waits, or to sign.
@@ -560,7 +561,7 @@ fn write_or_keep(
     // Where records were given up, the gap is said, first.
     let gap = waiting.given_up > 0;
     if gap {
-        let ev = Event::new("audit_gap").field("events", waiting.given_up);
+        let ev = Event::new(Kind::AuditGap).field("events", waiting.given_up);
         records.push(Record::Event(ev));
     }
     records.extend(waiting.records.drain(..));

@@ -311,7 +311,7 @@ pub(crate) fn syslog(item: &Item, host: &str) -> String {
                     p.push((k, v.clone()));
                 }
             }
-            (rfc3339(event.ts), event.kind, 6, p)
+            (rfc3339(event.ts), event.kind.as_str(), 6, p)
         }
         Item::Checkpoint(c) => {
             let p = vec![("seq", c.seq.to_string()), ("head", c.head.clone())];
@@ -378,6 +378,7 @@ fn header_field(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::Kind;
 
     /// The figures of issue 20: items forwarded per second over TCP
     /// syslog to a listener that reads as fast as it can, and what a
@@ -412,7 +413,7 @@ mod tests {
             n,
             &tokio::runtime::Handle::current(),
         );
-        let mut event = Event::new("command")
+        let mut event = Event::new(Kind::Command)
             .user("alice")
             .field("command", "systemctl status nginx");
         event.session = Some("0123456789abcdef".into());
@@ -468,7 +469,7 @@ mod tests {
         let item = Item::Event {
             seq: 1,
             hash: "ab".repeat(32),
-            event: Event::new("forward_denied").field("detail", "h".repeat(60_000)),
+            event: Event::new(Kind::ForwardDenied).field("detail", "h".repeat(60_000)),
         };
         for _ in 0..1000 {
             f.offer(&item);
@@ -481,7 +482,7 @@ mod tests {
 
     #[test]
     fn an_event_is_one_rfc5424_message_with_structured_data() {
-        let mut event = Event::new("exec")
+        let mut event = Event::new(Kind::Exec)
             .user("bob")
             .field("command", "echo \"]x\\");
         event.session = Some("s1".into());
@@ -502,7 +503,7 @@ mod tests {
         assert_eq!(sd_escape("a\"b]c\\"), "a\\\"b\\]c\\\\");
         assert_eq!(sd_escape("bob\nx"), "bob\\u{a}x");
         // A huge command: the message stays one datagram, seq and hash kept.
-        let mut big = Event::new("exec").field("command", "\u{1}".repeat(20_000));
+        let mut big = Event::new(Kind::Exec).field("command", "\u{1}".repeat(20_000));
         big.session = Some("s1".into());
         let m = syslog(
             &Item::Event {

@@ -10,6 +10,7 @@ pub(crate) mod chain;
 pub(crate) mod copies;
 pub(crate) mod db;
 pub(crate) mod forward;
+pub(crate) mod kind;
 pub(crate) mod play;
 pub(crate) mod query;
 pub(crate) mod recording;
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::config::OnFailure;
+pub(crate) use kind::Kind;
 
 /// Events waiting for the writer. Large enough to absorb a burst (a login
 /// flood), small enough that a dead disk is noticed as back-pressure on the
@@ -38,12 +40,12 @@ pub(crate) struct Event {
     pub(crate) session: Option<String>,
     pub(crate) user: Option<String>,
     pub(crate) target: Option<String>,
-    pub(crate) kind: &'static str,
+    pub(crate) kind: Kind,
     pub(crate) fields: Map<String, Value>,
 }
 
 impl Event {
-    pub(crate) fn new(kind: &'static str) -> Event {
+    pub(crate) fn new(kind: Kind) -> Event {
         Event {
             ts: SystemTime::now(),
             session: None,
@@ -112,7 +114,7 @@ pub(crate) struct Ids {
 }
 
 impl Ids {
-    pub(crate) fn event(&self, kind: &'static str) -> Event {
+    pub(crate) fn event(&self, kind: Kind) -> Event {
         let mut ev = Event::new(kind).user(self.user.clone());
         ev.session = Some(self.session.clone());
         ev.target = Some(self.target.clone());
@@ -359,7 +361,7 @@ mod tests {
         let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints, None).unwrap();
         let t = std::time::Instant::now();
         for i in 0..n {
-            let mut ev = Event::new("command")
+            let mut ev = Event::new(Kind::Command)
                 .user("alice")
                 .field("command", format!("systemctl status nginx-{i}"))
                 .field("exit_code", 0);
@@ -413,7 +415,7 @@ mod tests {
         .unwrap();
         let mut times = Vec::new();
         for i in 0..1000 {
-            let ev = Event::new("exec").field("command", format!("true {i}"));
+            let ev = Event::new(Kind::Exec).field("command", format!("true {i}"));
             let t = std::time::Instant::now();
             audit.ahead(ev).await.unwrap();
             times.push(t.elapsed());
@@ -427,7 +429,7 @@ mod tests {
 
     #[test]
     fn client_strings_are_cut_before_they_are_stored() {
-        let mut ev = Event::new("auth_fail")
+        let mut ev = Event::new(Kind::AuthFail)
             .user("u".repeat(10_000))
             .field("command", "c".repeat(200_000));
         ev.target = Some("t".repeat(10_000));

@@ -161,8 +161,8 @@ const MARKER_MAX: usize = 80;
 pub(crate) fn marker_of(ev: &super::Event) -> Option<String> {
     let text = |k: &str| ev.fields.get(k).and_then(serde_json::Value::as_str);
     match ev.kind {
-        "ai_prompt" => text("text").map(str::to_string),
-        "ai_tool_call" => {
+        super::Kind::AiPrompt => text("text").map(str::to_string),
+        super::Kind::AiToolCall => {
             let decision = text("decision").unwrap_or("");
             match (text("command"), text("tool")) {
                 (Some(c), _) => Some(format!("ai $ {c} ({decision})")),
@@ -173,7 +173,9 @@ pub(crate) fn marker_of(ev: &super::Event) -> Option<String> {
                 _ => None,
             }
         }
-        "ai_answer" => text("text").map(|t| format!("ai: {}", t.lines().next().unwrap_or(""))),
+        super::Kind::AiAnswer => {
+            text("text").map(|t| format!("ai: {}", t.lines().next().unwrap_or("")))
+        }
         _ => None,
     }
 }

@@ -69,7 +69,7 @@ impl Tally {
         let count = self.kinds.entry(kind).or_insert(Count {
             seen: 0,
             said: 0,
-            row: Event::new("-"),
+            row: Event::new(row.kind),
         });
         let before = count.seen;
         count.seen += n;
@@ -96,16 +96,17 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::Kind;
 
     #[test]
     fn a_flood_gets_rows_at_powers_of_two_and_a_total() {
         let mut tally = Tally::default();
         let mut rows = Vec::new();
         for i in 0..3000 {
-            let row = Event::new("forward_denied").field("detail", format!("h{i}"));
+            let row = Event::new(Kind::ForwardDenied).field("detail", format!("h{i}"));
             rows.extend(tally.refused_many("tcpip-forward".into(), row, 1));
         }
-        rows.extend(tally.refused_many("x11".into(), Event::new("forward_denied"), 1));
+        rows.extend(tally.refused_many("x11".into(), Event::new(Kind::ForwardDenied), 1));
         let counts: Vec<u64> = rows
             .iter()
             .map(|r| r.fields["count"].as_u64().unwrap())
@@ -126,7 +127,7 @@ mod tests {
     fn many_at_once_pass_powers_of_two() {
         let mut tally = Tally::default();
         let counts: Vec<u64> = (0..10)
-            .filter_map(|_| tally.refused_many("env".into(), Event::new("env_refused"), 3))
+            .filter_map(|_| tally.refused_many("env".into(), Event::new(Kind::EnvRefused), 3))
             .map(|r| r.fields["count"].as_u64().unwrap())
             .collect();
         assert_eq!(counts, [3, 6, 9, 18]);

@@ -11,6 +11,7 @@
 //!
 //! What each factor is worth is `auth`'s; the throttle is `throttle`'s.
 
+use crate::audit::Kind;
 use std::borrow::Cow;
 
 use russh::keys::PublicKey;
@@ -457,7 +458,7 @@ impl Connection {
             .throttle
             .account_ok(&login.user, self.peer.ip());
         let mut ev = self
-            .auth_event("auth_ok", &login.user, method)
+            .auth_event(Kind::AuthOk, &login.user, method)
             .field("factors", factors);
         if let Some(c) = &cert {
             ev = ev
@@ -483,7 +484,7 @@ impl Connection {
     async fn too_many_connections(&self, login: &Login, method: &str, max: u32) -> Auth {
         tracing::warn!(peer = %self.peer, user = ?login.user, max, "login refused: too many connections for this user");
         let mut ev = self
-            .auth_event("connection_refused", &login.user, method)
+            .auth_event(Kind::ConnectionRefused, &login.user, method)
             .field("reason", "max_connections_per_user")
             .field("limit", max);
         ev.target = login.target.as_deref().map(bounded_name);
@@ -512,7 +513,7 @@ impl Connection {
             // is the client's: quoted, so it cannot forge a line.
             tracing::warn!(peer = %self.peer, user = ?login.user, method, reason, count, "login failed");
             let mut ev = self
-                .auth_event("auth_fail", &login.user, method)
+                .auth_event(Kind::AuthFail, &login.user, method)
                 .field("reason", reason)
                 .field("count", count);
             ev.target = login.target.as_deref().map(bounded_name);

@@ -11,6 +11,7 @@
 //! Connections are accepted on the main runtime and each is then run on one
 //! of the `workers`, with everything it starts.
 
+use crate::audit::Kind;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -321,7 +322,7 @@ impl Drop for SessionSlot {
 }
 
 impl Connection {
-    fn auth_event(&self, kind: &'static str, user: &str, method: &str) -> Event {
+    fn auth_event(&self, kind: Kind, user: &str, method: &str) -> Event {
         Event::new(kind)
             .user(bounded_name(user))
             .field("method", method)
@@ -334,7 +335,7 @@ impl Connection {
             target: None,
         });
         let detail = crate::text::head(&detail, tally::DETAIL_MAX).into_owned();
-        let mut ev = Event::new("forward_denied")
+        let mut ev = Event::new(Kind::ForwardDenied)
             .user(login.user)
             .field("forward", what)
             .field("detail", detail)
@@ -416,7 +417,7 @@ impl russh::server::Handler for Connection {
             .clone()
             .filter(|c| c.still_valid(&live, &login.user));
         let Some(proof) = proof else {
-            let ev = Event::new("session_refused")
+            let ev = Event::new(Kind::SessionRefused)
                 .user(login.user.clone())
                 .field("client_addr", self.peer.to_string())
                 .field("reason", "credentials_revoked");
@@ -441,7 +442,7 @@ impl russh::server::Handler for Connection {
         let slot = match slots {
             Ok(slot) => slot,
             Err((reason, limit)) => {
-                let ev = Event::new("session_refused")
+                let ev = Event::new(Kind::SessionRefused)
                     .user(login.user.clone())
                     .field("client_addr", self.peer.to_string())
                     .field("reason", reason)

@@ -10,6 +10,7 @@
 //! write waits for the receiving side's window, so a slow peer slows its
 //! sender instead of filling memory.
 
+use crate::audit::Kind;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -142,7 +143,7 @@ impl Pumps<'_> {
                 End::Shutdown => "the bastion shut down before the answer",
                 _ => "the session ended before the answer",
             };
-            let ev = self.ids.event("ai_error").field("message", why);
+            let ev = self.ids.event(Kind::AiError).field("message", why);
             self.ctx.bastion.audit.event(ev).await;
         }
         match end {
@@ -441,7 +442,10 @@ impl Pumps<'_> {
         let mut spliced = Vec::with_capacity(out.len() + 128);
         let mut from = 0;
         for (at, q) in questions {
-            let ev = self.ids.event("ai_prompt").field("text", q.text.as_str());
+            let ev = self
+                .ids
+                .event(Kind::AiPrompt)
+                .field("text", q.text.as_str());
             if let Some(r) = self.recording {
                 r.mark_event(&ev).await;
             }
@@ -453,7 +457,7 @@ impl Pumps<'_> {
                 // Typed ahead while the agent was at work: one at a time.
                 let why = "another question was being answered; this one was not asked";
                 spliced.extend(format!("walissh: {why}\r\n").as_bytes());
-                let ev = self.ids.event("ai_error").field("message", why);
+                let ev = self.ids.event(Kind::AiError).field("message", why);
                 self.ctx.bastion.audit.event(ev).await;
                 continue;
             }

@@ -81,7 +81,7 @@ impl Env {
     /// count).
     pub(crate) fn refusals(&self, user: &str) -> Option<(crate::audit::Event, u64)> {
         (self.refused > 0).then(|| {
-            let row = crate::audit::Event::new("env_refused")
+            let row = crate::audit::Event::new(crate::audit::Kind::EnvRefused)
                 .user(user.to_string())
                 .field("names", self.refused_names.clone());
             (row, self.refused)

@@ -14,6 +14,7 @@
 //! (`server`, `session`), the policy itself (`agent::policy`), running a
 //! command apart (`agent::exec`), the rows' storage (`audit`).
 
+use crate::audit::Kind;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -406,7 +407,7 @@ impl Gateway {
         let audit = &self.bastion.audit;
         let row = |decision: &str| {
             self.ids
-                .event("ai_tool_call")
+                .event(Kind::AiToolCall)
                 .field("command", command)
                 .field("decision", decision)
                 .field("via", "mcp")
@@ -511,7 +512,7 @@ impl Gateway {
         outcome.output = self.scrub(&outcome.output).await;
         let ended = self
             .ids
-            .event("ai_tool_result")
+            .event(Kind::AiToolResult)
             .field("command", command)
             .field("exit_code", outcome.exit_code)
             .field("output_bytes", outcome.output_bytes)

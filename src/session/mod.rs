@@ -17,6 +17,7 @@ mod shared;
 
 pub(crate) use shared::Shared;
 
+use crate::audit::Kind;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,7 +132,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         Ok(t) => t,
         Err(no) => {
             if let Some(requested) = &no.denied {
-                let mut ev = Event::new("target_denied")
+                let mut ev = Event::new(Kind::TargetDenied)
                     .user(ctx.login.user.clone())
                     .field("requested", requested.as_str());
                 ev.target = Some(requested.clone());
@@ -456,7 +457,7 @@ async fn audit_start(
     // and `walissh play` find it there, and the sessions table has it
     // from there.
     let start = ids
-        .event("session_start")
+        .event(Kind::SessionStart)
         .field("client_addr", ctx.peer.to_string())
         .field("pty", setup.pty.is_some())
         .field("agent_forwarding", setup.agent)
@@ -513,7 +514,7 @@ fn screen_model(ctx: &Context, ids: &Ids, pty: &PtySpec) -> Option<Screen> {
 async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Option<Recording>) {
     if let Some(message) = &totals.lost {
         let ev = ids
-            .event("upstream_error")
+            .event(Kind::UpstreamError)
             .field("message", message.as_str());
         bastion.audit.event(ev).await;
     }
@@ -524,7 +525,7 @@ async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Opt
         None => None,
     };
     let mut end = ids
-        .event("session_end")
+        .event(Kind::SessionEnd)
         .field("exit_status", totals.exit_status)
         .field("exit_signal", totals.exit_signal.clone())
         .field("bytes_in", totals.bytes_in)
@@ -591,7 +592,7 @@ async fn storage_failure(
     let audit = &ctx.bastion.audit;
     if audit.health.policy() == OnFailure::Refuse {
         audit
-            .event(ids.event("storage_error").field("message", problem))
+            .event(ids.event(Kind::StorageError).field("message", problem))
             .await;
         let msg = format!("{problem}; new sessions are refused until an administrator fixes it");
         refuse(channel, pty, &msg).await;
@@ -612,7 +613,7 @@ fn command_event(ids: &Ids, command: &Command) -> Option<Event> {
         Command::Shell => return None,
         Command::Exec(cmd) => {
             let text = String::from_utf8_lossy(cmd).into_owned();
-            let ev = ids.event("exec").field("command", text.as_str());
+            let ev = ids.event(Kind::Exec).field("command", text.as_str());
             if text == "scp" || text.starts_with("scp ") {
                 ev.field("transfer", "scp")
             } else {
@@ -620,7 +621,7 @@ fn command_event(ids: &Ids, command: &Command) -> Option<Event> {
             }
         }
         Command::Subsystem(name) => {
-            let ev = ids.event("subsystem").field("name", name.as_str());
+            let ev = ids.event(Kind::Subsystem).field("name", name.as_str());
             if name == "sftp" {
                 ev.field("transfer", "sftp")
             } else {

@@ -3,6 +3,7 @@
 //! dropped as forged. One place for each row, whoever reports it: the
 //! pumps, or the seat while the agent answers a question.
 
+use crate::audit::Kind;
 use crate::audit::{Audit, Event, Ids};
 use crate::terminal::{CommandRecord, Integrity};
 
@@ -16,7 +17,7 @@ fn command_event(ids: &Ids, record: &CommandRecord) -> Event {
     let r = record;
     let duration = r.ended.duration_since(r.started).unwrap_or_default();
     let event = ids
-        .event("command")
+        .event(Kind::Command)
         .field("command", r.command.clone())
         .field("exit_code", r.exit_code)
         .field("cwd", r.cwd.clone())
@@ -39,7 +40,7 @@ fn command_event(ids: &Ids, record: &CommandRecord) -> Event {
 /// follow: what it ran, not how it ended.
 pub(crate) async fn screen_command(audit: &Audit, ids: &Ids, command: String, depth: usize) {
     let event = ids
-        .event("command")
+        .event(Kind::Command)
         .field("command", command)
         .field("exit_code", serde_json::Value::Null)
         .field("cwd", serde_json::Value::Null)
@@ -51,7 +52,7 @@ pub(crate) async fn screen_command(audit: &Audit, ids: &Ids, command: String, de
 /// Audits marks dropped because they did not fit what was typed.
 pub(crate) async fn integrity(audit: &Audit, ids: &Ids, dropped: &Integrity) {
     let event = ids
-        .event("integrity")
+        .event(Kind::Integrity)
         .field("mark", dropped.mark)
         .field("reason", dropped.reason)
         .field("dropped", dropped.dropped);

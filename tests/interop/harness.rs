@@ -1110,6 +1110,11 @@ impl Drop for Bastion {
             let _ = c.kill();
             let _ = c.wait();
         }
+        // A test that failed shows what walissh logged, for a failure seen
+        // once in CI.
+        if std::thread::panicking() {
+            eprintln!("walissh's log:\n{}", self.log.text());
+        }
     }
 }
 

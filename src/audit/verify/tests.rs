@@ -1,3 +1,4 @@
+use crate::audit::Kind;
 use std::time::Duration;
 
 use rusqlite::{Connection, params};
@@ -102,7 +103,9 @@ fn a_database_of_the_previous_version_opens_verifies_and_chains_on() {
             every: Duration::from_secs(60),
         };
         let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints, None).unwrap();
-        audit.event(Event::new("exec").field("command", "ls")).await;
+        audit
+            .event(Event::new(Kind::Exec).field("command", "ls"))
+            .await;
         audit.flush().await;
         drop(audit);
         thread.join().unwrap();
@@ -145,7 +148,9 @@ fn a_database_behind_its_head_file_does_not_start() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
             let (audit, thread) = Audit::start(path, OnFailure::Refuse, checkpoints, None)?;
-            audit.event(Event::new("exec").field("command", "ls")).await;
+            audit
+                .event(Event::new(Kind::Exec).field("command", "ls"))
+                .await;
             audit.flush().await;
             drop(audit);
             thread.join().unwrap();

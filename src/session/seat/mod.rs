@@ -21,6 +21,7 @@
 
 mod workflow;
 
+use crate::audit::Kind;
 use workflow::set_facts;
 
 use std::future::Future;
@@ -345,7 +346,8 @@ impl Seat<'_> {
             let why = crate::agent::AGENT_OFF;
             let line = self.painter.error(why);
             self.show(line);
-            self.audit("ai_error", vec![("message", why.into())]).await;
+            self.audit(Kind::AiError, vec![("message", why.into())])
+                .await;
             self.hand_back().await;
             return;
         }
@@ -383,7 +385,7 @@ impl Seat<'_> {
         set_facts(&mut memory.state, &brief, question);
         let result = match &agent.model {
             Err(e) => {
-                self.audit("ai_error", vec![("message", e.as_str().into())])
+                self.audit(Kind::AiError, vec![("message", e.as_str().into())])
                     .await;
                 Ok(Err(e.clone()))
             }
@@ -426,7 +428,7 @@ impl Seat<'_> {
                     serde_json::to_value(&counts.0).unwrap_or_default(),
                 ),
             ];
-            self.audit("ai_redacted", fields).await;
+            self.audit(Kind::AiRedacted, fields).await;
         }
         self.hand_back().await;
     }
@@ -490,9 +492,10 @@ impl Seat<'_> {
                 ("interrupted", why.into()),
             ];
             fields.extend(Host::place(self, apart));
-            self.audit("ai_tool_result", fields).await;
+            self.audit(Kind::AiToolResult, fields).await;
         }
-        self.audit("ai_error", vec![("message", why.into())]).await;
+        self.audit(Kind::AiError, vec![("message", why.into())])
+            .await;
     }
 
     /// Gives the terminal back to the user: at a fresh prompt, or, when a
@@ -762,7 +765,7 @@ impl Seat<'_> {
         }
     }
 
-    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+    async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>) {
         let ev = self.event(kind, fields);
         if let Some(r) = self.desk.recording {
             r.mark_event(&ev).await;
@@ -771,7 +774,7 @@ impl Seat<'_> {
     }
 
     /// An event of this question, naming the agent that speaks.
-    fn event(&self, kind: &'static str, fields: Vec<(&'static str, Value)>) -> Event {
+    fn event(&self, kind: Kind, fields: Vec<(&'static str, Value)>) -> Event {
         let mut ev = self.desk.ids.event(kind);
         if let Some(agent) = &self.speaking {
             ev = ev.field("agent", agent.as_str());
@@ -919,7 +922,7 @@ impl Host for Seat<'_> {
         outcome
     }
 
-    async fn audit(&mut self, kind: &'static str, fields: Vec<(&'static str, Value)>) {
+    async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>) {
         Seat::audit(self, kind, fields).await
     }
 
@@ -940,7 +943,7 @@ impl Host for Seat<'_> {
 
     async fn audit_ahead(
         &mut self,
-        kind: &'static str,
+        kind: Kind,
         fields: Vec<(&'static str, Value)>,
     ) -> Result<(), &'static str> {
         let ev = self.event(kind, fields);
