@@ -133,8 +133,9 @@ pub(crate) fn check_local_targets(
                     t.name(),
                     me.name
                 );
+                // The log is stderr: one line, in the log's own form
+                // (a plain line would break JSON logs).
                 tracing::warn!("{warning}");
-                eprintln!("walissh: {warning}");
             }
         }
     }

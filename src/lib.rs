@@ -51,25 +51,36 @@ use crate::config::Config;
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
+    /// What to log: error, warn, info, debug, trace, or a filter
+    /// (`walissh=debug,russh=warn`) [default: RUST_LOG, else info for
+    /// serve and warn for the rest]
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the bastion (the embedded default when there is no config).
     Serve {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Validate the config: exit 0, or 1 naming the file, line and key.
     CheckConfig {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
     },
     /// Read a password from stdin and print its argon2id PHC string.
     HashPassword,
     /// Print the bastion's upstream public key (creating it if needed).
     Pubkey {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
         /// Print the upstream CA's public key instead (`[upstream] ca_key`):
         /// the line for a target's TrustedUserCAKeys.
@@ -80,12 +91,22 @@ enum Cmd {
     Totp {
         #[command(subcommand)]
         what: TotpCmd,
-        #[arg(long, global = true)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(
+            short = 'c',
+            long,
+            global = true,
+            env = "WALISSH_CONFIG",
+            value_name = "FILE"
+        )]
         config: Option<PathBuf>,
     },
     /// List sessions.
     Sessions {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
         /// One JSON object per line.
         #[arg(long)]
@@ -100,7 +121,9 @@ enum Cmd {
     },
     /// Replay a session's recording in this terminal.
     Play {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
         /// A session id (`walissh sessions`), or a recording's path.
         session: String,
@@ -123,7 +146,9 @@ enum Cmd {
     /// for the model; bytes that are not UTF-8 are read as U+FFFD, as the
     /// agent reads a terminal's. At most 64 MiB (more: exit 2).
     Redact {
-        #[arg(long)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
         config: Option<PathBuf>,
         /// Print, instead, one line per secret found:
         /// `LINE:COL-LINE:COL<TAB>KIND<TAB>RULE` (its first and last
@@ -138,7 +163,15 @@ enum Cmd {
     Audit {
         #[command(subcommand)]
         what: Option<AuditCmd>,
-        #[arg(long, global = true)]
+        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+        /// the embedded default]
+        #[arg(
+            short = 'c',
+            long,
+            global = true,
+            env = "WALISSH_CONFIG",
+            value_name = "FILE"
+        )]
         config: Option<PathBuf>,
         /// Only this session's events.
         #[arg(long)]
@@ -207,7 +240,10 @@ pub fn main() -> ExitCode {
     } else {
         "warn"
     };
-    logging::init(default_level);
+    if let Err(msg) = logging::init(cli.log_level.as_deref(), default_level) {
+        eprintln!("walissh: {msg}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Cmd::Redact {
             config,
@@ -280,13 +316,34 @@ fn redact(
                 })
         }
     };
-    written
-        .and_then(|()| out.flush())
+    unless_reader_left(written.and_then(|()| out.flush()))
         .map_err(|e| (1, format!("cannot write output: {e}")))
 }
 
 fn load(given: Option<PathBuf>) -> Result<Config, String> {
     Config::load(Config::resolve(given).as_deref()).map_err(|e| e.to_string())
+}
+
+/// The config the audit's readers (`audit`, `sessions`, `play`) use: as
+/// `load`; but with no config given and no audit database where the
+/// system config points, the embedded default's (`./walissh-state`) when
+/// `serve` left one here, with a line saying so.
+fn load_reader(given: Option<PathBuf>) -> Result<Config, String> {
+    let named = given.is_some();
+    let config = load(given)?;
+    if named || config.embedded || config.audit_db_path().exists() {
+        return Ok(config);
+    }
+    let embedded = Config::load(None).map_err(|e| e.to_string())?;
+    if !embedded.audit_db_path().exists() {
+        return Ok(config);
+    }
+    eprintln!(
+        "walissh: {} has no audit database; reading {} (the embedded default's)",
+        config.state_dir().display(),
+        embedded.state_dir().display()
+    );
+    Ok(embedded)
 }
 
 /// What `serve` runs on, as `check-config` checks it, so the two cannot
@@ -427,7 +484,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             config,
         } => totp_enroll(&load(config)?, &user),
         Cmd::Sessions { config, json } => {
-            let config = load(config)?;
+            let config = load_reader(config)?;
             let mut out = Lines::new(json);
             audit::db::sessions_json(&config.audit_db_path(), &mut out)?;
             out.finish()
@@ -445,7 +502,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let path = match is_path {
                 true => PathBuf::from(&session),
                 false => {
-                    let config = load(config)?;
+                    let config = load_reader(config)?;
                     audit::query::recording(&config.audit_db_path(), &session)?
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("session {session} has no recording"))?
@@ -462,6 +519,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 let from = from.as_deref().map(|f| cast.marker(f)).transpose()?;
                 cast.play(speed, from.as_ref(), &mut out)
             };
+            let written = unless_reader_left(written);
             written.map_err(|e| format!("cannot write output: {e}"))
         }
         Cmd::Audit {
@@ -476,15 +534,17 @@ fn run(cmd: Cmd) -> Result<(), String> {
             follow,
             json,
         } => {
-            let config = load(config)?;
+            let config = load_reader(config)?;
             let db = config.audit_db_path();
             let mut emit = |v: serde_json::Value| {
                 let mut out = std::io::stdout().lock();
-                match json {
-                    true => writeln!(out, "{v}"),
-                    false => writeln!(out, "{}", human(v.to_string().as_bytes())),
-                }?;
-                out.flush()
+                unless_reader_left(
+                    match json {
+                        true => writeln!(out, "{v}"),
+                        false => writeln!(out, "{}", human(v.to_string().as_bytes())),
+                    }
+                    .and_then(|()| out.flush()),
+                )
             };
             match what {
                 None => {
@@ -530,6 +590,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 }
             }
         }
+    }
+}
+
+/// Output written, or its reader gone: a reader that closes the pipe
+/// early (`walissh audit | head -1`) ends the command quietly and with
+/// status 0, as `head` meant.
+fn unless_reader_left(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => other,
     }
 }
 
@@ -610,7 +680,7 @@ impl Lines {
                 .filter(|l| !l.is_empty())
                 .try_for_each(|line| writeln!(stdout, "{}", human(line)))
         };
-        result.map_err(|e| format!("cannot write output: {e}"))
+        unless_reader_left(result).map_err(|e| format!("cannot write output: {e}"))
     }
 }
 

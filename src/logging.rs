@@ -9,7 +9,9 @@
 //! - with `WALISSH_LOG_FORMAT=json`, one JSON object a line, for log
 //!   shippers.
 //!
-//! The level comes from `RUST_LOG`, else `default_level`. What it leaves to
+//! Colour only on a terminal, and never with `NO_COLOR` set (not empty).
+//! The level comes from `--log-level`, else `RUST_LOG`, else
+//! `default_level`. What it leaves to
 //! others: what is logged (never a secret or a password: callers log
 //! names, addresses and reasons).
 
@@ -20,10 +22,16 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, format};
 use tracing_subscriber::registry::LookupSpan;
 
-/// Starts the log for the process.
-pub(crate) fn init(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+/// Starts the log for the process, at `level` (`--log-level`: `warn`,
+/// `debug`, or a filter such as `walissh=debug,russh=warn`) if given;
+/// Err names a level that is not one.
+pub(crate) fn init(level: Option<&str>, default_level: &str) -> Result<(), String> {
+    let filter = match level {
+        Some(level) => tracing_subscriber::EnvFilter::try_new(level)
+            .map_err(|e| format!("--log-level {level}: {e}"))?,
+        None => tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| OneLine(std::io::stderr()));
@@ -35,8 +43,11 @@ pub(crate) fn init(default_level: &str) {
             .event_format(Journald(format().without_time()))
             .init();
     } else {
-        builder.with_ansi(std::io::stderr().is_terminal()).init();
+        let colour = std::io::stderr().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        builder.with_ansi(colour).init();
     }
+    Ok(())
 }
 
 /// One event, one line: a line break or other control character inside

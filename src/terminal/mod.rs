@@ -853,6 +853,12 @@ impl Terminal {
                     && self.shown == Shown::All
                     && command.as_deref().is_some_and(nested::starts_shell);
                 self.nesting = follow.then(Nesting::watching);
+                if follow {
+                    self.typed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .line_taken();
+                }
                 // A shell the user's command shows is not one walissh
                 // owns, until it is integrated.
                 let shell = command.as_deref().is_some_and(nested::may_show_a_shell);
@@ -1297,6 +1303,26 @@ mod tests {
             }
         );
         assert_eq!(t.place().user.as_deref(), Some("alice"));
+    }
+
+    /// On a loaded host the command's start and the new shell's prompt
+    /// come in one read: the keys typed before it were its own line, and
+    /// the shell is probed all the same. Keys typed after its Enter are
+    /// typed ahead: no probe then, nothing would join them.
+    #[test]
+    fn a_prompt_in_the_same_read_as_its_command_start_is_probed() {
+        let mut t = following();
+        t.typed_keys("zsh\r");
+        let both = m("\x1b]133;C;w={N};cmd=zsh\x07host% ");
+        let out = t.feed(both.as_bytes());
+        let probe = out.type_in.expect("a probe at the prompt");
+        assert!(probe.starts_with(b" printf '"));
+        assert!(t.deadline().is_some(), "keys wait while walissh types");
+
+        let mut t = following();
+        t.typed_keys("zsh\rls\r");
+        let out = t.feed(both.as_bytes());
+        assert!(out.type_in.is_none(), "a line typed ahead gets no probe");
     }
 
     /// The nonce in a probe walissh typed.

@@ -20,11 +20,7 @@ use super::{Shell, prompt};
 
 /// How long a nested shell has to answer the probe, and then the
 /// bootstrap; and to draw its prompt again after a probe it did not take.
-/// Keys wait meanwhile. A shell answers in milliseconds; on a loaded host
-/// (2 s once ran out while zsh read its start-up files) a nested shell
-/// left unfollowed loses its audit's account and marks for good, where a
-/// few seconds' wait costs only the wait.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Bytes of a starting shell's output kept to spot its prompt.
 const TAIL_MAX: usize = 512;
 /// Output a command that starts a shell may print before its prompt.

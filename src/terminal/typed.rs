@@ -137,6 +137,18 @@ impl Typed {
         std::mem::take(&mut self.since_asked) == 0 && self.line.is_empty()
     }
 
+    /// A command that starts a shell began, having taken its Enter: the
+    /// keys typed so far were its line, not keys typed ahead at the new
+    /// shell's prompt, when no other came after that Enter. (Its prompt
+    /// may come in the same read as the command's start, the first time
+    /// `quiet` is asked; on a loaded host it did, and the shell went
+    /// unfollowed.)
+    pub(crate) fn line_taken(&mut self) {
+        if self.entered.is_empty() && self.line.is_empty() {
+            self.since_asked = 0;
+        }
+    }
+
     /// A command started: it took the oldest Enter not yet taken. `false`
     /// if there was none.
     pub(crate) fn take_enter(&mut self) -> bool {

@@ -47,6 +47,14 @@ fn filters_combine_and_times_bound() {
     let bad = b.cli_any(&["audit", "--since", "last tuesday"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("RFC 3339"), "{}", stderr(&bad));
+    // A kind misspelt is said, not shown as no events.
+    let bad = b.cli_any(&["audit", "--kind", "exec", "--kind", "sesion_end"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = stderr(&bad);
+    assert!(
+        err.contains("--kind sesion_end: no such kind") && err.contains("session_end"),
+        "{err}"
+    );
     // Without --json: one line per event, key=value.
     let human = stdout(&b.cli(&["audit", "--user", "alice", "--kind", "exec"]));
     assert!(

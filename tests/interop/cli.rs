@@ -248,6 +248,20 @@ fn embedded_default_serves_demo_on_2222() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
 
+    // The audit's readers, run where serve ran, read its state with no
+    // config named.
+    let listed = Command::new(walissh_bin())
+        .args(["audit", "--json", "--kind", "exec"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&listed).contains("echo demo-$((2+2))"),
+        "{}{}",
+        stdout(&listed),
+        stderr(&listed)
+    );
+
     // A second start keeps the password and does not print it again.
     let (mut again, out, _log) = serve_embedded(dir.path());
     unsafe { libc::kill(again.id() as i32, libc::SIGTERM) };
@@ -362,4 +376,54 @@ fn the_triage_sample_passes_check_config() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).ends_with(": ok\n"));
+}
+
+/// The command line's manners: the config from `-c` or `WALISSH_CONFIG`,
+/// a log level that is not one refused, and output whose reader leaves
+/// early (`| head`) ending quietly with status 0.
+#[test]
+fn config_from_the_environment_a_log_level_and_a_closed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[server]\nlisten = 5\n").unwrap();
+    let named = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&*bad.to_string_lossy()),
+            "{}",
+            stderr(&out)
+        );
+    };
+    named(
+        Command::new(walissh_bin())
+            .arg("check-config")
+            .env("WALISSH_CONFIG", &bad),
+    );
+    named(
+        Command::new(walissh_bin())
+            .args(["check-config", "-c"])
+            .arg(&bad),
+    );
+
+    let out = Command::new(walissh_bin())
+        .args(["--log-level", "[x", "check-config"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--log-level [x:"), "{}", stderr(&out));
+
+    // 2 MB through `redact` into `head -c 10`: the pipe closes long
+    // before the output ends.
+    let big = dir.path().join("big.log");
+    std::fs::write(&big, "a log line of nothing secret\n".repeat(70_000)).unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$0" redact "$1" | head -c 10 >/dev/null; echo "status ${PIPESTATUS[0]}""#)
+        .arg(walissh_bin())
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "status 0\n", "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
 }
