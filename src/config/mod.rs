@@ -115,7 +115,7 @@ impl Config {
     pub(crate) fn parse(text: &str, source: &str, embedded: bool) -> Result<Config, ConfigError> {
         let loc = Locator { source, text };
         let mut config: Config = toml::from_str(text).map_err(|e| {
-            let msg = e.message().trim().to_string();
+            let msg = with_nearest_key(e.message().trim());
             loc.error(e.span().unwrap_or(0..0), None, &msg)
         })?;
         config.source = source.to_string();
@@ -126,6 +126,32 @@ impl Config {
             u.compile();
         }
         Ok(config)
+    }
+}
+
+/// serde's `unknown field `x`, expected one of `a`, `b``, with the key
+/// nearest to `x` named first when one is near enough to be a typo
+/// (`state_dri` for `state_dir`), not a key of another table.
+fn with_nearest_key(msg: &str) -> String {
+    let Some((field, expected)) = msg
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+    else {
+        return msg.to_string();
+    };
+    let nearest = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|key| (strsim::damerau_levenshtein(field, key), key))
+        .filter(|&(distance, key)| distance <= (key.len() / 3).max(1))
+        .min();
+    match nearest {
+        Some((_, key)) => format!(
+            "unknown field `{field}`: did you mean `{key}`? ({})",
+            expected.trim_start_matches(", ")
+        ),
+        None => msg.to_string(),
     }
 }
 

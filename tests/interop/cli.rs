@@ -15,6 +15,10 @@ fn check_config_names_file_line_and_key() {
         err.starts_with("walissh: FILE:3: key `server.state_dri`:"),
         "{err}"
     );
+    assert!(err.contains("did you mean `state_dir`?"), "{err}");
+    // A key of no table near it gets no guess.
+    let (_, err) = check("[server]\nlisten = [\"127.0.0.1:2\"]\nfrobnicate = 1\n");
+    assert!(!err.contains("did you mean"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 
     let key = keygen(&tempfile::tempdir().unwrap().path().join("k"));
