@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::policy::{Policy, Verdict};
 use super::react::Outcome;
-use crate::config::AutoSandbox;
+use crate::config::{AiMode, AutoSandbox};
 use crate::terminal::Capture;
 use crate::upstream::sandbox::{Hide, Wall};
 use crate::upstream::{self, Clean, Runner};
@@ -54,6 +55,29 @@ impl<'a> Apart<'a> {
             timeout: sandboxing.timeout.min(self.timeout),
             ..self
         }
+    }
+}
+
+/// The policy's verdict on `command` in `mode`, and the wall a `Run`
+/// runs behind: the one first step of every tool call (the agent's, and
+/// an MCP client's through the gateway). A line the policy runs unasked
+/// runs only behind a wall (`wall`, found on the target once); with none
+/// to be had, it is judged again as in `confirm`, so it is asked.
+pub(crate) async fn judged(
+    policy: &Policy,
+    command: &str,
+    mode: AiMode,
+    wall: impl std::future::Future<Output = Result<Wall, String>>,
+) -> (Verdict, Option<Wall>) {
+    match policy.check_off_worker(command, mode).await {
+        Verdict::Run(script) => match wall.await {
+            Ok(wall) => (Verdict::Run(script), Some(wall)),
+            Err(_) => (
+                policy.check_off_worker(command, AiMode::Confirm).await,
+                None,
+            ),
+        },
+        other => (other, None),
     }
 }
 

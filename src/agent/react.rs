@@ -471,17 +471,10 @@ async fn run_tool(
     if asked.iter().filter(|c| *c == command).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same command; stopped".into());
     }
-    let mut clean = None;
-    let verdict = match policy.check_off_worker(command, mode).await {
-        Verdict::Run(script) => match host.wall().await {
-            Ok(wall) => {
-                clean = Some((script.clone(), wall));
-                Verdict::Run(script)
-            }
-            // No wall it may run behind: asked, as in confirm.
-            Err(_) => policy.check_off_worker(command, AiMode::Confirm).await,
-        },
-        other => other,
+    let (verdict, wall) = super::exec::judged(policy, command, mode, host.wall()).await;
+    let clean = match (&verdict, wall) {
+        (Verdict::Run(script), Some(wall)) => Some((script.clone(), wall)),
+        _ => None,
     };
     let (command, decision) = match verdict {
         Verdict::Deny(why) => return Ok(deny(host, command, &why).await),

@@ -430,20 +430,8 @@ impl Gateway {
             timeout: agent.command_timeout,
         };
         let sandboxing = &agent.sandboxing;
-        let mut verdict = agent.policy.check_off_worker(command, mode).await;
-        let mut wall = None;
-        if let Verdict::Run(_) = verdict {
-            match exec::wall(apart, sandboxing).await {
-                Ok(w) => wall = Some(w),
-                // No wall it may run behind: asked, as in confirm.
-                Err(_) => {
-                    verdict = agent
-                        .policy
-                        .check_off_worker(command, AiMode::Confirm)
-                        .await
-                }
-            }
-        }
+        let (verdict, wall) =
+            exec::judged(&agent.policy, command, mode, exec::wall(apart, sandboxing)).await;
         let (decision, clean) = match verdict {
             Verdict::Deny(why) => {
                 audit
