@@ -1,7 +1,8 @@
 //! The modules' imports flow one way (ARCHITECTURE.md, "Layering"): this
 //! reads every file under src/ and fails on a cycle between top-level
-//! modules, naming it. `cargo test --test layering -- --nocapture` prints
-//! the whole graph.
+//! modules, naming it, and on an import of a module the documented order
+//! puts above the importer. `cargo test --test layering -- --nocapture`
+//! prints the whole graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -112,6 +113,65 @@ fn imports_flow_one_way() {
     if let Some(cycle) = cycle(&graph) {
         panic!("import cycle: {cycle}");
     }
+}
+
+/// The layers ARCHITECTURE.md lists under "Layering", top first: the
+/// modules each bullet names (before its colon), by their rank. A module
+/// it does not name is one of "the small helpers", at the bottom.
+fn documented_order() -> BTreeMap<String, usize> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let section = doc
+        .split("## Layering")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a Layering section");
+    let section = section.split("\n## ").next().unwrap();
+    let mut ranks = BTreeMap::new();
+    let bullets = section.lines().filter_map(|l| l.strip_prefix("- "));
+    for (rank, bullet) in bullets.enumerate() {
+        let head = bullet.split(':').next().unwrap();
+        for name in head.split('`').skip(1).step_by(2) {
+            ranks.insert(name.to_string(), rank);
+        }
+    }
+    ranks
+}
+
+/// The imports of a module listed above the importer, as `a -> b`.
+fn upward(graph: &Graph, ranks: &BTreeMap<String, usize>) -> Vec<String> {
+    let bottom = ranks.values().max().copied().unwrap_or(0);
+    let rank = |m: &str| ranks.get(m).copied().unwrap_or(bottom);
+    graph
+        .iter()
+        .flat_map(|(module, edges)| {
+            edges
+                .iter()
+                .filter(|next| rank(next) < rank(module))
+                .map(move |next| format!("{module} -> {next}"))
+        })
+        .collect()
+}
+
+#[test]
+fn imports_follow_the_documented_order() {
+    let ranks = documented_order();
+    assert!(ranks["lib"] < ranks["session"] && ranks["session"] < ranks["terminal"]);
+    let up = upward(&imports(), &ranks);
+    assert!(up.is_empty(), "imports of a layer above: {}", up.join(", "));
+}
+
+#[test]
+fn an_import_upward_is_found() {
+    let edge = |a: &str, b: &str| (a.to_string(), BTreeSet::from([b.to_string()]));
+    let ranks = BTreeMap::from([("a".to_string(), 0), ("b".to_string(), 1)]);
+    assert!(upward(&Graph::from([edge("a", "b")]), &ranks).is_empty());
+    assert_eq!(upward(&Graph::from([edge("b", "a")]), &ranks), ["b -> a"]);
+    // An unlisted module is a small helper: it imports nothing listed.
+    assert_eq!(
+        upward(&Graph::from([edge("helper", "a")]), &ranks),
+        ["helper -> a"]
+    );
 }
 
 /// The first cycle in `graph`, as `a -> b -> a`.

@@ -11,7 +11,7 @@
 //! leaves to others: running the loop (`agent::react`), and where the
 //! facts come from (the terminal model, the target probe).
 
-pub(crate) mod errors;
+pub(crate) mod failures;
 pub(crate) mod providers;
 pub(crate) mod redact;
 pub(crate) mod reduce;

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use super::errors::error_lines;
+use super::failures::error_lines;
 use super::reduce::tokens;
 use crate::terminal::{CommandRecord, Place};
 use crate::upstream::TargetInfo;

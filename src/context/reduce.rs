@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use super::Message;
-use super::errors::is_error_line;
+use super::failures::is_error_line;
 use crate::config::Strategy;
 
 /// What every message costs beyond its text: the role and the separators

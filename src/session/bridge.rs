@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::seat::{self, Asked, ClientEnds, Desk, Settings, TargetEnds};
 use super::{CLOSE_GRACE, Context, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
-use super::{Shared, rows};
+use super::{Shared, audit_rows};
 use crate::agent::render::Draw;
 use crate::agent::render::{SPINNER_CLEAR, spinner_frame};
 use crate::agent::{self, Question};
@@ -297,7 +297,7 @@ impl Pumps<'_> {
     ) -> Bytes {
         let p = t.output(data);
         if let Some(i) = &p.integrity {
-            rows::integrity(&self.ctx.bastion.audit, self.ids, i).await;
+            audit_rows::integrity(&self.ctx.bastion.audit, self.ids, i).await;
         }
         if agent.is_some() {
             self.shared
@@ -530,7 +530,8 @@ impl Pumps<'_> {
                     line.keys = keys.keys;
                 }
                 Judged::Command(command) => {
-                    rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth).await;
+                    audit_rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth)
+                        .await;
                     line.refused = false;
                 }
                 Judged::Nothing => line.refused = false,
@@ -558,7 +559,7 @@ impl Pumps<'_> {
 
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
-        rows::command(&self.ctx.bastion.audit, self.ids, r).await;
+        audit_rows::command(&self.ctx.bastion.audit, self.ids, r).await;
     }
 
     /// Client to target: input, EOF, window changes and signals, until the

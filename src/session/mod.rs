@@ -10,8 +10,8 @@
 mod bridge;
 mod env;
 pub(crate) use env::acceptable as env_acceptable;
+mod audit_rows;
 mod gateway;
-mod rows;
 mod seat;
 mod shared;
 

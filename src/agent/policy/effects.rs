@@ -20,13 +20,13 @@
 //! to the shell and skipped, unless the line has a here-document or a
 //! quote left open (then nothing is skipped). It errs towards refusing:
 //! `grep TMOUT= /etc/profile` is refused, `grep 'TMOUT=' /etc/profile` is
-//! not. What it leaves to others: reading the commands (`unwrap`), and
+//! not. What it leaves to others: reading the commands (`wrappers`), and
 //! everything that is not shell state (`deny`, `auto`).
 
-use super::unwrap::{HOOKS, Seen, basename};
+use super::wrappers::{HOOKS, Seen, basename};
 
 /// Variables no line the agent runs may set, besides the hooks the
-/// shell runs later (`unwrap::HOOKS`: prompt commands, prompts, start-up
+/// shell runs later (`wrappers::HOOKS`: prompt commands, prompts, start-up
 /// files, zsh's hook arrays): the idle logout, the history file and
 /// characters, zsh's rc directory, preloads, the other prompts.
 const PROTECTED: &[&str] = &[
@@ -524,7 +524,7 @@ pub(super) fn changes(line: &str, seen: &Seen) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::policy::unwrap::see;
+    use crate::agent::policy::wrappers::see;
 
     fn refused(line: &str) -> bool {
         denied(line, &see(line)).is_some()

@@ -2,7 +2,7 @@
 //! on the parsed command line, never by asking the model.
 //!
 //! A line is read with bash's grammar (`parse`), and everything it runs
-//! is found, wrappers and inner scripts included (`unwrap`). Then, in
+//! is found, wrappers and inner scripts included (`wrappers`). Then, in
 //! this order:
 //! - a line walissh cannot type or read safely, or whose program or
 //!   evaluated text is not a literal, is **denied**: walissh cannot say
@@ -20,15 +20,15 @@
 //! bug in it cannot stall other sessions. What it leaves to others:
 //! asking the user and running the command (`react`, the seat).
 
-mod auto;
 mod deny;
 mod effects;
 mod getopt;
 mod parse;
 mod paths;
+mod read_only;
 mod typing;
-mod unwrap;
 mod word;
+mod wrappers;
 
 pub(crate) use typing::invisible;
 
@@ -144,7 +144,7 @@ impl Policy {
         {
             return Verdict::Deny("it starts like a question to the agent".into());
         }
-        let seen = unwrap::see(command);
+        let seen = wrappers::see(command);
         if let Some(why) = &seen.opaque {
             return Verdict::Deny(why.clone());
         }
@@ -167,7 +167,7 @@ impl Policy {
             return Verdict::Deny(why);
         }
         if mode == AiMode::Auto
-            && auto::allows(&seen, rules.network).is_ok()
+            && read_only::allows(&seen, rules.network).is_ok()
             && !rules.names_hidden(&seen)
             && let Some(quoted) = &seen.script.quoted
         {
@@ -183,14 +183,14 @@ impl Policy {
     /// figures in docs/agent.md.
     #[cfg(test)]
     pub(crate) fn why_not_auto(&self, command: &str) -> Option<String> {
-        auto::allows(&unwrap::see(command), self.rules.network).err()
+        read_only::allows(&wrappers::see(command), self.rules.network).err()
     }
 }
 
 impl Rules {
     /// Whether a word of the line (or a redirection's file) names a path
     /// of `[ai] sandbox_hide`, or one under it.
-    fn names_hidden(&self, seen: &unwrap::Seen) -> bool {
+    fn names_hidden(&self, seen: &wrappers::Seen) -> bool {
         if self.hidden.is_empty() {
             return false;
         }
@@ -209,7 +209,7 @@ impl Rules {
             })
     }
 
-    fn denied(&self, command: &str, seen: &unwrap::Seen) -> Option<String> {
+    fn denied(&self, command: &str, seen: &wrappers::Seen) -> Option<String> {
         // A function that reaches a function of the line, itself or
         // through another (`a(){ b|b& }; b(){ a|a& }; a`): the shape of a
         // fork bomb. Lines that define helpers for each other are rare.
@@ -255,7 +255,7 @@ fn hidden(command: &str) -> Option<String> {
     if !command.contains(['\'', '"', '\\']) {
         return None;
     }
-    let seen = unwrap::see(&bare(command));
+    let seen = wrappers::see(&bare(command));
     let defined: Vec<&str> = seen.functions.iter().map(|(n, _)| n.as_str()).collect();
     let bomb = seen
         .functions
@@ -274,7 +274,7 @@ fn hidden(command: &str) -> Option<String> {
 /// line runs, one per line, when there is more than one or anything is
 /// not a plain literal. Nothing for one command of plain literals: the
 /// line itself says it all.
-fn listing(seen: &unwrap::Seen) -> Vec<String> {
+fn listing(seen: &wrappers::Seen) -> Vec<String> {
     let runs = &seen.runs;
     let all_literal = runs.iter().all(|r| r.iter().all(|w| w.lit.is_some()));
     if runs.len() <= 1 && all_literal && seen.unknown.is_none() && seen.script.plain {

@@ -19,7 +19,7 @@
 //! differently from bash makes the line not plain. The oracle tests check
 //! the result against what bash, dash and zsh actually run.
 //!
-//! What it leaves to others: wrappers (`unwrap`), what is allowed or
+//! What it leaves to others: wrappers (`wrappers`), what is allowed or
 //! denied (`auto`, `deny`).
 
 use std::ops::ControlFlow;

@@ -33,8 +33,8 @@
 
 use crate::agent::oracle::{Oracle, Shell};
 
-use super::auto::specs;
 use super::getopt::Spec;
+use super::read_only::specs;
 use super::word::quote;
 
 /// The word after each option: a name no program knows, which reads as

@@ -496,7 +496,7 @@ fn what_the_policy_reads_is_what_the_shells_run() {
     let mut typed_checked = 0;
     let mut failures = Vec::new();
     for line in &lines {
-        let seen = super::unwrap::see(line);
+        let seen = super::wrappers::see(line);
         match policy.check(line, AiMode::Auto) {
             Verdict::Run(script) => {
                 let mut want: Vec<Vec<String>> = seen

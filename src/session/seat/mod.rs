@@ -438,7 +438,7 @@ impl Seat<'_> {
     async fn settle_lines(&mut self) {
         while let Ok(line) = self.lines.try_recv() {
             if let Some(r) = line {
-                super::rows::command(self.desk.audit, self.desk.ids, &r).await;
+                super::audit_rows::command(self.desk.audit, self.desk.ids, &r).await;
             }
         }
     }
@@ -581,7 +581,7 @@ impl Seat<'_> {
                     None => return (None, None),
                     Some(Some(r)) if ours(&r, command) => return (Some(r), None),
                     // A line the user typed ahead ran: theirs, audited so.
-                    Some(Some(r)) => super::rows::command(self.desk.audit, self.desk.ids, &r).await,
+                    Some(Some(r)) => super::audit_rows::command(self.desk.audit, self.desk.ids, &r).await,
                     // An empty line the user typed ahead.
                     Some(None) => {}
                 },

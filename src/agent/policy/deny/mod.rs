@@ -1,5 +1,5 @@
 //! The built-in rules for destructive commands, applied in every mode to
-//! every command a line runs, wrappers taken off (`unwrap`), and to every
+//! every command a line runs, wrappers taken off (`wrappers`), and to every
 //! redirection: disk rewriters, writes to block devices and to the
 //! account files, recursive deletes and permission changes of system
 //! directories however spelled, the files the host cannot lose (the
@@ -16,8 +16,8 @@
 
 use super::parse::Redirect;
 use super::paths::{is_block_device, is_system_dir, normalise};
-use super::unwrap::{basename, find_roots, see};
 use super::word::Word;
+use super::wrappers::{basename, find_roots, see};
 
 mod bulk;
 mod code;

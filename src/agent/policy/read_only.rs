@@ -16,7 +16,7 @@
 use super::getopt::{Parsed, Spec};
 use super::parse::Redirect;
 use super::paths::{normalise, secret};
-use super::unwrap::Seen;
+use super::wrappers::Seen;
 
 /// Why a line may not run unasked (the policy then asks).
 pub(crate) type Why = String;
@@ -1734,7 +1734,7 @@ impl Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::policy::unwrap::see;
+    use crate::agent::policy::wrappers::see;
 
     fn auto(line: &str) -> Result<(), Why> {
         allows(&see(line), false)
