@@ -183,8 +183,8 @@ pub(crate) async fn run(apart: Apart<'_>, command: Command<'_>, show: &mut impl 
                 output_max: max,
             } => {
                 output_max = max;
-                let (runner, ctx) = (apart.runner, apart.upstream);
-                runner.exec_clean(ctx, clean, apart.user).await
+                let (runner, settings) = (apart.runner, apart.upstream);
+                runner.exec_clean(settings, clean, apart.user).await
             }
         }
     };

@@ -455,7 +455,7 @@ impl russh::server::Handler for Connection {
             }
         };
         reply.accept().await;
-        let ctx = crate::session::Context {
+        let conn = crate::session::Connection {
             live,
             bastion: self.bastion.clone(),
             login,
@@ -466,7 +466,7 @@ impl russh::server::Handler for Connection {
             credential: proof,
         };
         tokio::spawn(async move {
-            crate::session::run(ctx, channel, stop).await;
+            crate::session::run(conn, channel, stop).await;
             drop(slot);
         });
         Ok(())

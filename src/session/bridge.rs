@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::seat::{self, Asked, ClientEnds, Desk, Settings, TargetEnds};
-use super::{CLOSE_GRACE, Context, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
+use super::{CLOSE_GRACE, Connection, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
 use super::{Shared, audit_rows};
 use crate::agent::render::Draw;
 use crate::agent::render::{SPINNER_CLEAR, spinner_frame};
@@ -49,7 +49,7 @@ enum End {
 
 /// What both pumps share.
 pub(super) struct Pumps<'a> {
-    pub(super) ctx: &'a Context,
+    pub(super) conn: &'a Connection,
     pub(super) ids: &'a Ids,
     pub(super) recording: Option<&'a Recording>,
     pub(super) screen: Option<&'a Screen>,
@@ -144,7 +144,7 @@ impl Pumps<'_> {
                 _ => "the session ended before the answer",
             };
             let ev = self.ids.event(Kind::AiError).field("message", why);
-            self.ctx.bastion.audit.event(ev).await;
+            self.conn.bastion.audit.event(ev).await;
         }
         match end {
             End::TargetClosed if totals.exit_status.is_none() && totals.exit_signal.is_none() => {
@@ -264,7 +264,7 @@ impl Pumps<'_> {
                 } => {
                     totals.exit_signal = Some(signal_name(&signal));
                     let _ = self
-                        .ctx
+                        .conn
                         .handle
                         .exit_signal_request(
                             client.id(),
@@ -297,7 +297,7 @@ impl Pumps<'_> {
     ) -> Bytes {
         let p = t.output(data);
         if let Some(i) = &p.integrity {
-            audit_rows::integrity(&self.ctx.bastion.audit, self.ids, i).await;
+            audit_rows::integrity(&self.conn.bastion.audit, self.ids, i).await;
         }
         if agent.is_some() {
             self.shared
@@ -378,11 +378,11 @@ impl Pumps<'_> {
     /// The seat's view of this session and the bastion.
     fn desk<'s>(&'s self, settings: &'s (dyn Fn() -> Settings + Sync)) -> Desk<'s> {
         Desk {
-            audit: &self.ctx.bastion.audit,
+            audit: &self.conn.bastion.audit,
             recording: self.recording,
             ids: self.ids,
             runner: self.runner,
-            upstream: &self.ctx.bastion.upstream,
+            upstream: &self.conn.bastion.upstream,
             screen: self.screen,
             shared: self.shared,
             settings,
@@ -395,8 +395,8 @@ impl Pumps<'_> {
     /// login and today's: a reload never widens a live session's rights,
     /// and a user gone from the config has none.
     fn settings(&self) -> Settings {
-        let started = &self.ctx.live;
-        let (newest, mode) = super::settings_now(&self.ctx.bastion, &self.ids.user, self.mode);
+        let started = &self.conn.live;
+        let (newest, mode) = super::settings_now(&self.conn.bastion, &self.ids.user, self.mode);
         let agent = match newest.prefixes == started.agent.prefixes {
             true => newest,
             false => started.agent.clone(),
@@ -449,7 +449,7 @@ impl Pumps<'_> {
             if let Some(r) = self.recording {
                 r.mark_event(&ev).await;
             }
-            self.ctx.bastion.audit.event(ev).await;
+            self.conn.bastion.audit.event(ev).await;
             spliced.extend_from_slice(&out[from..at]);
             spliced.extend(agent::echo(&q, self.mode));
             from = at;
@@ -458,7 +458,7 @@ impl Pumps<'_> {
                 let why = "another question was being answered; this one was not asked";
                 spliced.extend(format!("walissh: {why}\r\n").as_bytes());
                 let ev = self.ids.event(Kind::AiError).field("message", why);
-                self.ctx.bastion.audit.event(ev).await;
+                self.conn.bastion.audit.event(ev).await;
                 continue;
             }
             if let Some(a) = agent {
@@ -521,7 +521,7 @@ impl Pumps<'_> {
             if first && !keys.is_empty() {
                 snap = Some(screen.view().await);
             }
-            let prefixes = &self.ctx.live.agent.prefixes;
+            let prefixes = &self.conn.live.agent.prefixes;
             match keys.judge(snap.as_ref(), first, line.refused, prefixes) {
                 Judged::Question => {
                     // The shell still holds the line: so does walissh.
@@ -530,7 +530,7 @@ impl Pumps<'_> {
                     line.keys = keys.keys;
                 }
                 Judged::Command(command) => {
-                    audit_rows::screen_command(&self.ctx.bastion.audit, self.ids, command, depth)
+                    audit_rows::screen_command(&self.conn.bastion.audit, self.ids, command, depth)
                         .await;
                     line.refused = false;
                 }
@@ -559,7 +559,7 @@ impl Pumps<'_> {
 
     /// A command the user ran at the shell prompt, as the marks told it.
     async fn audit_command(&self, r: &CommandRecord) {
-        audit_rows::command(&self.ctx.bastion.audit, self.ids, r).await;
+        audit_rows::command(&self.conn.bastion.audit, self.ids, r).await;
     }
 
     /// Client to target: input, EOF, window changes and signals, until the

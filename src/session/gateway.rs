@@ -32,7 +32,7 @@ use russh::{Channel, ChannelMsg};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{Context, Totals, end_with};
+use super::{Connection, Totals, end_with};
 use crate::agent::exec;
 use crate::agent::policy::{Prompt, Verdict};
 use crate::agent::react::{self, Outcome};
@@ -66,13 +66,13 @@ const SERVED: &[&str] = &["run_command", "read_file"];
 
 /// Serves MCP on `channel` until the client or the bastion ends it.
 pub(super) async fn serve(
-    ctx: &Context,
+    conn: &Connection,
     ids: &Ids,
     mut channel: Channel<Msg>,
     target: &TargetConfig,
     stop: &mut Listener,
 ) -> Totals {
-    let mode = ctx
+    let mode = conn
         .live
         .config
         .user(&ids.user)
@@ -88,7 +88,7 @@ pub(super) async fn serve(
             ..Totals::default()
         };
     }
-    let bastion = &ctx.bastion;
+    let bastion = &conn.bastion;
     let connected = tokio::select! {
         r = upstream::connect(target, &bastion.upstream, &ids.user, &ids.session) => r,
         _ = stop.requested() => Err(super::SHUTTING_DOWN.to_string()),
@@ -107,11 +107,11 @@ pub(super) async fn serve(
     let calls = Arc::new(tokio::sync::Semaphore::new(CALLS_AT_ONCE as usize));
     let (ended, ended_rx) = tokio::sync::watch::channel(false);
     let gateway = Gateway {
-        bastion: ctx.bastion.clone(),
+        bastion: conn.bastion.clone(),
         ids: ids.clone(),
-        credential: ctx.credential.clone(),
+        credential: conn.credential.clone(),
         started: mode,
-        confirm_at_start: ctx.live.config.ai.mcp_confirm,
+        confirm_at_start: conn.live.config.ai.mcp_confirm,
         runner,
         numbering: Arc::new(Numbering::default()),
         calls: calls.clone(),

@@ -48,8 +48,9 @@ const MCP_SUBSYSTEM: &str = "mcp";
 /// What users are told when the bastion stops under them.
 const SHUTTING_DOWN: &str = "the bastion is shutting down; this session ends now";
 
-/// What a session knows about where it runs.
-pub(crate) struct Context {
+/// What a session knows of the connection it runs on (who logged in,
+/// from where, what their login proved) and of the bastion.
+pub(crate) struct Connection {
     pub(crate) bastion: Arc<Bastion>,
     /// The config as it was when the session started: its target and
     /// settings hold for the session, whatever a reload changes.
@@ -66,7 +67,7 @@ pub(crate) struct Context {
     pub(crate) refusals: crate::audit::tally::Shared,
 }
 
-impl Context {
+impl Connection {
     /// Audits `n` refusals of `kind` through the connection's tally: a
     /// client repeating one costs a few rows with counts.
     async fn refused(&self, kind: &str, row: Event, n: u64) {
@@ -106,23 +107,23 @@ struct Totals {
     lost: Option<String>,
 }
 
-pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Listener) {
+pub(crate) async fn run(conn: Connection, mut channel: Channel<Msg>, mut stop: Listener) {
     let mut env = env::Env::default();
     let setup = tokio::select! {
         s = read_setup(&mut channel, &mut env) => s,
         _ = stop.requested() => None,
     };
-    if let Some((row, n)) = env.refusals(&ctx.login.user) {
-        ctx.refused("env_refused", row, n).await;
+    if let Some((row, n)) = env.refusals(&conn.login.user) {
+        conn.refused("env_refused", row, n).await;
     }
     let Some(mut setup) = setup else {
         let _ = channel.close().await;
         return;
     };
-    restrict(&ctx.limits, &mut setup);
-    setup.agent &= may_forward_agent(ctx.live.config.user(&ctx.login.user), &ctx.limits);
+    restrict(&conn.limits, &mut setup);
+    setup.agent &= may_forward_agent(conn.live.config.user(&conn.login.user), &conn.limits);
     let chosen = tokio::select! {
-        c = choose_target(&ctx, &mut channel, &mut setup) => c,
+        c = choose_target(&conn, &mut channel, &mut setup) => c,
         _ = stop.requested() => Err(NoTarget {
             message: SHUTTING_DOWN.into(),
             denied: None,
@@ -133,10 +134,10 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
         Err(no) => {
             if let Some(requested) = &no.denied {
                 let mut ev = Event::new(Kind::TargetDenied)
-                    .user(ctx.login.user.clone())
+                    .user(conn.login.user.clone())
                     .field("requested", requested.as_str());
                 ev.target = Some(requested.clone());
-                ctx.refused("target_denied", ev, 1).await;
+                conn.refused("target_denied", ev, 1).await;
             }
             refuse(&channel, setup.pty.is_some(), &no.message).await;
             return;
@@ -144,7 +145,7 @@ pub(crate) async fn run(ctx: Context, mut channel: Channel<Msg>, mut stop: Liste
     };
     // `stop` lives until the session's last audit row is queued, so
     // shutdown waits for it.
-    run_session(&ctx, channel, setup, target, &mut stop).await;
+    run_session(&conn, channel, setup, target, &mut stop).await;
 }
 
 /// Reads requests until the client asks for a shell, exec or subsystem.
@@ -244,17 +245,17 @@ fn restrict(limits: &crate::auth::cert::Limits, setup: &mut Setup) {
 }
 
 async fn choose_target(
-    ctx: &Context,
+    conn: &Connection,
     channel: &mut Channel<Msg>,
     setup: &mut Setup,
 ) -> Result<TargetConfig, NoTarget> {
-    let config = &ctx.live.config;
+    let config = &conn.live.config;
     // The handler only accepts logins of configured users.
-    let user = config.user(&ctx.login.user).ok_or_else(|| NoTarget {
+    let user = config.user(&conn.login.user).ok_or_else(|| NoTarget {
         message: "unknown user".into(),
         denied: None,
     })?;
-    if let Some(name) = &ctx.login.target {
+    if let Some(name) = &conn.login.target {
         return route::requested(config, user, name).cloned();
     }
     let allowed = config.allowed_targets(user);
@@ -274,7 +275,7 @@ async fn choose_target(
                 denied: None,
             })
         }
-        _ => Err(route::must_name(&allowed, &ctx.login.user)),
+        _ => Err(route::must_name(&allowed, &conn.login.user)),
     }
 }
 
@@ -323,23 +324,23 @@ fn session_id() -> String {
 }
 
 async fn run_session(
-    ctx: &Context,
+    conn: &Connection,
     channel: Channel<Msg>,
     setup: Setup,
     target: TargetConfig,
     stop: &mut Listener,
 ) {
-    let bastion = &ctx.bastion;
+    let bastion = &conn.bastion;
     let ids = Ids {
         session: session_id(),
-        user: ctx.login.user.clone(),
+        user: conn.login.user.clone(),
         target: target.name().to_string(),
     };
     let pty = setup.pty.is_some();
-    let Ok(recording) = admit(ctx, &ids, &channel, &setup).await else {
+    let Ok(recording) = admit(conn, &ids, &channel, &setup).await else {
         return;
     };
-    if let Err(refused) = audit_start(ctx, &ids, &setup, recording.as_ref()).await {
+    if let Err(refused) = audit_start(conn, &ids, &setup, recording.as_ref()).await {
         let problem = refused.problem;
         let msg = format!("{problem}; new sessions are refused until an administrator fixes it");
         refuse(&channel, pty, &msg).await;
@@ -356,7 +357,7 @@ async fn run_session(
     }
 
     if matches!(&setup.command, Command::Subsystem(name) if name == MCP_SUBSYSTEM) {
-        let totals = gateway::serve(ctx, &ids, channel, &target, stop).await;
+        let totals = gateway::serve(conn, &ids, channel, &target, stop).await;
         audit_end(bastion, &ids, &totals, recording).await;
         return;
     }
@@ -368,13 +369,13 @@ async fn run_session(
         early_input,
     } = setup;
     let request = Request {
-        agent: agent.then(|| ctx.handle.clone()),
+        agent: agent.then(|| conn.handle.clone()),
         command,
         pty: pty_spec,
         env,
         user: ids.user.clone(),
         session: ids.session.clone(),
-        integrate: ctx.live.config.terminal.shell_integration,
+        integrate: conn.live.config.terminal.shell_integration,
     };
     let opened = tokio::select! {
         o = upstream::open(&target, &bastion.upstream, &request) => o,
@@ -388,25 +389,25 @@ async fn run_session(
             info,
             runner,
         }) => {
-            let mode = ctx
+            let mode = conn
                 .live
                 .config
                 .user(&ids.user)
                 .map_or(AiMode::Off, |u| u.ai);
             let terminal = match (integrated, &request.pty) {
                 (Some(shell), Some(pty)) => {
-                    Some(integrate(ctx, shell, pty, mode, &mut writer).await)
+                    Some(integrate(conn, shell, pty, mode, &mut writer).await)
                 }
                 _ => None,
             };
             let screen = request
                 .pty
                 .as_ref()
-                .and_then(|p| screen_model(ctx, &ids, p));
+                .and_then(|p| screen_model(conn, &ids, p));
             let heuristic = terminal.is_none() && matches!(request.command, Command::Shell);
             let shared = Shared::new(request.pty.as_ref().map_or(80, |p| p.cols));
             let pumps = Pumps {
-                ctx,
+                conn,
                 ids: &ids,
                 recording: recording.as_ref(),
                 screen: screen.as_ref(),
@@ -447,18 +448,18 @@ struct Refused {
 /// the database. Err when they cannot be, under `[audit] on_failure =
 /// "refuse"`.
 async fn audit_start(
-    ctx: &Context,
+    conn: &Connection,
     ids: &Ids,
     setup: &Setup,
     recording: Option<&Recording>,
 ) -> Result<(), Refused> {
-    let audit = &ctx.bastion.audit;
+    let audit = &conn.bastion.audit;
     // The recording's file is named in the chained row: `audit verify`
     // and `walissh play` find it there, and the sessions table has it
     // from there.
     let start = ids
         .event(Kind::SessionStart)
-        .field("client_addr", ctx.peer.to_string())
+        .field("client_addr", conn.peer.to_string())
         .field("pty", setup.pty.is_some())
         .field("agent_forwarding", setup.agent)
         .field("recording", recording.map(|r| r.path.display().to_string()));
@@ -479,14 +480,14 @@ async fn audit_start(
 /// terminal; the terminal model then hides its traces, and follows the
 /// user into shells started from the prompt.
 async fn integrate(
-    ctx: &Context,
+    conn: &Connection,
     shell: crate::terminal::Shell,
     pty: &PtySpec,
     mode: AiMode,
     writer: &mut upstream::Writer,
 ) -> Terminal {
     let nonce = crate::terminal::nonce();
-    let prefixes = &ctx.live.agent.prefixes;
+    let prefixes = &conn.live.agent.prefixes;
     let input = bootstrap::input(shell, &nonce, pty.echo(), prefixes);
     let _ = writer.data(Bytes::from(input)).await;
     Terminal::integrated(&nonce, mode != AiMode::Off).follow_nested(prefixes.to_vec())
@@ -494,14 +495,14 @@ async fn integrate(
 
 /// The session's screen model, within `[terminal] screen_memory_mb`; none
 /// when it is off or the memory is used up (the session goes on).
-fn screen_model(ctx: &Context, ids: &Ids, pty: &PtySpec) -> Option<Screen> {
-    let t = &ctx.live.config.terminal;
+fn screen_model(conn: &Connection, ids: &Ids, pty: &PtySpec) -> Option<Screen> {
+    let t = &conn.live.config.terminal;
     if !t.screen_model {
         return None;
     }
     let limit = usize::try_from(t.screen_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let memory = &ctx.bastion.screen_memory;
-    let screen = Screen::start(pty.rows, pty.cols, &ctx.bastion.screens, memory, limit);
+    let memory = &conn.bastion.screen_memory;
+    let screen = Screen::start(pty.rows, pty.cols, &conn.bastion.screens, memory, limit);
     if screen.is_none() {
         let used_mb = memory.used() >> 20;
         tracing::warn!(session = %ids.session, used_mb, "no screen model: [terminal] screen_memory_mb is used up");
@@ -546,17 +547,17 @@ async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Opt
 /// `[audit] on_failure` decides: refuse the session (`Err`, the client told
 /// why) or warn the user and go on.
 async fn admit(
-    ctx: &Context,
+    conn: &Connection,
     ids: &Ids,
     channel: &Channel<Msg>,
     setup: &Setup,
 ) -> Result<Option<Recording>, ()> {
-    let bastion = &ctx.bastion;
+    let bastion = &conn.bastion;
     let pty = setup.pty.is_some();
     if let Some(problem) = bastion.audit.health.problem() {
-        storage_failure(ctx, ids, channel, pty, problem).await?;
+        storage_failure(conn, ids, channel, pty, problem).await?;
     }
-    let record_exec = ctx.live.config.audit.record_exec;
+    let record_exec = conn.live.config.audit.record_exec;
     let (cols, rows, term) = match (&setup.pty, &setup.command) {
         (Some(p), _) => (p.cols, p.rows, p.term.as_str()),
         (None, Command::Shell) => (80, 24, "dumb"),
@@ -576,20 +577,20 @@ async fn admit(
         Err(e) => {
             tracing::error!(session = %ids.session, error = %e, "cannot create the recording");
             let problem = "session recordings cannot be written";
-            storage_failure(ctx, ids, channel, pty, problem).await?;
+            storage_failure(conn, ids, channel, pty, problem).await?;
             Ok(None)
         }
     }
 }
 
 async fn storage_failure(
-    ctx: &Context,
+    conn: &Connection,
     ids: &Ids,
     channel: &Channel<Msg>,
     pty: bool,
     problem: &str,
 ) -> Result<(), ()> {
-    let audit = &ctx.bastion.audit;
+    let audit = &conn.bastion.audit;
     if audit.health.policy() == OnFailure::Refuse {
         audit
             .event(ids.event(Kind::StorageError).field("message", problem))

@@ -177,13 +177,13 @@ impl Runner {
     /// [`sandbox::command`]), with no input. The error is a sentence.
     pub(crate) async fn exec_clean(
         &self,
-        ctx: &UpstreamSettings,
+        settings: &UpstreamSettings,
         clean: Clean<'_>,
         user: &str,
     ) -> Result<Execution, String> {
         let line = sandbox::command(clean.script, clean.cwd, clean.wall, clean.hide);
         // Its input stays open: it is the lifeline (`sandbox::command`).
-        self.start(ctx, &line, user, true).await
+        self.start(settings, &line, user, true).await
     }
 
     /// Which wall works on the target, and whether it has bash: probed
@@ -193,7 +193,7 @@ impl Runner {
     /// the probe too.
     pub(crate) async fn walls(
         &self,
-        ctx: &UpstreamSettings,
+        settings: &UpstreamSettings,
         user: &str,
         hide: &sandbox::Hide,
     ) -> sandbox::Found {
@@ -201,7 +201,7 @@ impl Runner {
             .walls
             .get_or_init(|| async {
                 for wall in sandbox::WALLS {
-                    if self.probe(ctx, user, wall, hide).await {
+                    if self.probe(settings, user, wall, hide).await {
                         return sandbox::Found { wall, bash: true };
                     }
                 }
@@ -216,7 +216,7 @@ impl Runner {
     /// Whether `wall`'s probe prints what it should, within [`PROBE_TIME`].
     async fn probe(
         &self,
-        ctx: &UpstreamSettings,
+        settings: &UpstreamSettings,
         user: &str,
         wall: sandbox::Wall,
         hide: &sandbox::Hide,
@@ -224,7 +224,7 @@ impl Runner {
         let run = async {
             let line = sandbox::probe_line(wall, hide);
             // Its input held open: it is the lifeline (`sandbox::command`).
-            let Ok(mut exec) = self.start(ctx, &line, user, true).await else {
+            let Ok(mut exec) = self.start(settings, &line, user, true).await else {
                 return false;
             };
             let mut out = Vec::new();
@@ -257,18 +257,18 @@ impl Runner {
     /// Starts `command` with no input. The error is a sentence.
     pub(crate) async fn exec(
         &self,
-        ctx: &UpstreamSettings,
+        settings: &UpstreamSettings,
         command: &str,
         user: &str,
     ) -> Result<Execution, String> {
-        self.start(ctx, command, user, false).await
+        self.start(settings, command, user, false).await
     }
 
     /// Starts `command`; its input is never written to, and ends at once
     /// unless `hold_input`, when it ends as the [`Execution`] is dropped.
     async fn start(
         &self,
-        ctx: &UpstreamSettings,
+        settings: &UpstreamSettings,
         command: &str,
         user: &str,
         hold_input: bool,
@@ -283,7 +283,7 @@ impl Runner {
             }
             Via::Local(who) => {
                 let req = Request::exec(command, user);
-                let (r, w) = local::open(who, &req, false, &ctx.spawn_lock)?;
+                let (r, w) = local::open(who, &req, false, &settings.spawn_lock)?;
                 let mut input = Writer::Local(w);
                 if !hold_input {
                     input.eof().await;
@@ -433,12 +433,12 @@ pub(crate) enum Writer {
 /// Opens the target side. The error is a sentence for the user.
 pub(crate) async fn open(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     req: &Request,
 ) -> Result<Opened, String> {
     match target.kind {
         TargetKind::Ssh => {
-            let (r, w, info, runner) = ssh::open(target, ctx, req).await?;
+            let (r, w, info, runner) = ssh::open(target, settings, req).await?;
             let integrated = info
                 .as_ref()
                 .and_then(|i| i.shell.as_deref())
@@ -453,7 +453,7 @@ pub(crate) async fn open(
         }
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
-            let own = ctx.own_account.clone();
+            let own = settings.own_account.clone();
             // The user and group databases may be remote (NSS): not on the runtime.
             let wants = req.wants_integration();
             // The user and group databases may be remote (NSS): not on the runtime.
@@ -467,7 +467,7 @@ pub(crate) async fn open(
             let integrated = wants
                 .then(|| Shell::from_path(&who.shell().to_string_lossy()))
                 .flatten();
-            let (r, w) = local::open(&who, req, integrated.is_some(), &ctx.spawn_lock)?;
+            let (r, w) = local::open(&who, req, integrated.is_some(), &settings.spawn_lock)?;
             Ok(Opened {
                 reader: Reader::Local(r),
                 writer: Writer::Local(w),
@@ -483,17 +483,17 @@ pub(crate) async fn open(
 /// ssh target, or the local target's account. The error is a sentence.
 pub(crate) async fn connect(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     user: &str,
     session: &str,
 ) -> Result<Runner, String> {
     match target.kind {
         TargetKind::Ssh => Ok(Runner::new(Via::Ssh(
-            ssh::connect(target, ctx, user, session).await?,
+            ssh::connect(target, settings, user, session).await?,
         ))),
         TargetKind::Local => {
             let run_as = target.run_as.as_ref().map(|r| r.get_ref().clone());
-            let own = ctx.own_account.clone();
+            let own = settings.own_account.clone();
             // The user and group databases may be remote (NSS): not on the runtime.
             let who =
                 tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))

@@ -301,10 +301,10 @@ impl Runner {
 
 pub(crate) async fn open(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
-    match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, ctx, req)).await {
+    match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, settings, req)).await {
         Ok(r) => r,
         Err(_) => Err(format!("{} did not answer in time", target.name())),
     }
@@ -314,12 +314,15 @@ pub(crate) async fn open(
 /// the MCP gateway runs its commands on.
 pub(crate) async fn connect(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     user: &str,
     session: &str,
 ) -> Result<Runner, String> {
-    let connected =
-        tokio::time::timeout(CONNECT_TIMEOUT, login(target, ctx, user, session, None)).await;
+    let connected = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        login(target, settings, user, session, None),
+    )
+    .await;
     let (conn, lost) =
         connected.map_err(|_| format!("{} did not answer in time", target.name()))??;
     Ok(Runner {
@@ -330,11 +333,11 @@ pub(crate) async fn connect(
 
 async fn open_inner(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
     let name = target.name();
-    let (conn, lost) = login(target, ctx, &req.user, &req.session, req.agent.clone()).await?;
+    let (conn, lost) = login(target, settings, &req.user, &req.session, req.agent.clone()).await?;
     let info = match req.wants_integration() {
         true => probe(&conn).await,
         false => None,
@@ -369,7 +372,7 @@ async fn open_inner(
 /// `user`: the host key checked against known_hosts (`HostKeyCheck`).
 async fn login(
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     user: &str,
     session: &str,
     agent: Option<russh::server::Handle>,
@@ -387,12 +390,12 @@ async fn login(
         name: name.to_string(),
         host: host.clone(),
         port,
-        known_hosts: ctx.known_hosts.clone(),
-        lock: ctx.known_hosts_lock.clone(),
-        policy: ctx.policy,
+        known_hosts: settings.known_hosts.clone(),
+        lock: settings.known_hosts_lock.clone(),
+        policy: settings.policy,
         verdict: verdict.clone(),
         lost: lost.clone(),
-        keepalive: ctx.keepalive,
+        keepalive: settings.keepalive,
         agent,
     };
     let config = Arc::new(client::Config {
@@ -405,8 +408,8 @@ async fn login(
         inactivity_timeout: None,
         // A target that stops answering (stopped, cut off) ends its
         // sessions with a message instead of hanging them.
-        keepalive_interval: Some(ctx.keepalive.0),
-        keepalive_max: ctx.keepalive.1 as usize,
+        keepalive_interval: Some(settings.keepalive.0),
+        keepalive_max: settings.keepalive.1 as usize,
         // The largest russh allows: the target may then send a transfer in
         // half as many packets, each a wake-up and a copy on the bastion.
         maximum_packet_size: 65535,
@@ -431,7 +434,7 @@ async fn login(
         user,
         session: if session.is_empty() { "-" } else { session },
     };
-    authenticate(&mut conn, target, ctx, &holder).await?;
+    authenticate(&mut conn, target, settings, &holder).await?;
     Ok((conn, lost))
 }
 
@@ -464,12 +467,12 @@ async fn probe(conn: &client::Handle<HostKeyCheck>) -> Option<TargetInfo> {
 async fn authenticate(
     conn: &mut client::Handle<HostKeyCheck>,
     target: &TargetConfig,
-    ctx: &UpstreamSettings,
+    settings: &UpstreamSettings,
     holder: &super::cert::Holder<'_>,
 ) -> Result<(), String> {
     let name = target.name();
     let login = holder.principal;
-    let (method, result) = match (&target.password_env, &ctx.ca) {
+    let (method, result) = match (&target.password_env, &settings.ca) {
         (Some(var), _) => {
             let var = var.get_ref();
             let password = std::env::var(var).map_err(|_| {
@@ -481,7 +484,7 @@ async fn authenticate(
             )
         }
         (None, Some(ca)) => {
-            let (key, cert) = super::cert::issue(ca, holder, ctx.cert_validity)?;
+            let (key, cert) = super::cert::issue(ca, holder, settings.cert_validity)?;
             let result = conn
                 .authenticate_openssh_cert(login, Arc::new(key), cert)
                 .await;
@@ -494,7 +497,7 @@ async fn authenticate(
                 .ok()
                 .flatten()
                 .flatten();
-            let key = PrivateKeyWithHashAlg::new(ctx.identity.clone(), hash);
+            let key = PrivateKeyWithHashAlg::new(settings.identity.clone(), hash);
             ("publickey", conn.authenticate_publickey(login, key).await)
         }
     };
