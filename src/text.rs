@@ -108,6 +108,30 @@ pub fn middle(text: &str, max: usize) -> Option<String> {
     (cut.len() < len).then_some(cut)
 }
 
+/// [`head`], counted in characters (the unit of `[context] tool_chars`
+/// and `assistant_chars`); a text cut before (a restored one) is not cut
+/// again.
+///
+/// ```
+/// # use walissh::text::head_chars;
+/// assert_eq!(head_chars("héllo", 5), "héllo");
+/// assert!(head_chars(&"é".repeat(200), 100).contains("bytes cut"));
+/// ```
+pub fn head_chars(text: &str, max: usize) -> Cow<'_, str> {
+    let bytes = text
+        .char_indices()
+        .nth(max)
+        .map_or(text.len(), |(at, _)| at);
+    head(text, bytes)
+}
+
+/// `text` with at least `by` bytes fewer (or as few as it can keep: just
+/// the marker), cut in the middle ([`middle`]); None if cutting would not
+/// make it shorter.
+pub fn shorter(text: &str, by: usize) -> Option<String> {
+    middle(text, text.len().saturating_sub(by))
+}
+
 /// At most `max` bytes of an identifier, on a char boundary, with no
 /// marker: the result is a key (a login name, an account), not text
 /// anyone reads.

@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use super::failures::error_lines;
 use super::reduce::tokens;
 use crate::terminal::{CommandRecord, Place};
+use crate::text;
 use crate::upstream::TargetInfo;
 
 /// Output of one recent command shown to the model, at most.
@@ -86,10 +87,11 @@ impl Brief {
             if age >= recent && lines >= key_events {
                 break;
             }
-            let command = cut(
+            let command = text::head(
                 &scrub("", r.command.as_deref().unwrap_or("(not recorded)")),
                 COMMAND_MAX,
-            );
+            )
+            .into_owned();
             // The command says whether all of its output is a secret.
             let output = scrub(r.command.as_deref().unwrap_or(""), &r.output.text());
             if lines < key_events {
@@ -106,7 +108,7 @@ impl Brief {
                 recents.push(Recent {
                     command,
                     exit_code: r.exit_code,
-                    output: tail(&output, RECENT_OUTPUT),
+                    output: text::tail(&output, RECENT_OUTPUT).into_owned(),
                 });
             }
         }
@@ -117,7 +119,7 @@ impl Brief {
                 .place
                 .via
                 .as_deref()
-                .map(|v| cut(&scrub("", v), COMMAND_MAX)),
+                .map(|v| text::head(&scrub("", v), COMMAND_MAX).into_owned()),
             ..snap.place
         };
         Brief {
@@ -156,10 +158,9 @@ impl ToolCache {
             self.entries.pop_front();
         }
         let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        self.entries.push_back(cut(
-            &format!("$ {command} ({status}): {first}"),
-            CACHED_RESULT,
-        ));
+        self.entries.push_back(
+            text::head(&format!("$ {command} ({status}): {first}"), CACHED_RESULT).into_owned(),
+        );
         // The view reads one slice: a wrapped ring would hide the newest.
         self.entries.make_contiguous();
     }
@@ -324,7 +325,7 @@ impl Provider for CurrentTask {
     }
 
     fn render(&self, view: &View) -> Option<String> {
-        Some(cut(view.task, TASK_MAX))
+        Some(text::head(view.task, TASK_MAX).into_owned())
     }
 }
 
@@ -376,7 +377,7 @@ pub(crate) fn prompt(providers: &[Box<dyn Provider>], view: View, max_tokens: us
             None => {
                 // 2 bytes a token, under the estimate's 2.5: the cut text,
                 // its marker included, stays within the share.
-                sections = cut(&sections, max_tokens.saturating_mul(2));
+                sections = text::head(&sections, max_tokens.saturating_mul(2)).into_owned();
                 break;
             }
         }
@@ -408,16 +409,6 @@ pub(crate) fn quote_output(text: &str) -> String {
 /// One line of target output (or any untrusted value) inside a sentence.
 pub(crate) fn quote_inline(text: &str) -> String {
     format!("«{}»", text.replace(['«', '»'], "\""))
-}
-
-/// At most `max` bytes of `text`, from its start (see `text::head`).
-pub(crate) fn cut(text: &str, max: usize) -> String {
-    crate::text::head(text, max).into_owned()
-}
-
-/// At most `max` bytes of `text`, from its end (see `text::tail`).
-fn tail(text: &str, max: usize) -> String {
-    crate::text::tail(text, max).into_owned()
 }
 
 #[cfg(test)]

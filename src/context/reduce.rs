@@ -298,7 +298,7 @@ pub(crate) fn fit(groups: &mut [Group], budget: usize) {
         };
         // 2.5 bytes fewer are one token fewer (see `tokens`); a little
         // more covers the rounding.
-        if let Some(cut) = cut_middle(text, ((total - budget) * 5).div_ceil(2) + 3) {
+        if let Some(cut) = crate::text::shorter(text, ((total - budget) * 5).div_ceil(2) + 3) {
             *text = cut;
         }
     }
@@ -325,13 +325,6 @@ fn largest_cuttable(
         }
     }
     best.map(|(at, _)| at)
-}
-
-/// `text` with at least `want` bytes fewer (or as few as it can keep:
-/// just the marker), cut in the middle (`text::middle`). None if cutting
-/// would not make it shorter.
-fn cut_middle(text: &str, want: usize) -> Option<String> {
-    crate::text::middle(text, text.len().saturating_sub(want))
 }
 
 #[cfg(test)]
@@ -650,7 +643,7 @@ mod tests {
     fn cut_middle_keeps_char_boundaries() {
         let text = "語".repeat(100);
         for want in [0, 1, 2, 3, 50, 299, 300, 1000] {
-            let cut = cut_middle(&text, want);
+            let cut = crate::text::shorter(&text, want);
             // Cutting anything at all shortens it (a slice off a char
             // boundary would have panicked).
             assert!(want == 0 || cut.is_some(), "{want}");

@@ -146,10 +146,10 @@ fn sanitise(m: Message, limits: &Limits) -> Message {
         Message::User(text) => Message::User(bare_question(&text).to_string()),
         Message::Tool { call_id, content } => Message::Tool {
             call_id,
-            content: cut_chars(&content, limits.tool_chars),
+            content: crate::text::head_chars(&content, limits.tool_chars).into_owned(),
         },
         Message::Assistant { text, calls } => Message::Assistant {
-            text: cut_chars(&text, limits.assistant_chars),
+            text: crate::text::head_chars(&text, limits.assistant_chars).into_owned(),
             calls: calls
                 .into_iter()
                 .map(|mut c| {
@@ -167,17 +167,6 @@ fn sanitise(m: Message, limits: &Limits) -> Message {
 /// The question without the turn's context prefix.
 pub(crate) fn bare_question(text: &str) -> &str {
     text.rsplit_once(QUESTION_MARK).map_or(text, |(_, q)| q)
-}
-
-/// At most `max` characters (the unit of `[context] tool_chars` and
-/// `assistant_chars`), cut by `text::head`; a text cut before (a restored
-/// one) is not cut again.
-fn cut_chars(text: &str, max: usize) -> String {
-    let bytes = text
-        .char_indices()
-        .nth(max)
-        .map_or(text.len(), |(at, _)| at);
-    crate::text::head(text, bytes).into_owned()
 }
 
 impl Message {
