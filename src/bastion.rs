@@ -22,7 +22,7 @@ pub(crate) struct Bastion {
     pub(crate) throttle: Throttle,
     pub(crate) passwords: crate::password::Verifier,
     /// Enrolled TOTP secrets (`walissh totp enroll`).
-    pub(crate) totp: Arc<crate::auth::totp::Store>,
+    pub(crate) totp: Arc<crate::auth::totp::SecretStore>,
     pub(crate) upstream: crate::upstream::UpstreamSettings,
     /// Where sessions start their screen models (see `workers`).
     pub(crate) screens: tokio::runtime::Handle,

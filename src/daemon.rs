@@ -113,7 +113,7 @@ pub(crate) async fn serve(
     let passwords = crate::password::Verifier::new(hashes)?;
     let bastion = Arc::new(Bastion {
         passwords,
-        totp: Arc::new(crate::auth::totp::Store::new(
+        totp: Arc::new(crate::auth::totp::SecretStore::new(
             config.state_dir(),
             *config.server.auth_max_failures.get_ref(),
             Duration::from_secs(*config.server.auth_lockout_s.get_ref()),

@@ -382,7 +382,7 @@ fn totp_enroll(config: &Config, user: &str) -> Result<(), String> {
         return Err(format!("no user `{user}` in {}", config.source));
     };
     keys::create_private_dir(config.state_dir())?;
-    let store = auth::totp::Store::new(
+    let store = auth::totp::SecretStore::new(
         config.state_dir(),
         *config.server.auth_max_failures.get_ref(),
         std::time::Duration::from_secs(*config.server.auth_lockout_s.get_ref()),

@@ -44,7 +44,7 @@ pub(crate) struct Throttle {
     /// Failures per address in the current report window.
     windows: Mutex<HashMap<IpAddr, Window>>,
     /// Failed passwords per account, whatever the address.
-    accounts: Mutex<HashMap<String, Account>>,
+    accounts: Mutex<HashMap<String, Failures>>,
 }
 
 /// Connections one address may hold open before logging in: enough for a
@@ -160,7 +160,7 @@ const MAX_ACCOUNT: usize = 128;
 
 /// Failed passwords for one account.
 #[derive(Debug, Default)]
-struct Account {
+struct Failures {
     failures: u32,
     last: Option<Instant>,
     /// Where it logged in from: exempt from its slow path.
@@ -198,7 +198,7 @@ impl Throttle {
         }
     }
 
-    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Account>> {
+    fn accounts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Failures>> {
         self.accounts.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -36,7 +36,7 @@ use crate::context::redact::Redactor;
 use crate::context::reduce::tokens;
 use model::Model;
 use policy::Policy;
-use react::Limits;
+use react::QuestionLimits;
 
 /// What every session's agent shares, made once at start.
 pub(crate) struct Agent {
@@ -44,7 +44,7 @@ pub(crate) struct Agent {
     /// is not set): each question is then told why.
     pub(crate) model: Result<Model, String>,
     pub(crate) policy: Policy,
-    pub(crate) limits: Limits,
+    pub(crate) limits: QuestionLimits,
     pub(crate) command_timeout: Duration,
     /// How what runs unasked is walled and bounded.
     pub(crate) sandboxing: exec::Sandboxing,
@@ -94,7 +94,7 @@ impl Agent {
         Agent {
             model,
             policy: Policy::hiding(&deny, &prefixes, config.ai.auto_network, &hidden),
-            limits: Limits {
+            limits: QuestionLimits {
                 max_steps: config.ai.max_steps.max(1),
                 wall: Duration::from_secs(config.ai.max_time_s.max(1)),
             },

@@ -123,7 +123,7 @@ pub(crate) trait Host {
 
 /// The limits of one question.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct QuestionLimits {
     pub(crate) max_steps: u32,
     /// Enforced by the seat, around the whole question.
     pub(crate) wall: Duration,

@@ -6,7 +6,7 @@
 //! certificate, signed by a trusted CA, valid now, not revoked, naming
 //! the user among its principals, and with only critical options that
 //! walissh understands and honours (`source-address`, `force-command`).
-//! The session applies what the certificate restricts (`Limits`).
+//! The session applies what the certificate restricts (`CertLimits`).
 
 use std::net::IpAddr;
 
@@ -18,7 +18,7 @@ use crate::config::UserConfig;
 
 /// What a session may do under the certificate it logged in with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Limits {
+pub(crate) struct CertLimits {
     /// `force-command`: whatever the client asks, this runs (exec, on the
     /// target), as sshd does.
     pub(crate) force_command: Option<String>,
@@ -35,7 +35,7 @@ pub(crate) struct Accepted {
     pub(crate) serial: u64,
     /// The signing CA's SHA-256 fingerprint.
     pub(crate) ca: String,
-    pub(crate) limits: Limits,
+    pub(crate) limits: CertLimits,
 }
 
 /// Why a certificate does not let its holder in (an audit `reason`).
@@ -96,8 +96,8 @@ pub(crate) fn check(
 
 /// The critical options, every one understood or the certificate refused
 /// (PROTOCOL.certkeys: an unrecognised critical option must refuse it).
-fn critical_options(cert: &Certificate, peer: IpAddr) -> Result<Limits, Refusal> {
-    let mut limits = Limits {
+fn critical_options(cert: &Certificate, peer: IpAddr) -> Result<CertLimits, Refusal> {
+    let mut limits = CertLimits {
         force_command: None,
         no_pty: !cert.extensions().contains_key("permit-pty"),
         no_agent: !cert.extensions().contains_key("permit-agent-forwarding"),

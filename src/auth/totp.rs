@@ -51,7 +51,7 @@ const SECRET_BYTES: usize = 20;
 const MAX_STORE: u64 = 16 << 20;
 
 /// The enrolled users' secrets, on disk.
-pub(crate) struct Store {
+pub(crate) struct SecretStore {
     dir: PathBuf,
     /// Wrong codes an account may have before its codes are locked...
     max_wrong: u32,
@@ -95,7 +95,7 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
 
 /// The result of checking a code.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum CodeVerdict {
     Good,
     Wrong,
     /// Right, but already used (its step or a later one was accepted).
@@ -105,11 +105,11 @@ pub(crate) enum Verdict {
     Locked,
 }
 
-impl Store {
+impl SecretStore {
     /// A store in `state_dir`; an account's codes lock after `max_wrong`
     /// wrong ones, for `lockout` after the last.
-    pub(crate) fn new(state_dir: &Path, max_wrong: u32, lockout: Duration) -> Store {
-        Store {
+    pub(crate) fn new(state_dir: &Path, max_wrong: u32, lockout: Duration) -> SecretStore {
+        SecretStore {
             dir: state_dir.to_path_buf(),
             max_wrong: max_wrong.max(1),
             lockout_s: lockout.as_secs(),
@@ -213,19 +213,19 @@ impl Store {
     /// Checks run one at a time (under the file lock), so wrong codes sent
     /// in parallel are counted before the next is looked at, by whichever
     /// process checks them.
-    pub(crate) fn check(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
+    pub(crate) fn check(&self, user: &str, code: &str, now: u64) -> Result<CodeVerdict, String> {
         self.locked(|| self.check_unlocked(user, code, now))
     }
 
-    fn check_unlocked(&self, user: &str, code: &str, now: u64) -> Result<Verdict, String> {
+    fn check_unlocked(&self, user: &str, code: &str, now: u64) -> Result<CodeVerdict, String> {
         let mut file = self.read()?;
         let Some(entry) = file.users.get_mut(user) else {
-            return Ok(Verdict::NotEnrolled);
+            return Ok(CodeVerdict::NotEnrolled);
         };
         // A clock set back counts as no time passed: the lock holds.
         let quiet = now.saturating_sub(entry.last_wrong) >= self.lockout_s;
         if entry.wrong >= self.max_wrong && !quiet {
-            return Ok(Verdict::Locked);
+            return Ok(CodeVerdict::Locked);
         }
         if quiet {
             entry.wrong = 0;
@@ -233,7 +233,7 @@ impl Store {
         let key = self.key(false)?;
         let verdict = judge(&open(&key, user, &entry.sealed)?, user, code, now, entry)?;
         match verdict {
-            Verdict::Good => entry.wrong = 0,
+            CodeVerdict::Good => entry.wrong = 0,
             _ => {
                 entry.wrong = entry.wrong.saturating_add(1);
                 entry.last_wrong = now;
@@ -309,21 +309,21 @@ fn judge(
     code: &str,
     now: u64,
     entry: &mut Entry,
-) -> Result<Verdict, String> {
+) -> Result<CodeVerdict, String> {
     let totp = totp(secret, user)?;
     // Spaces as apps show them ("123 456") are not part of the code.
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     if code.len() != DIGITS as usize || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return Ok(Verdict::Wrong);
+        return Ok(CodeVerdict::Wrong);
     }
     let Some(step) = totp.check(&code, now) else {
-        return Ok(Verdict::Wrong);
+        return Ok(CodeVerdict::Wrong);
     };
     if step <= entry.last_step {
-        return Ok(Verdict::Replayed);
+        return Ok(CodeVerdict::Replayed);
     }
     entry.last_step = step;
-    Ok(Verdict::Good)
+    Ok(CodeVerdict::Good)
 }
 
 fn totp(secret: &[u8], user: &str) -> Result<Totp, String> {
@@ -376,8 +376,8 @@ pub(crate) fn code_for(uri: &str, now: u64) -> String {
 mod tests {
     use super::*;
 
-    fn store(dir: &Path) -> Store {
-        Store::new(dir, 100, Duration::from_secs(300))
+    fn store(dir: &Path) -> SecretStore {
+        SecretStore::new(dir, 100, Duration::from_secs(300))
     }
 
     #[test]
@@ -386,7 +386,7 @@ mod tests {
         let store = store(dir.path());
         assert_eq!(
             store.check("alice", "123456", 0).unwrap(),
-            Verdict::NotEnrolled
+            CodeVerdict::NotEnrolled
         );
         let uri = store.enroll("alice").unwrap().uri;
         assert!(uri.starts_with("otpauth://totp/walissh:alice?"), "{uri}");
@@ -402,23 +402,29 @@ mod tests {
             .unwrap();
         let stored = std::fs::read_to_string(dir.path().join("totp.json")).unwrap();
         assert!(!stored.contains(secret));
-        assert_eq!(store.check("alice", &code, now).unwrap(), Verdict::Good);
-        assert_eq!(store.check("alice", &code, now).unwrap(), Verdict::Replayed);
+        assert_eq!(store.check("alice", &code, now).unwrap(), CodeVerdict::Good);
+        assert_eq!(
+            store.check("alice", &code, now).unwrap(),
+            CodeVerdict::Replayed
+        );
         // One step either side is accepted; two are not.
         let next = code_for(&uri, now + 30);
-        assert_eq!(store.check("alice", &next, now).unwrap(), Verdict::Good);
+        assert_eq!(store.check("alice", &next, now).unwrap(), CodeVerdict::Good);
         let far = code_for(&uri, now + 120);
         assert_eq!(
             store.check("alice", &far, now + 30).unwrap(),
-            Verdict::Wrong
+            CodeVerdict::Wrong
         );
         // An older code after a newer one is a replay, not a second chance.
         let old = code_for(&uri, now - 30);
-        assert_eq!(store.check("alice", &old, now).unwrap(), Verdict::Replayed);
+        assert_eq!(
+            store.check("alice", &old, now).unwrap(),
+            CodeVerdict::Replayed
+        );
         for bad in ["", "12345", "1234567", "abcdef", "12345\u{0660}"] {
             assert_eq!(
                 store.check("alice", bad, now).unwrap(),
-                Verdict::Wrong,
+                CodeVerdict::Wrong,
                 "{bad}"
             );
         }
@@ -434,43 +440,55 @@ mod tests {
     #[test]
     fn wrong_codes_lock_the_account_not_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path(), 3, Duration::from_secs(300));
+        let store = SecretStore::new(dir.path(), 3, Duration::from_secs(300));
         let alice = store.enroll("alice").unwrap().uri;
         let bob = store.enroll("bob").unwrap().uri;
         let now = 1_800_000_000;
         for _ in 0..3 {
-            assert_eq!(store.check("alice", "000000", now).unwrap(), Verdict::Wrong);
+            assert_eq!(
+                store.check("alice", "000000", now).unwrap(),
+                CodeVerdict::Wrong
+            );
         }
         // Locked: even the right code is not looked at.
         let good = code_for(&alice, now);
-        assert_eq!(store.check("alice", &good, now).unwrap(), Verdict::Locked);
+        assert_eq!(
+            store.check("alice", &good, now).unwrap(),
+            CodeVerdict::Locked
+        );
         assert_eq!(
             store.check("bob", &code_for(&bob, now), now).unwrap(),
-            Verdict::Good
+            CodeVerdict::Good
         );
         // A new enrolment (the administrator's answer) unlocks.
         let alice = store.enroll("alice").unwrap().uri;
         assert_eq!(
             store.check("alice", &code_for(&alice, now), now).unwrap(),
-            Verdict::Good
+            CodeVerdict::Good
         );
         // The count is in the file: a restarted bastion (a new store on
         // the same directory) finds bob locked as he was.
         for _ in 0..3 {
-            assert_eq!(store.check("bob", "000000", now).unwrap(), Verdict::Wrong);
+            assert_eq!(
+                store.check("bob", "000000", now).unwrap(),
+                CodeVerdict::Wrong
+            );
         }
-        let restarted = Store::new(dir.path(), 3, Duration::from_secs(300));
+        let restarted = SecretStore::new(dir.path(), 3, Duration::from_secs(300));
         let bob_now = code_for(&bob, now + 30);
         assert_eq!(
             restarted.check("bob", &bob_now, now + 30).unwrap(),
-            Verdict::Locked
+            CodeVerdict::Locked
         );
         // Wrong codes are forgotten once the lockout has passed.
-        let short = Store::new(dir.path(), 1, Duration::ZERO);
-        assert_eq!(short.check("bob", "000000", now).unwrap(), Verdict::Wrong);
+        let short = SecretStore::new(dir.path(), 1, Duration::ZERO);
+        assert_eq!(
+            short.check("bob", "000000", now).unwrap(),
+            CodeVerdict::Wrong
+        );
         assert_eq!(
             short.check("bob", &code_for(&bob, now + 30), now).unwrap(),
-            Verdict::Good
+            CodeVerdict::Good
         );
     }
 
@@ -487,7 +505,7 @@ mod tests {
         b.enroll("bob").unwrap();
         let now = 1_800_000_000;
         let code = code_for(&first.uri, now);
-        assert_eq!(a.check("alice", &code, now).unwrap(), Verdict::Good);
+        assert_eq!(a.check("alice", &code, now).unwrap(), CodeVerdict::Good);
         drop(first);
         assert!(b.enroll("alice").unwrap().replaced);
     }
@@ -506,7 +524,7 @@ mod tests {
                     let t = now + i * 30;
                     assert_eq!(
                         a.check("checker", &code_for(&uri, t), t).unwrap(),
-                        Verdict::Good
+                        CodeVerdict::Good
                     );
                 }
             });

@@ -24,16 +24,16 @@ use crate::context::ToolCall;
 
 /// How much of a conversation a session keeps.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct StoreLimits {
     pub(crate) tool_chars: usize,
     pub(crate) assistant_chars: usize,
     pub(crate) user_turns: usize,
     pub(crate) messages: usize,
 }
 
-impl Limits {
-    pub(crate) fn from_config(c: &ContextConfig) -> Limits {
-        Limits {
+impl StoreLimits {
+    pub(crate) fn from_config(c: &ContextConfig) -> StoreLimits {
+        StoreLimits {
             tool_chars: c.tool_chars,
             assistant_chars: c.assistant_chars,
             user_turns: c.user_turns,
@@ -45,12 +45,12 @@ impl Limits {
 /// Past questions of a session, sanitised.
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
-    limits: Limits,
+    limits: StoreLimits,
     messages: Vec<Message>,
 }
 
 impl Store {
-    pub(crate) fn new(limits: Limits) -> Store {
+    pub(crate) fn new(limits: StoreLimits) -> Store {
         Store {
             limits,
             messages: Vec::new(),
@@ -141,7 +141,7 @@ impl Store {
 }
 
 /// A message as the store keeps it.
-fn sanitise(m: Message, limits: &Limits) -> Message {
+fn sanitise(m: Message, limits: &StoreLimits) -> Message {
     match m {
         Message::User(text) => Message::User(bare_question(&text).to_string()),
         Message::Tool { call_id, content } => Message::Tool {
@@ -230,7 +230,7 @@ pub(crate) struct Memory {
 impl Memory {
     pub(crate) fn new(c: &ContextConfig) -> Memory {
         Memory {
-            store: Store::new(Limits::from_config(c)),
+            store: Store::new(StoreLimits::from_config(c)),
             tools: ToolCache::new(c.tool_cache),
             current: Vec::new(),
             redactions: Counts::default(),
@@ -317,8 +317,8 @@ impl Memory {
 mod tests {
     use super::*;
 
-    fn limits() -> Limits {
-        Limits {
+    fn limits() -> StoreLimits {
+        StoreLimits {
             tool_chars: 10,
             assistant_chars: 20,
             user_turns: 2,
@@ -375,7 +375,7 @@ mod tests {
 
     #[test]
     fn the_message_cap_keeps_groups_whole() {
-        let mut s = Store::new(Limits {
+        let mut s = Store::new(StoreLimits {
             messages: 5,
             ..limits()
         });
@@ -389,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_long_last_question_keeps_its_question_and_answer() {
-        let mut s = Store::new(Limits {
+        let mut s = Store::new(StoreLimits {
             messages: 5,
             ..limits()
         });

@@ -396,7 +396,7 @@ impl Connection {
         let now = now();
         let verdict = tokio::task::spawn_blocking(move || store.check(&user, &code, now)).await;
         let reason = match verdict {
-            Ok(Ok(totp::Verdict::Good)) => {
+            Ok(Ok(totp::CodeVerdict::Good)) => {
                 drop(attempt);
                 let proof = Proof {
                     credential: first.credential,
@@ -405,10 +405,10 @@ impl Connection {
                 };
                 return self.accept(first.login, proof, first.cert).await;
             }
-            Ok(Ok(totp::Verdict::Wrong)) => "bad_code",
-            Ok(Ok(totp::Verdict::Replayed)) => "code_reused",
-            Ok(Ok(totp::Verdict::NotEnrolled)) => "totp_not_enrolled",
-            Ok(Ok(totp::Verdict::Locked)) => "totp_locked",
+            Ok(Ok(totp::CodeVerdict::Wrong)) => "bad_code",
+            Ok(Ok(totp::CodeVerdict::Replayed)) => "code_reused",
+            Ok(Ok(totp::CodeVerdict::NotEnrolled)) => "totp_not_enrolled",
+            Ok(Ok(totp::CodeVerdict::Locked)) => "totp_locked",
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "cannot check a TOTP code");
                 "totp_unavailable"

@@ -286,7 +286,7 @@ pub(crate) struct Connection {
     /// How far it is through authentication.
     progress: login::Progress,
     /// What its certificate restricts (nothing without one).
-    limits: crate::auth::cert::Limits,
+    limits: crate::auth::cert::CertLimits,
     /// Its refused requests, counted; the accept loop writes the totals
     /// when it ends.
     refusals: tally::Shared,

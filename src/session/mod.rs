@@ -59,7 +59,7 @@ pub(crate) struct Connection {
     pub(crate) peer: SocketAddr,
     pub(crate) handle: Handle,
     /// What the login's certificate restricts.
-    pub(crate) limits: crate::auth::cert::Limits,
+    pub(crate) limits: crate::auth::cert::CertLimits,
     /// What the login proved, for checks after the session's start.
     pub(crate) credential: Arc<dyn Credential>,
     /// The connection's refused requests, counted (shared with the
@@ -224,7 +224,7 @@ async fn read_setup(channel: &mut Channel<Msg>, env: &mut env::Env) -> Option<Se
 /// `permit-agent-forwarding`. Off by default.
 pub(crate) fn may_forward_agent(
     user: Option<&crate::config::UserConfig>,
-    limits: &crate::auth::cert::Limits,
+    limits: &crate::auth::cert::CertLimits,
 ) -> bool {
     user.is_some_and(|u| u.agent_forwarding) && !limits.no_agent
 }
@@ -232,7 +232,7 @@ pub(crate) fn may_forward_agent(
 /// What the login's certificate restricts, as sshd applies it: a
 /// `force-command` runs whatever the client asked for (a shell, a
 /// command, a subsystem), and without `permit-pty` there is no terminal.
-fn restrict(limits: &crate::auth::cert::Limits, setup: &mut Setup) {
+fn restrict(limits: &crate::auth::cert::CertLimits, setup: &mut Setup) {
     if let Some(forced) = &limits.force_command {
         setup.command = Command::Exec(forced.as_bytes().to_vec());
     }

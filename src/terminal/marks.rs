@@ -53,7 +53,7 @@ pub(crate) enum Mark {
         keys: bool,
         paste: bool,
         /// Who the shell runs as, and on which host.
-        account: Account,
+        account: ShellUser,
     },
     /// 133;R — the shell took a nonce walissh gave it (its tag, `w=…`);
     /// marks with the old one mean nothing from here on.
@@ -65,7 +65,7 @@ pub(crate) enum Mark {
 
 /// Who the shell that sent a W mark runs as, and where.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Account {
+pub(crate) struct ShellUser {
     pub(crate) user: Option<String>,
     pub(crate) host: Option<String>,
 }
@@ -361,7 +361,7 @@ fn ready<'a>(value: &impl Fn(&str) -> Option<&'a str>) -> Mark {
         plain: value("plain") == Some("1"),
         keys: value("keys") == Some("1"),
         paste: value("paste") == Some("1"),
-        account: Account {
+        account: ShellUser {
             user: text("user"),
             host: text("host"),
         },
@@ -492,7 +492,7 @@ mod tests {
                 plain: false,
                 keys: true,
                 paste: false,
-                account: Account {
+                account: ShellUser {
                     user: Some("root".into()),
                     host: Some("web1".into()),
                 },

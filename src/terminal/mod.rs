@@ -34,7 +34,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 pub(crate) use bootstrap::Shell;
-use marks::{Account, Level, Mark, Scanner};
+use marks::{Level, Mark, Scanner, ShellUser};
 use nested::Nesting;
 pub(crate) use output::Capture;
 use sanitize::Sanitizer;
@@ -637,7 +637,7 @@ impl Terminal {
     /// (its command runs until the nested one exits), and marks come from
     /// the new one (the scanner took its nonce as the innermost on its W). Its first prompt is drawn again, over the one the
     /// screen already shows: that is dropped until the prompt ends.
-    fn enter_nested(&mut self, caps: Caps, account: Account, finished: &mut Vec<CommandRecord>) {
+    fn enter_nested(&mut self, caps: Caps, account: ShellUser, finished: &mut Vec<CommandRecord>) {
         let via = self.shell.running.as_ref().and_then(|r| r.command.clone());
         let host = account.host.filter(|h| Some(h) != self.login_host.as_ref());
         let replacing = self.replacing();

@@ -84,7 +84,7 @@ fn text(t: &str) -> String {
     sse(&[chunk(json!({"content": t}))])
 }
 
-const LIMITS: Limits = Limits {
+const LIMITS: QuestionLimits = QuestionLimits {
     max_steps: 4,
     wall: Duration::from_secs(30),
 };

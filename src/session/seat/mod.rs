@@ -277,7 +277,7 @@ struct Seat<'a> {
     rotated: bool,
     /// The nested shell the question was asked in (after `sudo -i`):
     /// commands run there, as that account.
-    account: Option<Account>,
+    account: Option<NestedUser>,
     /// The command running for the agent now, and whether apart: when
     /// the question is cut short under it, its `ai_tool_result` row is
     /// written here (the loop that would have written it is gone).
@@ -290,19 +290,19 @@ struct Seat<'a> {
 }
 
 /// The account and host of a nested shell.
-struct Account {
+struct NestedUser {
     user: Option<String>,
     host: String,
 }
 
-impl std::fmt::Display for Account {
+impl std::fmt::Display for NestedUser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}@{}", self.user.as_deref().unwrap_or("?"), self.host)
     }
 }
 
 /// The nested shell a question was asked in; None at the login shell.
-fn account(brief: &Brief) -> Option<Account> {
+fn account(brief: &Brief) -> Option<NestedUser> {
     let place = &brief.place;
     if place.depth == 0 {
         return None;
@@ -312,7 +312,7 @@ fn account(brief: &Brief) -> Option<Account> {
         .clone()
         .or_else(|| brief.info.as_ref().and_then(|i| i.host.clone()))
         .unwrap_or_else(|| brief.target.clone());
-    Some(Account {
+    Some(NestedUser {
         user: place.user.clone(),
         host,
     })
@@ -857,7 +857,7 @@ impl Host for Seat<'_> {
         if let Some(changes) = &asked.changes {
             out.extend(self.painter.changes(changes));
         }
-        let account = self.account.as_ref().map(Account::to_string);
+        let account = self.account.as_ref().map(NestedUser::to_string);
         out.extend(self.painter.ask(account.as_deref()));
         self.show(out);
         self.shown = Some(command.to_string());
