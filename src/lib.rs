@@ -58,30 +58,40 @@ struct Cli {
     log_level: Option<String>,
 }
 
+/// `-c`/`--config`, the same on every subcommand that reads a config
+/// (global, so `walissh audit verify -c FILE` takes it too).
+#[derive(clap::Args)]
+struct ConfigFile {
+    /// The config file [default: /etc/walissh/walissh.toml if it exists, else
+    /// the embedded default]
+    #[arg(
+        short = 'c',
+        long = "config",
+        global = true,
+        env = "WALISSH_CONFIG",
+        value_name = "FILE"
+    )]
+    path: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the bastion (the embedded default when there is no config).
     Serve {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
     },
     /// Validate the config: exit 0, or 1 naming the file, line and key.
     CheckConfig {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
     },
     /// Read a password from stdin and print its argon2id PHC string.
     HashPassword,
     /// Print the bastion's upstream public key (creating it if needed).
     Pubkey {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
         /// Print the upstream CA's public key instead (`[upstream] ca_key`):
         /// the line for a target's TrustedUserCAKeys.
         #[arg(long)]
@@ -91,23 +101,13 @@ enum Cmd {
     Totp {
         #[command(subcommand)]
         what: TotpCmd,
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(
-            short = 'c',
-            long,
-            global = true,
-            env = "WALISSH_CONFIG",
-            value_name = "FILE"
-        )]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
     },
     /// List sessions.
     Sessions {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
@@ -121,10 +121,8 @@ enum Cmd {
     },
     /// Replay a session's recording in this terminal.
     Play {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
         /// A session id (`walissh sessions`), or a recording's path.
         session: String,
         /// Play this many times faster.
@@ -146,10 +144,8 @@ enum Cmd {
     /// for the model; bytes that are not UTF-8 are read as U+FFFD, as the
     /// agent reads a terminal's. At most 64 MiB (more: exit 2).
     Redact {
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(short = 'c', long, env = "WALISSH_CONFIG", value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
         /// Print, instead, one line per secret found:
         /// `LINE:COL-LINE:COL<TAB>KIND<TAB>RULE` (its first and last
         /// characters, 1-based, in the text without escape sequences), then
@@ -163,16 +159,8 @@ enum Cmd {
     Audit {
         #[command(subcommand)]
         what: Option<AuditCmd>,
-        /// The config file [default: /etc/walissh/walissh.toml if it exists, else
-        /// the embedded default]
-        #[arg(
-            short = 'c',
-            long,
-            global = true,
-            env = "WALISSH_CONFIG",
-            value_name = "FILE"
-        )]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigFile,
         /// Only this session's events.
         #[arg(long)]
         session: Option<String>,
@@ -249,7 +237,7 @@ pub fn main() -> ExitCode {
             config,
             explain,
             file,
-        } => redact(config, explain, file),
+        } => redact(config.path, explain, file),
         cmd => run(cmd).map_err(|msg| (1, msg)),
     };
     match result {
@@ -415,7 +403,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Redact { .. } => unreachable!("`main` runs it"),
         Cmd::Serve { config } => {
-            let checked = checked(config)?;
+            let checked = checked(config.path)?;
             // The main runtime listens, catches signals and reloads; the
             // connections run on the workers (see `workers`).
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -437,7 +425,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             result
         }
         Cmd::CheckConfig { config } => {
-            let checked = checked(config)?;
+            let checked = checked(config.path)?;
             println!("{}: ok", checked.config.source);
             Ok(())
         }
@@ -463,7 +451,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             Ok(())
         }
         Cmd::Pubkey { config, ca } => {
-            let config = load(config)?;
+            let config = load(config.path)?;
             keys::create_private_dir(config.state_dir())?;
             let path = match ca {
                 false => config.identity_path(),
@@ -482,9 +470,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
         Cmd::Totp {
             what: TotpCmd::Enroll { user },
             config,
-        } => totp_enroll(&load(config)?, &user),
+        } => totp_enroll(&load(config.path)?, &user),
         Cmd::Sessions { config, json } => {
-            let config = load_reader(config)?;
+            let config = load_reader(config.path)?;
             let mut out = Lines::new(json);
             audit::db::sessions_json(&config.audit_db_path(), &mut out)?;
             out.finish()
@@ -502,7 +490,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             let path = match is_path {
                 true => PathBuf::from(&session),
                 false => {
-                    let config = load_reader(config)?;
+                    let config = load_reader(config.path)?;
                     audit::query::recording(&config.audit_db_path(), &session)?
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("session {session} has no recording"))?
@@ -534,7 +522,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             follow,
             json,
         } => {
-            let config = load_reader(config)?;
+            let config = load_reader(config.path)?;
             let db = config.audit_db_path();
             let mut emit = |v: serde_json::Value| {
                 let mut out = std::io::stdout().lock();

@@ -193,7 +193,8 @@ fn index_text(conn: &Connection) -> rusqlite::Result<()> {
         .collect::<rusqlite::Result<_>>()?;
     for (seq, kind, fields) in rows {
         if let Ok(Value::Object(f)) = serde_json::from_str::<Value>(&fields)
-            && let Some(text) = super::query::searchable(&kind, &f)
+            && let Some(kind) = Kind::parse(&kind)
+            && let Some(text) = super::query::searchable(kind, &f)
         {
             conn.execute(
                 "INSERT INTO events_text (rowid, text) VALUES (?1, ?2)",
@@ -306,7 +307,7 @@ fn insert_event(
         "INSERT INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![seq, ts, ev.session, ev.user, ev.target, ev.kind.as_str(), fields, hash])?;
-    if let Some(text) = super::query::searchable(ev.kind.as_str(), &ev.fields) {
+    if let Some(text) = super::query::searchable(ev.kind, &ev.fields) {
         tx.prepare_cached("INSERT INTO events_text (rowid, text) VALUES (?1, ?2)")?
             .execute(params![seq, text])?;
     }

@@ -10,6 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::Kind;
 use rusqlite::{Connection, OptionalExtension, ToSql};
 use serde_json::{Map, Value};
 
@@ -188,12 +189,12 @@ pub(crate) fn recording(path: &Path, id: &str) -> Result<Option<String>, String>
 
 /// What of an event `audit search` finds it by: a command's line, a
 /// question's text, an agent's call. None for other kinds.
-pub(crate) fn searchable(kind: &str, fields: &Map<String, Value>) -> Option<String> {
+pub(crate) fn searchable(kind: Kind, fields: &Map<String, Value>) -> Option<String> {
     let text = |k: &str| fields.get(k).and_then(Value::as_str);
     match kind {
-        "command" | "exec" => text("command").map(str::to_string),
-        "ai_prompt" => text("text").map(str::to_string),
-        "ai_tool_call" => match text("command") {
+        Kind::Command | Kind::Exec => text("command").map(str::to_string),
+        Kind::AiPrompt => text("text").map(str::to_string),
+        Kind::AiToolCall => match text("command") {
             Some(c) => Some(c.to_string()),
             None => Some(format!(
                 "{} {} {}",
@@ -233,15 +234,15 @@ mod tests {
         let f = |v: Value| v.as_object().unwrap().clone();
         let cmd = f(serde_json::json!({"command": "systemctl restart nginx"}));
         assert_eq!(
-            searchable("command", &cmd).as_deref(),
+            searchable(Kind::Command, &cmd).as_deref(),
             Some("systemctl restart nginx")
         );
-        assert_eq!(searchable("auth_ok", &cmd), None);
+        assert_eq!(searchable(Kind::AuthOk, &cmd), None);
         let q = f(serde_json::json!({"text": "? why 502"}));
-        assert_eq!(searchable("ai_prompt", &q).as_deref(), Some("? why 502"));
+        assert_eq!(searchable(Kind::AiPrompt, &q).as_deref(), Some("? why 502"));
         let mcp = f(serde_json::json!({"server": "files", "tool": "read_file", "arguments": "{}"}));
         assert_eq!(
-            searchable("ai_tool_call", &mcp).as_deref(),
+            searchable(Kind::AiToolCall, &mcp).as_deref(),
             Some("files read_file {}")
         );
     }
