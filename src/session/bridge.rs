@@ -19,7 +19,7 @@ use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::seat::{self, Asked, ClientEnds, Desk, Settings, TargetEnds};
+use super::seat::{self, Asked, ClientEnds, Desk, Input, Settings, TargetEnds};
 use super::{CLOSE_GRACE, Connection, NOTICE_TIMEOUT, SHUTTING_DOWN, Totals, user_line};
 use super::{Shared, audit_rows};
 use crate::agent::render::Draw;
@@ -597,28 +597,35 @@ impl Pumps<'_> {
         // Keys typed on the current line, for the screen heuristic.
         let mut line = Typing::default();
         loop {
-            let msg = tokio::select! {
+            // `fresh`: the keys come from the client now, not handed back.
+            let (msg, fresh) = tokio::select! {
                 // What the agent types goes before keys typed after it.
                 biased;
                 Some(keys) = inject.recv() => {
                     forward(up_tx, keys, &mut target_reads).await;
                     continue;
                 }
-                Some(keys) = next(agent.as_mut().map(|a| &mut a.typed)) => {
-                    saw(&keys);
-                    forward(up_tx, keys, &mut target_reads).await;
-                    continue;
-                }
-                msg = client.wait() => msg,
+                Some(input) = next(agent.as_mut().map(|a| &mut a.typed)) => match input {
+                    Input::Seat(keys) => {
+                        saw(&keys);
+                        forward(up_tx, keys, &mut target_reads).await;
+                        continue;
+                    }
+                    // Counted and recorded when they came.
+                    Input::Ahead(data) => (Some(ChannelMsg::Data { data }), false),
+                },
+                msg = client.wait() => (msg, true),
             };
             let Some(msg) = msg else {
                 break;
             };
             match msg {
                 ChannelMsg::Data { data } => {
-                    *bytes_in += data.len() as u64;
-                    if let Some(t) = track.as_mut() {
-                        t.write(&data).await;
+                    if fresh {
+                        *bytes_in += data.len() as u64;
+                        if let Some(t) = track.as_mut() {
+                            t.write(&data).await;
+                        }
                     }
                     if let Some(a) = agent.as_ref().filter(|_| self.shared.active()) {
                         // Ctrl-C stops the agent wherever it is; other keys

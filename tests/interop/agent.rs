@@ -732,6 +732,68 @@ fn ctrl_c_while_the_model_streams() {
     assert!(of_kind(&ai_events(&b), "ai_answer").is_empty());
 }
 
+/// Keys typed into the recording at `path` so far (its `"i"` events).
+fn typed_so_far(path: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e[1] == "i")
+        .filter_map(|e| e[2].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn keys_typed_while_the_model_thinks_are_dropped_and_after_its_answer_kept() {
+    let (open, gate) = std::sync::mpsc::channel();
+    let model = Model::start(vec![
+        Reply::After(gate, answer("Nothing to do.")),
+        Reply::Sse(answer("Still nothing.")),
+    ]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            record_input: true,
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? anything");
+    model.wait_requests(1);
+    // While the model thinks, nothing reads keys, and nothing typed then
+    // may reach the prompt (a password typed for a command that never
+    // asked must not run as a command line). The recording shows when
+    // the keys reached walissh; then the answer comes.
+    let early = "echo EARLY-$((4+4))\r";
+    t.send(early);
+    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
+    wait_until(
+        || typed_so_far(&path).contains(early),
+        "the keys never reached walissh",
+    );
+    open.send(()).unwrap();
+    let at = t.expect_from("Nothing to do.", at);
+    back_at_prompt(&b, &t, at);
+    assert!(!t.screen.plain().contains("EARLY-8"));
+    // Keys typed the moment an answer is shown, before the prompt is
+    // back, are not lost: they run once, at the fresh prompt. (Whether
+    // they come before the prompt's return or after depends on timing;
+    // either way they must run exactly once.)
+    let at = ask(&t, "? again");
+    let at = t.expect_from("Still nothing.", at);
+    t.send("echo AHEAD-$((5+5))\r");
+    let at = t.expect_from("AHEAD-10", at);
+    t.expect_from(prompt_end(), at);
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo AHEAD-$((5+5))");
+    let mine = user_commands(&b);
+    assert_eq!(
+        mine.iter().filter(|c| c.contains("AHEAD")).count(),
+        1,
+        "{mine:?}"
+    );
+    assert!(!mine.iter().any(|c| c.contains("EARLY")), "{mine:?}");
+    assert_eq!(t.screen.plain().matches("AHEAD-10").count(), 1);
+}
+
 #[test]
 fn ctrl_c_while_a_command_runs() {
     let (model, b, t) = bob_with_model(vec![Reply::Sse(call(

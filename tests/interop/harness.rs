@@ -1323,6 +1323,17 @@ pub fn visible_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(base).unwrap()
 }
 
+/// Polls `done` until it holds (for events no pipe reports to a test: a
+/// process's exit, a line flushed to a file); fails with `what` after a
+/// generous bound.
+pub fn wait_until(done: impl Fn() -> bool, what: &str) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < end, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,7 +111,7 @@ fn an_agent_mixes_run_command_and_mcp_tools_under_their_rules() {
         "{screen}"
     );
     t.send("n");
-    t.expect_from("Release 7.4.", asked);
+    let answered = t.expect_from("Release 7.4.", asked);
     let requests = model.wait_requests(4);
     let first = offered(&requests[0]);
     assert!(first.contains(&"run_command".to_string()), "{first:?}");
@@ -138,7 +138,7 @@ fn an_agent_mixes_run_command_and_mcp_tools_under_their_rules() {
         requests[3]
     );
     assert!(!written.exists(), "a declined call was made");
-    back_at_prompt(&b, &t, 0);
+    back_at_prompt(&b, &t, answered);
     let ev = ai_events(&b);
     let calls = of_kind(&ev, "ai_tool_call");
     let read_row = calls
@@ -261,7 +261,7 @@ fn a_streamable_http_server_is_asked_about_and_its_new_tools_are_read() {
     assert!(screen.contains("mcp every/get-sum"), "{screen}");
     assert!(screen.contains(r#"{"a":2,"b":40}"#), "{screen}");
     t.send("y");
-    t.expect_from("It is 42.", asked);
+    let answered = t.expect_from("It is 42.", asked);
     let requests = model.wait_requests(2);
     let first = offered(&requests[0]);
     assert!(
@@ -287,7 +287,7 @@ fn a_streamable_http_server_is_asked_about_and_its_new_tools_are_read() {
     assert_eq!(ev["server"], "every");
     let call = b.wait_event(|e| e["kind"] == "ai_tool_call" && e["tool"] == "get-sum");
     assert_eq!(call["decision"], "approved");
-    back_at_prompt(&b, &t, 0);
+    back_at_prompt(&b, &t, answered);
 }
 
 #[test]
@@ -325,7 +325,7 @@ fn servers_that_fail_hang_crash_or_babble_cost_one_line_each() {
     let at = t.expect_from("MCP server slow: no answer within 3 s", at);
     let at = t.expect_from("MCP server crash:", at);
     let at = t.expect_from("MCP server babble:", at);
-    t.expect_from("Done despite them.", at);
+    let at = t.expect_from("Done despite them.", at);
     let requests = model.wait_requests(5);
     let first = offered(&requests[0]);
     assert!(!first.iter().any(|n| n.contains("absent")), "{first:?}");
@@ -350,7 +350,7 @@ fn servers_that_fail_hang_crash_or_babble_cost_one_line_each() {
         requests[4]
     );
     // The question ended cleanly, the session and the bastion go on.
-    back_at_prompt(&b, &t, 0);
+    back_at_prompt(&b, &t, at);
     let ev = ai_events(&b);
     let results = of_kind(&ev, "ai_tool_result");
     assert_eq!(results.len(), 4, "{results:#?}");
@@ -401,16 +401,6 @@ fn session_servers_end_with_their_session_and_with_the_bastion() {
     assert!(running(&marker));
     b.terminate();
     wait_until(|| !running(&marker), "the server outlived the bastion");
-}
-
-/// Polls `done` until it holds (a process's exit is an event no pipe
-/// reports to this test); fails with `what` after a generous bound.
-fn wait_until(done: impl Fn() -> bool, what: &str) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !done() {
-        assert!(std::time::Instant::now() < end, "{what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }
 
 /// The official Python SDK's client, with `args`, over `ssh -s

@@ -31,6 +31,8 @@ pub enum Reply {
     Hang,
     /// 200, `text/event-stream`, with this body as it is.
     Raw(String),
+    /// Like `Sse`, once the test says so (or drops the sender).
+    After(std::sync::mpsc::Receiver<()>, Vec<Value>),
 }
 
 /// One request the server received.
@@ -183,6 +185,11 @@ fn serve(conn: TcpStream, shared: Shared) {
     let mut w = conn;
     let stall = match reply {
         Some(Reply::Sse(chunks)) => {
+            let _ = write_sse(&mut w, &chunks, true);
+            false
+        }
+        Some(Reply::After(gate, chunks)) => {
+            let _ = gate.recv();
             let _ = write_sse(&mut w, &chunks, true);
             false
         }

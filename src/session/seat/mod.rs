@@ -93,9 +93,20 @@ pub(crate) struct ClientEnds {
     pub(crate) lines: mpsc::UnboundedSender<Option<CommandRecord>>,
 }
 
+/// What the seat hands the target pump to type into the shell.
+pub(crate) enum Input {
+    /// The seat's own keys (a command, an interruption, a fresh prompt):
+    /// typed as they are.
+    Seat(Bytes),
+    /// Keys the user typed once the answer was complete, before the
+    /// prompt was back, handed back with the terminal: typed as if they
+    /// came now, through every check the user's keys go through.
+    Ahead(Bytes),
+}
+
 /// The target pump's ends of the wiring.
 pub(crate) struct TargetEnds {
-    pub(crate) typed: mpsc::UnboundedReceiver<Bytes>,
+    pub(crate) typed: mpsc::UnboundedReceiver<Input>,
     pub(crate) keys: mpsc::Sender<Bytes>,
     pub(crate) cancel: mpsc::Sender<()>,
 }
@@ -105,7 +116,7 @@ pub(crate) struct SeatEnds {
     questions: mpsc::UnboundedReceiver<Asked>,
     draw: mpsc::UnboundedSender<Draw>,
     lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
-    typed: mpsc::UnboundedSender<Bytes>,
+    typed: mpsc::UnboundedSender<Input>,
     keys: mpsc::Receiver<Bytes>,
     cancel: mpsc::Receiver<()>,
 }
@@ -259,7 +270,7 @@ struct Seat<'a> {
     painter: Painter,
     draw: mpsc::UnboundedSender<Draw>,
     lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
-    typed: mpsc::UnboundedSender<Bytes>,
+    typed: mpsc::UnboundedSender<Input>,
     keys: mpsc::Receiver<Bytes>,
     /// A command the agent typed has not finished yet.
     running: bool,
@@ -334,7 +345,7 @@ impl Seat<'_> {
     }
 
     async fn answer(&mut self, asked: Asked, cancel: &mut mpsc::Receiver<()>, memory: &mut Memory) {
-        while self.keys.try_recv().is_ok() {}
+        self.forget_keys();
         self.settle_lines().await;
         (self.running, self.shown, self.abandoned) = (false, None, false);
         self.rotated = false;
@@ -408,6 +419,11 @@ impl Seat<'_> {
                 }
             }
         };
+        // Keys typed while the agent worked were meant for nothing that
+        // came: not for the prompt (a password typed for a command that
+        // never asked must not run as a command line). Those typed from
+        // now on, with the answer complete, follow it at the prompt.
+        self.forget_keys();
         match result {
             Ok(Ok(_)) => {
                 let end = self.painter.end_line();
@@ -499,11 +515,12 @@ impl Seat<'_> {
     }
 
     /// Gives the terminal back to the user: at a fresh prompt, or, when a
-    /// command would not stop, in that command.
+    /// command would not stop, in that command. Keys typed since the
+    /// answer was complete follow, as a shell's type-ahead does: the seat
+    /// holds them until its own keys are typed, so none is lost or typed
+    /// into the line it clears.
     async fn hand_back(&mut self) {
-        self.settle_lines().await;
         let fresh_prompt = !self.abandoned;
-        self.desk.shared.set_active(false);
         let _ = self.draw.send(Draw::Done { fresh_prompt });
         if fresh_prompt {
             let deadline = Instant::now() + PROMPT_WAIT;
@@ -512,6 +529,18 @@ impl Seat<'_> {
             }
             self.type_in(format!("{CLEAR_LINE}\r"));
         }
+        self.settle_lines().await;
+        // No await from here on: the pumps run in this task, so no key
+        // reaches the seat between the switch and the drain.
+        self.desk.shared.set_active(false);
+        while let Ok(keys) = self.keys.try_recv() {
+            let _ = self.typed.send(Input::Ahead(keys));
+        }
+    }
+
+    /// Drops the keys typed so far that nothing read.
+    fn forget_keys(&mut self) {
+        while self.keys.try_recv().is_ok() {}
     }
 
     fn show(&self, bytes: Vec<u8>) {
@@ -522,7 +551,7 @@ impl Seat<'_> {
 
     /// Types into the shell.
     fn type_in(&self, bytes: impl Into<Bytes>) {
-        let _ = self.typed.send(bytes.into());
+        let _ = self.typed.send(Input::Seat(bytes.into()));
     }
 
     /// Interrupts the running command, harder each time it does not stop.
@@ -851,7 +880,7 @@ impl Host for Seat<'_> {
 
     async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {
         // Only a key typed after the question is shown answers it.
-        while self.keys.try_recv().is_ok() {}
+        self.forget_keys();
         let mut out = self.painter.command(command, reason);
         out.extend(self.painter.listing(&asked.commands));
         if let Some(changes) = &asked.changes {
