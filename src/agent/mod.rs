@@ -13,6 +13,7 @@
 //! Nothing here knows the bastion or the session: what the agent may touch
 //! is what its host and its callers hand it.
 
+pub(crate) mod call;
 pub(crate) mod exec;
 pub(crate) mod mcp;
 pub(crate) mod model;

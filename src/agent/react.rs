@@ -6,18 +6,21 @@
 //! the policy runs unasked, clean; what the user approved, in their
 //! shell) and audits. That keeps the loop's rules (policy before
 //! anything runs, the step limit, repeated calls stopped, bad arguments
-//! reported back to the model) testable on their own. The time limit is
+//! reported back to the model) testable on their own. Each tool call
+//! goes the one way every tool call goes (`call::make`): the loop says
+//! how a command or an MCP tool is decided and run there. The time limit is
 //! the seat's: it covers the whole question, workflows and approvals
 //! included.
 
 use crate::audit::Kind;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use std::collections::HashMap;
 
 use super::Agent;
+use super::call::{self, Decided, Ended, Fields, Site, Tool};
 use super::mcp::{Offered, Toolbox};
 use super::model::{Model, ToolCall};
 use super::policy::{Prompt, Verdict};
@@ -413,19 +416,9 @@ async fn scrub(agent: &Agent, memory: &mut Memory, text: &str) -> String {
 /// reads a secret store (see `Redactor::redact_output`).
 async fn scrub_output(agent: &Agent, memory: &mut Memory, command: &str, text: &str) -> String {
     let (redactor, numbering) = (agent.redactor.clone(), memory.numbering.clone());
-    let (command, text) = (command.to_string(), text.to_string());
-    let scrubbed =
-        tokio::task::spawn_blocking(move || redactor.redact_output(&command, &text, &numbering))
-            .await;
-    match scrubbed {
-        Ok((clean, found)) => {
-            memory.redactions.add(&found);
-            clean
-        }
-        // Never reached in practice (the closure does not panic); if it
-        // were, nothing unscrubbed may go out.
-        Err(_) => "[output withheld: it could not be checked for secrets]".to_string(),
-    }
+    let (clean, found) = call::scrubbed(redactor, numbering, command, text).await;
+    memory.redactions.add(&found);
+    clean
 }
 
 async fn fail(host: &mut impl Host, message: &str) -> Result<String, String> {
@@ -445,7 +438,6 @@ async fn run_tool(
     memory: &mut Memory,
     host: &mut impl Host,
 ) -> Result<String, String> {
-    let policy = &agent.policy;
     match call.name.as_str() {
         "end_loop" if in_loop => {
             memory.loop_ended = true;
@@ -471,63 +463,21 @@ async fn run_tool(
     if asked.iter().filter(|c| *c == command).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same command; stopped".into());
     }
-    let (verdict, wall) = super::exec::judged(policy, command, mode, host.wall()).await;
-    let clean = match (&verdict, wall) {
-        (Verdict::Run(script), Some(wall)) => Some((script.clone(), wall)),
-        _ => None,
+    let mut site = CommandSite {
+        host,
+        agent,
+        memory,
+        mode,
+        reason,
     };
-    let (command, decision) = match verdict {
-        Verdict::Deny(why) => return Ok(deny(host, command, &why).await),
-        Verdict::Run(_) => (command.to_string(), "auto"),
-        Verdict::Ask(prompt) => match host.approve(command, reason, &prompt).await {
-            Approval::Yes => (command.to_string(), "approved"),
-            Approval::No => {
-                let ev = vec![
-                    ("command", command.into()),
-                    ("decision", "denied_by_user".into()),
-                ];
-                host.audit(Kind::AiToolCall, ev).await;
-                return Ok("the user declined to run this command".into());
-            }
-            // An edit is checked again: the user's hand is no policy bypass.
-            Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
-                Verdict::Deny(why) => return Ok(deny(host, &edit, &why).await),
-                _ => (edit, "edited"),
-            },
-        },
+    let (command, outcome) = match call::make(&mut site, command.to_string()).await {
+        Ended::No(tell) => return Ok(tell),
+        Ended::NotRun(subject, why) => {
+            host.refused(&subject, why);
+            return Ok(format!("not run: {why}"));
+        }
+        Ended::Ran(command, outcome) => (command, outcome),
     };
-    let mut ev = vec![
-        ("command", command.clone().into()),
-        ("decision", decision.into()),
-    ];
-    if let Some((_, wall)) = &clean {
-        ev.push(("sandbox", wall.name().into()));
-    }
-    let place = host.place(clean.is_some());
-    ev.extend(place.iter().cloned());
-    // Write-ahead: a command reaches the target only once its row is
-    // committed, so a crash never leaves a command run without one.
-    if let Err(why) = host.audit_ahead(Kind::AiToolCall, ev).await {
-        host.refused(&command, why);
-        return Ok(format!("not run: {why}"));
-    }
-    let clean = clean
-        .as_ref()
-        .map(|(script, wall)| (script.as_str(), *wall));
-    let mut outcome = host.run(&command, clean).await;
-    // Scrubbed whole, before anything is cut from it; the command says
-    // whether all of it is a secret (`cat /run/secrets/db`).
-    outcome.output = scrub_output(agent, memory, &command, &outcome.output).await;
-    let mut fields = vec![
-        ("command", command.clone().into()),
-        ("exit_code", outcome.exit_code.into()),
-        ("output_bytes", outcome.output_bytes.into()),
-    ];
-    if let Some(why) = &outcome.interrupted {
-        fields.push(("interrupted", why.clone().into()));
-    }
-    fields.extend(place);
-    host.audit(Kind::AiToolResult, fields).await;
     if outcome.abandoned {
         return Err("the command would not stop; it is yours now".into());
     }
@@ -536,6 +486,101 @@ async fn run_tool(
     let shown = scrub(agent, memory, &command).await;
     memory.tools.add(&shown, &status(&outcome), &outcome.output);
     Ok(describe(&shown, &outcome))
+}
+
+/// A command the model asked for, at the user's prompt: judged by the
+/// policy in the user's mode, asked about in their terminal, run apart
+/// (what the policy runs unasked, behind its wall) or typed into their
+/// shell (what they approved).
+struct CommandSite<'a, H> {
+    host: &'a mut H,
+    agent: &'a Agent,
+    memory: &'a mut Memory,
+    mode: AiMode,
+    /// Why the model wants it, shown with `Run?`.
+    reason: &'a str,
+}
+
+impl<H: Host> Site for CommandSite<'_, H> {
+    /// The policy's script and its wall, for what runs unasked.
+    type Run = Option<(String, Wall)>;
+    type Ran = Outcome;
+    type Subject = String;
+
+    async fn decide(&mut self, command: String) -> Decided<String, Self::Run> {
+        let (policy, mode) = (&self.agent.policy, self.mode);
+        let host = &mut *self.host;
+        let (verdict, wall) = super::exec::judged(policy, &command, mode, host.wall()).await;
+        // Asked, so typed into the user's shell, as they saw it.
+        let asked = |decision, command, place| Decided::Go {
+            decision,
+            subject: command,
+            sandbox: None,
+            place,
+            run: None,
+        };
+        let typed = host.place(false);
+        match (verdict, wall) {
+            (Verdict::Deny(why), _) => denied(host, command, why),
+            (Verdict::Run(script), Some(wall)) => Decided::Go {
+                decision: "auto",
+                subject: command,
+                sandbox: Some(wall.name()),
+                place: host.place(true),
+                run: Some((script, wall)),
+            },
+            // `judged` found a wall for every line it runs unasked.
+            (Verdict::Run(_), None) => asked("approved", command, typed),
+            (Verdict::Ask(prompt), _) => match host.approve(&command, self.reason, &prompt).await {
+                Approval::Yes => asked("approved", command, typed),
+                Approval::No => Decided::No {
+                    decision: "denied_by_user",
+                    subject: command,
+                    reason: None,
+                    tell: "the user declined to run this command".into(),
+                },
+                // An edit is checked again: the user's hand is no policy bypass.
+                Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
+                    Verdict::Deny(why) => denied(host, edit, why),
+                    _ => asked("edited", edit, typed),
+                },
+            },
+        }
+    }
+
+    async fn run(&mut self, command: &String, clean: Self::Run) -> Outcome {
+        let clean = clean
+            .as_ref()
+            .map(|(script, wall)| (script.as_str(), *wall));
+        self.host.run(command, clean).await
+    }
+
+    async fn scrub(&mut self, command: &String, outcome: &mut Outcome) {
+        // Whole, before anything is cut from it; the command says
+        // whether all of it is a secret (`cat /run/secrets/db`).
+        outcome.output = scrub_output(self.agent, self.memory, command, &outcome.output).await;
+    }
+
+    async fn audit(&mut self, kind: Kind, fields: Fields) {
+        self.host.audit(kind, fields).await;
+    }
+
+    async fn audit_ahead(&mut self, kind: Kind, fields: Fields) -> Result<(), &'static str> {
+        self.host.audit_ahead(kind, fields).await
+    }
+}
+
+/// The policy refused `command`: shown, and what the model is told.
+fn denied<R>(host: &mut impl Host, command: String, why: String) -> Decided<String, R> {
+    host.refused(&command, &why);
+    let tell =
+        format!("refused by walissh's policy ({why}); this command will not run. Try another way.");
+    Decided::No {
+        decision: "denied_by_policy",
+        subject: command,
+        reason: Some(why),
+        tell,
+    }
 }
 
 /// Runs one MCP call under the server's approval rule: asked about in
@@ -562,17 +607,14 @@ async fn run_mcp(
     } else {
         &call.arguments
     };
-    let Ok(Value::Object(mut arguments)) = serde_json::from_str::<Value>(text) else {
+    let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(text) else {
         return Ok("error: the arguments are not a JSON object; send one".into());
     };
     let (server, tool) = (offered.server.as_str(), offered.tool.as_str());
     // The tool's name is the server's word: spelled out like the rest.
     let head = format!("mcp {server}/{} ", render::exact(tool));
-    // The user approves, and the audit keeps, exactly what is sent
-    // (invisible characters spelled out): a scrubbed copy could hide part
-    // of it. The model's history gets the scrubbed one.
-    let mut raw = Value::Object(arguments.clone()).to_string();
-    let line = format!("{head}{}", render::exact(&raw));
+    let arguments = Value::Object(arguments).to_string();
+    let line = format!("{head}{}", render::exact(&arguments));
     asked.push(line.clone());
     if asked.iter().filter(|c| **c == line).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same call; stopped".into());
@@ -584,106 +626,171 @@ async fn run_mcp(
             Approve::ReadOnly => offered.read_only,
             Approve::Always => false,
         };
-    let row = |raw: &str, decision: &str| {
-        vec![
-            ("tool", tool.into()),
-            ("server", server.into()),
-            ("arguments", raw.into()),
-            ("decision", decision.into()),
-        ]
+    let mut site = ToolSite {
+        host,
+        agent,
+        memory,
+        toolbox,
+        offered,
+        head: &head,
+        unasked,
     };
-    let decision = match unasked {
-        true => "auto",
-        false => {
-            let prompt = Prompt {
-                commands: vec![
-                    format!("MCP server {server}, tool {}", render::exact(tool)),
-                    format!("arguments {}", render::exact(&raw)),
-                ],
-                changes: None,
-            };
-            match host.approve(&line, "", &prompt).await {
-                Approval::Yes => "approved",
-                // An edit of the arguments, the call kept.
-                Approval::Edited(edit) => match edit
-                    .strip_prefix(&head)
-                    .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                {
-                    Some(Value::Object(edited)) => {
-                        arguments = edited;
-                        raw = Value::Object(arguments.clone()).to_string();
-                        "edited"
-                    }
-                    _ => {
-                        host.audit(Kind::AiToolCall, row(&raw, "denied_by_user"))
-                            .await;
-                        return Ok(
-                            "the user's edit was not this tool with a JSON object; not called"
-                                .into(),
-                        );
-                    }
-                },
-                Approval::No => {
-                    host.audit(Kind::AiToolCall, row(&raw, "denied_by_user"))
-                        .await;
-                    return Ok("the user declined this call".into());
-                }
-            }
+    let subject = Tool {
+        server: server.to_string(),
+        tool: tool.to_string(),
+        arguments,
+    };
+    let (called, result) = match call::make(&mut site, subject).await {
+        Ended::No(tell) => return Ok(tell),
+        Ended::NotRun(called, why) => {
+            host.refused(&format!("{head}{}", render::exact(&called.arguments)), why);
+            return Ok(format!("not called: {why}"));
         }
+        Ended::Ran(called, result) => (called, result),
     };
-    let line = format!("{head}{}", render::exact(&raw));
-    if let Err(why) = host
-        .audit_ahead(Kind::AiToolCall, row(&raw, decision))
-        .await
-    {
-        host.refused(&line, why);
-        return Ok(format!("not called: {why}"));
-    }
-    let done = toolbox.call(offered, arguments).await;
-    let (result, error) = match done {
-        Ok(r) => {
-            let text = scrub(agent, memory, &r.text).await;
-            let error = r.is_error.then_some("the tool reported an error");
-            ((text, r.bytes), error.map(str::to_string))
-        }
-        // What a server says of itself may quote what it was given.
-        Err(e) => ((String::new(), 0), Some(scrub(agent, memory, &e).await)),
-    };
-    let fields = vec![
-        ("tool", tool.into()),
-        ("server", server.into()),
-        ("size", result.1.into()),
-        ("error", error.clone().into()),
-    ];
-    host.audit(Kind::AiToolResult, fields).await;
-    match (&error, result.1) {
+    let line = format!("{head}{}", render::exact(&called.arguments));
+    match (&result.error, result.bytes) {
         (Some(e), 0) => {
             host.called(&line, Some(&format!("MCP server {server}: {e}")));
             Ok(format!("error: the call of {server}/{tool} failed: {e}"))
         }
         _ => {
             host.called(&line, None);
-            let status = match error {
+            let status = match result.error {
                 Some(_) => "returned an error",
                 None => "returned",
             };
-            let seen = format!("{head}{}", scrub(agent, memory, &raw).await);
-            memory.tools.add(&seen, status, &result.0);
-            let body = crate::text::ends(&result.0, OUTPUT_HEAD, OUTPUT_TAIL);
+            let seen = format!("{head}{}", scrub(agent, memory, &called.arguments).await);
+            memory.tools.add(&seen, status, &result.text);
+            let body = crate::text::ends(&result.text, OUTPUT_HEAD, OUTPUT_TAIL);
             Ok(format!("{seen}\n{status}\n{}", quote_output(&body)))
         }
     }
 }
 
-async fn deny(host: &mut impl Host, command: &str, why: &str) -> String {
-    host.refused(command, why);
-    let ev = vec![
-        ("command", command.into()),
-        ("decision", "denied_by_policy".into()),
-        ("reason", why.into()),
-    ];
-    host.audit(Kind::AiToolCall, ev).await;
-    format!("refused by walissh's policy ({why}); this command will not run. Try another way.")
+/// What an MCP tool gave.
+struct ToolResult {
+    text: String,
+    /// Its size as the server sent it.
+    bytes: u64,
+    /// Why it failed: the server's word, or that the tool said so.
+    error: Option<String>,
+}
+
+impl call::Ran for ToolResult {
+    fn fields(&self) -> Fields {
+        vec![
+            ("size", self.bytes.into()),
+            ("error", self.error.clone().into()),
+        ]
+    }
+}
+
+/// A tool of an MCP server the model asked for, under the server's
+/// approval rule (`unasked`), asked about in the user's terminal.
+struct ToolSite<'a, H> {
+    host: &'a mut H,
+    agent: &'a Agent,
+    memory: &'a mut Memory,
+    toolbox: &'a Toolbox,
+    offered: &'a Offered,
+    /// `mcp server/tool `, as shown and edited.
+    head: &'a str,
+    unasked: bool,
+}
+
+impl<H: Host> Site for ToolSite<'_, H> {
+    /// The arguments sent.
+    type Run = Map<String, Value>;
+    type Ran = ToolResult;
+    type Subject = Tool;
+
+    async fn decide(&mut self, mut called: Tool) -> Decided<Tool, Self::Run> {
+        let go = |decision, called: Tool, arguments| Decided::Go {
+            decision,
+            subject: called,
+            sandbox: None,
+            place: Vec::new(),
+            run: arguments,
+        };
+        let arguments = match serde_json::from_str::<Value>(&called.arguments) {
+            Ok(Value::Object(arguments)) => arguments,
+            _ => Map::new(),
+        };
+        if self.unasked {
+            return go("auto", called, arguments);
+        }
+        let no = |called, tell: &str| Decided::No {
+            decision: "denied_by_user",
+            subject: called,
+            reason: None,
+            tell: tell.to_string(),
+        };
+        // The user approves, and the audit keeps, exactly what is sent
+        // (invisible characters spelled out): a scrubbed copy could hide
+        // part of it. The model's history gets the scrubbed one.
+        let prompt = Prompt {
+            commands: vec![
+                format!(
+                    "MCP server {}, tool {}",
+                    called.server,
+                    render::exact(&called.tool)
+                ),
+                format!("arguments {}", render::exact(&called.arguments)),
+            ],
+            changes: None,
+        };
+        let line = format!("{}{}", self.head, render::exact(&called.arguments));
+        match self.host.approve(&line, "", &prompt).await {
+            Approval::Yes => go("approved", called, arguments),
+            // An edit of the arguments, the call kept.
+            Approval::Edited(edit) => match edit
+                .strip_prefix(self.head)
+                .and_then(|a| serde_json::from_str::<Value>(a).ok())
+            {
+                Some(Value::Object(edited)) => {
+                    called.arguments = Value::Object(edited.clone()).to_string();
+                    go("edited", called, edited)
+                }
+                _ => no(
+                    called,
+                    "the user's edit was not this tool with a JSON object; not called",
+                ),
+            },
+            Approval::No => no(called, "the user declined this call"),
+        }
+    }
+
+    async fn run(&mut self, _called: &Tool, arguments: Self::Run) -> ToolResult {
+        match self.toolbox.call(self.offered, arguments).await {
+            Ok(r) => ToolResult {
+                text: r.text,
+                bytes: r.bytes,
+                error: r.is_error.then(|| "the tool reported an error".to_string()),
+            },
+            Err(e) => ToolResult {
+                text: String::new(),
+                bytes: 0,
+                error: Some(e),
+            },
+        }
+    }
+
+    async fn scrub(&mut self, _called: &Tool, result: &mut ToolResult) {
+        result.text = scrub(self.agent, self.memory, &result.text).await;
+        // What a server says of itself may quote what it was given.
+        if let Some(e) = &result.error {
+            result.error = Some(scrub(self.agent, self.memory, e).await);
+        }
+    }
+
+    async fn audit(&mut self, kind: Kind, fields: Fields) {
+        self.host.audit(kind, fields).await;
+    }
+
+    async fn audit_ahead(&mut self, kind: Kind, fields: Fields) -> Result<(), &'static str> {
+        self.host.audit_ahead(kind, fields).await
+    }
 }
 
 /// The tool result for the model: how it ended and a bounded output.

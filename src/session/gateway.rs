@@ -3,19 +3,21 @@
 //! commands on the login's target under the user's rules.
 //!
 //! What it owns: serving MCP (through `rmcp`) on the channel, its two
-//! tools (`run_command`, `read_file`), and what each call goes through:
-//! the login's credentials and the user's rights as the config has them
-//! now, the user's `ai` mode, the agent's policy (deny rules; `auto` runs
-//! only what it proves read-only), approval (`[ai] mcp_confirm`: refused,
-//! or asked of the client by MCP elicitation, so the client is the
-//! approver), the audit rows (with `via = "mcp"` and the client's name),
-//! and redaction of what goes back.
+//! tools (`run_command`, `read_file`), and how each call is decided and
+//! run: the login's credentials and the user's rights as the config has
+//! them now, the user's `ai` mode, the agent's policy (deny rules; `auto`
+//! runs only what it proves read-only), approval (`[ai] mcp_confirm`:
+//! refused, or asked of the client by MCP elicitation, so the client is
+//! the approver), rows marked `via = "mcp"` with the client's name.
 //! What it leaves to others: the login and the target's choice
-//! (`server`, `session`), the policy itself (`agent::policy`), running a
-//! command apart (`agent::exec`), the rows' storage (`audit`).
+//! (`server`, `session`), the call's way (`agent::call`: row ahead, run,
+//! scrub, result row, as for the agent's own calls), the policy itself
+//! (`agent::policy`), running a command apart (`agent::exec`), the rows'
+//! storage (`audit`).
 
 use crate::audit::Kind;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use rmcp::model::{
@@ -33,6 +35,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Connection, Totals, end_with};
+use crate::agent::call::{self, Decided, Ended, Fields, Site};
 use crate::agent::exec;
 use crate::agent::policy::{Prompt, Verdict};
 use crate::agent::react::{self, Outcome};
@@ -42,6 +45,7 @@ use crate::bastion::Bastion;
 use crate::config::{AiMode, McpConfirm, TargetConfig};
 use crate::context::redact::Numbering;
 use crate::shutdown::Listener;
+use crate::upstream::sandbox::Wall;
 use crate::upstream::{self, Runner};
 
 /// What the pipe between the channel and the MCP service holds.
@@ -397,120 +401,41 @@ impl Gateway {
         format!("walissh://{}/facts", self.ids.target)
     }
 
-    /// One command, through the policy, the approval and the audit.
+    /// One command, the whole way (`agent::call`): the policy, the
+    /// approval, the rows, the run.
     async fn run(
         &self,
         command: &str,
         client: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let audit = &self.bastion.audit;
-        let row = |decision: &str| {
-            self.ids
-                .event(Kind::AiToolCall)
-                .field("command", command)
-                .field("decision", decision)
-                .field("via", "mcp")
-                .field("client", client)
+        let mut site = ClientCall {
+            gateway: self,
+            client,
+            context,
+            admitted: true,
+            limits: None,
         };
-        // Checked at each call: the session outlives reloads.
-        let (agent, mode) = match self.admitted() {
-            Ok(a) => a,
-            Err(no) => {
-                audit
-                    .event(row("denied_by_policy").field("reason", no.reason))
-                    .await;
-                return Err(ErrorData::invalid_request(no.message, None));
+        match call::make(&mut site, command.to_string()).await {
+            Ended::No(tell) if !site.admitted => Err(ErrorData::invalid_request(tell, None)),
+            Ended::No(tell) => result(tell, true),
+            Ended::NotRun(_, why) => result(format!("not run: {why}"), true),
+            Ended::Ran(command, outcome) => {
+                let shown = self.scrub(&command).await;
+                let failed = outcome.interrupted.is_some() || outcome.exit_code != Some(0);
+                result(react::describe(&shown, &outcome), failed)
             }
-        };
-        let apart = exec::Apart {
+        }
+    }
+
+    /// Where its commands run: apart, on the login's target.
+    fn apart(&self, timeout: Duration) -> exec::Apart<'_> {
+        exec::Apart {
             runner: &self.runner,
             upstream: &self.bastion.upstream,
             user: &self.ids.user,
-            timeout: agent.command_timeout,
-        };
-        let sandboxing = &agent.sandboxing;
-        let (verdict, wall) =
-            exec::judged(&agent.policy, command, mode, exec::wall(apart, sandboxing)).await;
-        let (decision, clean) = match verdict {
-            Verdict::Deny(why) => {
-                audit
-                    .event(row("denied_by_policy").field("reason", why.as_str()))
-                    .await;
-                let text =
-                    format!("refused by walissh's policy ({why}); this command will not run");
-                return result(text, true);
-            }
-            Verdict::Run(script) => ("auto", Some(script)),
-            Verdict::Ask(_) if self.confirm() == McpConfirm::Refuse => {
-                let why = "it needs approval, and [ai] mcp_confirm is \"refuse\"";
-                audit
-                    .event(row("denied_by_policy").field("reason", why))
-                    .await;
-                let text = format!(
-                    "not run: this command needs approval ({}), and walissh takes none through the MCP gateway ([ai] mcp_confirm = \"refuse\"): only what its policy runs unasked runs here",
-                    self.why_asked(mode)
-                );
-                return result(text, true);
-            }
-            Verdict::Ask(prompt) => match self.ask(command, &prompt, mode, context).await {
-                Ok(()) => ("approved", None),
-                Err(why) => {
-                    audit
-                        .event(row("denied_by_user").field("reason", why.as_str()))
-                        .await;
-                    return result(why, true);
-                }
-            },
-        };
-        // A wall was found only for a line the policy runs unasked.
-        let ahead = match wall {
-            Some(w) => row(decision).field("sandbox", w.name()),
-            None => row(decision),
-        };
-        // Written ahead, as for the agent: no command runs without its row.
-        if let Err(why) = audit.ahead(ahead).await {
-            return result(format!("not run: {why}"), true);
+            timeout,
         }
-        // Everything runs clean (bash, a fixed environment), with its
-        // input as its lifeline: what the policy proved, as it proved it,
-        // behind its wall and within the limits of what runs unasked;
-        // what the user approved, as written. When the client leaves, the
-        // channel closes and all of it stops, whatever it does with TERM.
-        let (apart, run) = match (&clean, wall) {
-            (Some(script), Some(wall)) => (
-                apart.unasked(sandboxing),
-                exec::Command::unasked(script, None, wall, sandboxing),
-            ),
-            _ => (apart, exec::Command::approved_clean(command)),
-        };
-        let mut ended = self.ended.clone();
-        let stopped = |why: &str| Outcome {
-            interrupted: Some(why.to_string()),
-            ..Outcome::default()
-        };
-        let mut unseen = Unseen;
-        // Biased: a call whose client already left does not start.
-        let mut outcome = tokio::select! {
-            biased;
-            _ = context.ct.cancelled() => stopped("the client cancelled it"),
-            _ = ended.wait_for(|e| *e) => stopped("the client went away"),
-            o = exec::run(apart, run, &mut unseen) => o,
-        };
-        outcome.output = self.scrub(&outcome.output).await;
-        let ended = self
-            .ids
-            .event(Kind::AiToolResult)
-            .field("command", command)
-            .field("exit_code", outcome.exit_code)
-            .field("output_bytes", outcome.output_bytes)
-            .field("interrupted", outcome.interrupted.clone())
-            .field("via", "mcp")
-            .field("client", client);
-        audit.event(ended).await;
-        let shown = self.scrub(command).await;
-        let failed = outcome.interrupted.is_some() || outcome.exit_code != Some(0);
-        result(react::describe(&shown, &outcome), failed)
     }
 
     /// `[ai] mcp_confirm` for the next call: "refuse" if it was at login
@@ -607,6 +532,152 @@ impl Gateway {
         tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering).0)
             .await
             .unwrap_or_else(|_| "[output withheld: it could not be checked for secrets]".into())
+    }
+}
+
+/// A command an AI client sent: judged in the user's mode as it is
+/// now, asked of the client (elicitation), run clean on a channel of its
+/// own, stopped when the client cancels it or leaves.
+struct ClientCall<'a> {
+    gateway: &'a Gateway,
+    client: &'a str,
+    context: &'a RequestContext<RoleServer>,
+    /// Cleared when the user has no right to run anything now (checked
+    /// at each call: the session outlives reloads).
+    admitted: bool,
+    /// The agent's limits, once the call is admitted.
+    limits: Option<(Duration, exec::Sandboxing)>,
+}
+
+/// What a client's call runs.
+enum ClientRun {
+    /// The policy's script, behind its wall, within the limits of what
+    /// runs unasked.
+    Unasked(String, Wall),
+    /// The line the user approved, as written.
+    Approved,
+}
+
+impl Site for ClientCall<'_> {
+    type Run = ClientRun;
+    type Ran = Outcome;
+    type Subject = String;
+
+    fn origin(&self) -> Fields {
+        vec![("via", "mcp".into()), ("client", self.client.into())]
+    }
+
+    async fn decide(&mut self, command: String) -> Decided<String, ClientRun> {
+        let no = |command, reason: &str, tell| Decided::No {
+            decision: "denied_by_policy",
+            subject: command,
+            reason: Some(reason.to_string()),
+            tell,
+        };
+        let gateway = self.gateway;
+        let (agent, mode) = match gateway.admitted() {
+            Ok(a) => a,
+            Err(refused) => {
+                self.admitted = false;
+                return no(command, refused.reason, refused.message);
+            }
+        };
+        self.limits = Some((agent.command_timeout, agent.sandboxing.clone()));
+        let apart = gateway.apart(agent.command_timeout);
+        let wall = exec::wall(apart, &agent.sandboxing);
+        let (verdict, wall) = exec::judged(&agent.policy, &command, mode, wall).await;
+        match (verdict, wall) {
+            (Verdict::Deny(why), _) => {
+                let tell =
+                    format!("refused by walissh's policy ({why}); this command will not run");
+                no(command, &why, tell)
+            }
+            (Verdict::Run(script), Some(wall)) => Decided::Go {
+                decision: "auto",
+                subject: command,
+                sandbox: Some(wall.name()),
+                place: Vec::new(),
+                run: ClientRun::Unasked(script, wall),
+            },
+            (_, _) if gateway.confirm() == McpConfirm::Refuse => {
+                let reason = "it needs approval, and [ai] mcp_confirm is \"refuse\"";
+                let tell = format!(
+                    "not run: this command needs approval ({}), and walissh takes none through the MCP gateway ([ai] mcp_confirm = \"refuse\"): only what its policy runs unasked runs here",
+                    gateway.why_asked(mode)
+                );
+                no(command, reason, tell)
+            }
+            (verdict, _) => {
+                let prompt = match verdict {
+                    Verdict::Ask(prompt) => prompt,
+                    // `judged` found a wall for every line it runs unasked.
+                    _ => Prompt::default(),
+                };
+                match gateway.ask(&command, &prompt, mode, self.context).await {
+                    Ok(()) => Decided::Go {
+                        decision: "approved",
+                        subject: command,
+                        sandbox: None,
+                        place: Vec::new(),
+                        run: ClientRun::Approved,
+                    },
+                    Err(why) => Decided::No {
+                        decision: "denied_by_user",
+                        subject: command,
+                        reason: Some(why.clone()),
+                        tell: why,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Everything runs clean (bash, a fixed environment), with its input
+    /// as its lifeline: when the client leaves, the channel closes and
+    /// all of it stops, whatever it does with TERM.
+    async fn run(&mut self, command: &String, run: ClientRun) -> Outcome {
+        let Some((timeout, sandboxing)) = &self.limits else {
+            return Outcome::default();
+        };
+        let apart = self.gateway.apart(*timeout);
+        let (apart, run) = match &run {
+            ClientRun::Unasked(script, wall) => (
+                apart.unasked(sandboxing),
+                exec::Command::unasked(script, None, *wall, sandboxing),
+            ),
+            ClientRun::Approved => (apart, exec::Command::approved_clean(command)),
+        };
+        let mut ended = self.gateway.ended.clone();
+        let stopped = |why: &str| Outcome {
+            interrupted: Some(why.to_string()),
+            ..Outcome::default()
+        };
+        let mut unseen = Unseen;
+        // Biased: a call whose client already left does not start.
+        tokio::select! {
+            biased;
+            _ = self.context.ct.cancelled() => stopped("the client cancelled it"),
+            _ = ended.wait_for(|e| *e) => stopped("the client went away"),
+            o = exec::run(apart, run, &mut unseen) => o,
+        }
+    }
+
+    async fn scrub(&mut self, command: &String, outcome: &mut Outcome) {
+        let redactor = self.gateway.bastion.live().agent.redactor.clone();
+        let numbering = self.gateway.numbering.clone();
+        outcome.output = call::scrubbed(redactor, numbering, command, &outcome.output)
+            .await
+            .0;
+    }
+
+    async fn audit(&mut self, kind: Kind, fields: Fields) {
+        let ev = self.gateway.ids.event(kind).fields(fields);
+        self.gateway.bastion.audit.event(ev).await;
+    }
+
+    async fn audit_ahead(&mut self, kind: Kind, fields: Fields) -> Result<(), &'static str> {
+        let ev = self.gateway.ids.event(kind).fields(fields);
+        self.gateway.bastion.audit.ahead(ev).await
     }
 }
 

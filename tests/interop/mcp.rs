@@ -440,6 +440,22 @@ const ELICIT: &str = "[ai]\nmcp_confirm = \"elicitation\"\n";
 
 /// walissh with bob's `ai` and `toml` appended, for gateway tests (no
 /// model is asked: the client is the AI).
+/// `command` run through the gateway by a client that accepts whatever
+/// it is asked (`--elicit accept`, the box ticked); the client's report.
+fn approving_client(b: &Bastion, command: &str) -> Value {
+    let call = json!({ "command": command }).to_string();
+    let args = [
+        "--elicit",
+        "accept",
+        "--elicit-content",
+        r#"{"run": true}"#,
+        "--call",
+        "run_command",
+        &call,
+    ];
+    mcp_client(b, "bob:web1", &args).0
+}
+
 fn gateway(ai: &'static str, toml: &str) -> Bastion {
     let model = Model::start(vec![]);
     bastion_with(
@@ -517,16 +533,7 @@ fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
     let (r, _) = mcp_client(&b, "bob:web1", &declined);
     assert_eq!(r["elicitations"].as_array().unwrap().len(), 1, "{r}");
     assert!(!made.exists());
-    let accepted = [
-        "--elicit",
-        "accept",
-        "--elicit-content",
-        r#"{"run": true}"#,
-        "--call",
-        "run_command",
-        &touch,
-    ];
-    let (r, _) = mcp_client(&b, "bob:web1", &accepted);
+    let r = approving_client(&b, &format!("touch {}", made.display()));
     let asked = r["elicitations"][0].as_str().unwrap();
     assert!(asked.contains("touch") && asked.contains("web1"), "{r}");
     assert!(made.exists(), "{r}");
@@ -571,6 +578,24 @@ fn an_mcp_client_runs_commands_on_a_target_through_the_gateway() {
 }
 
 #[test]
+fn what_a_secret_file_prints_through_the_gateway_goes_whole() {
+    // A bare value, no keyword beside it: only the command says it is a
+    // secret, and the gateway scrubs a command's output as the agent
+    // does, command and all.
+    let b = gateway("confirm", "[ai]\nmcp_confirm = \"elicitation\"\n");
+    let dir = visible_dir();
+    let file = dir.path().join("db.password");
+    std::fs::write(&file, "Zq8vK2mW9xLp4RtB\n").unwrap();
+    let r = approving_client(&b, &format!("cat {}", file.display()));
+    let text = r["result"]["text"].as_str().unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(!text.contains("Zq8vK2mW9xLp4RtB"), "{text}");
+    assert!(text.contains("[REDACTED"), "{text}");
+    let result = b.wait_event(|e| e["kind"] == "ai_tool_result" && e["via"] == "mcp");
+    assert_eq!(result["exit_code"], 0, "{result}");
+}
+
+#[test]
 fn the_gateway_is_closed_to_users_whose_ai_is_off() {
     let b = gateway("off", "");
     let (r, code) = mcp_client(&b, "bob:web1", &[]);
@@ -591,16 +616,7 @@ fn in_confirm_the_gateway_asks_through_the_client_even_for_read_only_commands() 
             .contains("bob has ai = confirm"),
         "{r}"
     );
-    let accepted = [
-        "--elicit",
-        "accept",
-        "--elicit-content",
-        r#"{"run": true}"#,
-        "--call",
-        "run_command",
-        &call,
-    ];
-    let (r, _) = mcp_client(&b, "bob:web1", &accepted);
+    let r = approving_client(&b, "uname -s");
     assert_eq!(r["elicitations"].as_array().unwrap().len(), 1, "{r}");
     assert!(
         r["result"]["text"].as_str().unwrap().contains("Linux"),
@@ -830,25 +846,18 @@ fn a_key_revoked_under_a_live_gateway_session_runs_no_more_calls() {
 /// runs unasked; nothing is asked of it.
 #[test]
 fn by_default_the_gateway_takes_no_approval_from_the_client() {
-    let accepting = ["--elicit", "accept", "--elicit-content", r#"{"run": true}"#];
-    let call = |b: &Bastion, command: &str| {
-        let mut args = accepting.to_vec();
-        let json = json!({ "command": command }).to_string();
-        args.extend(["--call", "run_command", &json]);
-        mcp_client(b, "bob:web1", &args).0
-    };
     let dir = visible_dir();
     let made = dir.path().join("made");
     let touch = format!("touch {}", made.display());
     let b = gateway("auto", "");
-    let r = call(&b, &touch);
+    let r = approving_client(&b, &touch);
     assert_eq!(r["result"]["isError"], true, "{r}");
     let text = r["result"]["text"].as_str().unwrap();
     assert!(text.contains("mcp_confirm = \"refuse\""), "{text}");
     assert_eq!(r["elicitations"], json!([]), "{r}");
     assert!(!made.exists(), "{r}");
     // What the policy runs unasked still runs.
-    let r = call(&b, "uname -s");
+    let r = approving_client(&b, "uname -s");
     assert!(
         r["result"]["text"].as_str().unwrap().contains("Linux"),
         "{r}"
@@ -870,7 +879,7 @@ fn by_default_the_gateway_takes_no_approval_from_the_client() {
     );
     // In confirm everything needs approval: nothing runs.
     let b = gateway("confirm", "");
-    let r = call(&b, "uname -s");
+    let r = approving_client(&b, "uname -s");
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(
         r["result"]["text"]
