@@ -20,11 +20,18 @@
 
 FROM rust:1.91-bookworm AS build
 WORKDIR /src
+# The dependencies first, in a layer of their own (built for an empty
+# walissh): a change to walissh's code rebuilds walissh alone.
+COPY Cargo.toml Cargo.lock ./
+COPY vendor vendor
+RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+    && cargo build --release --locked \
+    && rm -rf src
 COPY . .
 # The release profile keeps line tables for profiling (debug = 1): the
-# image's binary goes without them.
-RUN cargo build --release --locked \
-    && ./target/release/walissh man > walissh.1 \
+# image's binary goes without them. `touch`: newer than the empty build.
+RUN touch src/main.rs src/lib.rs \
+    && cargo build --release --locked \
     && strip --strip-debug target/release/walissh
 
 FROM debian:bookworm-slim
@@ -37,7 +44,7 @@ RUN apt-get update \
     && install -d -m 0700 -o walissh -g walissh /var/lib/walissh \
     && install -d -m 0755 /etc/walissh /usr/share/walissh
 COPY --from=build /src/target/release/walissh /usr/bin/walissh
-COPY --from=build /src/walissh.1 /usr/share/man/man1/walissh.1
+COPY packaging/man /usr/share/man/man1
 COPY --chown=root:walissh --chmod=0640 etc/walissh.toml /etc/walissh/walissh.toml
 COPY etc/skills /usr/share/walissh/skills
 USER walissh

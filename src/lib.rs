@@ -22,6 +22,7 @@ mod daemon;
 pub mod fuzzing;
 mod keys;
 mod logging;
+mod manual;
 mod password;
 mod route;
 mod server;
@@ -112,8 +113,14 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Print the man page (roff): `walissh man > walissh.1`.
-    Man,
+    /// Print the man page (roff): `walissh man > walissh.1`; or, with
+    /// `--dir`, write it and a page for each subcommand there.
+    Man {
+        /// Write every page (`walissh.1`, `walissh-serve.1` and the rest)
+        /// into DIR.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Print the completion script for a shell: `walissh completions bash`.
     Completions {
         #[arg(value_enum)]
@@ -429,11 +436,20 @@ fn run(cmd: Cmd) -> Result<(), String> {
             println!("{}: ok", checked.config.source);
             Ok(())
         }
-        Cmd::Man => {
+        Cmd::Man { dir } => {
             use clap::CommandFactory;
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut std::io::stdout())
-                .map_err(|e| format!("cannot write the man page: {e}"))
+            let pages = manual::pages(Cli::command());
+            let Some(dir) = dir else {
+                let written = std::io::stdout().write_all(pages[0].1.as_bytes());
+                return unless_reader_left(written)
+                    .map_err(|e| format!("cannot write the man page: {e}"));
+            };
+            for (name, roff) in pages {
+                let path = dir.join(name);
+                std::fs::write(&path, roff)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            }
+            Ok(())
         }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;

@@ -99,8 +99,31 @@ fn bad_usage_exits_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `groff` (man's formatter) reads `page` without a warning.
+fn groff_reads(name: &str, page: &str) {
+    use std::io::Write;
+    let mut groff = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("groff (tools/test-peers installs it)");
+    groff
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(page.as_bytes())
+        .unwrap();
+    let out = groff.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
-fn a_man_page_and_completions_that_real_tools_read() {
+fn man_pages_and_completions_that_real_tools_read() {
     let out = Command::new(walissh_bin()).arg("man").output().unwrap();
     assert!(out.status.success());
     let page = String::from_utf8(out.stdout).unwrap();
@@ -108,29 +131,32 @@ fn a_man_page_and_completions_that_real_tools_read() {
     for sub in ["serve", "check\\-config", "audit", "completions"] {
         assert!(page.contains(sub), "{sub} missing from the man page");
     }
-    // groff (man's formatter) reads it without a warning, when installed.
-    if let Ok(mut groff) = Command::new("groff")
-        .args(["-man", "-Tutf8", "-ww", "-z"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        use std::io::Write;
-        groff
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(page.as_bytes())
-            .unwrap();
-        let out = groff.wait_with_output().unwrap();
-        assert!(
-            out.status.success() && out.stderr.is_empty(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    groff_reads("walissh man", &page);
+    // --dir writes the main page and one per subcommand it names.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(walissh_bin())
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(dir.path().join("walissh.1")).unwrap();
+    assert_eq!(written, page);
+    for name in [
+        "walissh-serve.1",
+        "walissh-audit-verify.1",
+        "walissh-redact.1",
+    ] {
+        let page = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(page.contains(".SH EXIT STATUS"), "{name}");
+        groff_reads(name, &page);
     }
-    // Each completion script parses in its shell.
-    for (shell, check) in [("bash", "bash"), ("zsh", "zsh")] {
+    // Each completion script parses in its shell; fish's completes too.
+    for shell in ["bash", "zsh", "fish"] {
         let out = Command::new(walissh_bin())
             .args(["completions", shell])
             .output()
@@ -138,14 +164,29 @@ fn a_man_page_and_completions_that_real_tools_read() {
         assert!(out.status.success());
         let script = String::from_utf8(out.stdout).unwrap();
         assert!(script.contains("check-config"), "{script}");
-        if let Ok(parsed) = Command::new(check).args(["-n", "-c", &script]).output() {
-            assert!(
-                parsed.status.success(),
-                "{shell}: {}",
-                String::from_utf8_lossy(&parsed.stderr)
-            );
+        let parsed = match shell {
+            "fish" => Command::new("fish")
+                .args(["--no-execute", "-c", &script])
+                .output(),
+            _ => Command::new(shell).args(["-n", "-c", &script]).output(),
         }
+        .unwrap_or_else(|e| panic!("{shell} (tools/test-peers installs it): {e}"));
+        assert!(
+            parsed.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&parsed.stderr)
+        );
     }
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/completions/walissh.fish"
+    );
+    let completed = Command::new("fish")
+        .args(["-c", &format!("source {file}; complete -C 'walissh che'")])
+        .output()
+        .unwrap();
+    let completed = String::from_utf8_lossy(&completed.stdout);
+    assert!(completed.starts_with("check-config\t"), "{completed}");
 }
 
 #[test]
