@@ -180,13 +180,25 @@ pub fn policy(data: &[u8]) {
 /// what surrounds it); and a secret planted in a known shape (appended as
 /// `password=…` on a line of its own) never survives, whatever comes
 /// before it. The same text read as a command line, and as the output
-/// of a command that reads a secret store, never panics either.
+/// of a command that reads a secret store, never panics either; and a
+/// command's capture, fed the bytes in two pieces, reads what the
+/// redactor reads.
 pub fn redact(data: &[u8]) {
     static REDACTOR: LazyLock<Redactor> =
         LazyLock::new(|| Redactor::new(&[], &[]).expect("the rules load"));
     let text = String::from_utf8_lossy(data);
     let session = Numbering::default();
     let (out, _) = REDACTOR.redact(&text, &session);
+    // A command's capture reads the bytes as the redactor reads their
+    // text (`escapes`), however the stream is cut.
+    let cut = data
+        .first()
+        .map_or(0, |&b| usize::from(b) % (data.len() + 1));
+    let (mut reader, mut read) = (crate::escapes::Reader::default(), String::new());
+    reader.feed(&data[..cut], &mut read);
+    reader.feed(&data[cut..], &mut read);
+    reader.finish(&mut read);
+    assert_eq!(read, crate::context::redact::plain_text(&text));
     let control = out
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t');

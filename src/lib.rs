@@ -17,6 +17,7 @@ mod bastion;
 mod config;
 mod context;
 mod daemon;
+mod escapes;
 #[cfg(any(fuzzing, test))]
 #[doc(hidden)]
 pub mod fuzzing;

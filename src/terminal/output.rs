@@ -3,7 +3,10 @@
 //!
 //! Only the head is cleaned as it arrives; the tail is kept raw and cleaned
 //! when asked for, so bulk output costs a bounded copy per chunk, not a
-//! pass over every byte.
+//! pass over every byte. Cleaned as everything bound for the model is
+//! (`crate::escapes`): a capture keeps what the redactor will judge.
+
+use crate::escapes::Reader;
 
 /// Bytes of the cleaned head, and of the raw tail, kept.
 const HEAD: usize = 4 * 1024;
@@ -11,8 +14,8 @@ const TAIL: usize = 8 * 1024;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Capture {
-    head: Vec<u8>,
-    head_state: Strip,
+    head: String,
+    head_state: Reader,
     /// Raw bytes that went into the head (it is kept cleaned).
     head_raw: u64,
     tail: Vec<u8>,
@@ -48,69 +51,25 @@ impl Capture {
 
     /// The head, and when there was more, a marker and the cleaned tail.
     pub(crate) fn text(&self) -> String {
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        if !self.tail.is_empty() {
-            let clean = strip(&self.tail);
+        let mut out = self.head.clone();
+        if self.tail.is_empty() {
+            // A character the output ended in the middle of.
+            self.head_state.clone().finish(&mut out);
+        } else {
+            // Read afresh: what is left of a sequence the tail starts in
+            // reads as text, and of a character, as U+FFFD.
+            let mut clean = String::new();
+            let mut reader = Reader::default();
+            reader.feed(&self.tail, &mut clean);
+            reader.finish(&mut clean);
             let cut = self.total - self.head_raw - self.tail.len() as u64;
             if cut > 0 {
                 let cut = usize::try_from(cut).unwrap_or(usize::MAX);
                 out.push_str(&format!("\n{}\n", crate::text::marker(cut)));
             }
-            out.push_str(&String::from_utf8_lossy(&clean));
+            out.push_str(&clean);
         }
         out
-    }
-}
-
-/// A remover of terminal escape sequences (CSI, OSC, DCS and the other
-/// strings, charset selections such as `ESC ( B`) and of control
-/// characters but line feed and tab, fed in pieces: `vte`'s parser
-/// (the one vt100 uses) does the reading, so every sequence a terminal
-/// knows ends where the terminal ends it.
-#[derive(Default)]
-struct Strip(vte::Parser);
-
-impl Strip {
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        self.0.advance(&mut Keep(out), bytes);
-    }
-}
-
-/// `bytes` as text: without escape sequences and control characters but
-/// line feed and tab (see `Strip`).
-pub(crate) fn strip(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    Strip::default().feed(bytes, &mut out);
-    out
-}
-
-/// A copy starts reading afresh: a capture is only copied once its
-/// command has finished.
-impl Clone for Strip {
-    fn clone(&self) -> Strip {
-        Strip::default()
-    }
-}
-
-impl std::fmt::Debug for Strip {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Strip")
-    }
-}
-
-/// What `Strip` keeps: text, line feeds and tabs.
-struct Keep<'a>(&'a mut Vec<u8>);
-
-impl vte::Perform for Keep<'_> {
-    fn print(&mut self, c: char) {
-        let mut buf = [0; 4];
-        self.0.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-    }
-
-    fn execute(&mut self, byte: u8) {
-        if matches!(byte, b'\n' | b'\t') {
-            self.0.push(byte);
-        }
     }
 }
 
@@ -128,6 +87,25 @@ mod tests {
         let mut c = Capture::default();
         c.push(b"a\x1b(B\x1b[mb \x1bPq#0;2;0;0;0\x1b\\c \x1b_hidden\x1b\\d\r\n");
         assert_eq!(c.text(), "ab c d\n");
+    }
+
+    /// What a capture keeps is what the redactor reads: a control
+    /// sequence a line break cuts short takes no letter of the next line
+    /// (a terminal would take the `p` of `password=`, and the detectors
+    /// would read `assword=`).
+    #[test]
+    fn a_sequence_cut_short_hides_no_letter_from_the_redactor() {
+        let mut c = Capture::default();
+        c.push(b"x\x1b[01;3\npassword=hunter2hunter2\r\n");
+        assert_eq!(c.text(), "x\npassword=hunter2hunter2\n");
+        let r = crate::context::redact::Redactor::new(&[], &[]).unwrap();
+        let sent = r.redact(&c.text(), &Default::default()).0;
+        assert!(!sent.contains("hunter2hunter2"), "{sent}");
+        // The same in the tail, past the head.
+        let mut c = Capture::default();
+        c.push(&vec![b'.'; HEAD * 2]);
+        c.push(b"x\x1b[01;3\npassword=hunter2hunter2\r\n");
+        assert!(c.text().ends_with("x\npassword=hunter2hunter2\n"));
     }
 
     #[test]

@@ -95,9 +95,48 @@ fn last_line(tail: &[u8]) -> Vec<u8> {
 /// before its prompt).
 fn visible(line: &[u8]) -> Vec<u8> {
     line.split(|&b| b == b'\r')
-        .map(super::output::strip)
+        .map(strip)
         .rfind(|part| !part.is_empty())
         .unwrap_or_default()
+}
+
+/// A remover of terminal escape sequences (CSI, OSC, DCS and the other
+/// strings, charset selections such as `ESC ( B`) and of control
+/// characters but line feed and tab: `vte`'s parser (the one vt100 uses)
+/// does the reading, so every sequence ends where the terminal ends it,
+/// as a prompt must be read: as it is drawn. (Text bound for the model is
+/// read by `crate::escapes`, which errs toward keeping text.)
+#[derive(Default)]
+struct Strip(vte::Parser);
+
+impl Strip {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        self.0.advance(&mut Keep(out), bytes);
+    }
+}
+
+/// `bytes` as text: without escape sequences and control characters but
+/// line feed and tab (see `Strip`).
+fn strip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    Strip::default().feed(bytes, &mut out);
+    out
+}
+
+/// What `Strip` keeps: text, line feeds and tabs.
+struct Keep<'a>(&'a mut Vec<u8>);
+
+impl vte::Perform for Keep<'_> {
+    fn print(&mut self, c: char) {
+        let mut buf = [0; 4];
+        self.0.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+
+    fn execute(&mut self, byte: u8) {
+        if matches!(byte, b'\n' | b'\t') {
+            self.0.push(byte);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,54 +1,18 @@
-//! Text as the model reads it: terminal escape sequences and control
-//! characters taken out before anything is judged.
+//! Text as the model reads it, and the other views the detectors read it
+//! in.
 //!
 //! The redactor judges and sends the same text, so nothing can hide from
 //! the detectors inside an escape sequence (a secret in a window title, a
 //! key split by `grep --color`'s codes) and nothing is cut half-way through
-//! one: the model never needs colours or cursor moves, and gets none.
-//! What is taken out: CSI sequences (`ESC [` … final byte, and the one-char
-//! C1 form), OSC, DCS, SOS, PM and APC strings (to BEL or `ESC \`, or to
-//! the end of a text cut short), two-character `ESC x` sequences, C0
-//! controls but tab and newline, and characters that show nothing
-//! (zero-width ones, bidi controls, Unicode tags: see `invisible`).
-//! Full-width ASCII stays as it is (CJK prose uses its punctuation), but
-//! is read as ASCII (`folded`). CAN and SUB cancel a sequence, and a line
-//! break ends a control sequence cut short. A carriage return ends a line: `\r\n` is
-//! one newline, a lone `\r` (a progress line redrawn) is one too, so two
-//! words it separated stay apart. One pass, no backtracking: linear in the
-//! text, whatever it holds.
-
+//! one: [`plain`] (`crate::escapes`, the one reader of escape sequences
+//! for every text bound for the model) takes them out. Beside it, the
+//! views of a text that undo what hides a key from a pattern: full-width
+//! ASCII read as ASCII (`folded`), HTML entities (`entities`), doubled
+//! escapes (`unescaped`), `git diff --word-diff`'s markers (`word_diff`).
+use crate::escapes::non_ascii;
+pub(crate) use crate::escapes::plain;
+#[cfg(test)]
 use std::borrow::Cow;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Text,
-    Esc,
-    Csi,
-    /// An OSC, DCS, SOS, PM or APC string, to its terminator.
-    Str,
-    StrEsc,
-    /// After a `\r`: a `\n` next is the same line end.
-    Cr,
-}
-
-/// Characters that show nothing: zero-width ones, the soft hyphen, bidi
-/// controls, the BOM and Unicode tags. Inside a key they hide it from the
-/// detectors (`pass\u{200b}word=…` reads as `password=…` on a screen), and
-/// tags carry text the user never sees to the model.
-fn invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{ad}'
-            | '\u{61c}'
-            | '\u{180e}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{feff}'
-            | '\u{fff9}'..='\u{fffb}'
-            | '\u{e0000}'..='\u{e007f}'
-    )
-}
 
 /// Full-width ASCII (`ｐａｓｓｗｏｒｄ＝`, common in CJK text) as ASCII, so a
 /// key written that way is read as one.
@@ -206,96 +170,6 @@ pub(crate) fn word_diff(text: &str) -> Option<[String; 2]> {
     // Blanks put in place of whole characters and of ASCII markers.
     let [before, after] = sides;
     changed.then(|| [before, after].map(|s| String::from_utf8(s).unwrap_or_default()))
-}
-
-/// The characters of `text` that are not ASCII: the ASCII bytes between
-/// them are skipped, not decoded.
-fn non_ascii(text: &str) -> impl Iterator<Item = char> + '_ {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        let skip = text.as_bytes()[at..].iter().position(|b| !b.is_ascii())?;
-        let c = text[at + skip..].chars().next()?;
-        at += skip + c.len_utf8();
-        Some(c)
-    })
-}
-
-/// `text` without escape sequences, control characters and invisible
-/// ones; borrowed when it had none.
-pub(crate) fn plain(text: &str) -> Cow<'_, str> {
-    let keep = |c: char| {
-        ((c >= ' ' && c != '\x7f' && !('\u{80}'..'\u{a0}').contains(&c)) || c == '\n' || c == '\t')
-            && !invisible(c)
-    };
-    // ASCII a byte at a time, and only the other characters decoded.
-    // ASCII kept as it is: printable, a line break or a tab.
-    let plain_ascii = |b: &u8| (b' '..0x7f).contains(b) || matches!(b, b'\n' | b'\t');
-    let ascii_kept = |b: &u8| plain_ascii(b) || !b.is_ascii();
-    if text.as_bytes().iter().all(ascii_kept) && non_ascii(text).all(keep) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut state = State::Text;
-    let mut at = 0;
-    while at < text.len() {
-        // In text, a run of what is kept as it is goes over whole.
-        if matches!(state, State::Text) {
-            let run = text.as_bytes()[at..]
-                .iter()
-                .position(|b| !plain_ascii(b))
-                .unwrap_or(text.len() - at);
-            out.push_str(&text[at..at + run]);
-            at += run;
-        }
-        let Some(c) = text[at..].chars().next() else {
-            break;
-        };
-        at += c.len_utf8();
-        state = match (state, c) {
-            // CAN and SUB cancel any sequence (ECMA-48).
-            (State::Esc | State::Csi | State::Str | State::StrEsc, '\x18' | '\x1a') => State::Text,
-            // A line break ends a control sequence cut short: its
-            // parameters never span lines, and what follows is text.
-            (State::Esc | State::Csi, '\n' | '\r') => {
-                out.push('\n');
-                if c == '\r' { State::Cr } else { State::Text }
-            }
-            (State::Esc, '[') => State::Csi,
-            (State::Esc, ']' | 'P' | 'X' | '^' | '_') => State::Str,
-            // `ESC ( B` and the like: one more character.
-            (State::Esc, ' '..='/') => State::Esc,
-            (State::Esc, _) => State::Text,
-            (State::Csi, '\u{40}'..='\u{7e}') => State::Text,
-            (State::Csi, _) => State::Csi,
-            (State::Str, '\x07' | '\u{9c}') => State::Text,
-            (State::Str, '\x1b') => State::StrEsc,
-            (State::Str, _) => State::Str,
-            (State::StrEsc, '\\') => State::Text,
-            (State::StrEsc, _) => State::Str,
-            (State::Text | State::Cr, '\x1b') => State::Esc,
-            (State::Text | State::Cr, '\u{9b}') => State::Csi,
-            (State::Text | State::Cr, '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}') => {
-                State::Str
-            }
-            (State::Cr, '\n') => State::Text,
-            // NUL separates `/proc/*/environ`'s variables: a line break
-            // keeps them apart (`HOME=/root` then `DB_PASSWORD=…`).
-            (State::Text | State::Cr, '\0') => {
-                out.push('\n');
-                State::Text
-            }
-            (_, '\r') => {
-                out.push('\n');
-                State::Cr
-            }
-            (_, c) if keep(c) => {
-                out.push(c);
-                State::Text
-            }
-            (_, _) => State::Text,
-        };
-    }
-    Cow::Owned(out)
 }
 
 #[cfg(test)]
