@@ -73,7 +73,7 @@ impl Model {
         messages: &[Value],
         tools: &[Value],
         mut on_text: impl FnMut(&str),
-    ) -> Result<Turn, String> {
+    ) -> Result<Turn, ModelError> {
         let mut request = json!({
             "model": self.model,
             "messages": messages,
@@ -106,10 +106,7 @@ impl Model {
                 on_text(&text);
             }
             if acc.bytes > MAX_TURN {
-                return Err(format!(
-                    "the model's answer ran past {} MiB; stopped",
-                    MAX_TURN >> 20
-                ));
+                return Err(ModelError::TooLong);
             }
         }
         Ok(acc.finish())
@@ -123,47 +120,81 @@ impl Model {
         }
     }
 
-    fn silent(&self) -> String {
-        format!(
-            "the model did not answer within {} s",
-            self.timeout.as_secs()
-        )
+    fn silent(&self) -> ModelError {
+        ModelError::Silent(self.timeout.as_secs())
     }
 
-    /// One line for the user: what went wrong, in their terms.
-    fn explain(&self, e: OpenAIError) -> String {
+    /// What went wrong, in the user's terms.
+    fn explain(&self, e: OpenAIError) -> ModelError {
         match e {
             OpenAIError::ApiError(r) => match r.status_code.as_u16() {
-                401 | 403 => format!(
-                    "the model endpoint refused the API key ({})",
-                    r.api_error.message
-                ),
-                404 => format!(
-                    "the model endpoint does not know model {} ({})",
-                    self.model, r.api_error.message
-                ),
-                429 => "the model endpoint is rate-limiting us; try again shortly".to_string(),
-                code => format!(
-                    "the model endpoint answered {code}: {}",
-                    r.api_error.message
-                ),
+                401 | 403 => ModelError::Key(r.api_error.message),
+                404 => ModelError::UnknownModel {
+                    model: self.model.clone(),
+                    message: r.api_error.message,
+                },
+                429 => ModelError::RateLimited,
+                code => ModelError::Status {
+                    code,
+                    message: r.api_error.message,
+                },
             },
             OpenAIError::Reqwest(e) if e.is_timeout() => self.silent(),
             OpenAIError::Reqwest(e) if e.is_connect() => {
-                format!("cannot reach the model endpoint at {}", self.base_url)
+                ModelError::Unreachable(self.base_url.clone())
             }
             OpenAIError::StreamError(e) if e.to_string().contains("timed out") => self.silent(),
             OpenAIError::JSONDeserialize(_, content) => {
-                let content = crate::text::head(&content, 80);
-                format!(
-                    "the model endpoint sent something that is not a chat completion: {content:?}"
-                )
+                ModelError::NotChat(crate::text::head(&content, 80).to_string())
             }
             other => {
                 let text = other.to_string();
                 let text = crate::text::head(&text, 200);
-                format!("the model request failed: {}", text.replace('\n', " "))
+                ModelError::Other(text.replace('\n', " "))
             }
+        }
+    }
+}
+
+/// Why a turn failed: a sentence for the user (its `Display`), and which
+/// case it is ([`ModelError::reason`]) for the `ai_error` row, so an
+/// operator can tell a revoked key from a slow endpoint without reading
+/// sentences.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum ModelError {
+    #[error("the model did not answer within {0} s")]
+    Silent(u64),
+    #[error("the model endpoint refused the API key ({0})")]
+    Key(String),
+    #[error("the model endpoint does not know model {model} ({message})")]
+    UnknownModel { model: String, message: String },
+    #[error("the model endpoint is rate-limiting us; try again shortly")]
+    RateLimited,
+    #[error("the model endpoint answered {code}: {message}")]
+    Status { code: u16, message: String },
+    #[error("cannot reach the model endpoint at {0}")]
+    Unreachable(String),
+    #[error("the model endpoint sent something that is not a chat completion: {0:?}")]
+    NotChat(String),
+    #[error("the model's answer ran past {} MiB; stopped", MAX_TURN >> 20)]
+    TooLong,
+    #[error("the model request failed: {0}")]
+    Other(String),
+}
+
+impl ModelError {
+    /// The case, as the `ai_error` row's `reason` names it.
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            ModelError::Silent(_) => "model_timeout",
+            ModelError::Key(_) => "model_key",
+            ModelError::UnknownModel { .. } => "model_unknown",
+            ModelError::RateLimited => "model_rate_limited",
+            ModelError::Status { .. } => "model_status",
+            ModelError::Unreachable(_) => "model_unreachable",
+            ModelError::NotChat(_) => "model_not_chat",
+            ModelError::TooLong => "model_too_long",
+            ModelError::Other(_) => "model_other",
         }
     }
 }
@@ -282,7 +313,9 @@ mod tests {
         // 3-byte characters: byte 80 falls inside one.
         let body = "語".repeat(100);
         let e = serde_json::from_str::<Value>("{").unwrap_err();
-        let said = model.explain(OpenAIError::JSONDeserialize(e, body));
+        let said = model
+            .explain(OpenAIError::JSONDeserialize(e, body))
+            .to_string();
         assert!(said.contains(&"語".repeat(26)), "{said}");
         assert!(!said.contains(&"語".repeat(27)), "{said}");
     }
@@ -358,7 +391,11 @@ mod tests {
         let (url, _) = server(vec![(200, sse(&chunks), true)]).await;
         let model = Model::new(&llm(&url)).unwrap();
         let err = model.turn(&[], &[], |_| {}).await.err().unwrap();
-        assert_eq!(err, "the model's answer ran past 4 MiB; stopped");
+        assert_eq!(
+            err.to_string(),
+            "the model's answer ran past 4 MiB; stopped"
+        );
+        assert_eq!(err.reason(), "model_too_long");
     }
 
     #[tokio::test]
@@ -380,9 +417,11 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            e.starts_with("the model endpoint refused the API key"),
+            e.to_string()
+                .starts_with("the model endpoint refused the API key"),
             "{e}"
         );
+        assert_eq!(e.reason(), "model_key");
 
         let closed = format!("http://127.0.0.1:{}/v1", {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -393,7 +432,11 @@ mod tests {
             .turn(&[], &[], |_| {})
             .await
             .unwrap_err();
-        assert!(e.starts_with("cannot reach the model endpoint"), "{e}");
-        assert!(!e.contains('\n'));
+        assert!(
+            e.to_string().starts_with("cannot reach the model endpoint"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains('\n'));
+        assert_eq!(e.reason(), "model_unreachable");
     }
 }

@@ -321,7 +321,14 @@ pub(crate) async fn answer(
         host.thinking();
         let turn = match model.turn(&messages, &tools, |t| host.stream(t)).await {
             Ok(turn) => turn,
-            Err(e) => return fail(host, &e).await,
+            Err(e) => {
+                let fields = vec![
+                    ("message", e.to_string().into()),
+                    ("reason", e.reason().into()),
+                ];
+                host.audit(Kind::AiError, fields).await;
+                return Err(e.to_string());
+            }
         };
         // At most MAX_CALLS_PER_TURN calls are kept, each with bounded
         // arguments: what the model asked for is history too.

@@ -153,7 +153,10 @@ impl Pumps<'_> {
                     format!("{} closed the session unexpectedly", self.ids.target)
                 });
                 notify(&client_tx, &msg).await;
-                totals.lost = Some(msg);
+                totals.lost = Some(super::Lost {
+                    message: msg,
+                    reason: "lost",
+                });
             }
             End::TargetClosed => {}
             End::ClientClosed => {

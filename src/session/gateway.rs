@@ -95,15 +95,16 @@ pub(super) async fn serve(
     let bastion = &conn.bastion;
     let connected = tokio::select! {
         r = upstream::connect(target, &bastion.upstream, &ids.user, &ids.session) => r,
-        _ = stop.requested() => Err(super::SHUTTING_DOWN.to_string()),
+        _ = stop.requested() => Err(upstream::OpenError::Stopped(super::SHUTTING_DOWN.to_string())),
     };
     let runner = match connected {
         Ok(r) => r,
-        Err(message) => {
-            end_with(&channel, false, &message, 255).await;
+        Err(failed) => {
+            let lost = super::Lost::from(failed);
+            end_with(&channel, false, &lost.message, 255).await;
             return Totals {
                 exit_status: Some(255),
-                lost: Some(message),
+                lost: Some(lost),
                 ..Totals::default()
             };
         }

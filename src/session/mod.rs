@@ -104,7 +104,23 @@ struct Totals {
     exit_signal: Option<String>,
     /// Why the target failed the session (unreachable, refused, vanished
     /// without an exit status), for an `upstream_error` row.
-    lost: Option<String>,
+    lost: Option<Lost>,
+}
+
+/// What an `upstream_error` row says: the user's sentence, and its case
+/// (`upstream::OpenError::reason`, or `lost` for a target gone mid-session).
+struct Lost {
+    message: String,
+    reason: &'static str,
+}
+
+impl From<upstream::OpenError> for Lost {
+    fn from(e: upstream::OpenError) -> Lost {
+        Lost {
+            reason: e.reason(),
+            message: e.to_string(),
+        }
+    }
 }
 
 pub(crate) async fn run(conn: Connection, mut channel: Channel<Msg>, mut stop: Listener) {
@@ -379,7 +395,7 @@ async fn run_session(
     };
     let opened = tokio::select! {
         o = upstream::open(&target, &bastion.upstream, &request) => o,
-        _ = stop.requested() => Err(SHUTTING_DOWN.to_string()),
+        _ = stop.requested() => Err(upstream::OpenError::Stopped(SHUTTING_DOWN.to_string())),
     };
     let totals = match opened {
         Ok(Opened {
@@ -421,12 +437,14 @@ async fn run_session(
                 .bridge(channel, reader, writer, terminal, early_input, stop)
                 .await
         }
-        Err(message) => {
-            tracing::warn!(session = %ids.session, target = %ids.target, %message, "upstream failed");
-            end_with(&channel, pty, &message, 255).await;
+        Err(failed) => {
+            let lost = Lost::from(failed);
+            let (message, reason) = (&lost.message, lost.reason);
+            tracing::warn!(session = %ids.session, target = %ids.target, %message, reason, "upstream failed");
+            end_with(&channel, pty, message, 255).await;
             Totals {
                 exit_status: Some(255),
-                lost: Some(message),
+                lost: Some(lost),
                 ..Totals::default()
             }
         }
@@ -513,10 +531,11 @@ fn screen_model(conn: &Connection, ids: &Ids, pty: &PtySpec) -> Option<Screen> {
 /// How the session ended: the lost upstream, the recording closed, the
 /// `session_end` event and the row's end.
 async fn audit_end(bastion: &Bastion, ids: &Ids, totals: &Totals, recording: Option<Recording>) {
-    if let Some(message) = &totals.lost {
+    if let Some(lost) = &totals.lost {
         let ev = ids
             .event(Kind::UpstreamError)
-            .field("message", message.as_str());
+            .field("message", lost.message.as_str())
+            .field("reason", lost.reason);
         bastion.audit.event(ev).await;
     }
     // The recording's digest goes into the chained row: `audit verify`

@@ -430,12 +430,63 @@ pub(crate) enum Writer {
     Local(local::Writer),
 }
 
-/// Opens the target side. The error is a sentence for the user.
+/// Why the target side could not be opened or connected: a sentence for
+/// the user (its `Display`), and which case it is ([`OpenError::reason`]),
+/// for the `upstream_error` row, so an operator can tell a changed host
+/// key (an alarm) from a target that is down (an outage) without reading
+/// sentences.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("cannot reach {name} ({host}:{port}): {why}")]
+    Unreachable {
+        name: String,
+        host: String,
+        port: u16,
+        why: String,
+    },
+    #[error("{0} did not answer in time")]
+    Timeout(String),
+    /// The target's host key was refused (changed, revoked, unknown under
+    /// the strict policy) or could not be checked.
+    #[error("host key for {name} {why}; ask an administrator")]
+    HostKey { name: String, why: String },
+    /// The target refused the bastion's login, or the bastion has nothing
+    /// to log in with.
+    #[error("{0}")]
+    Login(String),
+    /// Logged in, but the session's channel, terminal or command was
+    /// refused.
+    #[error("{0}")]
+    Channel(String),
+    /// A local target's account or process could not be had.
+    #[error("{0}")]
+    Local(String),
+    /// The bastion is shutting down.
+    #[error("{0}")]
+    Stopped(String),
+}
+
+impl OpenError {
+    /// The case, as the `upstream_error` row's `reason` names it.
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            OpenError::Unreachable { .. } => "unreachable",
+            OpenError::Timeout(_) => "timeout",
+            OpenError::HostKey { .. } => "host_key",
+            OpenError::Login(_) => "login",
+            OpenError::Channel(_) => "channel",
+            OpenError::Local(_) => "local",
+            OpenError::Stopped(_) => "shutdown",
+        }
+    }
+}
+
+/// Opens the target side. The error says why, and which case it is.
 pub(crate) async fn open(
     target: &TargetConfig,
     settings: &UpstreamSettings,
     req: &Request,
-) -> Result<Opened, String> {
+) -> Result<Opened, OpenError> {
     match target.kind {
         TargetKind::Ssh => {
             let (r, w, info, runner) = ssh::open(target, settings, req).await?;
@@ -463,11 +514,14 @@ pub(crate) async fn open(
                 Ok::<_, String>((who, info))
             })
             .await
-            .map_err(|e| format!("account lookup failed: {e}"))??;
+            .map_err(|e| format!("account lookup failed: {e}"))
+            .and_then(|r| r)
+            .map_err(OpenError::Local)?;
             let integrated = wants
                 .then(|| Shell::from_path(&who.shell().to_string_lossy()))
                 .flatten();
-            let (r, w) = local::open(&who, req, integrated.is_some(), &settings.spawn_lock)?;
+            let (r, w) = local::open(&who, req, integrated.is_some(), &settings.spawn_lock)
+                .map_err(OpenError::Local)?;
             Ok(Opened {
                 reader: Reader::Local(r),
                 writer: Writer::Local(w),
@@ -480,13 +534,13 @@ pub(crate) async fn open(
 }
 
 /// A runner on `target` with no session channel of its own: a login to an
-/// ssh target, or the local target's account. The error is a sentence.
+/// ssh target, or the local target's account.
 pub(crate) async fn connect(
     target: &TargetConfig,
     settings: &UpstreamSettings,
     user: &str,
     session: &str,
-) -> Result<Runner, String> {
+) -> Result<Runner, OpenError> {
     match target.kind {
         TargetKind::Ssh => Ok(Runner::new(Via::Ssh(
             ssh::connect(target, settings, user, session).await?,
@@ -498,7 +552,9 @@ pub(crate) async fn connect(
             let who =
                 tokio::task::spawn_blocking(move || LocalAccount::resolve(run_as.as_deref(), &own))
                     .await
-                    .map_err(|e| format!("account lookup failed: {e}"))??;
+                    .map_err(|e| format!("account lookup failed: {e}"))
+                    .and_then(|r| r)
+                    .map_err(OpenError::Local)?;
             Ok(Runner::new(Via::Local(Arc::new(who))))
         }
     }

@@ -17,7 +17,7 @@ use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client}
 use tokio::net::TcpStream;
 
 use super::known_hosts::{self, Known};
-use super::{Command, PROBE, Request, TargetEvent, TargetInfo, UpstreamSettings};
+use super::{Command, OpenError, PROBE, Request, TargetEvent, TargetInfo, UpstreamSettings};
 use crate::config::{HostKeyPolicy, TargetConfig};
 use crate::terminal::Shell;
 
@@ -174,9 +174,9 @@ impl HostKeyCheck {
         let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
     }
 
+    /// Why the key was refused, for `OpenError::HostKey`.
     fn refuse(&self, why: &str) {
-        let msg = format!("host key for {} {why}; ask an administrator", self.name);
-        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
     }
 }
 
@@ -303,10 +303,10 @@ pub(crate) async fn open(
     target: &TargetConfig,
     settings: &UpstreamSettings,
     req: &Request,
-) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), OpenError> {
     match tokio::time::timeout(CONNECT_TIMEOUT, open_inner(target, settings, req)).await {
         Ok(r) => r,
-        Err(_) => Err(format!("{} did not answer in time", target.name())),
+        Err(_) => Err(OpenError::Timeout(target.name().to_string())),
     }
 }
 
@@ -317,14 +317,13 @@ pub(crate) async fn connect(
     settings: &UpstreamSettings,
     user: &str,
     session: &str,
-) -> Result<Runner, String> {
+) -> Result<Runner, OpenError> {
     let connected = tokio::time::timeout(
         CONNECT_TIMEOUT,
         login(target, settings, user, session, None),
     )
     .await;
-    let (conn, lost) =
-        connected.map_err(|_| format!("{} did not answer in time", target.name()))??;
+    let (conn, lost) = connected.map_err(|_| OpenError::Timeout(target.name().to_string()))??;
     Ok(Runner {
         conn: Arc::new(conn),
         lost,
@@ -335,7 +334,7 @@ async fn open_inner(
     target: &TargetConfig,
     settings: &UpstreamSettings,
     req: &Request,
-) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), String> {
+) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), OpenError> {
     let name = target.name();
     let (conn, lost) = login(target, settings, &req.user, &req.session, req.agent.clone()).await?;
     let info = match req.wants_integration() {
@@ -350,7 +349,7 @@ async fn open_inner(
     let ch = conn
         .channel_open_session()
         .await
-        .map_err(|e| format!("{name} refused a session channel: {e}"))?;
+        .map_err(|e| OpenError::Channel(format!("{name} refused a session channel: {e}")))?;
     let (read, write) = ch.split();
     let mut reader = Reader {
         ch: read,
@@ -359,7 +358,7 @@ async fn open_inner(
     };
     start_command(&write, &mut reader, req, integrated)
         .await
-        .map_err(|e| format!("{name}: {e}"))?;
+        .map_err(|e| OpenError::Channel(format!("{name}: {e}")))?;
     let conn = Arc::new(conn);
     let runner = Runner {
         conn: conn.clone(),
@@ -376,7 +375,7 @@ async fn login(
     user: &str,
     session: &str,
     agent: Option<russh::server::Handle>,
-) -> Result<(client::Handle<HostKeyCheck>, Lost), String> {
+) -> Result<(client::Handle<HostKeyCheck>, Lost), OpenError> {
     let name = target.name();
     let host = target
         .host
@@ -415,8 +414,12 @@ async fn login(
         maximum_packet_size: 65535,
         ..Default::default()
     });
-    let unreachable =
-        |e: &dyn std::fmt::Display| format!("cannot reach {name} ({host}:{port}): {e}");
+    let unreachable = |e: &dyn std::fmt::Display| OpenError::Unreachable {
+        name: name.to_string(),
+        host: host.clone(),
+        port,
+        why: e.to_string(),
+    };
     let socket = TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|e| unreachable(&e))?;
@@ -425,7 +428,13 @@ async fn login(
         Ok(c) => c,
         Err(e) => {
             let refused = verdict.lock().unwrap_or_else(|e| e.into_inner()).take();
-            return Err(refused.unwrap_or_else(|| unreachable(&e)));
+            return Err(match refused {
+                Some(why) => OpenError::HostKey {
+                    name: name.to_string(),
+                    why,
+                },
+                None => unreachable(&e),
+            });
         }
     };
     let login = target.user.as_ref().map_or(user, |u| u.get_ref().as_str());
@@ -469,14 +478,16 @@ async fn authenticate(
     target: &TargetConfig,
     settings: &UpstreamSettings,
     holder: &super::cert::Holder<'_>,
-) -> Result<(), String> {
+) -> Result<(), OpenError> {
     let name = target.name();
     let login = holder.principal;
     let (method, result) = match (&target.password_env, &settings.ca) {
         (Some(var), _) => {
             let var = var.get_ref();
             let password = std::env::var(var).map_err(|_| {
-                format!("{name}: the bastion has no password for it ({var} is not set)")
+                OpenError::Login(format!(
+                    "{name}: the bastion has no password for it ({var} is not set)"
+                ))
             })?;
             (
                 "password",
@@ -484,7 +495,8 @@ async fn authenticate(
             )
         }
         (None, Some(ca)) => {
-            let (key, cert) = super::cert::issue(ca, holder, settings.cert_validity)?;
+            let (key, cert) =
+                super::cert::issue(ca, holder, settings.cert_validity).map_err(OpenError::Login)?;
             let result = conn
                 .authenticate_openssh_cert(login, Arc::new(key), cert)
                 .await;
@@ -509,10 +521,10 @@ async fn authenticate(
     };
     match result {
         Ok(r) if r.success() => Ok(()),
-        Ok(_) => Err(format!(
+        Ok(_) => Err(OpenError::Login(format!(
             "{name} refused the bastion's login as {login} ({method}); {fix}"
-        )),
-        Err(e) => Err(format!("{name}: login failed: {e}")),
+        ))),
+        Err(e) => Err(OpenError::Login(format!("{name}: login failed: {e}"))),
     }
 }
 

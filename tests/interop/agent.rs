@@ -832,7 +832,9 @@ fn ctrl_c_while_a_command_runs() {
 /// Asks one question of a failing model: the screen shows one line
 /// `walissh: ...` that says `error`, the prompt comes back, and the
 /// `ai_error` event says `error` too.
-fn fails_with(b: &Bastion, error: &str) -> (Terminal, Value) {
+/// A question that fails with `error` on the screen, and an `ai_error`
+/// row that says it, and names its case (`reason`).
+fn fails_with(b: &Bastion, error: &str, reason: &str) -> (Terminal, Value) {
     let t = bob(b);
     let at = ask(&t, "? why is the disk full");
     let at = t.expect_from(error, at);
@@ -848,6 +850,7 @@ fn fails_with(b: &Bastion, error: &str) -> (Terminal, Value) {
     back_at_prompt(b, &t, at);
     let e = b.wait_kind("ai_error");
     assert!(e["message"].as_str().unwrap_or("").contains(error), "{e}");
+    assert_eq!(e["reason"], reason, "{e}");
     (t, e)
 }
 
@@ -855,7 +858,7 @@ fn fails_with(b: &Bastion, error: &str) -> (Terminal, Value) {
 fn endpoint_down() {
     // The harness's default [llm] is a closed local port.
     let b = Bastion::start();
-    fails_with(&b, "cannot reach the model endpoint");
+    fails_with(&b, "cannot reach the model endpoint", "model_unreachable");
     assert_eq!(of_kind(&ai_events(&b), "ai_error").len(), 1);
 }
 
@@ -880,6 +883,7 @@ fn a_wrong_api_key() {
     fails_with(
         &b,
         "the model endpoint refused the API key (Incorrect API key provided)",
+        "model_key",
     );
     assert_eq!(model.count(), 1, "a refused key was retried");
 }
@@ -888,7 +892,11 @@ fn a_wrong_api_key() {
 fn an_unknown_model() {
     let model = Model::start(vec![refusal(404, "model not found")]);
     let b = bastion(&model);
-    fails_with(&b, "does not know model test-model (model not found)");
+    fails_with(
+        &b,
+        "does not know model test-model (model not found)",
+        "model_unknown",
+    );
     assert_eq!(model.count(), 1);
 }
 
@@ -896,7 +904,7 @@ fn an_unknown_model() {
 fn a_persistent_server_error_after_retries() {
     let model = Model::start((0..4).map(|_| server_error()).collect());
     let b = bastion(&model);
-    fails_with(&b, "the model endpoint answered 500");
+    fails_with(&b, "the model endpoint answered 500", "model_status");
     // One try and three retries, all scripted; nothing after.
     assert_eq!(model.count(), 4);
     assert!(model.requests().iter().all(|r| r.scripted));
@@ -930,7 +938,7 @@ fn rate_limited_then_answered() {
 fn garbage_from_the_endpoint() {
     let model = Model::start(vec![Reply::Raw("data: not json\n\n".into())]);
     let b = bastion(&model);
-    fails_with(&b, "not a chat completion");
+    fails_with(&b, "not a chat completion", "model_not_chat");
 }
 
 #[test]
@@ -955,6 +963,7 @@ fn an_endpoint_that_hangs_past_the_timeout() {
         shown.duration_since(asked)
     );
     let e = b.wait_kind("ai_error");
+    assert_eq!(e["reason"], "model_timeout", "{e}");
     assert!(
         e["message"]
             .as_str()

@@ -276,6 +276,7 @@ fn a_target_that_stops_answering_ends_the_session_with_one_line() {
     );
     let lost = b.wait_kind("upstream_error");
     assert_eq!(lost["message"], "web1 stopped answering (silent for 3 s)");
+    assert_eq!(lost["reason"], "lost");
     b.wait_kind("session_end");
 }
 
