@@ -19,7 +19,11 @@
 //! settings and the user's settings for each question. It never sees the
 //! bastion.
 
+mod host;
+mod wires;
 mod workflow;
+
+pub(crate) use wires::{ClientEnds, Input, SeatEnds, TargetEnds, wires};
 
 use crate::audit::Kind;
 use workflow::set_facts;
@@ -73,8 +77,6 @@ const CLEAR_LINE: &str = "\x05\x15";
 /// How long the shell may take to show a fresh prompt before walissh
 /// refuses to type a command: it types only into the shell.
 const PROMPT_WAIT: Duration = Duration::from_secs(3);
-/// Keys queued for the seat beyond this are dropped.
-const KEYS_QUEUE: usize = 64;
 /// Bytes of a clean command's output sent to the client pump and not yet
 /// written, at most: beyond, the command is not read.
 const OUTPUT_AHEAD: usize = 64 * 1024;
@@ -83,72 +85,6 @@ const OUTPUT_AHEAD: usize = 64 * 1024;
 pub(crate) struct Asked {
     pub(crate) question: Question,
     pub(crate) snapshot: Snapshot,
-}
-
-/// The client pump's ends of the wiring.
-pub(crate) struct ClientEnds {
-    pub(crate) questions: mpsc::UnboundedSender<Asked>,
-    pub(crate) draw: mpsc::UnboundedReceiver<Draw>,
-    /// Each command line the shell finished, with its record if one ran.
-    pub(crate) lines: mpsc::UnboundedSender<Option<CommandRecord>>,
-}
-
-/// What the seat hands the target pump to type into the shell.
-pub(crate) enum Input {
-    /// The seat's own keys (a command, an interruption, a fresh prompt):
-    /// typed as they are.
-    Seat(Bytes),
-    /// Keys the user typed once the answer was complete, before the
-    /// prompt was back, handed back with the terminal: typed as if they
-    /// came now, through every check the user's keys go through.
-    Ahead(Bytes),
-}
-
-/// The target pump's ends of the wiring.
-pub(crate) struct TargetEnds {
-    pub(crate) typed: mpsc::UnboundedReceiver<Input>,
-    pub(crate) keys: mpsc::Sender<Bytes>,
-    pub(crate) cancel: mpsc::Sender<()>,
-}
-
-/// The seat's ends of the wiring.
-pub(crate) struct SeatEnds {
-    questions: mpsc::UnboundedReceiver<Asked>,
-    draw: mpsc::UnboundedSender<Draw>,
-    lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
-    typed: mpsc::UnboundedSender<Input>,
-    keys: mpsc::Receiver<Bytes>,
-    cancel: mpsc::Receiver<()>,
-}
-
-/// The channels between the pumps and the seat.
-pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
-    let (questions_tx, questions_rx) = mpsc::unbounded_channel();
-    let (draw_tx, draw_rx) = mpsc::unbounded_channel();
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel();
-    let (typed_tx, typed_rx) = mpsc::unbounded_channel();
-    let (keys_tx, keys_rx) = mpsc::channel(KEYS_QUEUE);
-    let (cancel_tx, cancel_rx) = mpsc::channel(1);
-    (
-        ClientEnds {
-            questions: questions_tx,
-            draw: draw_rx,
-            lines: lines_tx,
-        },
-        TargetEnds {
-            typed: typed_rx,
-            keys: keys_tx,
-            cancel: cancel_tx,
-        },
-        SeatEnds {
-            questions: questions_rx,
-            draw: draw_tx,
-            lines: lines_rx,
-            typed: typed_tx,
-            keys: keys_rx,
-            cancel: cancel_rx,
-        },
-    )
 }
 
 /// What the seat is given of its session and of the bastion: where its
@@ -845,141 +781,6 @@ impl Seat<'_> {
             self.show(out);
         }
         None
-    }
-}
-
-impl Host for Seat<'_> {
-    fn thinking(&mut self) {
-        let end = self.painter.end_line();
-        self.show(end);
-        let _ = self.draw.send(Draw::Spin);
-    }
-
-    fn stream(&mut self, text: &str) {
-        self.painter.resize(self.desk.shared.cols());
-        let bytes = self.painter.text(text);
-        self.show(bytes);
-    }
-
-    fn refused(&mut self, command: &str, why: &str) {
-        let line = self.painter.refused(command, why);
-        self.show(line);
-    }
-
-    fn called(&mut self, call: &str, error: Option<&str>) {
-        let mut out = Vec::new();
-        if !call.is_empty() && self.shown.as_deref() != Some(call) {
-            out.extend(self.painter.command(call, ""));
-        }
-        self.shown = None;
-        if let Some(e) = error {
-            out.extend(self.painter.error(e));
-        }
-        self.show(out);
-    }
-
-    async fn approve(&mut self, command: &str, reason: &str, asked: &Prompt) -> Approval {
-        // Only a key typed after the question is shown answers it.
-        self.forget_keys();
-        let mut out = self.painter.command(command, reason);
-        out.extend(self.painter.listing(&asked.commands));
-        if let Some(changes) = &asked.changes {
-            out.extend(self.painter.changes(changes));
-        }
-        let account = self.account.as_ref().map(NestedUser::to_string);
-        out.extend(self.painter.ask(account.as_deref()));
-        self.show(out);
-        self.shown = Some(command.to_string());
-        let Some(keys) = self.keys.recv().await else {
-            return Approval::No;
-        };
-        match keys.first() {
-            Some(b'y' | b'Y') => {
-                let out = self.painter.answered("y");
-                self.show(out);
-                Approval::Yes
-            }
-            Some(b'e' | b'E') => {
-                let out = self.painter.answered("e");
-                self.show(out);
-                match self.edit(command).await {
-                    Some(edit) if edit == command => Approval::Yes,
-                    Some(edit) => Approval::Edited(edit),
-                    None => Approval::No,
-                }
-            }
-            _ => {
-                let out = self.painter.answered("n");
-                self.show(out);
-                Approval::No
-            }
-        }
-    }
-
-    async fn wall(&mut self) -> Result<Wall, String> {
-        let agent = &self.settings.agent;
-        let apart = self.desk.apart(agent.command_timeout);
-        let wall = exec::wall(apart, &agent.sandboxing).await;
-        if let Err(why) = &wall
-            && !std::mem::replace(&mut self.told_no_wall, true)
-        {
-            let out = self.painter.notice(why);
-            self.show(out);
-        }
-        wall
-    }
-
-    async fn run(&mut self, command: &str, clean: Option<(&str, Wall)>) -> Outcome {
-        if self.shown.as_deref() != Some(command) {
-            let line = self.painter.command(command, "");
-            self.show(line);
-        }
-        self.shown = None;
-        self.settle_lines().await;
-        self.in_flight = Some((command.to_string(), clean.is_some()));
-        let outcome = match clean {
-            Some((script, wall)) => self.run_apart(script, wall).await,
-            None => self.run_typed(command).await,
-        };
-        self.in_flight = None;
-        let mut out = self.painter.end_line();
-        out.extend(
-            self.painter
-                .outcome(outcome.exit_code, outcome.interrupted.as_deref()),
-        );
-        self.show(out);
-        outcome
-    }
-
-    async fn audit(&mut self, kind: Kind, fields: Vec<(&'static str, Value)>) {
-        Seat::audit(self, kind, fields).await
-    }
-
-    fn place(&self, apart: bool) -> Vec<(&'static str, Value)> {
-        if apart {
-            return vec![("depth", 0.into())];
-        }
-        let p = &self.place;
-        let mut fields = vec![
-            ("depth", (p.depth as u64).into()),
-            ("shell_user", p.user.clone().into()),
-        ];
-        if let Some(host) = &p.host {
-            fields.push(("host", host.as_str().into()));
-        }
-        fields
-    }
-
-    async fn audit_ahead(
-        &mut self,
-        kind: Kind,
-        fields: Vec<(&'static str, Value)>,
-    ) -> Result<(), &'static str> {
-        let ev = self.event(kind, fields);
-        if let Some(r) = self.desk.recording {
-            r.mark_event(&ev).await;
-        }
-        self.desk.audit.ahead(ev).await
     }
 }
 
