@@ -17,8 +17,6 @@ pub(crate) mod call;
 pub(crate) mod exec;
 pub(crate) mod mcp;
 pub(crate) mod model;
-#[cfg(test)]
-pub(crate) mod oracle;
 pub(crate) mod parallel;
 pub(crate) mod policy;
 pub(crate) mod react;

@@ -329,6 +329,8 @@ pub(crate) fn commands(line: &str) -> Option<usize> {
 }
 
 #[cfg(test)]
+pub(crate) mod oracle;
+#[cfg(test)]
 mod tables;
 #[cfg(test)]
 mod tests;

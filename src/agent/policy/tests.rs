@@ -476,14 +476,14 @@ const TYPED_EVERY: usize = 4;
 
 /// The execution oracle: each line of both corpora and a stream of
 /// generated ones runs under real bash, dash and zsh in a jail where every
-/// program is a logging stub (`agent::oracle`). A line the policy runs
+/// program is a logging stub (`policy::oracle`). A line the policy runs
 /// unasked must run exactly the programs and argv the policy read, in
 /// every shell, and its quoted script under bash (what runs it) too; for
 /// every line it asks about, every program bash ran must be one the
 /// policy saw (and lists before `Run?`).
 #[test]
 fn what_the_policy_reads_is_what_the_shells_run() {
-    use crate::agent::oracle::{Oracle, Shell};
+    use crate::agent::policy::oracle::{Oracle, Shell};
     let Some(oracle) = Oracle::new() else {
         eprintln!("skipped: this machine cannot build the oracle's jail");
         return;
