@@ -26,6 +26,7 @@ mod network;
 mod places;
 mod power;
 mod processes;
+mod refusals;
 #[cfg(test)]
 mod tests;
 
@@ -173,6 +174,10 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
     let args = &argv[1..];
     let vals: Vec<&str> = args.iter().map(Word::text).collect();
     let has = |w: &str| vals.contains(&w);
+    // What needs no reading of its own is a table (`refusals`).
+    if let Some(why) = refusals::refused(program, &vals) {
+        return Some(why);
+    }
     match program {
         "rm" => rm(args, &vals),
         "unlink" => removes(program, args),
@@ -212,13 +217,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         p if p.starts_with("mkfs") || p.starts_with("mke2fs") || p.starts_with("mkdosfs") => {
             Some(format!("{p} rewrites disks"))
         }
-        "mkswap" | "wipefs" | "blkdiscard" | "mkntfs" | "mkexfatfs" | "mklost+found"
-        | "pvremove" | "vgremove" | "lvremove" | "lvreduce" | "killall5" | "kexec" | "rtcwake"
-        | "pvcreate" | "sg_format" | "dcfldd" | "ddrescue" | "dd_rescue" | "zerofree" | "scrub" => {
-            Some(format!(
-                "{program} is destructive: it overwrites disks or stops the host"
-            ))
-        }
         "badblocks"
             if vals
                 .iter()
@@ -228,26 +226,9 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         }
         "hdparm" if hdparm_erases(&vals) => Some("hdparm erases or writes the disk".into()),
         "mdadm" if mdadm_destroys(&vals) => Some("mdadm destroys or degrades arrays".into()),
-        "nvme" if vals.iter().any(|v| NVME_WRITES.contains(v)) => {
-            Some("nvme erases, writes or removes a disk".into())
-        }
-        "cryptsetup" if vals.iter().any(|v| CRYPTSETUP_DESTROYS.contains(v)) => {
-            Some("cryptsetup destroys, suspends or replaces encrypted volumes' headers".into())
-        }
         "lvresize" if shrinks(&vals) => {
             Some("lvresize to a size that is not an increase may shrink a volume".into())
         }
-        "zpool"
-            if vals.iter().any(|v| {
-                matches!(
-                    *v,
-                    "destroy" | "labelclear" | "create" | "add" | "attach" | "replace" | "split"
-                )
-            }) =>
-        {
-            Some("zpool destroys or rewrites disks".into())
-        }
-        "zfs" if has("destroy") => Some("zfs destroys data".into()),
         "fdisk" | "sfdisk" | "sgdisk" | "gdisk" | "cfdisk" | "parted" | "partprobe"
             if !lists_only(program, &vals) =>
         {
@@ -260,25 +241,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         {
             Some("debugfs -w writes a filesystem".into())
         }
-        "dmsetup"
-            if vals.iter().any(|v| {
-                matches!(
-                    *v,
-                    "remove_all"
-                        | "wipe_table"
-                        | "remove"
-                        | "clear"
-                        | "load"
-                        | "reload"
-                        | "suspend"
-                )
-            }) =>
-        {
-            Some("dmsetup removes, suspends or rewrites volumes".into())
-        }
-        "fsfreeze" | "xfs_freeze" if vals.iter().any(|v| matches!(*v, "-f" | "--freeze")) => Some(
-            format!("{program} freezes a filesystem: every write to it hangs"),
-        ),
         "umount" if unmounts_the_system(args, &vals) => {
             Some("umount takes away every filesystem, or the system's own".into())
         }
@@ -290,8 +252,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         "shutdown" if !(vals == ["-c"] || vals == ["--show"]) => {
             Some("shutdown stops the host".into())
         }
-        "reboot" | "halt" | "poweroff" | "pm-suspend" | "pm-hibernate" | "pm-suspend-hybrid"
-        | "s2ram" | "s2disk" | "zzz" => Some(format!("{program} stops the host")),
         "init" | "telinit"
             if vals
                 .iter()
@@ -300,23 +260,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
             Some(format!("{program} changes the runlevel"))
         }
         "systemctl" => systemctl(&vals),
-        "loginctl"
-            if vals.iter().any(|v| {
-                matches!(
-                    *v,
-                    "poweroff"
-                        | "reboot"
-                        | "halt"
-                        | "suspend"
-                        | "hibernate"
-                        | "hybrid-sleep"
-                        | "suspend-then-hibernate"
-                        | "kexec"
-                )
-            }) =>
-        {
-            Some("loginctl stops the host".into())
-        }
         "busctl" | "dbus-send" | "gdbus" | "mdbus2" => bus_call(program, &vals),
         p if p.starts_with("qdbus") => bus_call(program, &vals),
         "ipmitool"
@@ -327,13 +270,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         {
             Some("ipmitool power or raw commands can stop the host".into())
         }
-        "machinectl"
-            if vals
-                .iter()
-                .any(|v| matches!(*v, "poweroff" | "reboot" | "kill" | "terminate")) =>
-        {
-            Some("machinectl stops machines".into())
-        }
         "modprobe"
             if vals.iter().any(|v| {
                 is_long_prefix(v, "remove", 3) || short_cluster(v).is_some_and(|c| c.contains('r'))
@@ -341,7 +277,6 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         {
             Some("modprobe -r unloads drivers, the network's and the disks' among them".into())
         }
-        "rmmod" => Some("rmmod unloads drivers, the network's and the disks' among them".into()),
         // Processes.
         "kill" => kill(args),
         "pkill" | "killall" | "skill" | "snice" => mass_kill(program, &vals),
@@ -366,26 +301,10 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
         {
             Some("chage changes when root's password or account expires".into())
         }
-        "userdel" | "groupdel" | "deluser" | "delgroup"
-            if vals.iter().any(|v| matches!(*v, "root" | "0")) =>
-        {
-            Some(format!("{program} removes root"))
-        }
-        "chpasswd" | "chgpasswd" | "newusers" => Some(format!(
-            "{program} sets passwords from its input, which walissh cannot see (root's among them)"
-        )),
         // Packages.
         "dpkg" | "rpm" | "apt" | "apt-get" | "aptitude" | "yum" | "dnf" | "microdnf" | "zypper"
         | "pacman" | "apk" => removes_essentials(program, &vals),
         "socat" => socat(&vals, depth),
-        // The agent cannot drive a full-screen program, and one left open
-        // holds the user's shell.
-        "vi" | "vim" | "nvim" | "view" | "nano" | "pico" | "emacs" | "joe" | "mcedit" | "ed"
-        | "less" | "more" | "most" | "man" | "top" | "htop" | "atop" | "iotop" | "nmon"
-        | "watch" | "tmux" | "screen" | "mc" | "vipw" | "sudoedit" => Some(format!(
-            "{program} is interactive: the agent cannot drive it \
-             (read with cat, head, tail or grep; top -bn1 for top)"
-        )),
         _ => cuts_off(program, &vals)
             .or_else(|| mass_delete(program, args, &vals))
             .or_else(|| container_run(program, args, depth))

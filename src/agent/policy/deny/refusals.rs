@@ -1,0 +1,213 @@
+//! The destructive rules that need no reading of their own, as data: a
+//! program refused whatever its arguments say, or when one of its words
+//! is one of a list (`zpool destroy`, `userdel root`). Where a rule needs
+//! more (which operand, which option cluster, what a path reaches), it is
+//! code, in the files beside this one.
+//!
+//! What it leaves to others: reading the rest of the command
+//! (`deny::command`).
+
+use super::power::{CRYPTSETUP_DESTROYS, NVME_WRITES};
+
+/// One rule of the table.
+struct Refusal {
+    programs: &'static [&'static str],
+    when: When,
+    /// Why, for the user and the model; `{program}` is the program's name.
+    why: &'static str,
+}
+
+/// When a program of the table is refused.
+enum When {
+    Always,
+    /// When one of its words (an option, a verb, an operand) is one of
+    /// these, exactly.
+    AnyWord(&'static [&'static str]),
+}
+
+const fn always(programs: &'static [&'static str], why: &'static str) -> Refusal {
+    Refusal {
+        programs,
+        when: When::Always,
+        why,
+    }
+}
+
+const fn any_word(
+    programs: &'static [&'static str],
+    words: &'static [&'static str],
+    why: &'static str,
+) -> Refusal {
+    Refusal {
+        programs,
+        when: When::AnyWord(words),
+        why,
+    }
+}
+
+const TABLE: &[Refusal] = &[
+    // Disks and volumes.
+    always(
+        &[
+            "mkswap",
+            "wipefs",
+            "blkdiscard",
+            "mkntfs",
+            "mkexfatfs",
+            "mklost+found",
+            "pvremove",
+            "vgremove",
+            "lvremove",
+            "lvreduce",
+            "killall5",
+            "kexec",
+            "rtcwake",
+            "pvcreate",
+            "sg_format",
+            "dcfldd",
+            "ddrescue",
+            "dd_rescue",
+            "zerofree",
+            "scrub",
+        ],
+        "{program} is destructive: it overwrites disks or stops the host",
+    ),
+    any_word(
+        &["nvme"],
+        NVME_WRITES,
+        "nvme erases, writes or removes a disk",
+    ),
+    any_word(
+        &["cryptsetup"],
+        CRYPTSETUP_DESTROYS,
+        "cryptsetup destroys, suspends or replaces encrypted volumes' headers",
+    ),
+    any_word(
+        &["zpool"],
+        &[
+            "destroy",
+            "labelclear",
+            "create",
+            "add",
+            "attach",
+            "replace",
+            "split",
+        ],
+        "zpool destroys or rewrites disks",
+    ),
+    any_word(&["zfs"], &["destroy"], "zfs destroys data"),
+    any_word(
+        &["dmsetup"],
+        &[
+            "remove_all",
+            "wipe_table",
+            "remove",
+            "clear",
+            "load",
+            "reload",
+            "suspend",
+        ],
+        "dmsetup removes, suspends or rewrites volumes",
+    ),
+    any_word(
+        &["fsfreeze", "xfs_freeze"],
+        &["-f", "--freeze"],
+        "{program} freezes a filesystem: every write to it hangs",
+    ),
+    // Power and init.
+    always(
+        &[
+            "reboot",
+            "halt",
+            "poweroff",
+            "pm-suspend",
+            "pm-hibernate",
+            "pm-suspend-hybrid",
+            "s2ram",
+            "s2disk",
+            "zzz",
+        ],
+        "{program} stops the host",
+    ),
+    any_word(
+        &["loginctl"],
+        &[
+            "poweroff",
+            "reboot",
+            "halt",
+            "suspend",
+            "hibernate",
+            "hybrid-sleep",
+            "suspend-then-hibernate",
+            "kexec",
+        ],
+        "loginctl stops the host",
+    ),
+    any_word(
+        &["machinectl"],
+        &["poweroff", "reboot", "kill", "terminate"],
+        "machinectl stops machines",
+    ),
+    always(
+        &["rmmod"],
+        "rmmod unloads drivers, the network's and the disks' among them",
+    ),
+    // Accounts.
+    any_word(
+        &["userdel", "groupdel", "deluser", "delgroup"],
+        &["root", "0"],
+        "{program} removes root",
+    ),
+    always(
+        &["chpasswd", "chgpasswd", "newusers"],
+        "{program} sets passwords from its input, which walissh cannot see (root's among them)",
+    ),
+    // The agent cannot drive a full-screen program, and one left open
+    // holds the user's shell.
+    always(
+        &[
+            "vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit", "ed", "less",
+            "more", "most", "man", "top", "htop", "atop", "iotop", "nmon", "watch", "tmux",
+            "screen", "mc", "vipw", "sudoedit",
+        ],
+        "{program} is interactive: the agent cannot drive it \
+         (read with cat, head, tail or grep; top -bn1 for top)",
+    ),
+];
+
+/// Why the table refuses `program` with these words, if it does.
+pub(super) fn refused(program: &str, words: &[&str]) -> Option<String> {
+    let rule = TABLE.iter().find(|r| r.programs.contains(&program))?;
+    let applies = match rule.when {
+        When::Always => true,
+        When::AnyWord(listed) => words.iter().any(|w| listed.contains(w)),
+    };
+    applies.then(|| rule.why.replace("{program}", program))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program is in the table once: the first rule naming it would
+    /// hide a later one.
+    #[test]
+    fn each_program_is_named_once() {
+        let mut seen = std::collections::HashSet::new();
+        for p in TABLE.iter().flat_map(|r| r.programs) {
+            assert!(seen.insert(*p), "{p} is named twice");
+        }
+    }
+
+    #[test]
+    fn words_must_match_exactly() {
+        assert!(refused("zfs", &["list"]).is_none());
+        assert!(refused("zfs", &["destroy", "pool/x"]).is_some());
+        assert!(refused("zfs", &["destroyed"]).is_none());
+        assert_eq!(
+            refused("deluser", &["root"]).as_deref(),
+            Some("deluser removes root")
+        );
+        assert!(refused("ls", &[]).is_none());
+    }
+}
