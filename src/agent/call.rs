@@ -211,3 +211,141 @@ pub(crate) async fn scrubbed(
 
 /// What stands for a text that could not be checked for secrets.
 pub(crate) const WITHHELD: &str = "[output withheld: it could not be checked for secrets]";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A site that writes down what happens, in order.
+    #[derive(Default)]
+    struct Log {
+        events: Vec<String>,
+        refuse: bool,
+        storage_down: bool,
+    }
+
+    struct Said(String);
+
+    impl Ran for Said {
+        fn fields(&self) -> Fields {
+            vec![("said", self.0.as_str().into())]
+        }
+    }
+
+    impl Site for Log {
+        type Run = ();
+        type Ran = Said;
+        type Subject = String;
+
+        fn origin(&self) -> Fields {
+            vec![("via", "test".into())]
+        }
+
+        async fn decide(&mut self, command: String) -> Decided<String, ()> {
+            self.events.push("decide".into());
+            match self.refuse {
+                true => Decided::No {
+                    decision: "denied_by_policy",
+                    subject: command,
+                    reason: Some("no".into()),
+                    tell: "refused".into(),
+                },
+                false => Decided::Go {
+                    decision: "auto",
+                    subject: command,
+                    sandbox: Some("bwrap"),
+                    place: vec![("depth", 0.into())],
+                    run: (),
+                },
+            }
+        }
+
+        async fn run(&mut self, command: &String, _: ()) -> Said {
+            self.events.push(format!("run {command}"));
+            Said("password=hunter2".into())
+        }
+
+        async fn scrub(&mut self, _: &String, ran: &mut Said) {
+            self.events.push("scrub".into());
+            ran.0 = ran.0.replace("hunter2", "[REDACTED]");
+        }
+
+        async fn audit(&mut self, kind: Kind, fields: Fields) {
+            self.events.push(row(kind, &fields));
+        }
+
+        async fn audit_ahead(&mut self, kind: Kind, fields: Fields) -> Result<(), &'static str> {
+            if self.storage_down {
+                return Err("the audit cannot be written");
+            }
+            self.events.push(format!("ahead {}", row(kind, &fields)));
+            Ok(())
+        }
+    }
+
+    fn row(kind: Kind, fields: &Fields) -> String {
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{kind} {}", fields.join(" "))
+    }
+
+    fn make_now(site: &mut Log) -> Ended<String, Said> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(make(site, "uptime".to_string()))
+    }
+
+    /// The row is committed before the command runs, what it printed is
+    /// scrubbed before the result row, and every row carries the same
+    /// subject, place and origin.
+    #[test]
+    fn the_row_goes_ahead_and_the_output_is_scrubbed_before_its_row() {
+        let mut site = Log::default();
+        let Ended::Ran(command, said) = make_now(&mut site) else {
+            panic!("it did not run: {:?}", site.events);
+        };
+        assert_eq!(
+            (command.as_str(), said.0.as_str()),
+            ("uptime", "password=[REDACTED]")
+        );
+        assert_eq!(
+            site.events,
+            [
+                "decide",
+                "ahead ai_tool_call command=\"uptime\" decision=\"auto\" sandbox=\"bwrap\" depth=0 via=\"test\"",
+                "run uptime",
+                "scrub",
+                "ai_tool_result command=\"uptime\" said=\"password=[REDACTED]\" depth=0 via=\"test\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_one_row_and_nothing_runs() {
+        let mut site = Log {
+            refuse: true,
+            ..Log::default()
+        };
+        assert!(matches!(make_now(&mut site), Ended::No(t) if t == "refused"));
+        assert_eq!(
+            site.events,
+            [
+                "decide",
+                "ai_tool_call command=\"uptime\" decision=\"denied_by_policy\" reason=\"no\" via=\"test\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_its_row_nothing_runs() {
+        let mut site = Log {
+            storage_down: true,
+            ..Log::default()
+        };
+        assert!(matches!(
+            make_now(&mut site),
+            Ended::NotRun(_, "the audit cannot be written")
+        ));
+        assert_eq!(site.events, ["decide"]);
+    }
+}
