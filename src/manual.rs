@@ -20,32 +20,34 @@ pub(crate) fn pages(mut cli: clap::Command) -> Vec<(String, String)> {
     // Gives each subcommand its display name (`walissh-audit-verify`).
     cli.build();
     let mut out = Vec::new();
-    add(&cli, &mut out);
+    add(&cli, &mut Vec::new(), &mut out);
     out
 }
 
-/// `cmd`'s page, then its subcommands', depth first.
-fn add(cmd: &clap::Command, out: &mut Vec<(String, String)>) {
-    out.push(page(cmd));
+/// `cmd`'s page, then its subcommands', depth first. `path` names `cmd`
+/// under `walissh` (`["audit", "verify"]`): a display name cannot, as a
+/// subcommand's name may hold a `-` of its own (`check-config`).
+fn add<'c>(cmd: &'c clap::Command, path: &mut Vec<&'c str>, out: &mut Vec<(String, String)>) {
+    out.push(page(cmd, path));
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        add(sub, out);
+        path.push(sub.get_name());
+        add(sub, path, out);
+        path.pop();
     }
 }
 
-fn page(cmd: &clap::Command) -> (String, String) {
+fn page(cmd: &clap::Command, path: &[&str]) -> (String, String) {
     let man = clap_mangen::Man::new(cmd.clone()).date("");
     let name = man.get_filename();
     let mut roff = Vec::new();
     // Into memory: no write can fail.
     let _ = man.render(&mut roff);
     let mut roff = String::from_utf8_lossy(&roff).into_owned();
-    let words: Vec<&str> = cmd
-        .get_display_name()
-        .unwrap_or("walissh")
-        .split('-')
-        .skip(1)
-        .collect();
-    sections(&mut roff, &words, &subcommands(cmd));
+    // The main page speaks for every subcommand; another reads a config
+    // when it takes `-c` (global, so its own subcommands take it too).
+    let reads_config =
+        path.is_empty() || cmd.get_arguments().any(|a| a.get_long() == Some("config"));
+    sections(&mut roff, path, reads_config, &subcommands(cmd));
     (name, roff)
 }
 
@@ -57,23 +59,10 @@ fn subcommands(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
-/// Subcommands that read a config, and through it the state directory.
-const READS_CONFIG: &[&str] = &[
-    "serve",
-    "check-config",
-    "pubkey",
-    "totp",
-    "sessions",
-    "play",
-    "redact",
-    "audit",
-];
-
 /// Appends the sections the CLI's definition cannot give, for the page of
 /// the subcommand named by `words` (none: the main page).
-fn sections(roff: &mut String, words: &[&str], subs: &[String]) {
+fn sections(roff: &mut String, words: &[&str], reads_config: bool, subs: &[String]) {
     let first = words.first().copied();
-    let reads_config = first.is_none_or(|w| READS_CONFIG.contains(&w));
     section(roff, "ENVIRONMENT");
     if reads_config {
         item(
@@ -267,11 +256,17 @@ mod tests {
                 assert!(roff.contains(section), "{name} lacks {section}");
             }
         }
-        let serve = &pages
-            .iter()
-            .find(|(n, _)| n == "walissh-serve.1")
-            .unwrap()
-            .1;
+        let page = |name: &str| &pages.iter().find(|(n, _)| n == name).unwrap().1;
+        let serve = page("walissh-serve.1");
         assert!(serve.contains("SIGHUP reloads") && serve.contains(".SH FILES"));
+        // A subcommand whose name holds a `-` gets its own sections, and
+        // names no page that does not exist.
+        let check = page("walissh-check-config.1");
+        assert!(check.contains(".SH FILES"), "{check}");
+        assert!(check.contains("naming the file, line and key"), "{check}");
+        let hash = page("walissh-hash-password.1");
+        assert!(!hash.contains(".SH FILES"), "{hash}");
+        assert!(!hash.contains("walissh\\-hash\\fR(1)"), "{hash}");
+        assert!(page("walissh-audit-verify.1").contains("only when the chain"));
     }
 }
