@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::policy::{Policy, Verdict};
+use super::policy::{Policy, Prompt, Verdict};
 use super::react::Outcome;
 use crate::config::{AiMode, AutoSandbox};
 use crate::terminal::Capture;
@@ -58,26 +58,39 @@ impl<'a> Apart<'a> {
     }
 }
 
-/// The policy's verdict on `command` in `mode`, and the wall a `Run`
-/// runs behind: the one first step of every tool call (the agent's, and
-/// an MCP client's through the gateway). A line the policy runs unasked
-/// runs only behind a wall (`wall`, found on the target once); with none
-/// to be had, it is judged again as in `confirm`, so it is asked.
+/// What a tool call's command may do, once judged ([`judged`]).
+pub(crate) enum Judged {
+    /// Refused, and why.
+    Denied(String),
+    /// Asked about first, with what `Run?` shows.
+    Asked(Prompt),
+    /// Run unasked: the policy's script, behind this wall.
+    Unasked(String, Wall),
+}
+
+/// The policy's judgement of `command` in `mode`: the one first step of
+/// every tool call (the agent's, and an MCP client's through the
+/// gateway). A line the policy runs unasked runs only behind a wall
+/// (`wall`, found on the target once); with none to be had, it is judged
+/// again as in `confirm`, so it is asked.
 pub(crate) async fn judged(
     policy: &Policy,
     command: &str,
     mode: AiMode,
     wall: impl std::future::Future<Output = Result<Wall, String>>,
-) -> (Verdict, Option<Wall>) {
+) -> Judged {
+    let asked_or_denied = |verdict| match verdict {
+        Verdict::Deny(why) => Judged::Denied(why),
+        Verdict::Ask(prompt) => Judged::Asked(prompt),
+        // Only `auto` runs a line unasked, and only with a wall.
+        Verdict::Run(_) => Judged::Asked(Prompt::default()),
+    };
     match policy.check_off_worker(command, mode).await {
         Verdict::Run(script) => match wall.await {
-            Ok(wall) => (Verdict::Run(script), Some(wall)),
-            Err(_) => (
-                policy.check_off_worker(command, AiMode::Confirm).await,
-                None,
-            ),
+            Ok(wall) => Judged::Unasked(script, wall),
+            Err(_) => asked_or_denied(policy.check_off_worker(command, AiMode::Confirm).await),
         },
-        other => (other, None),
+        other => asked_or_denied(other),
     }
 }
 

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use super::Agent;
 use super::call::{self, Decided, Ended, Fields, Site, Tool};
+use super::exec::Judged;
 use super::mcp::{Offered, Toolbox};
 use super::model::{Model, ToolCall};
 use super::policy::{Prompt, Verdict};
@@ -321,14 +322,7 @@ pub(crate) async fn answer(
         host.thinking();
         let turn = match model.turn(&messages, &tools, |t| host.stream(t)).await {
             Ok(turn) => turn,
-            Err(e) => {
-                let fields = vec![
-                    ("message", e.to_string().into()),
-                    ("reason", e.reason().into()),
-                ];
-                host.audit(Kind::AiError, fields).await;
-                return Err(e.to_string());
-            }
+            Err(e) => return fail(host, &e.to_string(), Some(e.reason())).await,
         };
         // At most MAX_CALLS_PER_TURN calls are kept, each with bounded
         // arguments: what the model asked for is history too.
@@ -361,7 +355,7 @@ pub(crate) async fn answer(
             };
             let mut result = match ran {
                 Ok(result) => result,
-                Err(why) => return fail(host, &why).await,
+                Err(why) => return fail(host, &why, None).await,
             };
             if dropped > 0 && n + 1 == calls.len() {
                 result.push_str(&format!(
@@ -378,11 +372,8 @@ pub(crate) async fn answer(
             });
         }
     }
-    fail(
-        host,
-        &format!("no answer within {} steps", limits.max_steps),
-    )
-    .await
+    let why = format!("no answer within {} steps", limits.max_steps);
+    fail(host, &why, None).await
 }
 
 /// Arguments longer than this are not run, nor kept.
@@ -428,9 +419,18 @@ async fn scrub_output(agent: &Agent, memory: &mut Memory, command: &str, text: &
     clean
 }
 
-async fn fail(host: &mut impl Host, message: &str) -> Result<String, String> {
-    host.audit(Kind::AiError, vec![("message", message.into())])
-        .await;
+/// The question ends here: `message` is audited (with `reason`, the
+/// case, when there is one) and shown.
+async fn fail(
+    host: &mut impl Host,
+    message: &str,
+    reason: Option<&'static str>,
+) -> Result<String, String> {
+    let mut fields = vec![("message", message.into())];
+    if let Some(reason) = reason {
+        fields.push(("reason", reason.into()));
+    }
+    host.audit(Kind::AiError, fields).await;
     Err(message.to_string())
 }
 
@@ -517,29 +517,25 @@ impl<H: Host> Site for CommandSite<'_, H> {
     async fn decide(&mut self, command: String) -> Decided<String, Self::Run> {
         let (policy, mode) = (&self.agent.policy, self.mode);
         let host = &mut *self.host;
-        let (verdict, wall) = super::exec::judged(policy, &command, mode, host.wall()).await;
         // Asked, so typed into the user's shell, as they saw it.
-        let asked = |decision, command, place| Decided::Go {
+        let typed = |decision, command, host: &mut H| Decided::Go {
             decision,
             subject: command,
             sandbox: None,
-            place,
+            place: host.place(false),
             run: None,
         };
-        let typed = host.place(false);
-        match (verdict, wall) {
-            (Verdict::Deny(why), _) => denied(host, command, why),
-            (Verdict::Run(script), Some(wall)) => Decided::Go {
+        match super::exec::judged(policy, &command, mode, host.wall()).await {
+            Judged::Denied(why) => denied(host, command, why),
+            Judged::Unasked(script, wall) => Decided::Go {
                 decision: "auto",
                 subject: command,
                 sandbox: Some(wall.name()),
                 place: host.place(true),
                 run: Some((script, wall)),
             },
-            // `judged` found a wall for every line it runs unasked.
-            (Verdict::Run(_), None) => asked("approved", command, typed),
-            (Verdict::Ask(prompt), _) => match host.approve(&command, self.reason, &prompt).await {
-                Approval::Yes => asked("approved", command, typed),
+            Judged::Asked(prompt) => match host.approve(&command, self.reason, &prompt).await {
+                Approval::Yes => typed("approved", command, host),
                 Approval::No => Decided::No {
                     decision: "denied_by_user",
                     subject: command,
@@ -549,7 +545,7 @@ impl<H: Host> Site for CommandSite<'_, H> {
                 // An edit is checked again: the user's hand is no policy bypass.
                 Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
                     Verdict::Deny(why) => denied(host, edit, why),
-                    _ => asked("edited", edit, typed),
+                    _ => typed("edited", edit, host),
                 },
             },
         }
@@ -620,8 +616,8 @@ async fn run_mcp(
     let (server, tool) = (offered.server.as_str(), offered.tool.as_str());
     // The tool's name is the server's word: spelled out like the rest.
     let head = format!("mcp {server}/{} ", render::exact(tool));
-    let arguments = Value::Object(arguments).to_string();
-    let line = format!("{head}{}", render::exact(&arguments));
+    let sent = Value::Object(arguments.clone()).to_string();
+    let line = shown(&head, &sent);
     asked.push(line.clone());
     if asked.iter().filter(|c| **c == line).count() > MAX_REPEATS {
         return Err("the agent kept asking for the same call; stopped".into());
@@ -641,21 +637,22 @@ async fn run_mcp(
         offered,
         head: &head,
         unasked,
+        arguments,
     };
     let subject = Tool {
         server: server.to_string(),
         tool: tool.to_string(),
-        arguments,
+        arguments: sent,
     };
     let (called, result) = match call::make(&mut site, subject).await {
         Ended::No(tell) => return Ok(tell),
         Ended::NotRun(called, why) => {
-            host.refused(&format!("{head}{}", render::exact(&called.arguments)), why);
+            host.refused(&shown(&head, &called.arguments), why);
             return Ok(format!("not called: {why}"));
         }
         Ended::Ran(called, result) => (called, result),
     };
-    let line = format!("{head}{}", render::exact(&called.arguments));
+    let line = shown(&head, &called.arguments);
     match (&result.error, result.bytes) {
         (Some(e), 0) => {
             host.called(&line, Some(&format!("MCP server {server}: {e}")));
@@ -704,6 +701,15 @@ struct ToolSite<'a, H> {
     /// `mcp server/tool `, as shown and edited.
     head: &'a str,
     unasked: bool,
+    /// The arguments the model sent, for the call (its subject holds
+    /// them as text, as shown and audited).
+    arguments: Map<String, Value>,
+}
+
+/// An MCP call as the user sees it: its head, and the arguments exactly
+/// as sent (invisible characters spelled out).
+fn shown(head: &str, arguments: &str) -> String {
+    format!("{head}{}", render::exact(arguments))
 }
 
 impl<H: Host> Site for ToolSite<'_, H> {
@@ -720,10 +726,7 @@ impl<H: Host> Site for ToolSite<'_, H> {
             place: Vec::new(),
             run: arguments,
         };
-        let arguments = match serde_json::from_str::<Value>(&called.arguments) {
-            Ok(Value::Object(arguments)) => arguments,
-            _ => Map::new(),
-        };
+        let arguments = std::mem::take(&mut self.arguments);
         if self.unasked {
             return go("auto", called, arguments);
         }
@@ -747,7 +750,7 @@ impl<H: Host> Site for ToolSite<'_, H> {
             ],
             changes: None,
         };
-        let line = format!("{}{}", self.head, render::exact(&called.arguments));
+        let line = shown(self.head, &called.arguments);
         match self.host.approve(&line, "", &prompt).await {
             Approval::Yes => go("approved", called, arguments),
             // An edit of the arguments, the call kept.

@@ -35,9 +35,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Connection, Totals, end_with};
+use crate::agent::Agent;
 use crate::agent::call::{self, Decided, Ended, Fields, Site};
 use crate::agent::exec;
-use crate::agent::policy::{Prompt, Verdict};
+use crate::agent::exec::Judged;
+use crate::agent::policy::Prompt;
 use crate::agent::react::{self, Outcome};
 use crate::agent::render;
 use crate::audit::Ids;
@@ -306,7 +308,7 @@ impl ServerHandler for Gateway {
                 value.as_deref().unwrap_or("unknown")
             ));
         }
-        let text = self.scrub(&text).await;
+        let text = self.scrub("", &text).await;
         let contents =
             json!({"contents": [{"uri": request.uri, "mimeType": "text/plain", "text": text}]});
         let result: ReadResourceResult = serde_json::from_value(contents)
@@ -414,15 +416,17 @@ impl Gateway {
             gateway: self,
             client,
             context,
-            admitted: true,
-            limits: None,
+            // Checked at each call: the session outlives reloads.
+            admitted: self.admitted(),
         };
         match call::make(&mut site, command.to_string()).await {
-            Ended::No(tell) if !site.admitted => Err(ErrorData::invalid_request(tell, None)),
+            Ended::No(tell) if site.admitted.is_err() => {
+                Err(ErrorData::invalid_request(tell, None))
+            }
             Ended::No(tell) => result(tell, true),
             Ended::NotRun(_, why) => result(format!("not run: {why}"), true),
             Ended::Ran(command, outcome) => {
-                let shown = self.scrub(&command).await;
+                let shown = self.scrub("", &command).await;
                 let failed = outcome.interrupted.is_some() || outcome.exit_code != Some(0);
                 result(react::describe(&shown, &outcome), failed)
             }
@@ -526,13 +530,13 @@ impl Gateway {
     }
 
     /// `text` scrubbed of secrets, on a blocking thread.
-    async fn scrub(&self, text: &str) -> String {
+    /// `text` scrubbed of secrets, as the output of `command` (empty: a
+    /// text of its own).
+    async fn scrub(&self, command: &str, text: &str) -> String {
         let redactor = self.bastion.live().agent.redactor.clone();
-        let numbering = self.numbering.clone();
-        let text = text.to_string();
-        tokio::task::spawn_blocking(move || redactor.redact(&text, &numbering).0)
+        call::scrubbed(redactor, self.numbering.clone(), command, text)
             .await
-            .unwrap_or_else(|_| "[output withheld: it could not be checked for secrets]".into())
+            .0
     }
 }
 
@@ -543,20 +547,16 @@ struct ClientCall<'a> {
     gateway: &'a Gateway,
     client: &'a str,
     context: &'a RequestContext<RoleServer>,
-    /// Cleared when the user has no right to run anything now (checked
-    /// at each call: the session outlives reloads).
-    admitted: bool,
-    /// The agent's limits, once the call is admitted.
-    limits: Option<(Duration, exec::Sandboxing)>,
+    /// The user's agent and mode now, or why nothing runs.
+    admitted: Result<(Arc<Agent>, AiMode), Refused>,
 }
 
-/// What a client's call runs.
-enum ClientRun {
-    /// The policy's script, behind its wall, within the limits of what
-    /// runs unasked.
-    Unasked(String, Wall),
-    /// The line the user approved, as written.
-    Approved,
+/// What a client's call runs: under the agent's limits, the policy's
+/// script behind its wall (what it runs unasked), or the line the user
+/// approved, as written.
+struct ClientRun {
+    agent: Arc<Agent>,
+    unasked: Option<(String, Wall)>,
 }
 
 impl Site for ClientCall<'_> {
@@ -575,32 +575,33 @@ impl Site for ClientCall<'_> {
             reason: Some(reason.to_string()),
             tell,
         };
-        let gateway = self.gateway;
-        let (agent, mode) = match gateway.admitted() {
-            Ok(a) => a,
-            Err(refused) => {
-                self.admitted = false;
-                return no(command, refused.reason, refused.message);
-            }
+        let (agent, mode) = match &self.admitted {
+            Ok((agent, mode)) => (agent.clone(), *mode),
+            Err(refused) => return no(command, refused.reason, refused.message.clone()),
         };
-        self.limits = Some((agent.command_timeout, agent.sandboxing.clone()));
-        let apart = gateway.apart(agent.command_timeout);
-        let wall = exec::wall(apart, &agent.sandboxing);
-        let (verdict, wall) = exec::judged(&agent.policy, &command, mode, wall).await;
-        match (verdict, wall) {
-            (Verdict::Deny(why), _) => {
+        let gateway = self.gateway;
+        let go = |decision, command, sandbox, agent, unasked| Decided::Go {
+            decision,
+            subject: command,
+            sandbox,
+            place: Vec::new(),
+            run: ClientRun { agent, unasked },
+        };
+        let wall = exec::wall(gateway.apart(agent.command_timeout), &agent.sandboxing);
+        match exec::judged(&agent.policy, &command, mode, wall).await {
+            Judged::Denied(why) => {
                 let tell =
                     format!("refused by walissh's policy ({why}); this command will not run");
                 no(command, &why, tell)
             }
-            (Verdict::Run(script), Some(wall)) => Decided::Go {
-                decision: "auto",
-                subject: command,
-                sandbox: Some(wall.name()),
-                place: Vec::new(),
-                run: ClientRun::Unasked(script, wall),
-            },
-            (_, _) if gateway.confirm() == McpConfirm::Refuse => {
+            Judged::Unasked(script, wall) => go(
+                "auto",
+                command,
+                Some(wall.name()),
+                agent,
+                Some((script, wall)),
+            ),
+            Judged::Asked(_) if gateway.confirm() == McpConfirm::Refuse => {
                 let reason = "it needs approval, and [ai] mcp_confirm is \"refuse\"";
                 let tell = format!(
                     "not run: this command needs approval ({}), and walissh takes none through the MCP gateway ([ai] mcp_confirm = \"refuse\"): only what its policy runs unasked runs here",
@@ -608,28 +609,16 @@ impl Site for ClientCall<'_> {
                 );
                 no(command, reason, tell)
             }
-            (verdict, _) => {
-                let prompt = match verdict {
-                    Verdict::Ask(prompt) => prompt,
-                    // `judged` found a wall for every line it runs unasked.
-                    _ => Prompt::default(),
-                };
-                match gateway.ask(&command, &prompt, mode, self.context).await {
-                    Ok(()) => Decided::Go {
-                        decision: "approved",
-                        subject: command,
-                        sandbox: None,
-                        place: Vec::new(),
-                        run: ClientRun::Approved,
-                    },
-                    Err(why) => Decided::No {
-                        decision: "denied_by_user",
-                        subject: command,
-                        reason: Some(why.clone()),
-                        tell: why,
-                    },
-                }
-            }
+            Judged::Asked(prompt) => match gateway.ask(&command, &prompt, mode, self.context).await
+            {
+                Ok(()) => go("approved", command, None, agent, None),
+                Err(why) => Decided::No {
+                    decision: "denied_by_user",
+                    subject: command,
+                    reason: Some(why.clone()),
+                    tell: why,
+                },
+            },
         }
     }
 
@@ -637,16 +626,14 @@ impl Site for ClientCall<'_> {
     /// as its lifeline: when the client leaves, the channel closes and
     /// all of it stops, whatever it does with TERM.
     async fn run(&mut self, command: &String, run: ClientRun) -> Outcome {
-        let Some((timeout, sandboxing)) = &self.limits else {
-            return Outcome::default();
-        };
-        let apart = self.gateway.apart(*timeout);
-        let (apart, run) = match &run {
-            ClientRun::Unasked(script, wall) => (
+        let (agent, sandboxing) = (&run.agent, &run.agent.sandboxing);
+        let apart = self.gateway.apart(agent.command_timeout);
+        let (apart, run) = match &run.unasked {
+            Some((script, wall)) => (
                 apart.unasked(sandboxing),
                 exec::Command::unasked(script, None, *wall, sandboxing),
             ),
-            ClientRun::Approved => (apart, exec::Command::approved_clean(command)),
+            None => (apart, exec::Command::approved_clean(command)),
         };
         let mut ended = self.gateway.ended.clone();
         let stopped = |why: &str| Outcome {
@@ -664,11 +651,7 @@ impl Site for ClientCall<'_> {
     }
 
     async fn scrub(&mut self, command: &String, outcome: &mut Outcome) {
-        let redactor = self.gateway.bastion.live().agent.redactor.clone();
-        let numbering = self.gateway.numbering.clone();
-        outcome.output = call::scrubbed(redactor, numbering, command, &outcome.output)
-            .await
-            .0;
+        outcome.output = self.gateway.scrub(command, &outcome.output).await;
     }
 
     async fn audit(&mut self, kind: Kind, fields: Fields) {

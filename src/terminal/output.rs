@@ -53,8 +53,10 @@ impl Capture {
     pub(crate) fn text(&self) -> String {
         let mut out = self.head.clone();
         if self.tail.is_empty() {
-            // A character the output ended in the middle of.
-            self.head_state.clone().finish(&mut out);
+            // A character the output ended in the middle of (the reader
+            // is a copy: the capture may go on).
+            let mut reader = self.head_state;
+            reader.finish(&mut out);
         } else {
             // Read afresh: what is left of a sequence the tail starts in
             // reads as text, and of a character, as U+FFFD.
