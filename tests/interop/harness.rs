@@ -513,6 +513,13 @@ impl Sshd {
     /// connections' privilege-separated children): SIGSTOP makes a target
     /// that is silent without closing anything, SIGCONT brings it back.
     pub fn signal_all(&self, signal: i32) {
+        for pid in self.processes() {
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// The sshd and every process under it.
+    fn processes(&self) -> Vec<i32> {
         let mut pids = vec![self.child.id() as i32];
         let mut i = 0;
         while i < pids.len() {
@@ -527,9 +534,22 @@ impl Sshd {
             pids.extend(children);
             i += 1;
         }
-        for pid in pids {
-            unsafe { libc::kill(pid, signal) };
-        }
+        pids
+    }
+
+    /// The processes under the sshd, with their states and where each
+    /// waits: what a failed test shows of the target's side (a stopped or
+    /// blocked process explains output that never came).
+    pub fn tree(&self) -> String {
+        let pids: Vec<String> = self.processes().iter().map(|p| p.to_string()).collect();
+        let out = Command::new("ps")
+            .args(["-o", "pid,ppid,pgid,tpgid,stat,wchan:22,args", "-p"])
+            .arg(pids.join(","))
+            .output();
+        out.map_or_else(
+            |e| format!("ps: {e}"),
+            |o| String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
     }
 }
 
@@ -1106,6 +1126,9 @@ timeout_s = {llm_timeout}
 
 impl Drop for Bastion {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("the target's processes:\n{}", self.sshd.tree());
+        }
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();

@@ -87,9 +87,12 @@ pub(super) struct Commands {
     rules: Vec<Rule>,
     /// Every rule's `program`, at once: which rules a word may start.
     programs: RegexSet,
-    /// Every rule's `args` and `unless`, at once: each word is matched
-    /// once, whatever the number of rules and words.
-    patterns: RegexSet,
+    /// Every rule's `args` and `unless`, each on its own: a word is
+    /// matched against those of the rules its line's programs open.
+    patterns: Vec<Regex>,
+    /// The same, at once: for a line whose programs open so many rules
+    /// that one search a word costs less than one each.
+    all_patterns: RegexSet,
     /// The file's `public` words: matched by no rule's arguments.
     public: RegexSet,
     /// Which `patterns` are paths (of rules with `paths`).
@@ -130,15 +133,16 @@ impl Commands {
         let mut programs = Vec::new();
         let mut path_patterns = Vec::new();
         let file_public = std::mem::take(&mut file.public);
-        let mut patterns: Vec<String> = Vec::new();
+        let mut patterns: Vec<Regex> = Vec::new();
+        let mut sources: Vec<String> = Vec::new();
         for raw in file.rules {
             compile(&raw.id, &raw.program)?;
             programs.push(raw.program.clone());
             let mut index = |list: &[String]| -> Result<Vec<usize>, String> {
                 list.iter()
                     .map(|p| {
-                        compile(&raw.id, p)?;
-                        patterns.push(p.clone());
+                        patterns.push(compile(&raw.id, p)?);
+                        sources.push(p.clone());
                         Ok(patterns.len() - 1)
                     })
                     .collect()
@@ -159,14 +163,15 @@ impl Commands {
         }
         let programs =
             RegexSet::new(&programs).map_err(|e| format!("commands.toml: a program: {e}"))?;
-        let patterns =
-            RegexSet::new(&patterns).map_err(|e| format!("commands.toml: an argument: {e}"))?;
+        let all_patterns =
+            RegexSet::new(&sources).map_err(|e| format!("commands.toml: an argument: {e}"))?;
         let public =
             RegexSet::new(&file_public).map_err(|e| format!("commands.toml: public: {e}"))?;
         Ok(Commands {
             rules,
             programs,
             patterns,
+            all_patterns,
             public,
             path_patterns,
             memo: Default::default(),
@@ -289,19 +294,30 @@ impl Commands {
         if !programs.iter().any(|m| m.matched_any()) {
             return None;
         }
+        // Only the arguments of the rules those programs open are read,
+        // each on its own small automaton: one set of all of them met new
+        // states on every new word (`arguments`).
+        let mut wanted: Vec<usize> = programs
+            .iter()
+            .flat_map(|names| names.iter())
+            .filter(|&r| self.rules[r].line == line)
+            .flat_map(|r| self.rules[r].args.iter().chain(&self.rules[r].unless))
+            .copied()
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
         let mut last: Vec<Option<usize>> = vec![None; self.patterns.len()];
         let mut help = None;
+        // A word said again is matched once (`cat cat cat …`).
+        let mut known: std::collections::HashMap<&str, Vec<usize>> = Default::default();
         for (i, w) in words.iter().enumerate() {
-            if self.public.is_match(w) {
-                continue;
+            let matched = known
+                .entry(w.as_str())
+                .or_insert_with(|| self.arguments(w, &wanted));
+            for &p in matched.iter() {
+                last[p] = Some(i);
             }
-            let flag = w.starts_with('-') && !w.contains('=');
-            for p in self.patterns.matches(w).iter() {
-                if !(flag && self.path_patterns[p]) {
-                    last[p] = Some(i);
-                }
-            }
-            if asks_for_help(w) {
+            if asks_for_help(w) && !self.public.is_match(w) {
                 help = Some(i);
             }
         }
@@ -325,6 +341,33 @@ impl Commands {
             }
         }
         None
+    }
+
+    /// Which of the `wanted` argument patterns `word` counts for: none
+    /// when it is public, and a flag is no path.
+    fn arguments(&self, word: &str, wanted: &[usize]) -> Vec<usize> {
+        // One by one, each automaton is small; past this many, the set's
+        // one search costs less.
+        const ONE_BY_ONE: usize = 12;
+        let flag = word.starts_with('-') && !word.contains('=');
+        let counts = |p: usize| !(flag && self.path_patterns[p]);
+        let matched: Vec<usize> = match wanted.len() > ONE_BY_ONE {
+            true => self
+                .all_patterns
+                .matches(word)
+                .into_iter()
+                .filter(|&p| counts(p))
+                .collect(),
+            false => wanted
+                .iter()
+                .copied()
+                .filter(|&p| counts(p) && self.patterns[p].is_match(word))
+                .collect(),
+        };
+        match matched.is_empty() || self.public.is_match(word) {
+            true => Vec::new(),
+            false => matched,
+        }
     }
 
     /// In terminal text: each line of output of a command that reads a

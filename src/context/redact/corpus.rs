@@ -644,6 +644,20 @@ fn inputs() -> Vec<(&'static str, Make)> {
         ("tool names and flags", |n| {
             "mysql -pAbc123xyz ".repeat(n / 18 + 1)
         }),
+        // Prompt lines whose every word opens rules of `commands.toml`:
+        // each word is matched against the arguments of every rule its
+        // line's programs open (`Commands::judge`).
+        ("command lines of program names", |n| {
+            let words = "cat kubectl vault ".repeat(200);
+            let mut text = String::new();
+            for k in 0.. {
+                if text.len() >= n {
+                    break;
+                }
+                text.push_str(&format!("$ {words}/run/secrets/{k}\n"));
+            }
+            text
+        }),
         ("one base64 run", |n| "QUJD".repeat(n / 4 + 1)),
         ("placeholder prefixes", |n| "[REDACTED:".repeat(n / 10 + 1)),
         ("URL-encoded runs", |n| "a%41%42 ".repeat(n / 8 + 1)),
@@ -757,5 +771,92 @@ fn redaction_parts() {
                 );
             }
         }
+    }
+}
+
+/// What each part of the redactor costs on texts it has not seen (the
+/// corpus's records with other values), after eight warm-up texts: the
+/// parts whose lazy automata keep building states. Prints the ten
+/// costliest rules of walissh's and of gitleaks', and the other parts.
+/// Run: `cargo test --release --lib redaction_fresh_parts -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore = "a profiling aid: prints, asserts nothing"]
+fn redaction_fresh_parts() {
+    use std::time::Instant;
+    let r = Redactor::new(&[], &[]).unwrap();
+    let texts = bulk(24 << 16);
+    let text = |k: usize| {
+        &texts[texts.floor_char_boundary(k << 16)..texts.floor_char_boundary((k + 1) << 16)]
+    };
+    for k in 0..8 {
+        std::hint::black_box(r.redact(text(k), &Numbering::default()));
+    }
+    let mut own = vec![0.0; r.rules.len()];
+    let mut theirs = vec![0.0; r.gitleaks.len()];
+    let mut parts: Vec<(&str, f64)> = ["literals", "pairs", "outputs", "url", "base64", "redact"]
+        .iter()
+        .map(|p| (*p, 0.0))
+        .collect();
+    let clock = |at: &mut f64, f: &mut dyn FnMut()| {
+        let started = Instant::now();
+        f();
+        *at += started.elapsed().as_secs_f64() * 1000.0 / 16.0;
+    };
+    for k in 8..24 {
+        let t = text(k);
+        let mut windows = Vec::new();
+        clock(&mut parts[0].1, &mut || {
+            windows = r.prefilter.windows(t.as_bytes())
+        });
+        let theirs_windows = windows.split_off(r.rules.len());
+        r.narrow(t, &mut windows);
+        for (i, ws) in windows.into_iter().enumerate() {
+            clock(&mut own[i], &mut || {
+                for w in &ws {
+                    std::hint::black_box(r.rules[i].spans(&t[w.clone()]).count());
+                }
+            });
+        }
+        for (i, ws) in theirs_windows.into_iter().enumerate() {
+            clock(&mut theirs[i], &mut || {
+                std::hint::black_box(r.gitleaks.find_in_windows_of(i, t.as_bytes(), &ws));
+            });
+        }
+        clock(&mut parts[1].1, &mut || {
+            std::hint::black_box(r.pairs.find(t));
+        });
+        clock(&mut parts[2].1, &mut || {
+            std::hint::black_box(r.commands.outputs(t));
+        });
+        clock(&mut parts[3].1, &mut || {
+            std::hint::black_box(r.find_url_encoded(t));
+        });
+        clock(&mut parts[4].1, &mut || {
+            std::hint::black_box(r.find_base64(t));
+        });
+        clock(&mut parts[5].1, &mut || {
+            std::hint::black_box(r.redact(t, &Numbering::default()));
+        });
+    }
+    println!("per 64 KiB text, first read:");
+    for (name, ms) in &parts {
+        println!("  {name:10} {ms:8.3} ms");
+    }
+    println!("  own rules  {:8.3} ms", own.iter().sum::<f64>());
+    println!("  gitleaks   {:8.3} ms", theirs.iter().sum::<f64>());
+    let mut own: Vec<(f64, usize)> = own.into_iter().zip(0..).collect();
+    own.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ms, i) in own.into_iter().take(10) {
+        println!(
+            "    own #{i} {:20} {ms:8.3} ms  {:.90}",
+            r.rules[i].kind,
+            r.rules[i].regex.as_str()
+        );
+    }
+    let mut theirs: Vec<(f64, usize)> = theirs.into_iter().zip(0..).collect();
+    theirs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ms, i) in theirs.into_iter().take(10) {
+        println!("    gitleaks {:30} {ms:8.3} ms", r.gitleaks.id(i));
     }
 }

@@ -694,6 +694,21 @@ impl Rules {
         found
     }
 
+    /// Rule `i`'s secrets in its `windows` of `text` (a profiler's view).
+    #[cfg(test)]
+    pub(super) fn find_in_windows_of(
+        &self,
+        i: usize,
+        text: &[u8],
+        windows: &[Range<usize>],
+    ) -> Vec<Found> {
+        let mut found = Vec::new();
+        for w in windows {
+            self.find_in(i, text, w.clone(), &mut found);
+        }
+        found
+    }
+
     /// The secrets rule `i` finds in `text[window]`, a window of whole
     /// lines, with their positions in `text`.
     fn find_in(&self, i: usize, text: &[u8], window: Range<usize>, found: &mut Vec<Found>) {

@@ -322,3 +322,31 @@ fn splitting_is_total_on_any_input() {
     let deep = "sh -c '".repeat(50);
     let _ = simple_commands(&deep, 0);
 }
+
+/// A word's arguments read one pattern at a time are those the set of
+/// all of them finds (`Commands::arguments` takes either way by how many
+/// rules a line opens), for the words of every line these tests judge,
+/// of the corpus's prompt lines, and of a line that names every program.
+#[test]
+fn arguments_one_by_one_are_those_of_the_set() {
+    let c = rules();
+    let all: Vec<usize> = (0..c.patterns.len()).collect();
+    let mut words: Vec<String> = super::super::corpus::bulk(256 << 10)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    words.extend(
+        ["--password", "-key", "/run/secrets/ca.crt", "help", "--help", "-p=x"]
+            .map(str::to_string),
+    );
+    let mut checked = 0;
+    for w in &words {
+        let one_by_one: Vec<usize> = all
+            .chunks(4)
+            .flat_map(|few| c.arguments(w, few))
+            .collect();
+        assert_eq!(one_by_one, c.arguments(w, &all), "{w}");
+        checked += usize::from(!one_by_one.is_empty());
+    }
+    assert!(checked > 100, "only {checked} words matched any argument");
+}
