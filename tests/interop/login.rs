@@ -166,22 +166,48 @@ fn a_client_that_stops_after_its_banner_is_disconnected() {
 fn an_address_cannot_hold_unlimited_connections_without_logging_in() {
     use std::io::Read;
     let b = Bastion::start();
+    // What the server sends first, and how the read ended: EOF or an
+    // error (a reset, a timeout) say different things when it fails.
     let banner = |s: &mut std::net::TcpStream| {
         s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let started = std::time::Instant::now();
         let mut buf = [0u8; 8];
-        let n = s.read(&mut buf).unwrap_or(0);
-        buf[..n].to_vec()
+        let mut n = 0;
+        while n < buf.len() {
+            match s.read(&mut buf[n..]) {
+                Ok(0) => {
+                    return (
+                        buf[..n].to_vec(),
+                        format!("EOF after {:?}", started.elapsed()),
+                    );
+                }
+                Ok(k) => n += k,
+                Err(e) => {
+                    return (
+                        buf[..n].to_vec(),
+                        format!("{e} after {:?}", started.elapsed()),
+                    );
+                }
+            }
+        }
+        (buf.to_vec(), "read".to_string())
     };
     // 64 connections that never log in each get the server's banner...
     let mut held = Vec::new();
-    for _ in 0..64 {
+    for i in 0..64 {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
-        assert_eq!(banner(&mut s), b"SSH-2.0-");
+        let (got, how) = banner(&mut s);
+        assert_eq!(
+            got,
+            b"SSH-2.0-",
+            "connection {i}: {how}; log:\n{}",
+            b.log.text()
+        );
         held.push(s);
     }
     // ... the next one is closed without a word.
     let mut refused = std::net::TcpStream::connect(("127.0.0.1", b.port)).unwrap();
-    assert_eq!(banner(&mut refused), b"");
+    assert_eq!(banner(&mut refused).0, b"");
     b.log.wait_for("too many connections from this address");
     // Another address is not affected.
     let mut c = b.ssh_pw("alice:web1", ALICE_PW);

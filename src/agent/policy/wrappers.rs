@@ -13,6 +13,7 @@ use super::parse::{self, Redirect, Script};
 use super::word::Word;
 
 mod programs;
+mod table;
 
 pub(super) use programs::HOOKS;
 pub(crate) use programs::find_roots;
@@ -259,100 +260,15 @@ fn script_of(word: Option<&Word>, who: &str) -> Inner {
 }
 
 fn inner(program: &str, args: &[Word]) -> Inner {
+    if let Some(w) = table::wrapper(program) {
+        return wrapped(&w.spec, args, w.operands);
+    }
     match program {
-        "sudo" => {
-            let mut s = Spec::wrapper("AbEHiKklnPSsVe", "CDghpRTUurt");
-            s.long_flags = &[
-                "login",
-                "shell",
-                "non-interactive",
-                "stdin",
-                "askpass",
-                "background",
-                "set-home",
-                "preserve-groups",
-                "reset-timestamp",
-                "remove-timestamp",
-                "edit",
-                "bell",
-                "list",
-                "validate",
-            ];
-            s.long_values = &[
-                "user",
-                "group",
-                "chdir",
-                "chroot",
-                "close-from",
-                "host",
-                "prompt",
-                "role",
-                "type",
-                "command-timeout",
-                "other-user",
-            ];
-            s.long_optional = &["preserve-env"];
-            wrapped(&s, args, 0)
-        }
-        "doas" => wrapped(&Spec::wrapper("Lns", "Cu"), args, 0),
-        "pkexec" => {
-            let mut s = Spec::wrapper("", "");
-            s.long_values = &["user"];
-            s.long_flags = &["disable-internal-agent", "keep-cwd"];
-            wrapped(&s, args, 0)
-        }
         "env" => env(args),
-        "nice" => {
-            let mut s = Spec::wrapper("0123456789", "n");
-            s.long_values = &["adjustment"];
-            wrapped(&s, args, 0)
-        }
-        "ionice" => {
-            let mut s = Spec::wrapper("t", "cnpPu");
-            s.long_values = &["class", "classdata", "pid", "pgid", "uid"];
-            s.long_flags = &["ignore"];
-            wrapped(&s, args, 0)
-        }
-        "time" => {
-            let mut s = Spec::wrapper("pavq", "fo");
-            s.long_flags = &["portability", "verbose", "append", "quiet"];
-            s.long_values = &["format", "output"];
-            wrapped(&s, args, 0)
-        }
-        "timeout" => {
-            let mut s = Spec::wrapper("fpv", "ks");
-            s.long_flags = &["foreground", "preserve-status", "verbose"];
-            s.long_values = &["kill-after", "signal"];
-            wrapped(&s, args, 1)
-        }
-        "stdbuf" => {
-            let mut s = Spec::wrapper("", "ioe");
-            s.long_values = &["input", "output", "error"];
-            wrapped(&s, args, 0)
-        }
-        "nohup" | "noglob" | "nocorrect" | "-" | "builtin" | "catchsegv" | "unbuffer"
-        | "proxychains" | "proxychains4" | "torsocks" | "firejail" | "run0" => {
-            wrapped(&Spec::wrapper("", ""), args, 0)
-        }
-        "setsid" => {
-            let mut s = Spec::wrapper("cfw", "");
-            s.long_flags = &["ctty", "fork", "wait"];
-            wrapped(&s, args, 0)
-        }
-        "command" => wrapped(&Spec::wrapper("pvV", ""), args, 0),
-        "exec" => wrapped(&Spec::wrapper("cl", "a"), args, 0),
         "coproc" => {
             // `coproc NAME { …; }` or `coproc cmd`: either word may be it.
             suffixes(args)
         }
-        "chroot" => {
-            let mut s = Spec::wrapper("", "");
-            s.long_values = &["userspec", "groups"];
-            s.long_flags = &["skip-chdir"];
-            wrapped(&s, args, 1)
-        }
-        "taskset" => wrapped(&Spec::wrapper("acp", ""), args, 1),
-        "chrt" => wrapped(&Spec::wrapper("abdefiomprRv", "TPD"), args, 1),
         "flock" => flock(args),
         "xargs" => xargs(args),
         "find" => find(args),
@@ -360,108 +276,6 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             Some(a) if !a.starts_with('-') => from(args, 0),
             _ => Inner::None,
         },
-        "ltrace" => {
-            let mut s = Spec::wrapper("bcCfhiLrStTV", "aAeFlnopsuwxX");
-            s.long_values = &["output", "library", "config", "align", "indent"];
-            s.long_flags = &["demangle", "no-signals"];
-            wrapped(&s, args, 0)
-        }
-        "strace" => {
-            let mut s = Spec::wrapper("fFhiqrtTvVxyzCcDwZkn", "abeEIoOpPsSuUXA");
-            s.long_values = &["trace", "output", "attach", "signal", "user", "env"];
-            s.long_flags = &["follow-forks", "summary-only", "output-separately"];
-            wrapped(&s, args, 0)
-        }
-        "nsenter" => {
-            // `-e` is `--env` since util-linux 2.40; `-S` and `-G` take
-            // optional values there.
-            let mut s = Spec::wrapper("aFZe", "t");
-            s.optional = "muinpUCTrwSG";
-            s.long_values = &["target", "setuid", "setgid", "env"];
-            s.long_flags = &[
-                "all",
-                "no-fork",
-                "preserve-credentials",
-                "follow-context",
-                "keep-caps",
-                "join-cgroup",
-            ];
-            s.long_optional = &[
-                "mount",
-                "uts",
-                "ipc",
-                "net",
-                "pid",
-                "user",
-                "cgroup",
-                "time",
-                "root",
-                "wd",
-                "user-parent",
-            ];
-            wrapped(&s, args, 0)
-        }
-        "unshare" => {
-            let mut s = Spec::wrapper("fmuinpUCTrcl", "RWSG");
-            s.long_flags = &[
-                "fork",
-                "kill-child",
-                "map-root-user",
-                "map-current-user",
-                "keep-caps",
-                "mount-proc",
-            ];
-            s.long_values = &[
-                "propagation",
-                "setgroups",
-                "map-user",
-                "map-group",
-                "map-users",
-                "map-groups",
-                "root",
-                "wd",
-                "setuid",
-                "setgid",
-                "monotonic",
-                "boottime",
-            ];
-            s.long_optional = &[
-                "mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "map-auto",
-            ];
-            wrapped(&s, args, 0)
-        }
-        "setpriv" => {
-            let mut s = Spec::wrapper("d", "");
-            s.long_flags = &[
-                "nnp",
-                "no-new-privs",
-                "init-groups",
-                "clear-groups",
-                "keep-groups",
-                "reset-env",
-                "dump",
-            ];
-            s.long_values = &[
-                "reuid",
-                "regid",
-                "ruid",
-                "rgid",
-                "euid",
-                "egid",
-                "groups",
-                "inh-caps",
-                "ambient-caps",
-                "bounding-set",
-                "securebits",
-                "pdeathsig",
-                "selinux-label",
-                "apparmor-profile",
-                "landlock-access",
-                "landlock-rule",
-                "ptracer",
-            ];
-            wrapped(&s, args, 0)
-        }
         "su" | "runuser" | "sg" => su(program, args),
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "rbash" | "yash" | "fish"
         | "busybox-sh" | "csh" | "tcsh" | "ksh93" | "oksh" | "pdksh" | "posh" => {

@@ -21,7 +21,7 @@ struct Refusal {
 enum When {
     Always,
     /// When one of its words (an option, a verb, an operand) is one of
-    /// these, exactly.
+    /// these, as the program's option parser reads it (`spells`).
     AnyWord(&'static [&'static str]),
 }
 
@@ -180,9 +180,40 @@ pub(super) fn refused(program: &str, words: &[&str]) -> Option<String> {
     let rule = TABLE.iter().find(|r| r.programs.contains(&program))?;
     let applies = match rule.when {
         When::Always => true,
-        When::AnyWord(listed) => words.iter().any(|w| listed.contains(w)),
+        When::AnyWord(listed) => words
+            .iter()
+            .any(|w| listed.iter().any(|option| spells(w, option))),
     };
     applies.then(|| rule.why.replace("{program}", program))
+}
+
+/// Whether `word` says `listed` to a program that reads its options with
+/// getopt: exactly; a long option by any prefix of its name, with or
+/// without `=value` (getopt_long takes `--freez` for `--freeze`, and the
+/// program's other options cannot make a prefix of one of them mean
+/// anything else but ambiguous, which is refused too); a short option
+/// anywhere in a cluster (`-vf`). Verbs and operands only exactly.
+fn spells(word: &str, listed: &str) -> bool {
+    if word == listed {
+        return true;
+    }
+    if let Some(name) = listed.strip_prefix("--") {
+        let said = word
+            .strip_prefix("--")
+            .map(|w| w.split('=').next().unwrap_or(w));
+        return said.is_some_and(|s| !s.is_empty() && name.starts_with(s));
+    }
+    let short = listed
+        .strip_prefix('-')
+        .filter(|l| l.len() == 1)
+        .and_then(|l| l.chars().next());
+    let cluster = word
+        .strip_prefix('-')
+        .filter(|w| !w.starts_with('-') && w.len() > 1);
+    match (short, cluster) {
+        (Some(letter), Some(cluster)) => cluster.contains(letter),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -209,5 +240,73 @@ mod tests {
             Some("deluser removes root")
         );
         assert!(refused("ls", &[]).is_none());
+    }
+
+    /// Options as getopt reads them: a long one by a prefix of its name,
+    /// a short one inside a cluster.
+    #[test]
+    fn options_are_read_as_getopt_reads_them() {
+        for freeze in ["--freez", "--fr", "--f", "--freeze=x", "-f", "-uf", "-ff"] {
+            assert!(refused("fsfreeze", &[freeze, "/srv"]).is_some(), "{freeze}");
+        }
+        for other in [
+            "--unfreeze",
+            "--u",
+            "--frx",
+            "--",
+            "-u",
+            "--freezer",
+            "f",
+            "-",
+        ] {
+            assert!(refused("fsfreeze", &[other, "/srv"]).is_none(), "{other}");
+        }
+    }
+
+    /// Checked against the real `fsfreeze`: every word it reads as
+    /// `--freeze` is refused. Beside `-u`, a word that freezes makes it
+    /// say the two are mutually exclusive, before it opens anything (the
+    /// mount point does not exist either).
+    #[test]
+    fn every_word_fsfreeze_reads_as_freeze_is_refused() {
+        if std::process::Command::new("fsfreeze")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("fsfreeze is not installed: skipped");
+            return;
+        }
+        let mut words: Vec<String> = Vec::new();
+        for long in ["--freeze", "--unfreeze", "--help", "--version"] {
+            for end in 3..=long.len() {
+                words.push(long[..end].to_string());
+                words.push(format!("{}=1", &long[..end]));
+            }
+        }
+        for cluster in [
+            "-f", "-u", "-fu", "-uf", "-ff", "-Vf", "-x", "-fx", "--fx", "--frezze",
+        ] {
+            words.push(cluster.to_string());
+        }
+        let mut freezing = 0;
+        for word in &words {
+            let out = std::process::Command::new("fsfreeze")
+                .args(["-u", word, "/nonexistent-walissh-mount"])
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stderr);
+            if said.contains("mutually exclusive") {
+                freezing += 1;
+                assert!(
+                    refused("fsfreeze", &["-u", word]).is_some(),
+                    "{word}: {said}"
+                );
+            }
+        }
+        assert!(
+            freezing >= 8,
+            "fsfreeze read only {freezing} words as --freeze"
+        );
     }
 }

@@ -336,15 +336,19 @@ fn arguments_one_by_one_are_those_of_the_set() {
         .map(str::to_string)
         .collect();
     words.extend(
-        ["--password", "-key", "/run/secrets/ca.crt", "help", "--help", "-p=x"]
-            .map(str::to_string),
+        [
+            "--password",
+            "-key",
+            "/run/secrets/ca.crt",
+            "help",
+            "--help",
+            "-p=x",
+        ]
+        .map(str::to_string),
     );
     let mut checked = 0;
     for w in &words {
-        let one_by_one: Vec<usize> = all
-            .chunks(4)
-            .flat_map(|few| c.arguments(w, few))
-            .collect();
+        let one_by_one: Vec<usize> = all.chunks(4).flat_map(|few| c.arguments(w, few)).collect();
         assert_eq!(one_by_one, c.arguments(w, &all), "{w}");
         checked += usize::from(!one_by_one.is_empty());
     }
