@@ -233,6 +233,9 @@ impl Capture {
             let mut buf = [0u8; 8192];
             loop {
                 match r.read(&mut buf) {
+                    // A signal to the test process (a child's end) can
+                    // cut a read short: that is no end of the output.
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         let (m, cv) = &*me.inner;
