@@ -17,7 +17,9 @@ mod bastion;
 mod config;
 mod context;
 mod daemon;
-mod escapes;
+// The one reader of escape sequences for text bound for the model, shared
+// with the redactor (its crate owns it).
+use walissh_redact::escapes;
 #[cfg(any(fuzzing, test))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -261,7 +263,7 @@ pub fn main() -> ExitCode {
 const REDACT_MAX_BYTES: u64 = 64 << 20;
 
 /// `walissh redact [--explain] [FILE]`: the text through the redactor the
-/// agent builds from the same config (`Redactor::for_config`), with a
+/// agent builds from the same config (`context::redact::for_config`), with a
 /// session's numbering of its own. Err: the exit code (2 for input over
 /// `REDACT_MAX_BYTES`, else 1) and one line.
 fn redact(
@@ -271,8 +273,7 @@ fn redact(
 ) -> Result<(), (u8, String)> {
     use std::io::Read;
     let config = load(given).map_err(|e| (1, e))?;
-    let redactor =
-        context::redact::Redactor::for_config(&config).map_err(|e| (1, e.to_string()))?;
+    let redactor = context::redact::for_config(&config).map_err(|e| (1, e.to_string()))?;
     let (name, input): (String, Box<dyn Read>) = match file {
         Some(f) if f.as_os_str() != "-" => {
             let opened = std::fs::File::open(&f)
@@ -359,7 +360,7 @@ fn checked(given: Option<PathBuf>) -> Result<Checked, String> {
     let skills = agent::skills::Skills::configured(&config).map_err(|e| e.to_string())?;
     // The rules of `[context] redact_rules` compile where the redactor is
     // built: the same refusal here as at a reload.
-    let redactor = context::redact::Redactor::for_config(&config).map_err(|e| e.to_string())?;
+    let redactor = context::redact::for_config(&config).map_err(|e| e.to_string())?;
     let trust = auth::Trust::load(&config).map_err(|e| e.to_string())?;
     // Last, so that a config with other faults is told about those first.
     config.check_has_users().map_err(|e| e.to_string())?;

@@ -67,10 +67,10 @@ impl Agent {
     /// (blocking: at start or reload, off the runtime). A broken skill is
     /// an error naming `ai.skills_dir`'s file and line, as `check-config`
     /// reports it. So is a fault of its redactor's
-    /// (`Redactor::for_config`): a rules file that no longer compiles
+    /// (`context::redact::for_config`): a rules file that no longer compiles
     /// refuses the reload, as `check-config` refuses it.
     pub(crate) fn assemble(config: &Config) -> Result<Agent, ConfigError> {
-        let redactor = Redactor::for_config(config)?;
+        let redactor = crate::context::redact::for_config(config)?;
         let skills = skills::Skills::configured(config)?;
         Ok(Agent::with(config, skills, redactor))
     }

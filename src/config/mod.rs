@@ -28,7 +28,6 @@ pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
-pub(crate) use validate::{REDACT_RULES_MAX_BYTES, compile_pattern, one_line};
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
 #[derive(Debug)]

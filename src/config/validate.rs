@@ -132,7 +132,7 @@ impl Config {
 
     /// Reads `[context] redact_rules`, the file of extra redaction rules,
     /// so that the redactor compiles what was read here (its rules are
-    /// checked where the redactor is built, `Redactor::for_config`, which
+    /// checked where the redactor is built, `context::redact::for_config`, which
     /// `check-config`, `serve` and a reload run). A relative path is taken
     /// from the config file's directory. It must be a regular file of
     /// UTF-8 text, at most `REDACT_RULES_MAX_BYTES`.
@@ -359,29 +359,9 @@ pub(super) fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
-/// The largest `[context] redact_rules` file, in bytes.
-pub(crate) const REDACT_RULES_MAX_BYTES: usize = 1 << 20;
-
-/// Compiles an operator's pattern (`[ai] redact`): validation checks it
-/// with this, and redaction uses what it gives, so the two agree. Err is
-/// the regex error in one line.
-pub(crate) fn compile_pattern(p: &str) -> Result<regex::Regex, String> {
-    let regex = regex::Regex::new(p).map_err(|e| one_line(&e.to_string()))?;
-    // `x*` would "match" between every two characters; it is a mistake,
-    // and it would redact nothing.
-    if regex.is_match("") {
-        return Err("it matches the empty string".to_string());
-    }
-    Ok(regex)
-}
-
-/// A regex error says where it failed over several lines, with a caret;
-/// a config error is one line, so keep the last one, which says what.
-pub(crate) fn one_line(error: &str) -> String {
-    let last = error
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or(error);
-    last.strip_prefix("error: ").unwrap_or(last).to_string()
-}
+/// The largest `[context] redact_rules` file, in bytes; an operator's
+/// pattern compiled as redaction compiles it, so the two agree; a regex
+/// error in one line (all the redactor's: `walissh_redact`).
+pub(crate) use walissh_redact::{
+    MAX_RULES_FILE_BYTES as REDACT_RULES_MAX_BYTES, compile_pattern, one_line,
+};

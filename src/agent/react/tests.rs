@@ -103,7 +103,7 @@ async fn ask(
         ..Default::default()
     };
     let config = crate::config::Config::parse("", "test.toml", false).unwrap();
-    let redactor = crate::context::redact::Redactor::for_config(&config).unwrap();
+    let redactor = crate::context::redact::for_config(&config).unwrap();
     let mut agent = Agent::new(&config, Default::default(), redactor);
     agent.limits = LIMITS;
     let brief = Brief::default();

@@ -1,4 +1,4 @@
-//! Tests of `context::redact`.
+//! Tests of the redactor.
 
 use super::*;
 

@@ -373,10 +373,9 @@ pub(crate) fn heldout() -> (Tally, Tally, Vec<String>) {
 
 /// The held-out sets' files, by name, in order.
 fn heldout_files() -> Vec<(String, String)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/context/redact/corpus");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/corpus");
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
+        .unwrap_or_else(|e| panic!("the held-out sets in {dir}: {e}"))
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
@@ -386,6 +385,8 @@ fn heldout_files() -> Vec<(String, String)> {
         })
         .collect();
     files.sort();
+    // The six sets: a test over none of them would hold nothing.
+    assert!(files.len() >= 6, "{} held-out sets in {dir}", files.len());
     files
         .iter()
         .map(|path| {
@@ -695,7 +696,7 @@ fn inputs() -> Vec<(&'static str, Make)> {
     ]
 }
 
-/// Where redaction's time goes, for tuning (`cargo test --release
+/// Where redaction's time goes, for tuning (`cargo test --release -p walissh-redact
 /// redaction_parts -- --ignored --nocapture`): each detector on 64 KiB of
 /// ordinary output, then on 64 KiB of the corpus (a secret every hundred
 /// bytes or so). Each figure is the mean of 5 runs after one unmeasured
@@ -778,7 +779,7 @@ fn redaction_parts() {
 /// corpus's records with other values), after eight warm-up texts: the
 /// parts whose lazy automata keep building states. Prints the ten
 /// costliest rules of walissh's and of gitleaks', and the other parts.
-/// Run: `cargo test --release --lib redaction_fresh_parts -- --ignored
+/// Run: `cargo test --release -p walissh-redact --lib redaction_fresh_parts -- --ignored
 /// --nocapture`.
 #[test]
 #[ignore = "a profiling aid: prints, asserts nothing"]

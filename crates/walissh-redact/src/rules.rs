@@ -294,7 +294,7 @@ pub(crate) struct Found {
 }
 
 /// The rules, ready to run.
-pub(crate) struct Rules {
+pub struct Rules {
     rules: Vec<Rule>,
     /// Where each rule may match: the literals every match of it holds,
     /// the lines around them it reads (as many as one of its matches may
@@ -508,7 +508,7 @@ fn line_of(text: &[u8], span: &Range<usize>) -> Range<usize> {
 
 /// Whose rules a file holds: it decides what is refused.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Origin {
+pub enum Origin {
     /// gitleaks' vendored set: a rule on file paths only is left out.
     Gitleaks,
     /// An operator's file (`[context] redact_rules`): every rule must have
@@ -517,7 +517,7 @@ pub(crate) enum Origin {
 }
 
 /// The largest operator's rules file, in bytes.
-pub(crate) const MAX_FILE_BYTES: usize = crate::config::REDACT_RULES_MAX_BYTES;
+pub(crate) const MAX_FILE_BYTES: usize = crate::MAX_RULES_FILE_BYTES;
 /// The most rules an operator's file may hold.
 pub(crate) const MAX_RULES: usize = 1000;
 
@@ -557,7 +557,7 @@ impl Rules {
     }
 
     /// No rules: what runs when an operator has none.
-    pub(crate) fn empty() -> Rules {
+    pub fn empty() -> Rules {
         Rules::parse("", Origin::Operator).expect("no rules parse")
     }
 
@@ -567,7 +567,7 @@ impl Rules {
     /// regex (for an operator's rule), an id used twice, a secret group
     /// the regex does not have, an allow-list that does not compile; and
     /// for an operator's file, one over `MAX_FILE_BYTES` or `MAX_RULES`.
-    pub(crate) fn parse(text: &str, origin: Origin) -> Result<Rules, String> {
+    pub fn parse(text: &str, origin: Origin) -> Result<Rules, String> {
         let operator = origin == Origin::Operator;
         if operator && text.len() > MAX_FILE_BYTES {
             return Err(format!(

@@ -73,7 +73,7 @@ pub(crate) fn non_ascii(text: &str) -> impl Iterator<Item = char> + '_ {
 /// The reader, fed in chunks: a sequence, a line end or a character may
 /// be split between two.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Reader {
+pub struct Reader {
     state: State,
     /// The start of a character the last chunk cut (at most 3 bytes).
     carry: [u8; 4],
@@ -83,7 +83,7 @@ pub(crate) struct Reader {
 impl Reader {
     /// Reads `bytes`, appending what is kept to `out`. Bytes that are not
     /// UTF-8 are read as U+FFFD, as a terminal reads them.
-    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut String) {
+    pub fn feed(&mut self, bytes: &[u8], out: &mut String) {
         let mut bytes = bytes;
         if self.carried > 0 {
             // The cut character, completed by the first bytes of this
@@ -152,7 +152,7 @@ impl Reader {
 
     /// The stream ended: a character it cut reads as U+FFFD, as
     /// `String::from_utf8_lossy` reads it.
-    pub(crate) fn finish(&mut self, out: &mut String) {
+    pub fn finish(&mut self, out: &mut String) {
         if std::mem::take(&mut self.carried) > 0 {
             self.read("\u{fffd}", out);
         }
@@ -237,7 +237,7 @@ fn plain_ascii(b: &u8) -> bool {
 
 /// `text` without escape sequences, control characters and invisible
 /// ones; borrowed when it had none.
-pub(crate) fn plain(text: &str) -> Cow<'_, str> {
+pub fn plain(text: &str) -> Cow<'_, str> {
     // ASCII a byte at a time, and only the other characters decoded.
     let ascii_kept = |b: &u8| plain_ascii(b) || !b.is_ascii();
     if text.as_bytes().iter().all(ascii_kept) && non_ascii(text).all(keep) {

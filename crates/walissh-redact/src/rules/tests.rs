@@ -1,4 +1,4 @@
-//! Tests of `context::redact::rules`.
+//! Tests of `rules`.
 
 use super::*;
 
@@ -134,7 +134,7 @@ fn find_whole(rules: &Rules, text: &[u8]) -> Vec<Found> {
 #[test]
 fn reading_around_keywords_finds_what_reading_everything_finds() {
     let rules = Rules::load().unwrap();
-    let text = crate::context::redact::corpus::bulk(256 << 10);
+    let text = crate::corpus::bulk(256 << 10);
     let windowed = rules.find(text.as_bytes());
     let whole = find_whole(&rules, text.as_bytes());
     assert!(whole.len() > 300, "{} findings", whole.len());
@@ -312,34 +312,6 @@ fn allowed_values_pass_but_the_bastions_own_credentials_never() {
     let found = r.explain(&text);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].rule, "walissh:bastion-credential");
-}
-
-/// The agent's redactor and `walissh redact`'s come from the config one
-/// way; a rules file's fault is named by the config's file, line and
-/// key, the rules file, the rule and why.
-#[test]
-fn the_config_builds_the_redactor_and_names_a_bad_rule() {
-    use crate::config::{Config, RulesFile};
-    let text = "[ai]\nredact = [\"corp-[0-9]{6}\"]\n\n[context]\nredact_allow = [\"^changeme$\"]\nredact_rules = \"r.toml\"\n";
-    // The file is read at load, from disk: here it is given as read.
-    let mut config = Config::parse(&text.replace("redact_rules", "# "), "w.toml", false).unwrap();
-    let r = super::super::Redactor::for_config(&config).unwrap();
-    let (out, _) = r.redact("id corp-123456\npassword=changeme\n", &Default::default());
-    assert_eq!(out, "id [REDACTED:custom#1]\npassword=changeme\n");
-    config.context.redact_rules_file = Some(RulesFile {
-        path: "/etc/walissh/r.toml".into(),
-        text: format!("{ACME}\n[[rules]]\nid = \"loose\"\nregex = '''a?'''\n"),
-    });
-    let e = super::super::Redactor::for_config(&config).err().unwrap().0;
-    assert_eq!(
-        e,
-        "w.toml:1: key `context.redact_rules`: /etc/walissh/r.toml: \
-             rule 2 `loose`: regex: it matches the empty string"
-    );
-    config.context.redact_rules_file.as_mut().unwrap().text = ACME.into();
-    let r = super::super::Redactor::for_config(&config).unwrap();
-    let token = format!("acme_{}", "z9".repeat(10));
-    assert_eq!(r.explain(&token)[0].rule, "operator:acme-token");
 }
 
 /// `explain` lists what `redact` replaces, in order, with lines and

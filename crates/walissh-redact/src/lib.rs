@@ -1,6 +1,7 @@
-//! Redaction: scrubbing secrets from everything bound for the model.
+//! Redaction: scrubbing secrets from everything bound for the model
+//! (walissh's redactor, as a library: see the README).
 //!
-//! This module owns one judgement: which parts of a text are secrets, and
+//! This crate owns one judgement: which parts of a text are secrets, and
 //! what the model sees instead. The text is first made plain (`plain`: no
 //! escape sequences or control characters; the model gets that text), and
 //! read through views that map back to it: full-width ASCII and HTML
@@ -39,7 +40,8 @@
 //! command output, tool results) on a blocking thread just before it
 //! leaves the bastion, and audits the counts; the config checks `[ai]
 //! redact` with `check_pattern` and reads the rules file; the agent and
-//! `walissh redact` build the redactor one way (`Redactor::for_config`);
+//! `walissh redact` build the redactor one way (walissh's
+//! `context::redact::for_config`, over [`Redactor::build`]);
 //! the session keeps one `Numbering`. `explain` lists what `redact`
 //! replaces, from the same findings.
 
@@ -48,16 +50,16 @@ use std::ops::Range;
 
 use regex::{Captures, Regex};
 
-use crate::config::{Config, ConfigError, compile_pattern, one_line};
-
 mod commands;
 #[cfg(test)]
 mod corpus;
+pub mod escapes;
 mod pairs;
 mod panes;
 mod plain;
 mod prefilter;
 mod rules;
+pub use rules::{Origin, Rules};
 mod wrap;
 
 mod checks;
@@ -70,32 +72,58 @@ use spans::*;
 
 /// `text` as the model reads it before redaction (see `plain`): for the
 /// fuzz targets, which check what redaction keeps of it.
-#[cfg(any(fuzzing, test))]
-pub(crate) fn plain_text(text: &str) -> String {
+pub fn plain_text(text: &str) -> String {
     plain::plain(text).into_owned()
 }
 
 /// How many secrets of each kind one pass replaced, e.g. `[("aws-key", 2)]`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Counts(pub(crate) BTreeMap<String, usize>);
+pub struct Counts(pub BTreeMap<String, usize>);
 
 impl Counts {
     /// Secrets replaced, all kinds together.
-    pub(crate) fn total(&self) -> usize {
+    pub fn total(&self) -> usize {
         self.0.values().sum()
     }
 
     /// Adds the counts of another pass (the caller redacts message by
     /// message and audits once per request).
-    pub(crate) fn add(&mut self, other: &Counts) {
+    pub fn add(&mut self, other: &Counts) {
         for (kind, n) in &other.0 {
             *self.0.entry(kind.clone()).or_default() += n;
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.total() == 0
     }
+}
+
+/// The largest operator's rules file (`[context] redact_rules`), in bytes.
+pub const MAX_RULES_FILE_BYTES: usize = 1 << 20;
+
+/// Compiles an operator's pattern (`[ai] redact`, `redact_allow`): a
+/// config's validation checks it with this, and redaction uses what it
+/// gives, so the two agree. Err is the regex error in one line.
+pub fn compile_pattern(p: &str) -> Result<Regex, String> {
+    let regex = Regex::new(p).map_err(|e| one_line(&e.to_string()))?;
+    // `x*` would "match" between every two characters; it is a mistake,
+    // and it would redact nothing.
+    if regex.is_match("") {
+        return Err("it matches the empty string".to_string());
+    }
+    Ok(regex)
+}
+
+/// A regex error says where it failed over several lines, with a caret;
+/// a config error is one line, so keep the last one, which says what.
+pub fn one_line(error: &str) -> String {
+    let last = error
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or(error);
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 /// Literal credentials shorter than this are not looked for: they would
@@ -162,7 +190,7 @@ impl Rule {
 /// seen again in a URL is still `password#3`, never `url-password#3`).
 /// Only a keyed hash of each secret is kept, never the secret.
 #[derive(Default)]
-pub(crate) struct Numbering {
+pub struct Numbering {
     key: std::hash::RandomState,
     numbers: std::sync::Mutex<std::collections::HashMap<u64, (usize, String)>>,
     /// Numbers up to this one are taken (see `start_above`).
@@ -187,7 +215,7 @@ impl Numbering {
     /// New numbers start above those in `text` (a conversation restored
     /// from an earlier session, numbered there): the model must not take
     /// a new secret for an old one.
-    pub(crate) fn start_above(&self, text: &str) {
+    pub fn start_above(&self, text: &str) {
         let highest = text
             .match_indices(MARK)
             .filter_map(|(i, _)| {
@@ -256,19 +284,19 @@ enum Via {
 /// `operator:<id>`, `gitleaks:<id>`, `base64`, `url-encoded`…). Never the
 /// secret itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Finding {
+pub struct Finding {
     /// Bytes of the plain text.
-    pub(crate) span: Range<usize>,
+    pub span: Range<usize>,
     /// 1-based line and column (in characters) of its first character.
-    pub(crate) start: (usize, usize),
+    pub start: (usize, usize),
     /// 1-based line and column (in characters) of its last character.
-    pub(crate) end: (usize, usize),
-    pub(crate) kind: String,
-    pub(crate) rule: String,
+    pub end: (usize, usize),
+    pub kind: String,
+    pub rule: String,
 }
 
 /// Scrubs secrets from text bound for the model.
-pub(crate) struct Redactor {
+pub struct Redactor {
     rules: Vec<Rule>,
     /// Where each rule can match, these and then gitleaks': one pass over
     /// the text finds the literals the rules need, and each runs only on
@@ -311,65 +339,14 @@ impl Redactor {
     /// bastion holds (target passwords, its API key); empty or very short
     /// (< 4 chars) ones are ignored. For tests and fuzzing: the bastion
     /// builds its redactor from the config (`for_config`).
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn new(extra: &[String], secrets: &[String]) -> Result<Redactor, String> {
+    pub fn new(extra: &[String], secrets: &[String]) -> Result<Redactor, String> {
         Redactor::build(extra, secrets, rules::Rules::empty(), Vec::new())
     }
 
-    /// The redactor a config asks for: the agent's, and `walissh redact`'s,
-    /// so the two cannot differ. `[ai] redact`'s patterns, the credentials
-    /// the bastion holds (`held`), `[context] redact_rules` (the file as
-    /// read at load) and `redact_allow`. An Err names the config's file,
-    /// line and key, and for a rules file, the rule and what is wrong.
-    pub(crate) fn for_config(config: &Config) -> Result<Redactor, ConfigError> {
-        let c = &config.context;
-        let operator = match &c.redact_rules_file {
-            None => rules::Rules::empty(),
-            Some(file) => {
-                rules::Rules::parse(&file.text, rules::Origin::Operator).map_err(|e| {
-                    let span = c.redact_rules.as_ref().map(|p| p.span());
-                    let msg = format!("{}: {e}", file.path.display());
-                    config.error_at(span, "context.redact_rules", &msg)
-                })?
-            }
-        };
-        let allow = c
-            .redact_allow
-            .iter()
-            .map(|p| {
-                compile_pattern(p.get_ref()).map_err(|e| {
-                    let msg = format!("bad regex: {e}");
-                    config.error_at(Some(p.span()), "context.redact_allow", &msg)
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let extra: Vec<String> = config
-            .ai
-            .redact
-            .iter()
-            .map(|p| p.get_ref().clone())
-            .collect();
-        Redactor::build(&extra, &Redactor::held(config), operator, allow)
-            .map_err(|e| config.error_at(None, "ai.redact", &e))
-    }
-
-    /// The credentials the bastion holds, which never reach the model,
-    /// whatever prints them: target passwords and the model's API key,
-    /// from the environment variables the config names.
-    pub(crate) fn held(config: &Config) -> Vec<String> {
-        let mut held: Vec<String> = config
-            .targets
-            .iter()
-            .filter_map(|t| t.password_env.as_ref())
-            .filter_map(|var| std::env::var(var.get_ref()).ok())
-            .collect();
-        if let Some(var) = &config.llm.api_key_env {
-            held.extend(std::env::var(var).ok());
-        }
-        held
-    }
-
-    fn build(
+    /// The redactor with everything it may be given: `extra` and
+    /// `secrets` as in [`Redactor::new`], the operator's rules (gitleaks'
+    /// format, [`Rules::parse`]) and values that must pass (`allow`).
+    pub fn build(
         extra: &[String],
         secrets: &[String],
         operator: rules::Rules,
@@ -434,7 +411,7 @@ impl Redactor {
     /// placeholder `[REDACTED:<kind>#<n>]`, `n` from `numbering` (one per
     /// session); and how many of each kind were replaced. Placeholders
     /// already in the text are left as they are.
-    pub(crate) fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
+    pub fn redact(&self, text: &str, numbering: &Numbering) -> (String, Counts) {
         let text = plain::plain(text);
         let spans = self.spans(&text);
         if spans.is_empty() {
@@ -468,7 +445,7 @@ impl Redactor {
 
     /// What `redact` would replace in `text`, in order: each finding's
     /// place in the plain text, its kind and its rule (see `Finding`).
-    pub(crate) fn explain(&self, text: &str) -> Vec<Finding> {
+    pub fn explain(&self, text: &str) -> Vec<Finding> {
         let text = plain::plain(text);
         let spans = self.spans(&text);
         // Lines and columns in one walk over the text, span by span.
@@ -648,7 +625,7 @@ impl Redactor {
     /// `output` of `command` as the model may see it: every line replaced
     /// when the command reads a secret store (their count kept, so the
     /// model sees that it printed something), else as `redact` makes it.
-    pub(crate) fn redact_output(
+    pub fn redact_output(
         &self,
         command: &str,
         output: &str,
@@ -879,3 +856,8 @@ impl Redactor {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -333,7 +333,7 @@ impl Shape {
 /// `$ # % > ❯ ➜ » ✗ λ →` followed by a space, within `MAX_PROMPT` bytes;
 /// or at the `>` of a Windows prompt (`C:\Users\me>type x`) or of z/OS
 /// UNIX's (`IBMUSER:/u/ibmuser: >cat x`).
-pub(in crate::context::redact) fn prompt(line: &str) -> Option<(&str, &str)> {
+pub(crate) fn prompt(line: &str) -> Option<(&str, &str)> {
     let head = &line[..line.floor_char_boundary(MAX_PROMPT)];
     let bytes = head.as_bytes();
     // Most lines hold no prompt character at all: one look at the bytes
