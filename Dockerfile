@@ -21,16 +21,20 @@
 FROM rust:1.91-bookworm AS build
 WORKDIR /src
 # The dependencies first, in a layer of their own (built for an empty
-# walissh): a change to walissh's code rebuilds walissh alone.
+# walissh and an empty redactor crate, the workspace's two members): a
+# change to walissh's code rebuilds walissh alone.
 COPY Cargo.toml Cargo.lock ./
+COPY crates/walissh-redact/Cargo.toml crates/walissh-redact/
 COPY vendor vendor
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+RUN mkdir src crates/walissh-redact/src \
+    && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs crates/walissh-redact/src/lib.rs \
     && cargo build --release --locked \
-    && rm -rf src
+    && rm -rf src crates/walissh-redact/src
 COPY . .
 # The release profile keeps line tables for profiling (debug = 1): the
 # image's binary goes without them. `touch`: newer than the empty build.
-RUN touch src/main.rs src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/walissh-redact/src/lib.rs \
     && cargo build --release --locked \
     && strip --strip-debug target/release/walissh
 
