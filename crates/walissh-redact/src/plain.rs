@@ -34,10 +34,22 @@ pub(crate) fn folded(text: &str) -> Option<(String, Vec<usize>)> {
     }
     let mut out = String::with_capacity(text.len());
     let mut from = Vec::with_capacity(text.len() + 1);
-    for (i, c) in text.char_indices() {
+    let mut at = 0;
+    // Runs of ASCII are copied whole; only other characters are looked at.
+    while at < text.len() {
+        let run = text.as_bytes()[at..]
+            .iter()
+            .position(|b| !b.is_ascii())
+            .map_or(text.len(), |n| at + n);
+        out.push_str(&text[at..run]);
+        from.extend(at..run);
+        let Some(c) = text[run..].chars().next() else {
+            break;
+        };
         let h = halfwidth(c);
         out.push(h);
-        from.extend(std::iter::repeat_n(i, h.len_utf8()));
+        from.extend(std::iter::repeat_n(run, h.len_utf8()));
+        at = run + c.len_utf8();
     }
     from.push(text.len());
     Some((out, from))
@@ -239,6 +251,16 @@ mod tests {
         assert_eq!(folded, "pa=X密码:");
         assert_eq!(from, [0, 3, 6, 9, 12, 12, 12, 15, 15, 15, 18, 21]);
         assert!(super::folded("密码: ok").is_none());
+        // ASCII runs copied whole map as each character folded alone did.
+        let text = "key＝ab ｃd　密码：x\né９";
+        let (folded, from) = super::folded(text).unwrap();
+        let (mut want, mut want_from) = (String::new(), Vec::new());
+        for (i, c) in text.char_indices() {
+            want.push(halfwidth(c));
+            want_from.extend(std::iter::repeat_n(i, halfwidth(c).len_utf8()));
+        }
+        want_from.push(text.len());
+        assert_eq!((folded, from), (want, want_from));
         // Found on a held-out set: an entity it does not decode gave the
         // same text back, and the redactor read it again, and again.
         assert!(entities("&#123; &#x7b;").is_none());

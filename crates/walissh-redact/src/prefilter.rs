@@ -252,14 +252,17 @@ impl Lines {
         let mut at = 0;
         while at < text.len() {
             let input = regex_automata::Input::new(text).range(at..);
-            let Some(m) = self.any.search(&input) else {
+            // Where a match ends is enough: these rules stay within a
+            // line, and no rule matches empty, so the match is on the line
+            // of its last byte (no search backwards for its start).
+            let Some(m) = self.any.search_half(&input) else {
                 break;
             };
-            let start = memchr::memrchr(b'\n', &text[..m.start()]).unwrap_or(0);
-            let end =
-                memchr::memchr(b'\n', &text[m.end()..]).map_or(text.len(), |i| m.end() + i + 1);
+            let last = m.offset().saturating_sub(1).max(at);
+            let start = memchr::memrchr(b'\n', &text[..last]).unwrap_or(0);
+            let end = memchr::memchr(b'\n', &text[last..]).map_or(text.len(), |i| last + i + 1);
             lines.push(start..end);
-            at = end.max(m.end() + 1);
+            at = end.max(m.offset() + 1);
         }
         for &i in &self.rules {
             windows[i] = lines.clone();
