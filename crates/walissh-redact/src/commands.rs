@@ -343,8 +343,9 @@ impl Commands {
         None
     }
 
-    /// Which of the `wanted` argument patterns `word` counts for: none
-    /// when it is public, and a flag is no path.
+    /// Which of the `wanted` argument patterns `word` counts for (past
+    /// `ONE_BY_ONE` of them, every pattern it matches: the others are
+    /// never asked of it): none when it is public, and a flag is no path.
     fn arguments(&self, word: &str, wanted: &[usize]) -> Vec<usize> {
         // One by one, each automaton is small; past this many, the set's
         // one search costs less.
