@@ -471,6 +471,28 @@ fn fd_blind(word: &str) -> String {
     }
 }
 
+/// walissh's own bash integration, as the bootstrap installs it, for the
+/// oracle's typed runs: its script (after the bootstrap's first line), its
+/// Enter, and the mark that ends its prompts.
+pub(crate) fn integration() -> super::oracle::Integration {
+    const NONCE: &str = "0123456789abcdef0123456789abcdef";
+    let input = crate::terminal::bootstrap::input(
+        crate::terminal::Shell::Bash,
+        NONCE,
+        false,
+        &["?".to_string()],
+    );
+    let input = String::from_utf8(input).unwrap_or_default();
+    super::oracle::Integration {
+        script: input
+            .split_once('\r')
+            .map_or("", |(_, s)| s.trim_end())
+            .to_string(),
+        accept: crate::terminal::ACCEPT.to_vec(),
+        prompt_end: format!("\x1b]133;B;w={NONCE}\x07").into_bytes(),
+    }
+}
+
 /// Asked lines checked through the typed path: one in this many.
 const TYPED_EVERY: usize = 4;
 
@@ -484,7 +506,7 @@ const TYPED_EVERY: usize = 4;
 #[test]
 fn what_the_policy_reads_is_what_the_shells_run() {
     use crate::agent::policy::oracle::{Oracle, Shell};
-    let Some(oracle) = Oracle::new() else {
+    let Some(oracle) = Oracle::new(Some(integration())) else {
         eprintln!("skipped: this machine cannot build the oracle's jail");
         return;
     };

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Builds the jail under `root`; returns which shells it holds.
-pub(super) fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
+pub(super) fn build_jail(root: &Path, typed_rc: &str) -> io::Result<[bool; 3]> {
     let mode = |p: &Path, m: u32| fs::set_permissions(p, fs::Permissions::from_mode(m));
     fs::create_dir(root)?;
     mode(root, 0o1777)?;
@@ -36,7 +36,7 @@ pub(super) fn build_jail(root: &Path) -> io::Result<[bool; 3]> {
         mode(&p, m)
     };
     ro(".oracle/bash.rc", &bash_rc(), 0o444)?;
-    ro(".oracle/typed.rc", &typed_rc(), 0o444)?;
+    ro(".oracle/typed.rc", typed_rc, 0o444)?;
     ro("etc/zsh/zshenv", &zshenv(), 0o444)?;
     ro(".oracle/stub", &format!("{STUB_LOG}{STUB_TAIL}"), 0o555)?;
     ro(

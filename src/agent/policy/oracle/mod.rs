@@ -198,21 +198,21 @@ fn bash_rc() -> String {
     format!("unset BASH_ENV\nenable -n {}\n", names.join(" "))
 }
 
-/// The nonce of the typed runs' shell integration.
-const TYPED_NONCE: &str = "0123456789abcdef0123456789abcdef";
+/// The shell integration a typed run types through, which the oracle
+/// does not know itself (it knows shells and programs, not walissh's
+/// terminal): the bash script that installs it, the key that ends a line
+/// typed through it, and what a prompt's end looks like on the terminal.
+/// walissh's tests give it walissh's own (`policy::tests::integration`).
+pub(crate) struct Integration {
+    pub(crate) script: String,
+    pub(crate) accept: Vec<u8>,
+    pub(crate) prompt_end: Vec<u8>,
+}
 
-/// The rc file of a typed run: a plain prompt, walissh's bash integration
-/// as the bootstrap installs it, and the routed builtins but `printf`
-/// (which the integration runs as `builtin printf`) sent to the stubs.
-fn typed_rc() -> String {
-    let input = crate::terminal::bootstrap::input(
-        crate::terminal::Shell::Bash,
-        TYPED_NONCE,
-        false,
-        &["?".to_string()],
-    );
-    let input = String::from_utf8(input).unwrap_or_default();
-    let script = input.split_once('\r').map_or("", |(_, s)| s.trim_end());
+/// The rc file of a typed run: a plain prompt, the integration's script,
+/// and the routed builtins but `printf` (which walissh's integration runs
+/// as `builtin printf`) sent to the stubs.
+fn typed_rc(script: &str) -> String {
     let names: Vec<String> = ROUTED
         .iter()
         .filter(|n| **n != "printf")
@@ -385,6 +385,8 @@ pub(crate) struct Oracle {
     root: PathBuf,
     output: PathBuf,
     account: Account,
+    /// What typed runs type through; none: they are refused.
+    integration: Option<Integration>,
     /// Namespaces for the run's init (`CLONE_NEWPID` at least, unless root
     /// could not make one).
     clone_flags: libc::c_int,
@@ -502,8 +504,10 @@ impl Oracle {
     /// None (and a note on stderr) when this machine cannot build a jail
     /// (not root, no user namespaces, bash missing). dash and zsh are
     /// optional: see [`Oracle::has`].
-    pub(crate) fn new() -> Option<Oracle> {
-        match Oracle::build(true) {
+    /// `integration`: the shell integration typed runs go through (none:
+    /// [`Oracle::run_typed`] refuses).
+    pub(crate) fn new(integration: Option<Integration>) -> Option<Oracle> {
+        match Oracle::build(true, integration) {
             Ok(o) => Some(o),
             Err(e) => {
                 eprintln!("oracle: no jail on this machine ({e}); skipping");
@@ -514,7 +518,7 @@ impl Oracle {
 
     /// `namespaces: false` builds the fallback for machines that allow
     /// none (root only): a subreaper and a sweep by account instead.
-    fn build(namespaces: bool) -> Result<Oracle, String> {
+    fn build(namespaces: bool, integration: Option<Integration>) -> Result<Oracle, String> {
         let euid = unsafe { libc::geteuid() };
         let account = if euid == 0 {
             let n = NEXT_UID.fetch_add(1, Ordering::Relaxed) % 64;
@@ -535,7 +539,9 @@ impl Oracle {
         let base = dir.path().canonicalize().map_err(|e| e.to_string())?;
         let root = base.join("root");
         let output = base.join("output");
-        let shells = build_jail(&root).map_err(|e| format!("building the jail: {e}"))?;
+        let script = integration.as_ref().map_or("", |i| i.script.as_str());
+        let shells =
+            build_jail(&root, &typed_rc(script)).map_err(|e| format!("building the jail: {e}"))?;
         if !shells[Shell::Bash.index()] {
             return Err("bash or dash not found".into());
         }
@@ -556,6 +562,7 @@ impl Oracle {
             root,
             output,
             account,
+            integration,
             clone_flags: 0,
             shells,
             timeout: TIMEOUT,
@@ -670,6 +677,9 @@ impl Oracle {
     /// next prompt. Returns what ran, as [`Oracle::run`] does (`printf`
     /// stays a builtin here: the integration needs it).
     pub(crate) fn run_typed(&self, line: &str) -> Result<Vec<Vec<String>>, String> {
+        if self.integration.is_none() {
+            return Err("no shell integration was given for typed runs".into());
+        }
         let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let result = self.run_plan(Plan::with(self, Shell::Bash, line, true)?, Some(line));
         let records = self.records();
@@ -685,7 +695,10 @@ impl Oracle {
     fn run_plan(&self, plan: Plan, typed: Option<&str>) -> Result<(), String> {
         let out = fs::File::create(&self.output).map_err(|e| e.to_string())?;
         let null = fs::File::open("/dev/null").map_err(|e| e.to_string())?;
-        let tty = typed.map(Terminal::open).transpose()?;
+        let tty = match (typed, &self.integration) {
+            (Some(line), Some(i)) => Some(Terminal::open(line, i)?),
+            _ => None,
+        };
         let mut fds = [0 as libc::c_int; 2];
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(io::Error::last_os_error().to_string());

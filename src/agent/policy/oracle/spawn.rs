@@ -152,6 +152,8 @@ pub(super) struct Terminal {
     pub(super) master: OwnedFd,
     pub(super) slave: Option<OwnedFd>,
     pub(super) keys: Vec<u8>,
+    /// What the integration draws where a prompt ends.
+    pub(super) prompt_end: Vec<u8>,
     pub(super) stage: Stage,
     /// Everything the terminal showed, and where the next prompt is looked
     /// for.
@@ -160,7 +162,7 @@ pub(super) struct Terminal {
 }
 
 impl Terminal {
-    pub(super) fn open(line: &str) -> Result<Terminal, String> {
+    pub(super) fn open(line: &str, integration: &Integration) -> Result<Terminal, String> {
         let (mut master, mut slave) = (0, 0);
         let size = libc::winsize {
             ws_row: 24,
@@ -191,13 +193,14 @@ impl Terminal {
             b"\x05\x15\x1b[200~".as_slice(),
             line.as_bytes(),
             b"\x1b[201~",
-            crate::terminal::ACCEPT,
+            &integration.accept,
         ]
         .concat();
         Ok(Terminal {
             master,
             slave: Some(slave),
             keys,
+            prompt_end: integration.prompt_end.clone(),
             stage: Stage::Prompt,
             seen: Vec::new(),
             from: 0,
@@ -219,8 +222,8 @@ impl Terminal {
             }
             self.seen.extend_from_slice(&buf[..n as usize]);
         }
-        let prompt = format!("\x1b]133;B;w={TYPED_NONCE}\x07");
-        let Some(at) = memchr::memmem::find(&self.seen[self.from..], prompt.as_bytes()) else {
+        let prompt = self.prompt_end.as_slice();
+        let Some(at) = memchr::memmem::find(&self.seen[self.from..], prompt) else {
             return;
         };
         self.from += at + prompt.len();

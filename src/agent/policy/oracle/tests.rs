@@ -1,7 +1,7 @@
 use super::*;
 
 fn oracle() -> Option<Oracle> {
-    let o = Oracle::new();
+    let o = Oracle::new(Some(crate::agent::policy::tests::integration()));
     if o.is_none() {
         eprintln!("oracle: test skipped (no jail on this machine)");
     }
@@ -272,7 +272,7 @@ fn without_namespaces_fork_bombs_are_contained_too() {
         eprintln!("oracle: test skipped (the fallback is for root)");
         return;
     }
-    let Ok(mut o) = Oracle::build(false) else {
+    let Ok(mut o) = Oracle::build(false, None) else {
         eprintln!("oracle: test skipped (no jail on this machine)");
         return;
     };
