@@ -324,21 +324,10 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         // `--checkpoint-action=exec=CMD`, `-I CMD`; `git -c core.pager=CMD`
         // and the like; `gdb -ex 'shell CMD'`.
         "tar" | "git" | "gdb" => embedded(program, args),
-        "eval" => {
-            let mut text = Vec::new();
-            for w in args {
-                match &w.lit {
-                    Some(v) => text.push(v.clone()),
-                    None => {
-                        return Inner::Opaque(format!(
-                            "it evals `{}`, which is not a literal",
-                            w.raw
-                        ));
-                    }
-                }
-            }
-            Inner::Script(text.join(" "))
-        }
+        "eval" => match joined(args) {
+            Ok(text) => Inner::Script(text),
+            Err(w) => Inner::Opaque(format!("it evals `{}`, which is not a literal", w.raw)),
+        },
         // A sourced file's commands are not in the line: walissh cannot
         // say what they are (`. /dev/stdin <<< '…'` runs its input).
         "source" | "." => Inner::Opaque(format!(

@@ -172,19 +172,23 @@ pub(super) fn push_embedded(kind: &str, v: &str, texts: &mut Vec<String>) {
 
 /// Words joined with spaces into a script, as `ssh` and `watch` do.
 pub(super) fn join_script(words: &[Word], who: &str) -> Inner {
-    let mut text = Vec::new();
-    for w in words {
-        match &w.lit {
-            Some(v) => text.push(v.clone()),
-            None => {
-                return Inner::Opaque(format!(
-                    "it runs `{}` through {who}, and that text is not a literal",
-                    w.raw
-                ));
-            }
-        }
+    match joined(words) {
+        Ok(text) => Inner::Script(text),
+        Err(w) => Inner::Opaque(format!(
+            "it runs `{}` through {who}, and that text is not a literal",
+            w.raw
+        )),
     }
-    Inner::Script(text.join(" "))
+}
+
+/// The words' literal texts joined with spaces (what `eval`, `ssh` and
+/// `watch` run), or the first word that is no literal.
+pub(super) fn joined(words: &[Word]) -> Result<String, &Word> {
+    let mut text = Vec::with_capacity(words.len());
+    for w in words {
+        text.push(w.lit.as_deref().ok_or(w)?);
+    }
+    Ok(text.join(" "))
 }
 
 /// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]`.
