@@ -175,7 +175,7 @@ pub(super) fn command_at(argv: &[Word], depth: usize) -> Option<String> {
     let vals: Vec<&str> = args.iter().map(Word::text).collect();
     let has = |w: &str| vals.contains(&w);
     // What needs no reading of its own is a table (`refusals`).
-    if let Some(why) = refusals::refused(program, &vals) {
+    if let Some(why) = refusals::refused(program, args) {
         return Some(why);
     }
     match program {

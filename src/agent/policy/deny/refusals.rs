@@ -7,6 +7,7 @@
 //! What it leaves to others: reading the rest of the command
 //! (`deny::command`).
 
+use super::super::word::Word;
 use super::power::{CRYPTSETUP_DESTROYS, NVME_WRITES};
 
 /// One rule of the table.
@@ -175,16 +176,25 @@ const TABLE: &[Refusal] = &[
     ),
 ];
 
-/// Why the table refuses `program` with these words, if it does.
-pub(super) fn refused(program: &str, words: &[&str]) -> Option<String> {
+/// Why the table refuses `program` with these words, if it does. A word
+/// that is no literal (`$'--freeze'`, `--fr${X}`) may be any of a rule's
+/// words: walissh cannot tell, so it refuses.
+pub(super) fn refused(program: &str, words: &[Word]) -> Option<String> {
     let rule = TABLE.iter().find(|r| r.programs.contains(&program))?;
-    let applies = match rule.when {
-        When::Always => true,
-        When::AnyWord(listed) => words
-            .iter()
-            .any(|w| listed.iter().any(|option| spells(w, option))),
-    };
-    applies.then(|| rule.why.replace("{program}", program))
+    let why = rule.why.replace("{program}", program);
+    match rule.when {
+        When::Always => Some(why),
+        When::AnyWord(listed) => words.iter().find_map(|w| match w.lit.as_deref() {
+            Some(v) => listed
+                .iter()
+                .any(|option| spells(v, option))
+                .then(|| why.clone()),
+            None => Some(format!(
+                "{why}, and `{}` is no literal walissh can read",
+                w.raw
+            )),
+        }),
+    }
 }
 
 /// Whether `word` says `listed` to a program that reads its options with
@@ -220,6 +230,27 @@ fn spells(word: &str, listed: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// `refused` on words that are all literals.
+    fn says(program: &str, words: &[&str]) -> Option<String> {
+        let words: Vec<Word> = words.iter().map(|w| Word::known(w)).collect();
+        refused(program, &words)
+    }
+
+    /// A word walissh cannot read may say what a row refuses: refused,
+    /// saying which word. A row refused always is refused as before.
+    #[test]
+    fn a_word_that_is_no_literal_is_refused_where_a_word_decides() {
+        let unknown = [Word::unknown("$'--freeze'"), Word::known("/")];
+        let why = refused("fsfreeze", &unknown).expect("refused");
+        assert!(why.contains("`$'--freeze'` is no literal"), "{why}");
+        assert!(refused("zfs", &[Word::unknown("$VERB"), Word::known("pool/x")]).is_some());
+        assert_eq!(
+            refused("reboot", &[Word::unknown("$X")]).as_deref(),
+            Some("reboot stops the host")
+        );
+        assert!(refused("ls", &[Word::unknown("$X")]).is_none());
+    }
+
     /// A program is in the table once: the first rule naming it would
     /// hide a later one.
     #[test]
@@ -232,14 +263,14 @@ mod tests {
 
     #[test]
     fn words_must_match_exactly() {
-        assert!(refused("zfs", &["list"]).is_none());
-        assert!(refused("zfs", &["destroy", "pool/x"]).is_some());
-        assert!(refused("zfs", &["destroyed"]).is_none());
+        assert!(says("zfs", &["list"]).is_none());
+        assert!(says("zfs", &["destroy", "pool/x"]).is_some());
+        assert!(says("zfs", &["destroyed"]).is_none());
         assert_eq!(
-            refused("deluser", &["root"]).as_deref(),
+            says("deluser", &["root"]).as_deref(),
             Some("deluser removes root")
         );
-        assert!(refused("ls", &[]).is_none());
+        assert!(says("ls", &[]).is_none());
     }
 
     /// Options as getopt reads them: a long one by a prefix of its name,
@@ -247,7 +278,7 @@ mod tests {
     #[test]
     fn options_are_read_as_getopt_reads_them() {
         for freeze in ["--freez", "--fr", "--f", "--freeze=x", "-f", "-uf", "-ff"] {
-            assert!(refused("fsfreeze", &[freeze, "/srv"]).is_some(), "{freeze}");
+            assert!(says("fsfreeze", &[freeze, "/srv"]).is_some(), "{freeze}");
         }
         for other in [
             "--unfreeze",
@@ -259,7 +290,7 @@ mod tests {
             "f",
             "-",
         ] {
-            assert!(refused("fsfreeze", &[other, "/srv"]).is_none(), "{other}");
+            assert!(says("fsfreeze", &[other, "/srv"]).is_none(), "{other}");
         }
     }
 
@@ -268,7 +299,7 @@ mod tests {
     /// say the two are mutually exclusive, before it opens anything (the
     /// mount point does not exist either).
     #[test]
-    fn every_word_fsfreeze_reads_as_freeze_is_refused() {
+    fn every_word_fsfreeze_reads_as_freeze_is_says() {
         if std::process::Command::new("fsfreeze")
             .arg("--version")
             .output()
@@ -298,10 +329,7 @@ mod tests {
             let said = String::from_utf8_lossy(&out.stderr);
             if said.contains("mutually exclusive") {
                 freezing += 1;
-                assert!(
-                    refused("fsfreeze", &["-u", word]).is_some(),
-                    "{word}: {said}"
-                );
+                assert!(says("fsfreeze", &["-u", word]).is_some(), "{word}: {said}");
             }
         }
         assert!(
