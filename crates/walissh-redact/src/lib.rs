@@ -39,7 +39,7 @@
 //! counts. The caller redacts each message (the question, screen text,
 //! command output, tool results) on a blocking thread just before it
 //! leaves the bastion, and audits the counts; the config checks `[ai]
-//! redact` with `check_pattern` and reads the rules file; the agent and
+//! redact` with [`compile_pattern`] and reads the rules file; the agent and
 //! `walissh redact` build the redactor one way (walissh's
 //! `context::redact::for_config`, over [`Redactor::build`]);
 //! the session keeps one `Numbering`. `explain` lists what `redact`
@@ -337,8 +337,9 @@ impl Redactor {
     /// `extra`: the `[ai] redact` regexes (the config checked them; an Err
     /// names one that does not compile); `secrets`: literal credentials the
     /// bastion holds (target passwords, its API key); empty or very short
-    /// (< 4 chars) ones are ignored. For tests and fuzzing: the bastion
-    /// builds its redactor from the config (`for_config`).
+    /// (< 4 chars) ones are ignored. With no operator's rules and nothing
+    /// allowed: walissh builds its redactor from the config
+    /// (`context::redact::for_config`, through [`Redactor::build`]).
     pub fn new(extra: &[String], secrets: &[String]) -> Result<Redactor, String> {
         Redactor::build(extra, secrets, rules::Rules::empty(), Vec::new())
     }
