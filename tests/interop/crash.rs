@@ -610,8 +610,7 @@ fn bulk_both_ways_with_a_paused_reader_does_not_wedge() {
         let mut n = 0u64;
         let mut buf = vec![0u8; 1 << 16];
         loop {
-            match output.read(&mut buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            match retrying(|| output.read(&mut buf)) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => n += k as u64,
             }

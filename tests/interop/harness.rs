@@ -221,6 +221,19 @@ pub fn keygen(path: &Path) -> String {
 
 /// Collects a child's output stream in the background, so tests can wait
 /// for a string to appear.
+/// `io` again while a signal to the test process (a child's end) cuts it
+/// short: that is no answer and no end. A socket with a read timeout is
+/// not restarted after a signal even with SA_RESTART, and a reader thread
+/// that took it for the end stopped filling its screen.
+pub fn retrying<T>(mut io: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    loop {
+        match io() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct Capture {
     inner: Arc<(Mutex<Vec<u8>>, Condvar)>,
@@ -232,10 +245,7 @@ impl Capture {
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
-                match r.read(&mut buf) {
-                    // A signal to the test process (a child's end) can
-                    // cut a read short: that is no end of the output.
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                match retrying(|| r.read(&mut buf)) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         let (m, cv) = &*me.inner;
@@ -1005,13 +1015,7 @@ timeout_s = {llm_timeout}
     /// The next systemd notification walissh sent.
     pub fn next_notification(&self) -> String {
         let mut buf = [0u8; 512];
-        let n = loop {
-            match self.notify.recv(&mut buf) {
-                // A signal to the test process is no answer: wait on.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                r => break r.expect("no notification from walissh"),
-            }
-        };
+        let n = retrying(|| self.notify.recv(&mut buf)).expect("no notification from walissh");
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 

@@ -174,10 +174,7 @@ fn an_address_cannot_hold_unlimited_connections_without_logging_in() {
         let mut buf = [0u8; 8];
         let mut n = 0;
         while n < buf.len() {
-            match s.read(&mut buf[n..]) {
-                // A socket with a read timeout is not restarted after a
-                // signal to the test process (a child's end): read on.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            match retrying(|| s.read(&mut buf[n..])) {
                 Ok(0) => {
                     return (
                         buf[..n].to_vec(),
