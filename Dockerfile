@@ -21,20 +21,21 @@
 FROM rust:1.91-bookworm AS build
 WORKDIR /src
 # The dependencies first, in a layer of their own (built for an empty
-# walissh and an empty redactor crate, the workspace's two members): a
-# change to walissh's code rebuilds walissh alone.
+# walissh and empty redactor and policy crates, the workspace's three
+# members): a change to walissh's code rebuilds walissh alone.
 COPY Cargo.toml Cargo.lock ./
 COPY crates/walissh-redact/Cargo.toml crates/walissh-redact/
+COPY crates/walissh-policy/Cargo.toml crates/walissh-policy/
 COPY vendor vendor
-RUN mkdir src crates/walissh-redact/src \
+RUN mkdir src crates/walissh-redact/src crates/walissh-policy/src \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs crates/walissh-redact/src/lib.rs \
+    && touch src/lib.rs crates/walissh-redact/src/lib.rs crates/walissh-policy/src/lib.rs \
     && cargo build --release --locked \
-    && rm -rf src crates/walissh-redact/src
+    && rm -rf src crates/walissh-redact/src crates/walissh-policy/src
 COPY . .
 # The release profile keeps line tables for profiling (debug = 1): the
 # image's binary goes without them. `touch`: newer than the empty build.
-RUN touch src/main.rs src/lib.rs crates/walissh-redact/src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/walissh-redact/src/lib.rs crates/walissh-policy/src/lib.rs \
     && cargo build --release --locked \
     && strip --strip-debug target/release/walissh
 

@@ -10,7 +10,6 @@
 use crate::audit::Kind;
 use std::sync::LazyLock;
 
-use crate::agent::policy::{self, Policy, Verdict};
 use crate::config::AiMode;
 use crate::context::redact::{Numbering, Redactor};
 use crate::terminal::marks::{Level, Mark, Scanner};
@@ -19,6 +18,7 @@ use crate::terminal::prompt;
 use crate::terminal::sanitize::Sanitizer;
 use crate::upstream::known_hosts::{self, Known};
 use russh::keys::PublicKey;
+use walissh_policy::{self as policy, Policy, Verdict};
 
 /// The scanner that takes walissh's marks out of a session's output
 /// (`terminal::marks`): it never panics, never holds bytes back for good,

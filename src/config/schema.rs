@@ -216,15 +216,8 @@ pub(crate) struct TargetConfig {
     pub(crate) run_as: Option<Spanned<String>>,
 }
 
-/// From the strictest to the most permissive (the order `min` uses).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum AiMode {
-    Off,
-    #[default]
-    Confirm,
-    Auto,
-}
+/// A user's `ai` mode, the policy's own (`walissh_policy::AiMode`).
+pub(crate) use walissh_policy::AiMode;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -58,7 +58,7 @@ const PIPE: usize = 256 * 1024;
 /// queues up in the bastion.
 const CALLS_AT_ONCE: u32 = 4;
 /// The longest message a client may send: far above any command the
-/// policy reads (`policy::MAX_LINE`), far below what would cost memory.
+/// policy reads (`walissh_policy::MAX_LINE`), far below what would cost memory.
 const MAX_MESSAGE: usize = 64 * 1024;
 /// How long the user has to answer an approval in their client.
 const APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);

@@ -565,7 +565,8 @@ pub(crate) fn run_bounded(
 /// policy's verb list is what holds them back.
 #[test]
 fn the_wall_alone_stops_the_hostile_sets_writes() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policy/hostile30.tsv");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/walissh-policy/tests/policy/hostile30.tsv");
     let text = std::fs::read_to_string(root).unwrap();
     let lines: Vec<&str> = text
         .lines()

@@ -1,7 +1,7 @@
 use super::*;
 
 fn oracle() -> Option<Oracle> {
-    let o = Oracle::new(Some(crate::agent::policy::tests::integration()));
+    let o = Oracle::new(None);
     if o.is_none() {
         eprintln!("oracle: test skipped (no jail on this machine)");
     }
@@ -447,27 +447,4 @@ fn corpus_under(shell: Shell) {
     } else {
         eprintln!("oracle: {shell:?} found no program for {missing:?}");
     }
-}
-
-#[test]
-fn a_typed_line_runs_what_bash_c_runs() {
-    let Some(o) = oracle() else { return };
-    let line = "echo a; ls -l /tmp | grep x && echo 50%% !! done";
-    let mut typed = o.run_typed(line).unwrap();
-    let mut plain: Vec<Vec<String>> = o
-        .run(Shell::Bash, line)
-        .unwrap()
-        .into_iter()
-        .filter(|a| a[0] != "printf")
-        .collect();
-    // A pipeline's programs start in either order.
-    typed.sort();
-    plain.sort();
-    assert_eq!(typed, plain);
-    assert!(typed.contains(&vec![
-        "echo".into(),
-        "50%%".into(),
-        "!!".into(),
-        "done".into()
-    ]));
 }

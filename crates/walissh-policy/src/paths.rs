@@ -310,14 +310,165 @@ pub(crate) fn secret(path: &str) -> Option<&'static str> {
     None
 }
 
+/// The paths hidden from a sandboxed command (an empty directory or file
+/// in their place), as globs: `*` within one component, `~` the target
+/// account's home; `[ai] sandbox_hide` adds more. The secret check here
+/// matches the same list, so either wall alone keeps them from a line
+/// that runs unasked. walissh's sandbox (`upstream::sandbox`) re-exports
+/// it.
+pub const HIDDEN: &[&str] = &[
+    // Passwords and host keys.
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/security/opasswd",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/ssh/*_key",
+    // Whole places of secrets.
+    "/root",
+    "/run/secrets",
+    "/var/run/secrets",
+    "/etc/kubernetes",
+    "/etc/rancher",
+    "/var/lib/kubelet/pki",
+    "/etc/wireguard",
+    "/etc/ssl/private",
+    "/etc/letsencrypt",
+    "/etc/ipsec.secrets",
+    "/etc/ipsec.d/private",
+    "/etc/krb5.keytab",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+    "/var/lib/iwd",
+    "/etc/sssd",
+    "/var/lib/sss",
+    "/var/spool/cron",
+    "/var/spool/cron/crontabs",
+    "/var/lib/tor",
+    "/var/lib/cloud/instance/user-data.txt",
+    "/var/lib/cloud/instance/user-data.txt.i",
+    "/var/lib/cloud/instances/*/user-data.txt",
+    "/var/lib/cloud/instances/*/user-data.txt.i",
+    "/var/lib/cloud/instance/vendor-data.txt",
+    "/run/cloud-init/instance-data-sensitive.json",
+    "/var/lib/cloud/instance/sensitive",
+    "/etc/mysql/debian.cnf",
+    "/etc/postfix/sasl_passwd",
+    "/etc/postfix/sasl_passwd.db",
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    "/etc/docker/key.json",
+    "/var/lib/docker/containers",
+    "/etc/containers/auth.json",
+    "/run/containers/*/auth.json",
+    "/etc/gitlab-runner",
+    "/etc/cups/ssl",
+    "/var/lib/private",
+    "/var/lib/etcd",
+    "/var/lib/krb5kdc",
+    "/etc/krb5kdc",
+    "/var/lib/rabbitmq/.erlang.cookie",
+    "/var/lib/waagent",
+    "/var/lib/cloud/instance/scripts",
+    "/var/lib/cloud/instances/*/scripts",
+    "/var/lib/cloud/instance/cloud-config.txt",
+    "/var/lib/cloud/instances/*/cloud-config.txt",
+    "/var/lib/systemd/random-seed",
+    "/etc/netplan",
+    "/etc/apt/auth.conf.d",
+    "/etc/openvpn",
+    "/etc/corosync/authkey",
+    "/etc/pgbouncer/userlist.txt",
+    "/etc/dovecot/users",
+    "/etc/hostapd",
+    "/etc/ddclient.conf",
+    "/etc/nslcd.conf",
+    "/etc/openstack",
+    "/etc/systemd/network/*.netdev",
+    // An automounter's host map looks up whatever name is asked for under
+    // it, outside the sandbox's network namespace.
+    "/net",
+    // Sockets of daemons that act as root for whoever connects (a
+    // read-only file system does not stop a connect): container runtimes,
+    // virtualisation, snapd.
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/crio",
+    "/run/k3s",
+    "/run/libvirt",
+    "/var/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/run/user/*/docker.sock",
+    "/run/user/*/podman",
+    // The journal's and syslog's inputs: a line written there is a write
+    // (a forged log line).
+    "/run/systemd/journal/socket",
+    "/run/systemd/journal/stdout",
+    "/run/systemd/journal/dev-log",
+    "/dev/log",
+    // Every home's credentials, the account's own wherever its home is.
+    "/home/*/.ssh",
+    "/home/*/.gnupg",
+    "/home/*/.aws",
+    "/home/*/.azure",
+    "/home/*/.kube",
+    "/home/*/.docker",
+    "/home/*/.config/gcloud",
+    "/home/*/.config/rclone",
+    "/home/*/.config/sops",
+    "/home/*/.config/gh",
+    "/home/*/.password-store",
+    "/home/*/.mozilla",
+    "/home/*/.msmtprc",
+    "/home/*/.m2/settings.xml",
+    "/home/*/.netrc",
+    "/home/*/.pgpass",
+    "/home/*/.my.cnf",
+    "/home/*/.git-credentials",
+    "/home/*/.vault-token",
+    "/home/*/.*_history",
+    "/home/*/.viminfo",
+    "/home/*/.lesshst",
+    "/home/*/.local/share/keyrings",
+    "~/.ssh",
+    "~/.mozilla",
+    "~/.msmtprc",
+    "~/.m2/settings.xml",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.config/gcloud",
+    "~/.config/rclone",
+    "~/.config/sops",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.netrc",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.git-credentials",
+    "~/.vault-token",
+    "~/.*_history",
+    "~/.viminfo",
+    "~/.lesshst",
+    "~/.local/share/keyrings",
+];
+
 /// Whether the absolute path `n` is, or is under, a path the sandbox
-/// hides (`upstream::sandbox::HIDDEN`): the same list, so either wall
+/// hides ([`HIDDEN`]): the same list, so either wall
 /// alone stops the read. `~` is any home, root's included.
 fn hidden_by_the_sandbox(n: &str) -> bool {
     use std::sync::OnceLock;
     static PATTERNS: OnceLock<Vec<glob::Pattern>> = OnceLock::new();
-    let patterns =
-        PATTERNS.get_or_init(|| hiding(crate::upstream::sandbox::HIDDEN.iter().copied()));
+    let patterns = PATTERNS.get_or_init(|| hiding(HIDDEN.iter().copied()));
     under(n, patterns)
 }
 

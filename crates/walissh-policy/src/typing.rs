@@ -156,7 +156,7 @@ impl Typing {
 /// Spaces other than the ASCII ones, and characters that print as
 /// nothing (byte-order mark, zero-width and bidi controls, soft hyphen):
 /// a shell takes them as part of a word, a reader may not see them.
-pub(crate) fn invisible(c: char) -> bool {
+pub fn invisible(c: char) -> bool {
     (c.is_whitespace() && !c.is_ascii())
         || matches!(
             c,

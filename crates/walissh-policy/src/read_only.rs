@@ -215,7 +215,7 @@ impl Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::policy::wrappers::see;
+    use crate::wrappers::see;
 
     fn auto(line: &str) -> Result<(), Why> {
         allows(&see(line), false)

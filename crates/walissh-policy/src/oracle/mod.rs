@@ -1,4 +1,5 @@
-//! The execution oracle (tests only): what a real shell runs for a line.
+//! The execution oracle (test support: the crate's tests, and the
+//! `oracle` feature): what a real shell runs for a line.
 //!
 //! It owns the answer to "which programs, with which argv, does
 //! `SHELL -c LINE` start?", so the approval policy can be checked against
@@ -144,7 +145,7 @@ use std::time::{Duration, Instant};
 
 /// The shell a line is run with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Shell {
+pub enum Shell {
     Bash,
     /// `/bin/sh` on Debian and Ubuntu.
     Dash,
@@ -202,11 +203,11 @@ fn bash_rc() -> String {
 /// does not know itself (it knows shells and programs, not walissh's
 /// terminal): the bash script that installs it, the key that ends a line
 /// typed through it, and what a prompt's end looks like on the terminal.
-/// walissh's tests give it walissh's own (`policy::tests::integration`).
-pub(crate) struct Integration {
-    pub(crate) script: String,
-    pub(crate) accept: Vec<u8>,
-    pub(crate) prompt_end: Vec<u8>,
+/// walissh's tests give it walissh's own.
+pub struct Integration {
+    pub script: String,
+    pub accept: Vec<u8>,
+    pub prompt_end: Vec<u8>,
 }
 
 /// The rc file of a typed run: a plain prompt, the integration's script,
@@ -379,7 +380,7 @@ enum Account {
 }
 
 /// The oracle: a throwaway root holding stubs and three real shells.
-pub(crate) struct Oracle {
+pub struct Oracle {
     /// The temporary directory: `root/` is the jail, `output` is outside.
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -506,7 +507,7 @@ impl Oracle {
     /// optional: see [`Oracle::has`].
     /// `integration`: the shell integration typed runs go through (none:
     /// [`Oracle::run_typed`] refuses).
-    pub(crate) fn new(integration: Option<Integration>) -> Option<Oracle> {
+    pub fn new(integration: Option<Integration>) -> Option<Oracle> {
         match Oracle::build(true, integration) {
             Ok(o) => Some(o),
             Err(e) => {
@@ -604,7 +605,7 @@ impl Oracle {
     /// and every other program here is a stub). The line cannot write
     /// it, and runs it with the jail's limits, as it runs the shells: a
     /// real program given an option that writes writes inside the jail.
-    pub(crate) fn install(&self, name: &str) -> Option<String> {
+    pub fn install(&self, name: &str) -> Option<String> {
         let exe = find_program(name)?;
         let needed = ldd(&exe)?;
         let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -626,12 +627,12 @@ impl Oracle {
     }
 
     /// Whether `shell` is installed (bash always is, or there is no oracle).
-    pub(crate) fn has(&self, shell: Shell) -> bool {
+    pub fn has(&self, shell: Shell) -> bool {
         self.shells[shell.index()]
     }
 
     /// The bound on a run ([`TIMEOUT`] unless changed).
-    pub(crate) fn set_timeout(&mut self, timeout: Duration) {
+    pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
 
@@ -640,13 +641,13 @@ impl Oracle {
     /// ran, in the order they started (argv\[0] as the basename of what was
     /// invoked), or Err if the run did not finish within the bound (it was
     /// killed) or the jail failed.
-    pub(crate) fn run(&self, shell: Shell, line: &str) -> Result<Vec<Vec<String>>, String> {
+    pub fn run(&self, shell: Shell, line: &str) -> Result<Vec<Vec<String>>, String> {
         self.run_with_output(shell, line).map(|(argvs, _)| argvs)
     }
 
     /// [`Oracle::run`], with what the shells wrote to stdout and stderr
     /// (errors such as `command not found`; stubs print nothing).
-    pub(crate) fn run_with_output(
+    pub fn run_with_output(
         &self,
         shell: Shell,
         line: &str,
@@ -665,7 +666,7 @@ impl Oracle {
             Err(e) => Err(format!(
                 "{e} ({} programs had started; output: {})",
                 records.len(),
-                crate::text::head(&output, 400)
+                &output[..output.floor_char_boundary(400)]
             )),
         }
     }
@@ -676,7 +677,7 @@ impl Oracle {
     /// the line as a bracketed paste, walissh's own Enter; `exit` at the
     /// next prompt. Returns what ran, as [`Oracle::run`] does (`printf`
     /// stays a builtin here: the integration needs it).
-    pub(crate) fn run_typed(&self, line: &str) -> Result<Vec<Vec<String>>, String> {
+    pub fn run_typed(&self, line: &str) -> Result<Vec<Vec<String>>, String> {
         if self.integration.is_none() {
             return Err("no shell integration was given for typed runs".into());
         }
@@ -867,7 +868,7 @@ impl Oracle {
 
     /// Processes still running in the jail (there should be none between
     /// runs): those whose root is the jail, or that run as its account.
-    pub(crate) fn leftovers(&self) -> Vec<i32> {
+    pub fn leftovers(&self) -> Vec<i32> {
         let uid = match self.account {
             Account::Root { uid } => Some(uid),
             Account::UserNs { .. } => None,
@@ -876,6 +877,7 @@ impl Oracle {
     }
 }
 
+pub mod conformance;
 mod jail;
 mod spawn;
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The approval policy for commands the agent proposes, enforced in code
-//! on the parsed command line, never by asking the model.
+//! walissh's approval policy for commands the agent proposes, as a
+//! library (see the README): enforced in code on the parsed command line,
+//! never by asking the model.
 //!
 //! A line is read with bash's grammar (`parse`), and everything it runs
 //! is found, wrappers and inner scripts included (`wrappers`). Then, in
@@ -10,15 +11,21 @@
 //! - a line any of whose commands or redirections breaks a destructive
 //!   rule (`deny`) or an `[ai] deny` glob is **denied**, in every mode;
 //! - in `auto`, a line that passes the allow-list all the way down
-//!   (`auto`) **runs** unasked, as the same words quoted one by one;
+//!   (`read_only`) **runs** unasked, as the same words quoted one by one;
 //! - everything else **asks**, listing what the parser sees when the
 //!   line holds more than one command or anything not a plain literal.
 //!
 //! The check is total and bounded: a line over [`MAX_LINE`] is refused,
 //! parsing has a time budget, and reading through wrappers a word budget.
 //! [`Policy::check_off_worker`] runs it on a blocking thread, so even a
-//! bug in it cannot stall other sessions. What it leaves to others:
-//! asking the user and running the command (`react`, the seat).
+//! bug in it cannot stall other sessions.
+//!
+//! What it leaves to others: where the modes and globs come from (walissh's
+//! config), asking the user and running the command (walissh's agent and
+//! session), and the second wall a command that runs unasked goes behind
+//! (walissh's `upstream::sandbox`, which hides the same [`HIDDEN`] places).
+//! The execution oracle (`oracle`, with the `oracle` feature) is test
+//! support: it runs lines under real shells in a jail of logging stubs.
 
 mod deny;
 mod effects;
@@ -30,16 +37,31 @@ mod typing;
 mod word;
 mod wrappers;
 
-pub(crate) use typing::invisible;
+pub use paths::HIDDEN;
+pub use typing::invisible;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::AiMode;
+use serde::Deserialize;
+
+/// A user's agent mode (`ai` in the config), from the strictest to the
+/// most permissive (the order `min` uses).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AiMode {
+    /// The agent refuses every command.
+    Off,
+    /// Every command that is not denied asks first.
+    #[default]
+    Confirm,
+    /// Read-only commands on the allow-list run unasked, behind a wall.
+    Auto,
+}
 
 /// What the policy says about a proposed command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Never run, never offered; the reason goes back to the model.
     Deny(String),
     /// Show it and ask `Run? [y/N/e]`, after the commands the parser sees
@@ -52,23 +74,23 @@ pub(crate) enum Verdict {
 
 /// What a `Run?` prompt shows before the question.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Prompt {
+pub struct Prompt {
     /// The commands the parser sees (empty when the line is one command
     /// of plain literals: the line itself says it all).
-    pub(crate) commands: Vec<String>,
+    pub commands: Vec<String>,
     /// One line on what else it changes in the user's shell, if anything.
-    pub(crate) changes: Option<String>,
+    pub changes: Option<String>,
 }
 
 /// Longest line the policy reads.
-pub(crate) const MAX_LINE: usize = 16 * 1024;
+pub const MAX_LINE: usize = 16 * 1024;
 
 /// How long a check may take on its blocking thread before the line is
 /// refused. Parsing gives up well before; this is the last line.
 const CHECK_BUDGET: Duration = Duration::from_secs(2);
 
 #[derive(Clone)]
-pub(crate) struct Policy {
+pub struct Policy {
     rules: Arc<Rules>,
 }
 
@@ -86,13 +108,12 @@ struct Rules {
 
 impl Policy {
     /// `deny` are the `[ai] deny` globs (validated by the config).
-    #[cfg(any(test, fuzzing))]
-    pub(crate) fn new(deny: &[String], prefixes: &[String], network: bool) -> Policy {
+    pub fn new(deny: &[String], prefixes: &[String], network: bool) -> Policy {
         Policy::hiding(deny, prefixes, network, &[])
     }
 
     /// [`Policy::new`], with the `[ai] sandbox_hide` globs.
-    pub(crate) fn hiding(
+    pub fn hiding(
         deny: &[String],
         prefixes: &[String],
         network: bool,
@@ -112,7 +133,7 @@ impl Policy {
     }
 
     /// [`Policy::check`] on a blocking thread, within a time budget.
-    pub(crate) async fn check_off_worker(&self, command: &str, mode: AiMode) -> Verdict {
+    pub async fn check_off_worker(&self, command: &str, mode: AiMode) -> Verdict {
         let policy = self.clone();
         let command = command.to_string();
         let task = tokio::task::spawn_blocking(move || policy.check(&command, mode));
@@ -123,7 +144,7 @@ impl Policy {
         }
     }
 
-    pub(crate) fn check(&self, command: &str, mode: AiMode) -> Verdict {
+    pub fn check(&self, command: &str, mode: AiMode) -> Verdict {
         if mode == AiMode::Off {
             return Verdict::Deny("the agent is off for this user".into());
         }
@@ -182,7 +203,7 @@ impl Policy {
     /// Why `command` may not run unasked in `auto`, for tests and the
     /// figures in docs/agent.md.
     #[cfg(test)]
-    pub(crate) fn why_not_auto(&self, command: &str) -> Option<String> {
+    pub fn why_not_auto(&self, command: &str) -> Option<String> {
         read_only::allows(&wrappers::see(command), self.rules.network).err()
     }
 }
@@ -322,15 +343,21 @@ const MAX_LISTED: usize = 20;
 
 /// The number of commands in `line`, `None` when its parse gave up: what
 /// the fuzzed property compares a line and its quoted form by.
-#[cfg(any(fuzzing, test))]
-pub(crate) fn commands(line: &str) -> Option<usize> {
+pub fn commands(line: &str) -> Option<usize> {
     let script = parse::parse(line);
     (!script.gave_up).then_some(script.commands.len())
 }
 
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 #[cfg(test)]
-pub(crate) mod oracle;
+mod speed;
 #[cfg(test)]
 mod tables;
 #[cfg(test)]
 mod tests;
+
+/// The README's example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -31,7 +31,7 @@
 //! for both spellings (it cannot reach a service in the jail) passes
 //! without telling much, which is why the count of pairs is printed.
 
-use crate::agent::policy::oracle::{Oracle, Shell};
+use crate::oracle::{Oracle, Shell};
 
 use super::getopt::Spec;
 use super::read_only::specs;

@@ -93,7 +93,6 @@ pub(crate) struct Script {
 }
 
 /// [`parse_until`] with a budget of its own (tests, the fuzz target).
-#[cfg(any(test, fuzzing))]
 pub(crate) fn parse(line: &str) -> Script {
     parse_until(line, Instant::now() + std::time::Duration::from_millis(250))
 }
@@ -235,11 +234,33 @@ fn text<'a>(node: Node, line: &'a str) -> &'a str {
     line.get(node.byte_range()).unwrap_or_default()
 }
 
+/// How deep command and process substitutions may nest. Each command
+/// keeps its words' text, which holds every substitution nested in it, so
+/// the cost of reading a line grows with its length times this depth:
+/// bounded, it stays linear. No command a person writes nests this deep.
+const MAX_SUBSTITUTIONS: usize = 16;
+
+/// Whether `node` is a command written inside a word of another.
+fn substitution(node: Node) -> bool {
+    matches!(node.kind(), "command_substitution" | "process_substitution")
+}
+
 /// Visits every node once, in document order, without recursion (a line
-/// of thousands of `&&` nests that deep).
+/// of thousands of `&&` nests that deep). Substitutions nested deeper than
+/// [`MAX_SUBSTITUTIONS`] end the walk: the line is not understood.
 fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
+    let mut nesting = 0;
     loop {
         let node = cursor.node();
+        if substitution(node) {
+            nesting += 1;
+            if nesting > MAX_SUBSTITUTIONS {
+                script.unknown = Some(format!(
+                    "its substitutions nest deeper than {MAX_SUBSTITUTIONS}"
+                ));
+                return;
+            }
+        }
         match node.kind() {
             "command" => script.commands.push(command(node, line)),
             "declaration_command" | "unset_command" => {
@@ -283,7 +304,11 @@ fn collect(mut cursor: TreeCursor, line: &str, script: &mut Script) {
         if cursor.goto_first_child() {
             continue;
         }
+        // Each node met here has had its whole subtree visited.
         loop {
+            if substitution(cursor.node()) {
+                nesting -= 1;
+            }
             if cursor.goto_next_sibling() {
                 break;
             }
@@ -668,6 +693,30 @@ mod tests {
         assert_eq!(parse(&line).functions.len(), 400);
         let line = "f()(".repeat(400) + "ls" + &")".repeat(400);
         assert_eq!(parse(&line).functions.len(), 400);
+    }
+
+    /// Substitutions nested up to the bound are read, every command of
+    /// them; one deeper and the line is not understood (each level keeps
+    /// the text of all below it: the bound keeps reading linear). Side by
+    /// side, any number is read.
+    #[test]
+    fn substitutions_nest_to_a_bound() {
+        let nest = |depth: usize, open: &str, close: &str| {
+            format!("echo {}id{}", open.repeat(depth), close.repeat(depth))
+        };
+        for (open, close) in [("$(echo ", ")"), ("<(echo ", ")"), ("\"$(echo ", ")\"")] {
+            let s = parse(&nest(MAX_SUBSTITUTIONS, open, close));
+            assert_eq!(s.unknown, None, "{open}");
+            assert_eq!(s.commands.len(), MAX_SUBSTITUTIONS + 1, "{open}");
+            let s = parse(&nest(MAX_SUBSTITUTIONS + 1, open, close));
+            assert!(
+                s.unknown.is_some_and(|u| u.contains("nest deeper")),
+                "{open}"
+            );
+        }
+        let side = "echo $(id); ".repeat(100);
+        let s = parse(&side);
+        assert_eq!((s.unknown, s.commands.len()), (None, 200));
     }
 
     #[test]

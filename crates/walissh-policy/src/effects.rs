@@ -524,7 +524,7 @@ pub(super) fn changes(line: &str, seen: &Seen) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::policy::wrappers::see;
+    use crate::wrappers::see;
 
     fn refused(line: &str) -> bool {
         denied(line, &see(line)).is_some()
