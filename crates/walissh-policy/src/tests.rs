@@ -3,6 +3,7 @@
 //! lists.
 
 use super::*;
+use crate::oracle::conformance::corpus;
 
 fn verdict(cmd: &str, mode: AiMode) -> Verdict {
     let deny = ["*curl*|*sh".to_string(), "iptables -F*".to_string()];
@@ -120,19 +121,6 @@ fn confirm_asks_and_off_refuses() {
         Verdict::Ask(Prompt::default())
     );
     assert!(matches!(verdict("ls", AiMode::Off), Verdict::Deny(_)));
-}
-
-/// The lines of a corpus file under tests/policy/, `#` comments and blank
-/// lines left out.
-fn corpus(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/policy")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
 }
 
 /// One adversarial proposal: its class, what must happen, the line.
@@ -389,12 +377,7 @@ fn what_the_policy_reads_is_what_the_shells_run() {
         t.lines, t.auto_checked, t.seen_checked, t.unchecked
     );
     assert!(t.auto_checked > 100, "{} lines run unasked", t.auto_checked);
-    assert!(
-        t.unchecked * 20 <= t.auto_checked,
-        "{} runs cut short",
-        t.unchecked
-    );
-    assert!(t.failures.is_empty(), "{}", t.failures.join("\n"));
+    t.assert_holds(t.auto_checked);
 }
 
 /// What a second reader found after the tables were checked: an old-style

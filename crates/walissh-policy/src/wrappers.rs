@@ -336,20 +336,22 @@ fn inner(program: &str, args: &[Word]) -> Inner {
         )),
         // `script -c COMMAND`.
         "script" => {
-            let mut s = Spec::wrapper("aeEfqTBIOt", "cloT");
-            s.stop_at_operand = false;
-            s.long_values = &[
-                "command",
-                "log-io",
-                "log-out",
-                "log-in",
-                "log-timing",
-                "logging-format",
-                "echo",
-                "output-limit",
-            ];
-            s.long_flags = &["append", "return", "flush", "force", "quiet"];
-            match s.parse(&values(args)) {
+            const SPEC: Spec = Spec {
+                stop_at_operand: false,
+                long_values: &[
+                    "command",
+                    "log-io",
+                    "log-out",
+                    "log-in",
+                    "log-timing",
+                    "logging-format",
+                    "echo",
+                    "output-limit",
+                ],
+                long_flags: &["append", "return", "flush", "force", "quiet"],
+                ..Spec::wrapper("aeEfqTBIOt", "cloT")
+            };
+            match SPEC.parse(&values(args)) {
                 Ok(p) => match p.value("-c").or(p.value("--command")) {
                     Some(text) => script_of(value_word(args, text).as_ref(), "script -c"),
                     None => Inner::None,
@@ -457,20 +459,22 @@ fn inner(program: &str, args: &[Word]) -> Inner {
             Inner::Scripts(texts)
         }
         "watch" => {
-            let mut s = Spec::wrapper("bcegtxpwr", "nqd");
-            s.long_values = &["interval", "differences"];
-            s.long_flags = &[
-                "beep", "color", "errexit", "exec", "no-title", "precise", "chgexit",
-            ];
-            match s.parse(&values(args)) {
+            const SPEC: Spec = Spec {
+                long_values: &["interval", "differences"],
+                long_flags: &[
+                    "beep", "color", "errexit", "exec", "no-title", "precise", "chgexit",
+                ],
+                ..Spec::wrapper("bcegtxpwr", "nqd")
+            };
+            match SPEC.parse(&values(args)) {
                 Ok(p) if p.has("-x") || p.has("--exec") => from(args, p.rest),
                 Ok(p) => join_script(&args[p.rest..], "watch"),
                 Err(_) => suffixes(args),
             }
         }
         "ssh" => {
-            let s = Spec::wrapper("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw");
-            match s.parse(&values(args)) {
+            const SPEC: Spec = Spec::wrapper("46AaCfGgKkMNnqsTtVvXxYy", "BbcDEeFIiJLlmOoPpQRSWw");
+            match SPEC.parse(&values(args)) {
                 // The destination, then the remote command.
                 Ok(p) if p.rest + 1 < args.len() => join_script(&args[p.rest + 1..], "ssh"),
                 Ok(_) => Inner::None,

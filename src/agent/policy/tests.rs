@@ -77,12 +77,7 @@ fn typed_lines_run_what_the_policy_read() {
         t.lines, t.typed_checked, t.seen_checked, t.unchecked
     );
     assert!(t.typed_checked > 50, "only {} typed", t.typed_checked);
-    assert!(
-        t.unchecked * 20 <= t.typed_checked,
-        "{} runs cut short",
-        t.unchecked
-    );
-    assert!(t.failures.is_empty(), "{}", t.failures.join("\n"));
+    t.assert_holds(t.typed_checked);
 }
 
 /// Every line of the policy's corpora that `auto` runs unasked, run for
@@ -96,21 +91,12 @@ fn typed_lines_run_what_the_policy_read() {
 fn no_line_auto_runs_changes_the_home_or_the_scratch_places() {
     use crate::upstream::sandbox::tests::{run_bounded, scratch, snapshot, walls};
     use crate::upstream::sandbox::{Hide, Wall, command};
-    use std::path::Path;
     let policy = Policy::new(&[], &["?".to_string()], false);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/walissh-policy/tests/policy");
-    let mut lines = Vec::new();
-    for file in ["diagnostics.txt", "adversarial.tsv", "hostile30.tsv"] {
-        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
-            continue;
-        };
-        for l in text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        {
-            lines.push(l.rsplit('\t').next().unwrap_or(l).to_string());
-        }
-    }
+    let lines: Vec<String> = ["diagnostics.txt", "adversarial.tsv", "hostile30.tsv"]
+        .into_iter()
+        .flat_map(conformance::corpus)
+        .map(|l| l.rsplit('\t').next().unwrap_or(&l).to_string())
+        .collect();
     let scripts: Vec<String> = lines
         .iter()
         .filter_map(|l| match policy.check(l, AiMode::Auto) {

@@ -46,6 +46,20 @@ pub struct Tally {
     pub failures: Vec<String>,
 }
 
+impl Tally {
+    /// Fails, naming every mismatch, on any run that did not match what
+    /// the policy read, or when more than one run in twenty of `checked`
+    /// was cut short (the check would then say little).
+    pub fn assert_holds(&self, checked: usize) {
+        assert!(
+            self.unchecked * 20 <= checked,
+            "{} runs cut short",
+            self.unchecked
+        );
+        assert!(self.failures.is_empty(), "{}", self.failures.join("\n"));
+    }
+}
+
 /// The lines of a corpus file under `tests/policy/`, `#` comments and
 /// blank lines left out.
 pub fn corpus(name: &str) -> Vec<String> {

@@ -193,22 +193,24 @@ pub(super) fn joined(words: &[Word]) -> Result<String, &Word> {
 
 /// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND [ARG]...]`.
 pub(super) fn env(args: &[Word]) -> Inner {
-    let mut s = Spec::wrapper("i0v", "uCS");
-    s.long_flags = &[
-        "ignore-environment",
-        "null",
-        "debug",
-        "list-signal-handling",
-    ];
-    s.long_values = &["unset", "chdir", "split-string"];
-    s.long_optional = &["block-signal", "default-signal", "ignore-signal"];
+    const SPEC: Spec = Spec {
+        long_flags: &[
+            "ignore-environment",
+            "null",
+            "debug",
+            "list-signal-handling",
+        ],
+        long_values: &["unset", "chdir", "split-string"],
+        long_optional: &["block-signal", "default-signal", "ignore-signal"],
+        ..Spec::wrapper("i0v", "uCS")
+    };
     let vals = values(args);
     // A lone `-` is `-i`.
     let vals: Vec<&str> = vals
         .iter()
         .map(|v| if *v == "-" { "-i" } else { v })
         .collect();
-    let p = match s.parse(&vals) {
+    let p = match SPEC.parse(&vals) {
         Ok(p) => p,
         Err(_) => return suffixes(args),
     };
@@ -250,18 +252,20 @@ pub(super) fn env(args: &[Word]) -> Inner {
 
 /// `flock [options] FILE COMMAND...`, `flock [options] FILE -c COMMAND`.
 pub(super) fn flock(args: &[Word]) -> Inner {
-    let mut s = Spec::wrapper("sexunoFh", "wEc");
-    s.long_flags = &[
-        "shared",
-        "exclusive",
-        "unlock",
-        "nonblock",
-        "close",
-        "no-fork",
-        "verbose",
-    ];
-    s.long_values = &["timeout", "conflict-exit-code", "command"];
-    match s.parse(&values(args)) {
+    const SPEC: Spec = Spec {
+        long_flags: &[
+            "shared",
+            "exclusive",
+            "unlock",
+            "nonblock",
+            "close",
+            "no-fork",
+            "verbose",
+        ],
+        long_values: &["timeout", "conflict-exit-code", "command"],
+        ..Spec::wrapper("sexunoFh", "wEc")
+    };
+    match SPEC.parse(&values(args)) {
         Ok(p) if p.has("-c") || p.has("--command") => {
             let text = p.value("-c").or(p.value("--command")).unwrap_or_default();
             script_of(value_word(args, text).as_ref(), "flock -c")
@@ -282,27 +286,29 @@ pub(super) fn flock(args: &[Word]) -> Inner {
 /// `xargs [options] [COMMAND [ARG]...]`: the command gets arguments from
 /// the input, which nobody can know here.
 pub(super) fn xargs(args: &[Word]) -> Inner {
-    let mut s = Spec::wrapper("0prtxo", "adEIiLnPs");
-    s.optional = "eil";
-    s.long_flags = &[
-        "null",
-        "interactive",
-        "no-run-if-empty",
-        "verbose",
-        "exit",
-        "show-limits",
-        "open-tty",
-    ];
-    s.long_values = &[
-        "arg-file",
-        "delimiter",
-        "max-args",
-        "max-procs",
-        "max-chars",
-        "process-slot-var",
-    ];
-    s.long_optional = &["eof", "replace", "max-lines"];
-    let p = match s.parse(&values(args)) {
+    const SPEC: Spec = Spec {
+        optional: "eil",
+        long_flags: &[
+            "null",
+            "interactive",
+            "no-run-if-empty",
+            "verbose",
+            "exit",
+            "show-limits",
+            "open-tty",
+        ],
+        long_values: &[
+            "arg-file",
+            "delimiter",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ],
+        long_optional: &["eof", "replace", "max-lines"],
+        ..Spec::wrapper("0prtxo", "adEIiLnPs")
+    };
+    let p = match SPEC.parse(&values(args)) {
         Ok(p) => p,
         Err(_) => return suffixes(args),
     };
@@ -398,23 +404,25 @@ pub(super) fn su(program: &str, args: &[Word]) -> Inner {
             None => Inner::None,
         };
     }
-    let mut s = Spec::wrapper("lmpfP", "cgGswu");
-    s.long_flags = &["login", "preserve-environment", "pty"];
-    s.long_values = &[
-        "command",
-        "session-command",
-        "shell",
-        "group",
-        "supp-group",
-        "whitelist-environment",
-        "user",
-    ];
-    s.stop_at_operand = false;
+    const SPEC: Spec = Spec {
+        long_flags: &["login", "preserve-environment", "pty"],
+        long_values: &[
+            "command",
+            "session-command",
+            "shell",
+            "group",
+            "supp-group",
+            "whitelist-environment",
+            "user",
+        ],
+        stop_at_operand: false,
+        ..Spec::wrapper("lmpfP", "cgGswu")
+    };
     let vals: Vec<&str> = values(args)
         .into_iter()
         .map(|v| if v == "-" { "-l" } else { v })
         .collect();
-    match s.parse(&vals) {
+    match SPEC.parse(&vals) {
         Ok(p) => {
             let command = ["-c", "--command", "--session-command"]
                 .iter()
@@ -438,21 +446,23 @@ pub(super) fn su(program: &str, args: &[Word]) -> Inner {
 /// read here); neither reads commands from the input, which walissh
 /// cannot see.
 pub(super) fn shell(program: &str, args: &[Word]) -> Inner {
-    let mut s = Spec::wrapper("abefhkmnptuvxBCEHPTilrscfdXVq", "oO");
-    s.long_flags = &[
-        "norc",
-        "noprofile",
-        "login",
-        "posix",
-        "restricted",
-        "noediting",
-        "verbose",
-        "debugger",
-        "protected",
-        "no-config",
-        "private",
-    ];
-    s.long_values = &["rcfile", "init-file", "init-command", "command"];
+    const SPEC: Spec = Spec {
+        long_flags: &[
+            "norc",
+            "noprofile",
+            "login",
+            "posix",
+            "restricted",
+            "noediting",
+            "verbose",
+            "debugger",
+            "protected",
+            "no-config",
+            "private",
+        ],
+        long_values: &["rcfile", "init-file", "init-command", "command"],
+        ..Spec::wrapper("abefhkmnptuvxBCEHPTilrscfdXVq", "oO")
+    };
     // `+O extglob`, `+e`: the `+` form of an option reads as the `-` form.
     let vals: Vec<String> = values(args)
         .iter()
@@ -462,7 +472,7 @@ pub(super) fn shell(program: &str, args: &[Word]) -> Inner {
         })
         .collect();
     let vals: Vec<&str> = vals.iter().map(String::as_str).collect();
-    match s.parse(&vals) {
+    match SPEC.parse(&vals) {
         Ok(p) if p.has("-c") || p.has("--command") => {
             let word = match p.value("--command") {
                 Some(text) => value_word(args, text),
