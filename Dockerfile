@@ -18,12 +18,13 @@
 # State (audit, recordings, host keys) is kept in /var/lib/walissh: keep
 # that on a volume.
 
-FROM rust:1.91-bookworm AS build
+# The toolchain rust-toolchain.toml pins.
+FROM rust:1.95-bookworm AS build
 WORKDIR /src
 # The dependencies first, in a layer of their own (built for an empty
 # walissh and empty redactor and policy crates, the workspace's three
 # members): a change to walissh's code rebuilds walissh alone.
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock rust-toolchain.toml ./
 COPY crates/walissh-redact/Cargo.toml crates/walissh-redact/
 COPY crates/walissh-policy/Cargo.toml crates/walissh-policy/
 COPY vendor vendor
