@@ -79,9 +79,12 @@ pub(super) fn mass_kill(program: &str, vals: &[&str]) -> Option<String> {
         i += 1;
         let (name, attached) = match v.split_once('=') {
             Some((n, a)) if v.starts_with("--") => (n, Some(a)),
+            // `-uroot`: an option and its value in one word (the first
+            // two bytes, when they are a whole option: the word may be
+            // any text, `-` and a multi-byte character among it).
             _ if v.len() > 2
                 && !v.starts_with("--")
-                && VALUED.contains(&&v[..2])
+                && v.get(..2).is_some_and(|o| VALUED.contains(&o))
                 && !v[2..].starts_with(|c: char| c.is_ascii_uppercase()) =>
             {
                 (&v[..2], Some(&v[2..]))

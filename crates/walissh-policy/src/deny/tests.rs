@@ -368,6 +368,18 @@ fn disks_however_named() {
     ]);
 }
 
+/// What the fuzz target found: a word whose first character takes
+/// three bytes made the reader of `-uroot` forms slice inside it (a panic,
+/// so a refusal with no reason). Any word reads, and is judged as any
+/// other: one pattern, no rule broken; with `-v`, every other process.
+#[test]
+fn a_word_of_any_characters_reads() {
+    for line in ["pkill kill 漢字", "pkill -漢", "pgrep 漢x", "killall \u{fffd}\u{fffd}ct"] {
+        assert_eq!(line_denied(line), None, "{line}");
+    }
+    assert!(line_denied("pkill -v 漢字").is_some());
+}
+
 #[test]
 fn accounts_and_processes() {
     all_denied(&[
