@@ -345,6 +345,8 @@ fn a_line_and_its_quoted_form_get_one_verdict() {
         "find  '\u{fffd}(ao#ksh6 !cu&>nvmerrrrrrp n\u{fffd}`f   .' ",
         "find @'\u{fffd}(Wo#ksjusc -ok mn&` sq pf<&p>s' ",
         "find M'\u{fffd}(ao#n` >>\u{fffd}*' ",
+        // A backslash and a backtick the quoting brought together.
+        "ls -la /v 's: 'a'\\''`$('r -rf //RRRRRRRog",
     ] {
         let first = policy.check(line, AiMode::Auto);
         if let Verdict::Run(script) = &first {

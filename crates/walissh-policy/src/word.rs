@@ -97,9 +97,13 @@ pub(crate) fn literal(raw: &str) -> Option<String> {
     Some(out)
 }
 
-/// `value` as one single-quoted word for a POSIX shell.
+/// `value` as one single-quoted word for a POSIX shell. A backslash
+/// before a backtick is closed off from it (`'a\''`b'`): quoted, the pair
+/// is two literal characters, but the policy refuses the raw `\``
+/// anywhere (`hidden`), and a quoted form must read as its line did.
 pub(crate) fn quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
+    let quoted = value.replace('\'', r"'\''").replace("\\`", "\\''`");
+    format!("'{quoted}'")
 }
 
 #[cfg(test)]

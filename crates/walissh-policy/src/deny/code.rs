@@ -373,7 +373,13 @@ pub(super) fn recursive_function(code: &str) -> bool {
             || rhs.starts_with('(') && rhs.contains("=>")
         {
             let lhs = code[..i].trim_end();
-            let start = lhs.rfind(|c: char| !ident(c)).map_or(0, |j| j + 1);
+            // After the last character that is no part of a name, which
+            // may take more than one byte (`…=lambda`).
+            let start = lhs
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !ident(c))
+                .map_or(0, |(j, c)| j + c.len_utf8());
             names.push(lhs[start..].to_string());
         }
     }

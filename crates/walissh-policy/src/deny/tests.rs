@@ -372,12 +372,22 @@ fn disks_however_named() {
 /// three bytes made the reader of `-uroot` forms slice inside it (a panic,
 /// so a refusal with no reason). Any word reads, and is judged as any
 /// other: one pattern, no rule broken; with `-v`, every other process.
+/// The same slip was in the reader of a recursive lambda's name.
 #[test]
 fn a_word_of_any_characters_reads() {
-    for line in ["pkill kill 漢字", "pkill -漢", "pgrep 漢x", "killall \u{fffd}\u{fffd}ct"] {
+    for line in [
+        "pkill kill 漢字",
+        "pkill -漢",
+        "pgrep 漢x",
+        "killall \u{fffd}\u{fffd}ct",
+    ] {
         assert_eq!(line_denied(line), None, "{line}");
     }
     assert!(line_denied("pkill -v 漢字").is_some());
+    // A name before `=lambda` after a character of three bytes (a second
+    // reader's find): read as the name it is.
+    assert_eq!(line_denied("python -c 'fork;…=lambda'"), None);
+    assert!(line_denied("python -c 'import os;…;f=lambda: os.fork() or f(); f()'").is_some());
 }
 
 #[test]
