@@ -219,7 +219,7 @@ impl Numbering {
         let highest = text
             .match_indices(MARK)
             .filter_map(|(i, _)| {
-                let rest = &text[i..text.len().min(i + 80)];
+                let rest = &text[i..text.floor_char_boundary(i + 80)];
                 let hash = rest.find('#')?;
                 let end = rest.find(']')?;
                 rest.get(hash + 1..end)?.parse::<usize>().ok()
@@ -699,8 +699,9 @@ impl Redactor {
         let kind = self.kinds.len() - 1;
         let mut secret: Vec<(Range<usize>, bool)> = Vec::new();
         let mut joined = String::new();
-        // Where each run's decoded text starts in `joined`.
-        let mut starts = Vec::new();
+        // Where each decoded run's text starts in `joined`, and which run
+        // of `secret` it is (a PEM row that does not decode has no text).
+        let (mut starts, mut runs) = (Vec::new(), Vec::new());
         for m in self.base64.find_iter(text) {
             let Some(decoded) = decode_base64(m.as_str()) else {
                 // The first row of a PEM key's base64 that the terminal
@@ -716,6 +717,7 @@ impl Redactor {
                 decoded.contains("PRIVATE KEY") || credentials(&decoded),
             ));
             starts.push(joined.len());
+            runs.push(secret.len() - 1);
             joined.push_str(&decoded);
             joined.push('\n');
         }
@@ -723,8 +725,8 @@ impl Redactor {
             for f in self.find_plain(&joined) {
                 let first = starts.partition_point(|&s| s <= f.range.start) - 1;
                 let last = starts.partition_point(|&s| s < f.range.end.max(1)) - 1;
-                for run in &mut secret[first..=last.max(first)] {
-                    run.1 = true;
+                for &run in &runs[first..=last.max(first)] {
+                    secret[run].1 = true;
                 }
             }
         }

@@ -310,10 +310,14 @@ pub(super) fn operand_secrets(tool: &str, words: &[Word], out: &mut Vec<Range<us
                 if let Some(i) = w.text.find(sep)
                     && !w.text.starts_with(['-', '/', '@'])
                 {
-                    let rest = &w.text[i + 1..];
-                    let end = rest.find('@').unwrap_or(rest.len());
+                    // The password ends at `@` or the word's end, found in
+                    // the word as written (`r` is in the line, quotes and
+                    // all), closing quotes left out.
                     if let Some(r) = rest_of_word(w, i + 1) {
-                        out.push(r.start..r.start + end.min(r.len()));
+                        let raw = &w.raw[w.raw.len() - r.len()..];
+                        let raw = &raw[..raw.find('@').unwrap_or(raw.len())];
+                        let end = raw.trim_end_matches(['\'', '"']).len();
+                        out.push(r.start..r.start + end);
                     }
                 }
             }

@@ -386,7 +386,10 @@ pub(super) fn value_at(line: &str, from: usize, kind: Sep) -> Option<Range<usize
         let cell = &r[..end];
         let lead = cell.len() - cell.trim_start().len();
         let text = cell.trim();
-        return (!text.is_empty()).then(|| from + lead..from + lead + limit(text.len()));
+        // Cut on the cell's own boundaries: `lead` may be a blank of
+        // more than one byte (a no-break space).
+        let end = text.floor_char_boundary(text.len().min(VALUE_MAX));
+        return (!text.is_empty()).then(|| from + lead..from + lead + end);
     }
     // A value quoted with escaped quotes, as Go's `%+v` or a JSON string
     // inside a string prints it: `Pass:\"x\"`.

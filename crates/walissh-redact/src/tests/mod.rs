@@ -697,3 +697,46 @@ mod forms;
 /// Wrapped tokens (issue 33's class 5): a screen's rows, each but the
 /// last of a long line as wide as the terminal (`wrap`).
 mod wrapped;
+
+/// What a reader of the code found by hand: offsets of one text taken
+/// into another at a multi-byte character (a no-break space before a
+/// table cell, a quoted `sqlplus` password, a placeholder cut at 80
+/// bytes). Each panicked; each is now read, and a plain secret in the
+/// same place still goes.
+#[test]
+fn offsets_at_multi_byte_characters() {
+    // A value with a non-ASCII letter is taken for words, not a secret.
+    let cell = "| password |\u{a0}ab€ |\n";
+    assert_eq!(scrub(&redactor(), cell).0, cell);
+    let (out, _) = scrub(&redactor(), "| password |\u{a0}abcx9Qz7Lm |\n");
+    assert_eq!(out, "| password |\u{a0}[REDACTED:password] |\n");
+    // Read, and the database kept; a quote inside the password makes it
+    // no plain value, so only its first letter is taken for one here.
+    let (out, _) = scrub(&redactor(), "sqlplus scott/é'€x9Qz'@db\n");
+    assert!(out.starts_with("sqlplus scott/[REDACTED:"), "{out}");
+    assert!(out.contains("@db"), "{out}");
+    let (out, _) = scrub(&redactor(), "sqlplus scott/'Tiger9x'@db\n");
+    assert!(out.contains("scott/'[REDACTED:"), "{out}");
+    assert!(out.contains("]'@db"), "{out}");
+    let numbering = Numbering::default();
+    numbering.start_above(&format!("[REDACTED:{}€", "x".repeat(69)));
+    numbering.start_above("[REDACTED:password#41]");
+    let (out, _) = redactor().redact("password=Sup3rS3cr3tV4lue!x9\n", &numbering);
+    assert!(out.contains("#42]"), "{out}");
+}
+
+/// A base64 value after the first row of a wrapped PEM key (which does
+/// not decode) was judged by the run before it: its secret leaked.
+#[test]
+fn a_base64_secret_after_a_key_row_that_does_not_decode() {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let text = format!(
+        "a: {}Q\nb: {}\n",
+        b64("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA"),
+        b64("password=Sup3rS3cr3tV4lue!x9")
+    );
+    let (out, _) = scrub(&redactor(), &text);
+    let b = out.lines().find(|l| l.starts_with("b: ")).unwrap();
+    assert!(b.contains("[REDACTED:"), "{out}");
+}
