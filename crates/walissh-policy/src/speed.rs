@@ -86,7 +86,7 @@ fn hostile(size: usize) -> Vec<(&'static str, String)> {
             "unclosed quotes and brackets",
             filled("'( $( \" ${ `", size),
         ),
-        ("a heredoc per line", filled("cat <<E\nx\nE\n", size)),
+        ("a here-string per command", filled("cat <<< x; ", size)),
     ]
 }
 
