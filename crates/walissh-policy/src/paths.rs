@@ -98,6 +98,8 @@ pub(crate) fn is_block_device(path: &str) -> bool {
 /// Components that mark a directory of secrets wherever it is.
 const SECRET_DIRS: &[&str] = &[
     ".ssh",
+    "kubernetes.io~secret",
+    "kubernetes.io~projected",
     "credstore",
     "credstore.encrypted",
     "system-connections",
@@ -137,6 +139,10 @@ const SECRET_DIRS: &[&str] = &[
 /// Exact names of files that hold secrets.
 const SECRET_NAMES: &[&str] = &[
     ".netrc",
+    // What a home's editor and pager keep of what was typed, wherever
+    // the home is.
+    ".viminfo",
+    ".lesshst",
     "k3s.yaml",
     "hosts.yml",
     "auth.conf",
@@ -332,6 +338,9 @@ pub const HIDDEN: &[&str] = &[
     "/etc/kubernetes",
     "/etc/rancher",
     "/var/lib/kubelet/pki",
+    // Pods' volumes: secrets, service-account tokens and projected
+    // credentials are files there (`kubernetes.io~secret/...`).
+    "/var/lib/kubelet/pods",
     "/etc/wireguard",
     "/etc/ssl/private",
     "/etc/letsencrypt",
@@ -352,10 +361,22 @@ pub const HIDDEN: &[&str] = &[
     "/var/lib/cloud/instance/user-data.txt.i",
     "/var/lib/cloud/instances/*/user-data.txt",
     "/var/lib/cloud/instances/*/user-data.txt.i",
+    // The vendor's part of user-data, and cloud-init's pickled copy of
+    // all of it.
+    "/var/lib/cloud/instances/*/vendor-data.txt",
+    "/var/lib/cloud/instance/vendor-data2.txt",
+    "/var/lib/cloud/instances/*/vendor-data2.txt",
+    "/var/lib/cloud/instance/obj.pkl",
+    "/var/lib/cloud/instances/*/obj.pkl",
     "/var/lib/cloud/instance/vendor-data.txt",
     "/run/cloud-init/instance-data-sensitive.json",
     "/var/lib/cloud/instance/sensitive",
     "/etc/mysql/debian.cnf",
+    // A password in the file: iSCSI CHAP, pam_ldap's bindpw, Redis's
+    // requirepass and masterauth.
+    "/etc/iscsi/iscsid.conf",
+    "/etc/ldap.conf",
+    "/etc/redis",
     "/etc/postfix/sasl_passwd",
     "/etc/postfix/sasl_passwd.db",
     "/etc/ppp/chap-secrets",

@@ -96,7 +96,91 @@ pub(super) fn uniq(p: &Parsed) -> Result<(), Why> {
 pub(super) fn date(p: &Parsed) -> Result<(), Why> {
     match p.operands.iter().find(|o| !o.starts_with('+')) {
         Some(o) => Err(format!("operand {o} sets the clock")),
-        None => not_secret(p.value("-r")),
+        // Every reference file, in either spelling (the last one counts).
+        None => not_secret(
+            p.opts
+                .iter()
+                .filter(|o| matches!(o.name.as_str(), "-r" | "--reference"))
+                .filter_map(|o| o.value.as_deref()),
+        ),
+    }
+}
+
+/// seq's numbers are finite (`seq inf` never ends).
+pub(super) fn finite(p: &Parsed) -> Result<(), Why> {
+    match p
+        .operands
+        .iter()
+        .find(|o| !o.parse::<f64>().is_ok_and(f64::is_finite))
+    {
+        Some(o) => Err(format!("{o} is not a finite number")),
+        None => Ok(()),
+    }
+}
+
+/// ss's filter: state names, the filter's own words and operators, and
+/// numbers, addresses and ports written in digits. A host or port name
+/// would be looked up (`dst NAME.attacker.example` is a DNS query).
+pub(super) fn ss_filter(p: &Parsed) -> Result<(), Why> {
+    const WORDS: &[&str] = &[
+        "state",
+        "exclude",
+        "all",
+        "connected",
+        "synchronized",
+        "bucket",
+        "big",
+        "established",
+        "syn-sent",
+        "syn-recv",
+        "fin-wait-1",
+        "fin-wait-2",
+        "time-wait",
+        "closed",
+        "close-wait",
+        "last-ack",
+        "listening",
+        "closing",
+        "dst",
+        "src",
+        "dport",
+        "sport",
+        "and",
+        "or",
+        "not",
+        "eq",
+        "neq",
+        "ge",
+        "le",
+        "gt",
+        "lt",
+        "autobound",
+    ];
+    let numeric = |w: &str| {
+        w.bytes()
+            .all(|b| b.is_ascii_digit() || b":./*[]!=<>()&|".contains(&b))
+    };
+    match p
+        .operands
+        .iter()
+        .find(|o| !WORDS.contains(&o.as_str()) && !numeric(o))
+    {
+        Some(o) => Err(format!("{o}: a name in a filter is looked up")),
+        None => Ok(()),
+    }
+}
+
+/// tr's sets write what they name: an octal escape may write a control
+/// character (`\033` starts an escape sequence for the terminal).
+pub(super) fn tr_sets(p: &Parsed) -> Result<(), Why> {
+    let octal = |s: &str| {
+        s.as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b'\\' && w[1].is_ascii_digit())
+    };
+    match p.operands.iter().find(|o| octal(o)) {
+        Some(o) => Err(format!("{o} writes a character by its number")),
+        None => Ok(()),
     }
 }
 

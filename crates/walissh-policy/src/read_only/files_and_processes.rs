@@ -84,7 +84,9 @@ pub(super) const TABLE: &[Entry] = &[
         files,
     ),
     entry(
-        &["grep", "egrep", "fgrep", "zgrep"],
+        // Not zgrep: a script of its own, which writes a temporary file
+        // and runs other programs for `-f -`.
+        &["grep", "egrep", "fgrep"],
         Spec::long(
             "EFGPivwxcLlnhHoqsIaTZzUby",
             "efmABCD",
@@ -273,7 +275,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry(
         &["seq"],
         Spec::long("w", "fs", &["equal-width"], &["format", "separator"]),
-        any,
+        finite,
     ),
     entry(
         &["pgrep"],
@@ -304,7 +306,9 @@ pub(super) const TABLE: &[Entry] = &[
     entry(
         &["ps"],
         Spec::long(
-            "AeflFjHLTcdaNwxMyZ",
+            // No `x`: procps has no UNIX -x, and reads `-ex` again the
+            // BSD way, where `e` shows environments.
+            "AeflFjHLTcdaNwMyZ",
             "opCugGUtsqO",
             &["forest", "no-headers", "headers", "cumulative", "deselect"],
             &[
@@ -348,8 +352,11 @@ pub(super) const TABLE: &[Entry] = &[
     ),
     entry(
         &["file"],
+        // Not -s (it reads devices: a disk, /dev/watchdog arms) nor -z
+        // (it may run decompressors); the files are named from `/` and
+        // none is a secret or a device, as for any reader of contents.
         Spec::long(
-            "bLhiNkrz0E",
+            "bLhiNkr0E",
             "F",
             &[
                 "brief",
@@ -361,13 +368,11 @@ pub(super) const TABLE: &[Entry] = &[
                 "no-pad",
                 "keep-going",
                 "raw",
-                "special-files",
-                "uncompress",
                 "print0",
             ],
             &["separator"],
         ),
-        any,
+        files,
     ),
     entry(
         &["lsblk"],
@@ -447,7 +452,7 @@ pub(super) const TABLE: &[Entry] = &[
             ],
             &["query", "socket", "family"],
         ),
-        any,
+        ss_filter,
     ),
     entry(
         &["w"],

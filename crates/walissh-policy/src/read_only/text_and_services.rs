@@ -74,7 +74,7 @@ pub(super) const TABLE: &[Entry] = &[
             &["complement", "delete", "squeeze-repeats", "truncate-set1"],
             &[],
         ),
-        any,
+        tr_sets,
     ),
     entry(
         &["column"],
