@@ -560,7 +560,8 @@ impl Pumps<'_> {
                     if let Some(a) = agent.as_ref().filter(|_| self.shared.active()) {
                         // Ctrl-C stops the agent wherever it is; other keys
                         // are its to read (Run? [y/N/e], or the command's).
-                        if data.contains(&0x03) {
+                        // Once the answer is complete, all are type-ahead.
+                        if data.contains(&0x03) && !self.shared.answered() {
                             let _ = a.cancel.try_send(());
                         } else {
                             let _ = a.keys.try_send(data);

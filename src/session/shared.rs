@@ -18,6 +18,9 @@ use crate::terminal::Caps;
 pub(crate) struct Shared {
     /// A question is being answered: the user's keys go to the seat.
     active: AtomicBool,
+    /// Its answer is complete, and the terminal not yet given back:
+    /// Ctrl-C has nothing left to stop, and is type-ahead like any key.
+    answered: AtomicBool,
     /// When the shell last printed something, in µs since `epoch`.
     last_output: AtomicU64,
     epoch: Instant,
@@ -45,6 +48,7 @@ impl Shared {
     pub(crate) fn new(cols: u32) -> Shared {
         Shared {
             active: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             last_output: AtomicU64::new(0),
             epoch: Instant::now(),
             cols: AtomicU32::new(cols),
@@ -114,8 +118,18 @@ impl Shared {
         self.active.load(Ordering::Relaxed)
     }
 
+    /// Active or not; either way, not answered yet.
     pub(crate) fn set_active(&self, on: bool) {
         self.active.store(on, Ordering::Relaxed);
+        self.answered.store(false, Ordering::Relaxed);
+    }
+
+    pub(crate) fn answered(&self) -> bool {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_answered(&self) {
+        self.answered.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn output_seen(&self) {

@@ -794,6 +794,34 @@ fn keys_typed_while_the_model_thinks_are_dropped_and_after_its_answer_kept() {
     assert_eq!(t.screen.plain().matches("AHEAD-10").count(), 1);
 }
 
+/// Ctrl-C typed once the answer is shown, before the prompt is back, is
+/// type-ahead like any key: it reaches the shell in its place among
+/// them. (It stopped the agent, which had nothing left to stop, and was
+/// lost, with the keys that came with it.) Whether the keys come before
+/// the prompt's return or after depends on timing; either way the line
+/// before the Ctrl-C is cleared and the one after it runs, once.
+#[test]
+fn ctrl_c_typed_after_the_answer_is_type_ahead() {
+    let (model, b, t) = bob_with_model(vec![Reply::Sse(answer("Nothing to do."))]);
+    // A prompt that takes a second to draw holds the terminal with the
+    // seat that long after the answer: the keys below come in that time
+    // (they would work as well after it).
+    t.send("PS1=\"\\$(sleep 1)$PS1\"\r");
+    let at = t.expect_from(prompt_end(), 0);
+    t.expect_from(prompt_end(), at);
+    let at = ask(&t, "? anything");
+    let at = t.expect_from("Nothing to do.", at);
+    t.send("echo CLEARED-$((3+3))\x03echo AFTER-$((6+6))\r");
+    let at = t.expect_from("AFTER-12", at);
+    t.expect_from(prompt_end(), at);
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo AFTER-$((6+6))");
+    let mine = user_commands(&b);
+    assert!(!mine.iter().any(|c| c.contains("CLEARED")), "{mine:?}");
+    assert!(!t.screen.plain().contains("CLEARED-6"));
+    assert_eq!(t.screen.plain().matches("AFTER-12").count(), 1);
+    assert_eq!(model.count(), 1);
+}
+
 #[test]
 fn ctrl_c_while_a_command_runs() {
     let (model, b, t) = bob_with_model(vec![Reply::Sse(call(

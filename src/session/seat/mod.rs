@@ -358,8 +358,10 @@ impl Seat<'_> {
         // Keys typed while the agent worked were meant for nothing that
         // came: not for the prompt (a password typed for a command that
         // never asked must not run as a command line). Those typed from
-        // now on, with the answer complete, follow it at the prompt.
+        // now on, with the answer complete, follow it at the prompt,
+        // Ctrl-C among them in its place.
         self.forget_keys();
+        self.desk.shared.set_answered();
         match result {
             Ok(Ok(_)) => {
                 let end = self.painter.end_line();

@@ -106,18 +106,6 @@ pub(super) fn date(p: &Parsed) -> Result<(), Why> {
     }
 }
 
-/// seq's numbers are finite (`seq inf` never ends).
-pub(super) fn finite(p: &Parsed) -> Result<(), Why> {
-    match p
-        .operands
-        .iter()
-        .find(|o| !o.parse::<f64>().is_ok_and(f64::is_finite))
-    {
-        Some(o) => Err(format!("{o} is not a finite number")),
-        None => Ok(()),
-    }
-}
-
 /// ss's filter: state names, the filter's own words and operators, and
 /// numbers, addresses and ports written in digits. A host or port name
 /// would be looked up (`dst NAME.attacker.example` is a DNS query).

@@ -274,8 +274,10 @@ pub(super) const TABLE: &[Entry] = &[
     entry(&["type"], Spec::short("afpPt", ""), any),
     entry(
         &["seq"],
+        // `seq 1 inf` never ends, as a sampler may not: the wall bounds
+        // what runs unasked in time and output (the `hang` lines).
         Spec::long("w", "fs", &["equal-width"], &["format", "separator"]),
-        finite,
+        any,
     ),
     entry(
         &["pgrep"],
