@@ -419,3 +419,40 @@ fn the_second_readers_lines_ask() {
         assert!(runs_unasked(&policy, line), "{line}");
     }
 }
+
+/// tr's sets, held to the real tr: every set `auto` runs writes only
+/// printable characters, newlines and tabs (a range from an escape, `\n-~`,
+/// ran through ESC before it was read as one).
+#[test]
+fn what_tr_runs_unasked_writes_no_control_character() {
+    let policy = policy();
+    let (mut ran, mut asked) = (0, 0);
+    for set in [
+        r"\n-~", r"\t-~", r"\a", r"\033", r"\r", r"\v", r"\f", r"\b", r"\e", r"\x1b", r"\n", r"\t",
+        r"\\", r"\\-~", r"A-Z", r"\n\t", r"[a*3]", r"a-z", r" -~",
+    ] {
+        if !runs_unasked(&policy, &format!("tr a-z '{set}'")) {
+            asked += 1;
+            continue;
+        }
+        ran += 1;
+        let mut tr = std::process::Command::new("tr")
+            .args(["a-z", set])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("tr runs");
+        use std::io::Write as _;
+        let mut input = tr.stdin.take().unwrap();
+        input.write_all(b"abcdefghijklmnopqrstuvwxyz").unwrap();
+        drop(input);
+        let out = tr.wait_with_output().unwrap().stdout;
+        assert!(
+            out.iter()
+                .all(|&b| b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b)),
+            "tr a-z '{set}' ran unasked and wrote {out:?}"
+        );
+    }
+    assert!(ran >= 5 && asked >= 5, "{ran} ran, {asked} asked");
+}

@@ -158,16 +158,32 @@ pub(super) fn ss_filter(p: &Parsed) -> Result<(), Why> {
     }
 }
 
-/// tr's sets write what they name: an octal escape may write a control
-/// character (`\033` starts an escape sequence for the terminal).
+/// tr's sets write what they name, so they may name only what prints,
+/// newlines and tabs: a backslash may only start `\n`, `\t` or `\\`,
+/// and an escape may not start a range (`\n-~` runs through every
+/// control character above the newline, ESC among them; `\033` names it
+/// outright).
 pub(super) fn tr_sets(p: &Parsed) -> Result<(), Why> {
-    let octal = |s: &str| {
-        s.as_bytes()
-            .windows(2)
-            .any(|w| w[0] == b'\\' && w[1].is_ascii_digit())
+    let plain = |s: &str| {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' {
+                let range = b.get(i + 2) == Some(&b'-') && b.len() > i + 3;
+                match b.get(i + 1) {
+                    Some(b'\\') => {}
+                    Some(b'n' | b't') if !range => {}
+                    _ => return false,
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        true
     };
-    match p.operands.iter().find(|o| octal(o)) {
-        Some(o) => Err(format!("{o} writes a character by its number")),
+    match p.operands.iter().find(|o| !plain(o)) {
+        Some(o) => Err(format!("{o} may write a control character")),
         None => Ok(()),
     }
 }
