@@ -29,9 +29,10 @@ pub(super) fn is_literal(v: &str) -> bool {
 /// reference in a configuration language (`var.db_password`,
 /// `urn:…:token-type:…`).
 pub(super) fn masked_or_example(v: &str) -> bool {
-    // Run on every finding, some of them long: no allocation.
-    let masked = v.contains("****")
-        || v.contains("••••")
+    // Run on every finding, some of them long: no allocation, and no
+    // searcher built per word (`str::contains` builds one).
+    let masked = repeats(v, "*")
+        || repeats(v, "•")
         || [
             "xxxxxx",
             "redacted",
@@ -57,6 +58,15 @@ pub(super) fn masked_or_example(v: &str) -> bool {
             .any(|p| pairs::starts_with_ci(v, p))
         || public_token(v)
         || bracketed_word(v)
+}
+
+/// Whether `v` holds `c` four times in a row (`****`), found by its
+/// first byte, which most values do not hold.
+fn repeats(v: &str, c: &str) -> bool {
+    let (v, c) = (v.as_bytes(), c.as_bytes());
+    let n = c.len();
+    memchr::memchr_iter(c[0], v)
+        .any(|i| (0..4).all(|k| v.get(i + k * n..i + (k + 1) * n) == Some(c)))
 }
 
 /// `XXX/YYY/ZZZ`: at least six letters and digits, in at most four runs
@@ -206,7 +216,6 @@ pub(super) fn digest(text: &str, start: usize) -> bool {
 pub(super) fn names_public_key(text: &str, start: usize) -> bool {
     let near = &text[text.floor_char_boundary(start.saturating_sub(32))..start];
     let near = &near[near.rfind('\n').map_or(0, |i| i + 1)..];
-    let near = near.to_ascii_lowercase();
     [
         "public key",
         "public_key",
@@ -218,7 +227,7 @@ pub(super) fn names_public_key(text: &str, start: usize) -> bool {
         "message-authenticator",
     ]
     .iter()
-    .any(|p| near.contains(p))
+    .any(|p| pairs::contains_ci(near, p))
 }
 
 /// A `.pgpass` line's password, not the tail of a shadow row

@@ -595,10 +595,10 @@ fn public_field(l: &str) -> bool {
 /// from server (NotFound)`): left to the other detectors, so the model
 /// can see why.
 fn error_line(line: &str) -> bool {
-    let l = line.trim_start().to_ascii_lowercase();
+    let l = line.trim_start();
     ["error", "fatal", "usage:", "warning:", "err:", "e: "]
         .iter()
-        .any(|p| l.starts_with(p))
+        .any(|p| super::pairs::starts_with_ci(l, p))
         || [
             ": no such file",
             ": permission denied",
@@ -610,7 +610,7 @@ fn error_line(line: &str) -> bool {
             "no value found at",
         ]
         .iter()
-        .any(|p| l.contains(p))
+        .any(|p| super::pairs::contains_ci(l, p))
 }
 
 /// Decoded text that says what it is, for the detectors to judge: prose,

@@ -14,7 +14,7 @@
 //! terminal's split), when the right pane holds a prompt and a command,
 //! and no other `|`, as a table's columns do not. Rows without it are
 //! blank in both panes (the text is read whole anyway). One pass over the
-//! text to count, one to cut: linear.
+//! text to count, one to cut, one to build the panes: linear.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -69,13 +69,17 @@ impl Pane {
 
 /// The left and right panes of `text`, or none when no border splits it.
 pub(super) fn split(text: &str) -> Vec<Pane> {
-    if !text.contains(BORDERS) {
+    if !may_hold_border(text) || !text.contains(BORDERS) {
         return Vec::new();
     }
     // Rows with a border at each character column (a border in the first
     // or last column is a box's side, not a split).
     let mut count: HashMap<usize, usize> = HashMap::new();
     for line in text.lines() {
+        // Most rows hold no border: counting their characters is wasted.
+        if !may_hold_border(line) {
+            continue;
+        }
         let last = line.chars().count().saturating_sub(1);
         for (col, c) in line.chars().enumerate() {
             if BORDERS.contains(&c) && col > 0 && col < last {
@@ -90,8 +94,10 @@ pub(super) fn split(text: &str) -> Vec<Pane> {
     else {
         return Vec::new();
     };
-    let mut ascii = false;
-    let (mut left, mut right) = (Pane::new(), Pane::new());
+    // Each row: where it starts, its length without its line break, where
+    // it ends, and where the border cuts it (its place, its length, and
+    // whether it is `|`).
+    let mut cuts = Vec::new();
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         let body = line.trim_end_matches(['\n', '\r']);
@@ -99,29 +105,52 @@ pub(super) fn split(text: &str) -> Vec<Pane> {
             .char_indices()
             .nth(column)
             .filter(|(_, c)| BORDERS.contains(c));
-        // A row without the border is the screen's text's alone: the
-        // panes are only as long as the split rows.
-        if let Some((i, c)) = cut {
-            ascii |= c == '|';
-            left.push(text, at..at + i);
-            right.push(text, at + i + c.len_utf8()..at + body.len());
-        }
+        let cut = cut.map(|(i, c)| (i, c.len_utf8(), c == '|'));
+        cuts.push((at, body.len(), at + line.len(), cut));
         at += line.len();
-        left.newline(at - 1);
-        right.newline(at - 1);
     }
-    left.from.push(text.len());
-    right.from.push(text.len());
-    // A table's columns have more `|` to the right, and no prompt.
-    let pane = !right.text.contains('|')
-        && right
-            .text
-            .lines()
-            .any(|l| super::commands::prompt(l).is_some_and(|(_, command)| !command.is_empty()));
+    // A table's columns have more `|` to the right, and no prompt: judged
+    // before the panes are built, as most texts with a `|` are no screen
+    // split in two.
+    let rights = || {
+        cuts.iter()
+            .filter_map(|&(at, len, _, cut)| cut.map(|(i, n, _)| &text[at + i + n..at + len]))
+    };
+    let ascii = cuts
+        .iter()
+        .any(|(.., cut)| cut.is_some_and(|(_, _, bar)| bar));
+    let pane = !rights().any(|r| r.contains('|'))
+        && rights()
+            .any(|r| super::commands::prompt(r).is_some_and(|(_, command)| !command.is_empty()));
     if ascii && !pane {
         return Vec::new();
     }
+    // A row without the border is the screen's text's alone: the panes
+    // are only as long as the split rows.
+    let (mut left, mut right) = (Pane::new(), Pane::new());
+    for &(at, len, end, cut) in &cuts {
+        if let Some((i, n, _)) = cut {
+            left.push(text, at..at + i);
+            right.push(text, at + i + n..at + len);
+        }
+        left.newline(end - 1);
+        right.newline(end - 1);
+    }
+    left.from.push(text.len());
+    right.from.push(text.len());
     vec![left, right]
+}
+
+/// Whether `text` holds a byte a border starts with (`|`, or the first
+/// of the three the box-drawing ones share): one fast scan, for the rows
+/// that cannot hold one.
+fn may_hold_border(text: &str) -> bool {
+    debug_assert!(
+        BORDERS
+            .iter()
+            .all(|c| *c == '|' || c.to_string().as_bytes()[0] == 0xE2)
+    );
+    memchr::memchr2(b'|', 0xE2, text.as_bytes()).is_some()
 }
 
 #[cfg(test)]

@@ -26,8 +26,18 @@ const MIN_LEN: usize = 3;
 /// At most this many literals for one rule: more, and the rule has none.
 const MAX_SET: usize = 256;
 
-/// A set of literals, lowercase ASCII: one of them is in every match.
+/// A set of literals: one of them is in every match. Lowercase ASCII when
+/// read in any case (`Case::Any`), as written when read as they are.
 type Set = Vec<Vec<u8>>;
+
+/// How a pattern's literals are read off it: in any ASCII case, so each
+/// letter is one whatever the pattern allows of it; or as written, a
+/// letter in either case being two (`(?i)key` is eight literals).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Case {
+    Any,
+    Written,
+}
 
 /// Literals to look for, each some rules', and how many lines around one
 /// each rule reads: where the rules can match, found in one pass. A rule
@@ -41,6 +51,9 @@ pub(super) struct Literals {
     /// The rules (their places in what `new` was given) each literal is
     /// in every match of: where it is, the rule reads.
     owners: Vec<Vec<usize>>,
+    /// The same for rules whose matches hold it as written: each with
+    /// that spelling, which the text's must be.
+    written: Vec<Vec<(usize, Vec<u8>)>>,
     /// The rules each literal opens (a gitleaks keyword).
     opens: Vec<Vec<usize>>,
     /// Whether each rule has gates, so reads nothing until one opens.
@@ -56,13 +69,32 @@ pub(super) struct Literals {
 impl Literals {
     /// `literals`: each with its rule; `gates`: the same, for the words
     /// that open a rule; `reach`: each rule's, in order.
+    #[cfg(test)]
     pub(super) fn new(
         literals: impl IntoIterator<Item = (Vec<u8>, usize)>,
         gates: impl IntoIterator<Item = (Vec<u8>, usize)>,
         reach: Vec<Option<usize>>,
     ) -> Result<Literals, String> {
-        // Each literal's rules: those it is in, and those it opens.
-        let mut table: BTreeMap<Vec<u8>, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+        Literals::with_written(literals, [], gates, reach)
+    }
+
+    /// `new`, with `written`: literals each with its rule, that the rule's
+    /// matches hold as written (`literals`' in any case).
+    pub(super) fn with_written(
+        literals: impl IntoIterator<Item = (Vec<u8>, usize)>,
+        written: impl IntoIterator<Item = (Vec<u8>, usize)>,
+        gates: impl IntoIterator<Item = (Vec<u8>, usize)>,
+        reach: Vec<Option<usize>>,
+    ) -> Result<Literals, String> {
+        /// Each literal's rules: those it is in, in any case and as
+        /// written, and those it opens.
+        #[derive(Default)]
+        struct Roles {
+            owners: Vec<usize>,
+            written: Vec<(usize, Vec<u8>)>,
+            opens: Vec<usize>,
+        }
+        let mut table: BTreeMap<Vec<u8>, Roles> = BTreeMap::new();
         let mut has = vec![false; reach.len()];
         let mut gated = vec![false; reach.len()];
         for (literal, rule) in literals {
@@ -70,15 +102,23 @@ impl Literals {
             table
                 .entry(literal.to_ascii_lowercase())
                 .or_default()
-                .0
+                .owners
                 .push(rule);
+        }
+        for (literal, rule) in written {
+            has[rule] = true;
+            table
+                .entry(literal.to_ascii_lowercase())
+                .or_default()
+                .written
+                .push((rule, literal));
         }
         for (gate, rule) in gates {
             gated[rule] = true;
             table
                 .entry(gate.to_ascii_lowercase())
                 .or_default()
-                .1
+                .opens
                 .push(rule);
         }
         let automaton = AhoCorasick::builder()
@@ -87,11 +127,17 @@ impl Literals {
             .build(table.keys())
             .map_err(|e| format!("literals to look for: {e}"))?;
         let literals = table.keys().cloned().collect();
-        let (owners, opens) = table.into_values().unzip();
+        let (mut owners, mut written, mut opens) = (Vec::new(), Vec::new(), Vec::new());
+        for roles in table.into_values() {
+            owners.push(roles.owners);
+            written.push(roles.written);
+            opens.push(roles.opens);
+        }
         Ok(Literals {
             automaton,
             literals,
             owners,
+            written,
             opens,
             gated,
             always: (0..reach.len()).filter(|&i| !has[i]).collect(),
@@ -132,7 +178,13 @@ impl Literals {
                 line -= 1;
             }
             let breaks = memchr::memchr_iter(b'\n', &text[m.range()]).count();
-            for &rule in &self.owners[m.pattern().as_usize()] {
+            let found = &text[m.range()];
+            let p = m.pattern().as_usize();
+            let written = self.written[p]
+                .iter()
+                .filter(|(_, spelt)| spelt.as_slice() == found)
+                .map(|(rule, _)| rule);
+            for &rule in self.owners[p].iter().chain(written) {
                 if last[rule] == line && breaks == 0 {
                     continue;
                 }
@@ -173,16 +225,24 @@ impl Literals {
                 .flat_map(|(l, rules)| rules.iter().map(move |&r| (l.clone(), r + offset)))
                 .collect()
         };
+        let written = |set: &Literals, offset: usize| -> Vec<(Vec<u8>, usize)> {
+            set.written
+                .iter()
+                .flatten()
+                .map(|(r, spelt)| (spelt.clone(), r + offset))
+                .collect()
+        };
         let mut reach = self.reach.clone();
         reach.extend(&other.reach);
         let literals =
             of(self, &self.owners, 0)
                 .into_iter()
                 .chain(of(other, &other.owners, offset));
+        let spelt = written(self, 0).into_iter().chain(written(other, offset));
         let gates = of(self, &self.opens, 0)
             .into_iter()
             .chain(of(other, &other.opens, offset));
-        let chained = Literals::new(literals, gates, reach)?;
+        let chained = Literals::with_written(literals, spelt, gates, reach)?;
         // A rule of either with no literal still reads everything (`new`
         // finds those of both again, from the literals each has).
         debug_assert_eq!(chained.always.len(), self.always.len() + other.always.len());
@@ -286,7 +346,7 @@ fn merged(mut windows: Vec<Range<usize>>) -> Vec<Range<usize>> {
 /// The literals of walissh's own `patterns`, in order: what `needs`
 /// reads off each, and its reach (`max_line_breaks`).
 pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
-    let mut literals = Vec::new();
+    let (mut literals, mut written) = (Vec::new(), Vec::new());
     let mut reach = Vec::new();
     for (i, pattern) in patterns.iter().enumerate() {
         let breaks = super::max_line_breaks(pattern);
@@ -294,9 +354,16 @@ pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
         let Ok(hir) = regex_syntax::parse(pattern) else {
             continue;
         };
-        literals.extend(literals_of(&hir).into_iter().flatten().map(|l| (l, i)));
+        if let Some((set, case)) = literals_of(&hir) {
+            let to = if case == Case::Any {
+                &mut literals
+            } else {
+                &mut written
+            };
+            to.extend(set.into_iter().map(|l| (l, i)));
+        }
     }
-    Literals::new(literals, [], reach)
+    Literals::with_written(literals, written, [], reach)
 }
 
 /// The literals of a pattern (`needs`), parsed as it compiles.
@@ -308,21 +375,32 @@ pub(super) fn prefilter(patterns: &[&str]) -> Result<Literals, String> {
 /// ended at its end, where the window could move `\A`, `^` or `\z`,
 /// would cross one line more than the rule's matches can
 /// (`windows_find_what_the_whole_text_does`).
-pub(super) fn literals_of(hir: &Hir) -> Option<Set> {
-    needs(hir)
+pub(super) fn literals_of(hir: &Hir) -> Option<(Set, Case)> {
+    let any = needs(hir, Case::Any)?;
+    // As written, where a match's case is known: a rule for `TOKEN=` then
+    // reads none of the lines that say `token` (most of the ones that say
+    // either), for what its literals find in any case is checked. Not
+    // where a letter may be in either case: `(?i)password` is 256
+    // spellings, each checked wherever `password` is, to rule out none.
+    match needs(hir, Case::Written) {
+        Some(written) if min_len(&written) >= min_len(&any) && written.len() <= any.len() => {
+            Some((written, Case::Written))
+        }
+        _ => Some((any, Case::Any)),
+    }
 }
 
 /// The literals one of which every match of `hir` starts with, ASCII
 /// lowercase; None when some match may start with anything.
 pub(super) fn starts(hir: &Hir) -> Option<Set> {
-    let prefix = info(hir).prefix;
+    let prefix = info(hir, Case::Any).prefix;
     prefix.iter().all(|l| !l.is_empty()).then_some(prefix)
 }
 
 /// The literals one of which every match of `hir` holds; None when there
 /// is no such set of at most `MAX_SET`, each `MIN_LEN` long or more.
-fn needs(hir: &Hir) -> Option<Set> {
-    let info = info(hir);
+fn needs(hir: &Hir, case: Case) -> Option<Set> {
+    let info = info(hir, case);
     better(info.factor, info.exact).filter(|set| min_len(set) >= MIN_LEN)
 }
 
@@ -357,20 +435,23 @@ impl Info {
     }
 }
 
-fn info(hir: &Hir) -> Info {
+fn info(hir: &Hir, case: Case) -> Info {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => Info::exact(Some(nothing())),
         HirKind::Literal(l) => {
-            let set = vec![l.0.to_ascii_lowercase()];
+            let set = vec![match case {
+                Case::Any => l.0.to_ascii_lowercase(),
+                Case::Written => l.0.to_vec(),
+            }];
             Info {
                 factor: Some(set.clone()),
                 ..Info::exact(Some(set))
             }
         }
-        HirKind::Class(class) => Info::exact(class_members(class)),
-        HirKind::Capture(c) => info(&c.sub),
+        HirKind::Class(class) => Info::exact(class_members(class, case)),
+        HirKind::Capture(c) => info(&c.sub, case),
         HirKind::Repetition(r) => {
-            let sub = info(&r.sub);
+            let sub = info(&r.sub, case);
             let exact = match (r.min, r.max, &sub.exact) {
                 (min, Some(max), Some(e)) if max == min && max <= 8 => {
                     (0..max).try_fold(nothing(), |acc, _| product(&acc, e))
@@ -395,9 +476,9 @@ fn info(hir: &Hir) -> Info {
                 suffix,
             }
         }
-        HirKind::Concat(parts) => concat(parts),
+        HirKind::Concat(parts) => concat(parts, case),
         HirKind::Alternation(alts) => {
-            let infos: Vec<Info> = alts.iter().map(info).collect();
+            let infos: Vec<Info> = alts.iter().map(|a| info(a, case)).collect();
             let exact = infos
                 .iter()
                 .map(|i| i.exact.clone())
@@ -429,7 +510,7 @@ fn info(hir: &Hir) -> Info {
 /// A concatenation: runs of parts whose strings are known multiply out,
 /// and so do a run and the start of the part after it; the best of those
 /// and of the parts' own factors is its factor.
-fn concat(parts: &[Hir]) -> Info {
+fn concat(parts: &[Hir], case: Case) -> Info {
     let mut best = None;
     // What every match of the parts so far ends with: the known strings
     // since the last part not known whole, after that part's suffix.
@@ -438,7 +519,7 @@ fn concat(parts: &[Hir]) -> Info {
     let mut exact: Option<Set> = Some(nothing());
     let mut prefix: Option<Set> = None;
     for part in parts {
-        let part = info(part);
+        let part = info(part, case);
         best = better(best, part.factor);
         if let Some(e) = &part.exact {
             exact = exact.and_then(|x| product(&x, e));
@@ -472,9 +553,13 @@ fn concat(parts: &[Hir]) -> Info {
     }
 }
 
-/// The members of a small class, as lowercase literals: a letter in any
-/// case is one (`(?i)p` is `[Pp]`).
-fn class_members(class: &Class) -> Option<Set> {
+/// The members of a small class, as literals: in `Case::Any`, lowercase,
+/// a letter in any case being one (`(?i)p` is `[Pp]`).
+fn class_members(class: &Class, case: Case) -> Option<Set> {
+    let lower = |b: Vec<u8>| match case {
+        Case::Any => b.to_ascii_lowercase(),
+        Case::Written => b,
+    };
     /// More members than this, and the class is not multiplied out.
     const MAX_MEMBERS: usize = 10;
     let mut set: Set = match class {
@@ -485,7 +570,7 @@ fn class_members(class: &Class) -> Option<Set> {
             }
             c.iter()
                 .flat_map(|r| r.start()..=r.end())
-                .map(|ch| ch.to_string().into_bytes().to_ascii_lowercase())
+                .map(|ch| lower(ch.to_string().into_bytes()))
                 .collect()
         }
         Class::Bytes(c) => {
@@ -495,7 +580,7 @@ fn class_members(class: &Class) -> Option<Set> {
             }
             c.iter()
                 .flat_map(|r| r.start()..=r.end())
-                .map(|b| vec![b.to_ascii_lowercase()])
+                .map(|b| lower(vec![b]))
                 .collect()
         }
     };
@@ -548,7 +633,7 @@ mod tests {
 
     fn needed(pattern: &str) -> Option<Vec<String>> {
         let hir = regex_syntax::parse(pattern).unwrap();
-        needs(&hir).map(|set| {
+        needs(&hir, Case::Any).map(|set| {
             set.into_iter()
                 .map(|l| String::from_utf8(l).unwrap())
                 .collect()
@@ -597,7 +682,7 @@ mod tests {
         let p = prefilter(&[r"xyz(?:[ab][0-9][0-9][0-9])+[^a-z]"]).unwrap();
         assert!(!p.windows(b"xyza123 ")[0].is_empty());
         let hir = regex_syntax::parse(r"ab[0-9][0-9][0-9]").unwrap();
-        let i = info(&hir);
+        let i = info(&hir, Case::Any);
         assert_eq!(i.exact, None);
         assert!(
             i.prefix
@@ -632,6 +717,9 @@ mod tests {
             ("z{2}", &["zz"]),
             ("[ab][0-9][0-9][0-9]", &["a123", "b900"]),
             ("(?i:ab)", &["AB", "aB"]),
+            ("KEY", &["KEY"]),
+            ("[Kk]ey", &["Key", "key"]),
+            ("(?i:k)EY", &["kEY", "KEY"]),
             ("(?:[ab][0-9]{3})+", &["a123", "b456a789"]),
             ("(?:q|)", &["", "q"]),
             ("[xyz]{0,2}", &["", "zy"]),
@@ -659,18 +747,24 @@ mod tests {
                 };
                 let chosen = if use_right && !right.is_empty() { &right } else { &left };
                 let text = format!("- {} -", sample(chosen));
-                let Some(set) = needs(&regex_syntax::parse(&pattern).unwrap()) else {
-                    return Ok(());
-                };
                 let regex = regex::Regex::new(&pattern).unwrap();
                 proptest::prop_assert!(regex.is_match(&text), "{pattern} on {text:?}");
-                for m in regex.find_iter(&text) {
-                    let found = m.as_str().to_ascii_lowercase();
-                    proptest::prop_assert!(
-                        set.iter().any(|l| found.contains(std::str::from_utf8(l).unwrap())),
-                        "{pattern}: {:?} holds none of {set:?}",
-                        m.as_str()
-                    );
+                let hir = regex_syntax::parse(&pattern).unwrap();
+                for case in [Case::Any, Case::Written] {
+                    let Some(set) = needs(&hir, case) else {
+                        continue;
+                    };
+                    for m in regex.find_iter(&text) {
+                        let found = match case {
+                            Case::Any => m.as_str().to_ascii_lowercase(),
+                            Case::Written => m.as_str().to_string(),
+                        };
+                        proptest::prop_assert!(
+                            set.iter().any(|l| found.contains(std::str::from_utf8(l).unwrap())),
+                            "{pattern} ({case:?}): {:?} holds none of {set:?}",
+                            m.as_str()
+                        );
+                    }
                 }
             }
         }
@@ -699,7 +793,11 @@ mod tests {
             r"(?:\A|\s)",
             r"\s*",
         ];
-        const WORDS: &[&str] = &["key", "=", "ab", ";", " ", "\n", "\n", "key=x"];
+        const WORDS: &[&str] = &[
+            "key", "=", "ab", ";", " ", "\n", "\n", "key=x", "KEY", "Key",
+        ];
+        /// The literal between the pieces: as written, or in either case.
+        const MIDDLES: &[&str] = &["key", "KEY", "(?i:key)", "[Kk]ey"];
 
         proptest::proptest! {
             #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
@@ -708,9 +806,10 @@ mod tests {
                 before in proptest::collection::vec(0..PIECES.len(), 0..4),
                 after in proptest::collection::vec(0..PIECES.len(), 0..4),
                 words in proptest::collection::vec(0..WORDS.len(), 0..24),
+                middle in 0..MIDDLES.len(),
             ) {
                 let piece = |v: &[usize]| v.iter().map(|&i| PIECES[i]).collect::<String>();
-                let pattern = format!("{}key{}", piece(&before), piece(&after));
+                let pattern = format!("{}{}{}", piece(&before), MIDDLES[middle], piece(&after));
                 let text: String = words.iter().map(|&i| WORDS[i]).collect();
                 let p = prefilter(&[&pattern]).unwrap();
                 let regex = regex::Regex::new(&pattern).unwrap();
@@ -773,6 +872,29 @@ mod tests {
         assert_eq!(needed(r"\$2[ab]?\$").unwrap(), ["$2$", "$2a$", "$2b$"]);
         // `(?m)` anchors are a line's, and a line is read whole.
         assert_eq!(needed(r"(?m)^secret=\S+").unwrap(), ["secret="]);
+    }
+
+    /// A rule whose literal is spelt one way reads only the lines that
+    /// spell it so; one in any case, every line that holds it.
+    #[test]
+    fn a_literal_in_one_case_is_looked_for_in_that_case() {
+        let p = prefilter(&[r"(?m)^[A-Z_]*TOKEN=\S+", r"(?i)token=\S+"]).unwrap();
+        let text = b"a_token=1\nB_TOKEN=2\nToken=3\n";
+        let w = p.windows(text);
+        assert_eq!(w[0], vec![9..20]);
+        assert_eq!(w[1], vec![0..text.len()]);
+        assert_eq!(
+            literals_of(&regex_syntax::parse("KEY=").unwrap())
+                .unwrap()
+                .1,
+            Case::Written
+        );
+        assert_eq!(
+            literals_of(&regex_syntax::parse("(?i)key=").unwrap())
+                .unwrap()
+                .1,
+            Case::Any
+        );
     }
 
     #[test]

@@ -80,8 +80,8 @@ enum Target {
 
 /// One allow-list: a finding it matches is not a secret.
 struct Allow {
-    /// Its regexes, as one (any of them matches).
-    regexes: Option<Regex>,
+    /// Its regexes, as one question: does any of them match?
+    regexes: Option<AnyOf>,
     target: Target,
     /// Words a secret holding one is allowed for, any case: one automaton,
     /// as generic rules have about 1500 of them.
@@ -422,13 +422,9 @@ impl Allow {
             }
             parts.push(format!("(?{}u:{p})", if ascii { "-" } else { "" }));
         }
-        // Any of them, as one regex: each finding pays one search, not one
-        // per regex (gitleaks' global list has thirteen).
         let regexes = match parts.is_empty() {
             true => None,
-            false => {
-                Some(Regex::new(&parts.join("|")).map_err(|e| super::one_line(&e.to_string()))?)
-            }
+            false => Some(AnyOf::new(&parts)?),
         };
         let target = match raw.regex_target.as_deref() {
             None | Some("secret") => Target::Secret,
@@ -461,6 +457,113 @@ impl Allow {
         match self.all {
             true => verdicts.peek().is_some() && verdicts.all(|v| v),
             false => verdicts.any(|v| v),
+        }
+    }
+}
+
+/// An allow-list's regexes, asked one question: does any of them match?
+/// The question is asked of every finding, and each holds a new value: a
+/// lazy automaton met states it had not built on most of them
+/// (`generic-api-key`'s list of ninety key names, matched anywhere in the
+/// match, follows every partial name at once), 3.5% of the redactor's
+/// time on text dense with secrets. So the automata are built whole, once:
+/// the regexes' branches (any one matching is the whole matching) are cut
+/// into as few groups as each fit in `DENSE_LIMIT`, since a group's states
+/// are the product of its branches'. A branch too big alone is asked of a
+/// lazy automaton.
+struct AnyOf {
+    whole: Vec<regex_automata::dfa::dense::DFA<Vec<u32>>>,
+    /// The branches no whole automaton holds, or None.
+    rest: Option<Regex>,
+    /// All of them, lazily: asked should a whole automaton give up.
+    all: Regex,
+}
+
+/// The most one whole allow-list automaton may take.
+const DENSE_LIMIT: usize = 256 << 10;
+
+impl AnyOf {
+    /// `parts`: each a regex with its Unicode flag set.
+    fn new(parts: &[String]) -> Result<AnyOf, String> {
+        let lazy = |p: &str| Regex::new(p).map_err(|e| super::one_line(&e.to_string()));
+        let all = lazy(&parts.join("|"))?;
+        let parser = || regex_syntax::ParserBuilder::new().utf8(false).build();
+        let mut branches = Vec::new();
+        for p in parts {
+            let hir = parser()
+                .parse(p)
+                .map_err(|e| super::one_line(&e.to_string()))?;
+            flatten(&hir, &mut branches);
+        }
+        let (mut whole, mut left) = (Vec::new(), Vec::new());
+        cover(&branches, &mut whole, &mut left);
+        let rest = match left.is_empty() {
+            true => None,
+            false => Some(lazy(
+                &left
+                    .iter()
+                    .map(|h| format!("(?:{h})"))
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            )?),
+        };
+        Ok(AnyOf { whole, rest, all })
+    }
+
+    fn is_match(&self, target: &[u8]) -> bool {
+        use regex_automata::{Input, dfa::Automaton};
+        let input = Input::new(target).earliest(true);
+        let mut any = false;
+        for dfa in &self.whole {
+            match dfa.try_search_fwd(&input) {
+                Ok(m) => any |= m.is_some(),
+                Err(_) => return self.all.is_match(target),
+            }
+            if any {
+                return true;
+            }
+        }
+        self.rest.as_ref().is_some_and(|r| r.is_match(target))
+    }
+}
+
+/// `hir`'s branches, each matching somewhere where `hir` does.
+fn flatten(hir: &Hir, out: &mut Vec<Hir>) {
+    match hir.kind() {
+        HirKind::Alternation(branches) => branches.iter().for_each(|b| flatten(b, out)),
+        HirKind::Capture(c) => flatten(&c.sub, out),
+        _ => out.push(hir.clone()),
+    }
+}
+
+/// Whole automata for `branches`, as few as fit; those too big alone go to
+/// `left`.
+fn cover(
+    branches: &[Hir],
+    whole: &mut Vec<regex_automata::dfa::dense::DFA<Vec<u32>>>,
+    left: &mut Vec<Hir>,
+) {
+    use regex_automata::{dfa::dense, nfa::thompson};
+    let nfa = thompson::Compiler::new()
+        .configure(thompson::Config::new().utf8(false))
+        .build_many_from_hir(branches);
+    let dfa = nfa.ok().and_then(|nfa| {
+        dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .dfa_size_limit(Some(DENSE_LIMIT))
+                    .determinize_size_limit(Some(DENSE_LIMIT)),
+            )
+            .build_from_nfa(&nfa)
+            .ok()
+    });
+    match dfa {
+        Some(dfa) => whole.push(dfa),
+        None if branches.len() == 1 => left.push(branches[0].clone()),
+        None => {
+            let (a, b) = branches.split_at(branches.len() / 2);
+            cover(a, whole, left);
+            cover(b, whole, left);
         }
     }
 }
@@ -584,7 +687,8 @@ impl Rules {
             ));
         }
         let mut rules = Vec::new();
-        let (mut literals, mut keywords, mut reach) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut literals, mut written, mut keywords, mut reach) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut ids = std::collections::HashSet::new();
         for (n, raw) in file.rules.into_iter().enumerate() {
             let id = raw.id;
@@ -630,7 +734,13 @@ impl Rules {
             // token).
             let needs =
                 super::parse_as_gitleaks(&go).and_then(|hir| super::prefilter::literals_of(&hir));
-            literals.extend(needs.into_iter().flatten().map(|l| (l, index)));
+            if let Some((set, case)) = needs {
+                let to = match case {
+                    super::prefilter::Case::Any => &mut literals,
+                    super::prefilter::Case::Written => &mut written,
+                };
+                to.extend(set.into_iter().map(|l| (l, index)));
+            }
             keywords.extend(raw.keywords.into_iter().map(|k| (k.into_bytes(), index)));
             reach.push(breaks);
             rules.push(Rule {
@@ -642,7 +752,7 @@ impl Rules {
                 allows,
             });
         }
-        let keywords = Literals::new(literals, keywords, reach)?;
+        let keywords = Literals::with_written(literals, written, keywords, reach)?;
         let global = file
             .allowlist
             .map(Allow::new)

@@ -96,7 +96,12 @@ impl Column {
 /// or more (`NAME   USERNAME   PASSWORD`); a row of values
 /// (`db-credentials  Opaque  2`) is none.
 pub(super) fn aligned_names(line: &str) -> Option<Vec<Range<usize>>> {
-    if !line.is_ascii() || line.len() > 512 || !line.contains("  ") {
+    // A header is names only (`NAME  TYPE  DATA`): a row of values
+    // (`db-credentials  Opaque  2`) is none. Its cells and the blanks
+    // between them are letters, blanks, `_` and `-`, which most lines are
+    // not: they are rejected in one pass, before any cell is cut.
+    let name_byte = |b: &u8| b.is_ascii_alphabetic() || b" _-".contains(b);
+    if line.len() > 512 || !line.as_bytes().iter().all(name_byte) || !line.contains("  ") {
         return None;
     }
     let mut cells = Vec::new();
@@ -113,17 +118,7 @@ pub(super) fn aligned_names(line: &str) -> Option<Vec<Range<usize>>> {
             _ => {}
         }
     }
-    // A header is names only (`NAME  TYPE  DATA`): a row of values
-    // (`db-credentials  Opaque  2`) is none.
-    let names = cells.iter().all(|c| {
-        line[c.clone()]
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b" _-".contains(&b))
-    });
-    if cells.len() < 3 || !names {
-        return None;
-    }
-    Some(cells)
+    (cells.len() >= 3).then_some(cells)
 }
 
 /// An aligned header that names neither a secret nor a value

@@ -354,3 +354,51 @@ fn entropy_of_uniform_and_repeated_text() {
     assert_eq!(entropy(b"aaaa"), 0.0);
     assert!((entropy(b"abcd") - 2.0).abs() < 1e-9);
 }
+
+/// Every allow-list's whole automata (`AnyOf`) answer as the lazy regex
+/// of all its regexes does: on every line, word and value of the corpus,
+/// and on strings made to end inside a branch or match one at either end.
+#[test]
+fn allow_lists_built_whole_answer_as_the_regexes_do() {
+    let rules = Rules::load().unwrap();
+    let bulk = super::super::corpus::bulk(64 << 10);
+    let mut targets: Vec<&str> = bulk.lines().collect();
+    targets.extend(bulk.split([' ', '=', ':', '"', '\'']));
+    targets.extend([
+        "",
+        "true",
+        "xfalsex",
+        "null",
+        "$1",
+        "${HOME}",
+        "{{ .Values.secret }}",
+        "%s",
+        "changeme",
+        "api_version=3",
+        "keypair",
+        "KEY_ALIAS=x",
+        "ABC=\nDEF=\n",
+        "io.jsonwebtoken:jjwt",
+        "com.example:api-core:jar:1.0",
+        "x".repeat(3000).leak(),
+    ]);
+    let mut lists: Vec<&Allow> = rules.rules.iter().flat_map(|r| &r.allows).collect();
+    lists.extend(&rules.global);
+    let mut checked = 0;
+    for list in lists {
+        let Some(any) = &list.regexes else {
+            continue;
+        };
+        assert!(!any.whole.is_empty() || any.rest.is_some());
+        for t in &targets {
+            assert_eq!(
+                any.is_match(t.as_bytes()),
+                any.all.is_match(t.as_bytes()),
+                "{t:?} against {}",
+                any.all.as_str()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "{checked} checks");
+}
