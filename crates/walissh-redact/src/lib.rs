@@ -822,8 +822,12 @@ impl Redactor {
     /// Every finding of every rule in `text`, in no order.
     fn find_plain(&self, text: &str) -> Vec<Span> {
         // One pass finds where walissh's rules and gitleaks' may match.
-        let mut windows = self.prefilter.windows(text.as_bytes());
+        let prefilter::Sites {
+            mut windows,
+            mut places,
+        } = self.prefilter.sites(text.as_bytes());
         let theirs = windows.split_off(self.rules.len());
+        let their_places = places.split_off(self.rules.len());
         self.narrow(text, &mut windows);
         let mut spans = self.find_own_in(text, windows);
         let pairs = self.rules.len();
@@ -842,7 +846,8 @@ impl Redactor {
         let found = [
             (self.operator.find(text.as_bytes()), pairs + 1),
             (
-                self.gitleaks.find_in_windows(text.as_bytes(), theirs),
+                self.gitleaks
+                    .find_in_windows(text.as_bytes(), theirs, their_places),
                 gitleaks,
             ),
         ];

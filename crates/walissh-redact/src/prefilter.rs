@@ -64,6 +64,17 @@ pub(super) struct Literals {
     reach: Vec<Option<usize>>,
     /// Rules with no literal: they read all of every text (once open).
     always: Vec<usize>,
+    /// Rules that are given where their literals are (`sites`), for each
+    /// match of theirs starts at one of them: they need not look again.
+    located: Vec<bool>,
+}
+
+/// Where each rule may match (`Literals::sites`): its windows, and for a
+/// rule `located`, where each of its literals is, in the order they
+/// start (None for the others).
+pub(super) struct Sites {
+    pub(super) windows: Vec<Vec<Range<usize>>>,
+    pub(super) places: Vec<Option<Vec<Range<usize>>>>,
 }
 
 impl Literals {
@@ -141,17 +152,34 @@ impl Literals {
             opens,
             gated,
             always: (0..reach.len()).filter(|&i| !has[i]).collect(),
+            located: vec![false; reach.len()],
             reach,
         })
+    }
+
+    /// These rules are given where their literals are (`Sites::places`).
+    pub(super) fn locate(mut self, rules: impl IntoIterator<Item = usize>) -> Literals {
+        for rule in rules {
+            self.located[rule] = true;
+        }
+        self
+    }
+
+    /// `sites`' windows alone.
+    #[cfg(test)]
+    pub(super) fn windows(&self, text: &[u8]) -> Vec<Vec<Range<usize>>> {
+        self.sites(text).windows
     }
 
     /// For each rule, in order: the windows of `text` where it may match,
     /// whole lines from the line break before them (so a match sees before
     /// it what it sees in all of the text), merged, in order. A match of
-    /// the rule that holds its literal lies whole in one window.
-    pub(super) fn windows(&self, text: &[u8]) -> Vec<Vec<Range<usize>>> {
+    /// the rule that holds its literal lies whole in one window. And where
+    /// the literals of the rules `located` are.
+    pub(super) fn sites(&self, text: &[u8]) -> Sites {
         let rules = self.reach.len();
         let mut windows: Vec<Vec<Range<usize>>> = vec![Vec::new(); rules];
+        let mut places: Vec<Vec<Range<usize>>> = vec![Vec::new(); rules];
         for &i in &self.always {
             windows[i].push(0..text.len());
         }
@@ -185,6 +213,9 @@ impl Literals {
                 .filter(|(_, spelt)| spelt.as_slice() == found)
                 .map(|(rule, _)| rule);
             for &rule in self.owners[p].iter().chain(written) {
+                if self.located[rule] {
+                    places[rule].push(m.range());
+                }
                 if last[rule] == line && breaks == 0 {
                     continue;
                 }
@@ -198,14 +229,25 @@ impl Literals {
                 });
             }
         }
-        windows
+        let windows = windows
             .into_iter()
             .enumerate()
             .map(|(i, w)| match self.gated[i] && !open[i] {
                 true => Vec::new(),
                 false => merged(w),
             })
-            .collect()
+            .collect();
+        let places = places
+            .into_iter()
+            .zip(&self.located)
+            .map(|(mut p, &located)| {
+                located.then(|| {
+                    p.sort_by_key(|r| r.start);
+                    p
+                })
+            })
+            .collect();
+        Sites { windows, places }
     }
 
     /// The rules with no literal: they read all of every text.
@@ -242,7 +284,13 @@ impl Literals {
         let gates = of(self, &self.opens, 0)
             .into_iter()
             .chain(of(other, &other.opens, offset));
-        let chained = Literals::with_written(literals, spelt, gates, reach)?;
+        let located = self.located.iter().chain(&other.located);
+        let located: Vec<usize> = (0..)
+            .zip(located)
+            .filter(|(_, l)| **l)
+            .map(|(i, _)| i)
+            .collect();
+        let chained = Literals::with_written(literals, spelt, gates, reach)?.locate(located);
         // A rule of either with no literal still reads everything (`new`
         // finds those of both again, from the literals each has).
         debug_assert_eq!(chained.always.len(), self.always.len() + other.always.len());

@@ -131,14 +131,17 @@ struct Anchored {
     regex: regex_automata::meta::Regex,
     /// Where a match may start: its literals, in any ASCII case.
     starts: AhoCorasick,
+    /// Those literals, lowercase, sorted.
+    literals: Vec<Vec<u8>>,
 }
 
 impl Anchored {
     fn new(rest: &Hir) -> Option<Anchored> {
-        let starts = super::prefilter::starts(rest)?;
+        let mut literals = super::prefilter::starts(rest)?;
+        literals.sort();
         let starts = AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(starts)
+            .build(&literals)
             .ok()?;
         let regex = regex_automata::meta::Builder::new()
             .configure(
@@ -148,26 +151,45 @@ impl Anchored {
             )
             .build_from_hir(rest)
             .ok()?;
-        Some(Anchored { regex, starts })
+        Some(Anchored {
+            regex,
+            starts,
+            literals,
+        })
     }
 
     /// The matches in `text`, in order, each as its groups' spans; None
     /// when its literals are too close together to be tried one by one
     /// (each try may read a few hundred bytes: on `password=password=…`
-    /// that is far more than one search).
-    fn matches(&self, text: &[u8]) -> Option<Vec<Vec<Option<Range<usize>>>>> {
+    /// that is far more than one search). `places`: where its literals
+    /// are, when the prefilter found them (`Sites::places`), so they are
+    /// not looked for again.
+    fn matches(
+        &self,
+        text: &[u8],
+        places: Option<&[Range<usize>]>,
+    ) -> Option<Vec<Vec<Option<Range<usize>>>>> {
         use regex_automata::{Anchored as At, Input};
         /// At least this many bytes a place, on average.
         const SPACING: usize = 16;
+        let looked_for;
+        let places = match places {
+            Some(places) => places,
+            None => {
+                looked_for = self
+                    .starts
+                    .find_overlapping_iter(text)
+                    .map(|m| m.range())
+                    .collect::<Vec<_>>();
+                &looked_for
+            }
+        };
+        if places.len() * SPACING > text.len().max(SPACING) {
+            return None;
+        }
         // Overlapping literals come in the order they end: in the order
         // they start, each place once.
-        let mut starts: Vec<usize> = Vec::new();
-        for m in self.starts.find_overlapping_iter(text) {
-            if (starts.len() + 1) * SPACING > text.len().max(SPACING) {
-                return None;
-            }
-            starts.push(m.start());
-        }
+        let mut starts: Vec<usize> = places.iter().map(|p| p.start).collect();
         starts.sort_unstable();
         starts.dedup();
         let mut caps = self.regex.create_captures();
@@ -241,8 +263,13 @@ impl Lead {
     /// The matches of a rule whose pattern had this lead, its `rest` the
     /// regex of the rest of it: each as its groups' spans, the whole match
     /// (group 0) with its lead.
-    fn matches(&self, rest: &Regex, text: &[u8]) -> Vec<Vec<Option<Range<usize>>>> {
-        let tried = self.anchored.as_ref().and_then(|a| a.matches(text));
+    fn matches(
+        &self,
+        rest: &Regex,
+        text: &[u8],
+        places: Option<&[Range<usize>]>,
+    ) -> Vec<Vec<Option<Range<usize>>>> {
+        let tried = self.anchored.as_ref().and_then(|a| a.matches(text, places));
         let mut all = tried.unwrap_or_else(|| groups(rest, text));
         // Where the search for each match began: a lead walks back no
         // further.
@@ -269,12 +296,29 @@ impl Lead {
 }
 
 impl Rule {
-    /// The matches in `text`, in order, each as its groups' spans.
-    fn matches(&self, text: &[u8]) -> Vec<Vec<Option<Range<usize>>>> {
+    /// The matches in `text`, in order, each as its groups' spans;
+    /// `places`, where its literals are, if known.
+    fn matches(
+        &self,
+        text: &[u8],
+        places: Option<&[Range<usize>]>,
+    ) -> Vec<Vec<Option<Range<usize>>>> {
         match &self.lead {
-            Some(lead) => lead.matches(&self.regex, text),
+            Some(lead) => lead.matches(&self.regex, text, places),
             None => groups(&self.regex, text),
         }
+    }
+
+    /// Whether each of its matches starts at one of the literals the
+    /// prefilter looks for, `needs` (in any case): then where the
+    /// prefilter found them is where it is tried (`Anchored`).
+    fn starts_at(&self, needs: &[Vec<u8>]) -> bool {
+        let anchored = self.lead.as_ref().and_then(|l| l.anchored.as_ref());
+        anchored.is_some_and(|a| {
+            let mut needs: Vec<Vec<u8>> = needs.to_vec();
+            needs.sort();
+            needs == a.literals
+        })
     }
 }
 
@@ -689,6 +733,8 @@ impl Rules {
         let mut rules = Vec::new();
         let (mut literals, mut written, mut keywords, mut reach) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // The rules the prefilter tells where their literals are.
+        let mut located = Vec::new();
         let mut ids = std::collections::HashSet::new();
         for (n, raw) in file.rules.into_iter().enumerate() {
             let id = raw.id;
@@ -734,25 +780,33 @@ impl Rules {
             // token).
             let needs =
                 super::parse_as_gitleaks(&go).and_then(|hir| super::prefilter::literals_of(&hir));
+            let mut any_case = None;
             if let Some((set, case)) = needs {
                 let to = match case {
-                    super::prefilter::Case::Any => &mut literals,
+                    super::prefilter::Case::Any => {
+                        any_case = Some(set.clone());
+                        &mut literals
+                    }
                     super::prefilter::Case::Written => &mut written,
                 };
                 to.extend(set.into_iter().map(|l| (l, index)));
             }
             keywords.extend(raw.keywords.into_iter().map(|k| (k.into_bytes(), index)));
             reach.push(breaks);
-            rules.push(Rule {
+            let rule = Rule {
                 id,
                 regex,
                 lead,
                 secret_group: raw.secret_group,
                 entropy: raw.entropy,
                 allows,
-            });
+            };
+            if any_case.is_some_and(|set| rule.starts_at(&set)) {
+                located.push(index);
+            }
+            rules.push(rule);
         }
-        let keywords = Literals::with_written(literals, written, keywords, reach)?;
+        let keywords = Literals::with_written(literals, written, keywords, reach)?.locate(located);
         let global = file
             .allowlist
             .map(Allow::new)
@@ -785,20 +839,32 @@ impl Rules {
     /// above the token), so it only opens the rule; the lines around a
     /// literal take in a key and a value a rule lets stand apart.
     pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
-        self.find_in_windows(text, self.keywords.windows(text))
+        let sites = self.keywords.sites(text);
+        self.find_in_windows(text, sites.windows, sites.places)
     }
 
-    /// `find`, given where each rule may match (`Literals::windows` of
+    /// `find`, given where each rule may match (`Literals::sites` of
     /// `keywords`, or of a set chained to them).
     pub(super) fn find_in_windows(
         &self,
         text: &[u8],
         windows: Vec<Vec<Range<usize>>>,
+        places: Vec<Option<Vec<Range<usize>>>>,
     ) -> Vec<Found> {
         let mut found = Vec::new();
-        for (i, windows) in windows.into_iter().enumerate() {
+        for (i, (windows, places)) in windows.into_iter().zip(places).enumerate() {
             for window in windows {
-                self.find_in(i, text, window, &mut found);
+                // Its literals' places in the window, from its start.
+                let within = places.as_ref().map(|places| {
+                    let from = places.partition_point(|p| p.start < window.start);
+                    let to = places.partition_point(|p| p.start < window.end);
+                    places[from..to]
+                        .iter()
+                        .filter(|p| p.end <= window.end)
+                        .map(|p| p.start - window.start..p.end - window.start)
+                        .collect::<Vec<_>>()
+                });
+                self.find_in(i, text, window, within.as_deref(), &mut found);
             }
         }
         found
@@ -814,18 +880,25 @@ impl Rules {
     ) -> Vec<Found> {
         let mut found = Vec::new();
         for w in windows {
-            self.find_in(i, text, w.clone(), &mut found);
+            self.find_in(i, text, w.clone(), None, &mut found);
         }
         found
     }
 
     /// The secrets rule `i` finds in `text[window]`, a window of whole
     /// lines, with their positions in `text`.
-    fn find_in(&self, i: usize, text: &[u8], window: Range<usize>, found: &mut Vec<Found>) {
+    fn find_in(
+        &self,
+        i: usize,
+        text: &[u8],
+        window: Range<usize>,
+        places: Option<&[Range<usize>]>,
+        found: &mut Vec<Found>,
+    ) {
         let rule = &self.rules[i];
         let offset = window.start;
         let text = &text[window];
-        for groups in rule.matches(text) {
+        for groups in rule.matches(text, places) {
             let Some(Some(whole)) = groups.first().cloned() else {
                 continue;
             };

@@ -55,12 +55,13 @@ fn a_rule_without_its_lead_matches_as_the_whole_pattern() {
                 word
             ));
     }
-    let (mut led, mut anchored) = (0, 0);
+    let (mut led, mut anchored, mut located) = (0, 0, 0);
     for r in raw.rules {
         let Some(pattern) = r.regex else { continue };
-        let Some(rule) = rules.rules.iter().find(|x| x.id == r.id) else {
+        let Some(index) = rules.rules.iter().position(|x| x.id == r.id) else {
             continue;
         };
+        let rule = &rules.rules[index];
         let Some(lead) = &rule.lead else { continue };
         led += 1;
         anchored += usize::from(lead.anchored.is_some());
@@ -71,12 +72,26 @@ fn a_rule_without_its_lead_matches_as_the_whole_pattern() {
                 .captures_iter(text)
                 .map(|c| c.iter().map(|m| m.map(|m| m.range())).collect())
                 .collect();
-            let got = rule.matches(text);
+            let got = rule.matches(text, None);
             assert_eq!(got, expected, "{}", r.id);
+            // Tried where the prefilter found its literals, the same.
+            if let Some(places) = &rules.keywords.sites(text).places[index] {
+                assert_eq!(
+                    rule.matches(text, Some(places)),
+                    expected,
+                    "{} (given)",
+                    r.id
+                );
+                located += 1;
+            }
         }
     }
     assert!(led >= 90, "{led} rules with a lead");
     assert!(anchored >= 90, "{anchored} of them tried at their keywords");
+    assert!(
+        located >= 70 * texts.len(),
+        "{located} tries where the prefilter found the keywords"
+    );
 }
 
 #[test]
@@ -126,7 +141,7 @@ fn find_whole(rules: &Rules, text: &[u8]) -> Vec<Found> {
     let run = rules.keywords.open(text);
     let mut found = Vec::new();
     for i in (0..rules.len()).filter(|&i| run[i]) {
-        rules.find_in(i, text, 0..text.len(), &mut found);
+        rules.find_in(i, text, 0..text.len(), None, &mut found);
     }
     found
 }
