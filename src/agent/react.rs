@@ -106,6 +106,9 @@ pub(crate) trait Host {
     async fn wall(&mut self) -> Result<Wall, String>;
     /// An MCP call (as `call` shows it) ended; `error` is why it failed.
     fn called(&mut self, call: &str, error: Option<&str>);
+    /// The answer is complete: the model's last turn ended with no call,
+    /// and nothing of it is left to stop.
+    fn answered(&mut self) {}
     /// Where a command runs, for its rows: apart (`apart`, clean, on a
     /// channel of its own, as the target's login) or typed into the
     /// user's shell, nested or not (`depth`, `shell_user`, `host`), so a
@@ -337,6 +340,7 @@ pub(crate) async fn answer(
             calls: calls.iter().map(bounded).collect(),
         });
         if calls.is_empty() {
+            host.answered();
             host.audit(Kind::AiAnswer, vec![("text", turn.text.clone().into())])
                 .await;
             return Ok(turn.text);

@@ -794,12 +794,16 @@ fn keys_typed_while_the_model_thinks_are_dropped_and_after_its_answer_kept() {
     assert_eq!(t.screen.plain().matches("AHEAD-10").count(), 1);
 }
 
-/// Ctrl-C typed once the answer is shown, before the prompt is back, is
-/// type-ahead like any key: it reaches the shell in its place among
+/// Ctrl-C typed once the answer is complete, before the prompt is back,
+/// is type-ahead like any key: it reaches the shell in its place among
 /// them. (It stopped the agent, which had nothing left to stop, and was
-/// lost, with the keys that came with it.) Whether the keys come before
-/// the prompt's return or after depends on timing; either way the line
-/// before the Ctrl-C is cleared and the one after it runs, once.
+/// lost, with the keys that came with it.) The answer is complete when
+/// the model's last turn ends, before its `ai_answer` row is written:
+/// the keys are typed once that row is there (typed as soon as the
+/// answer showed, they raced the end of the turn, and lost once in
+/// five full runs). Whether they come before the prompt's return or
+/// after depends on timing; either way the line before the Ctrl-C is
+/// cleared and the one after it runs, once.
 #[test]
 fn ctrl_c_typed_after_the_answer_is_type_ahead() {
     let (model, b, t) = bob_with_model(vec![Reply::Sse(answer("Nothing to do."))]);
@@ -811,6 +815,7 @@ fn ctrl_c_typed_after_the_answer_is_type_ahead() {
     t.expect_from(prompt_end(), at);
     let at = ask(&t, "? anything");
     let at = t.expect_from("Nothing to do.", at);
+    b.wait_kind("ai_answer");
     t.send("echo CLEARED-$((3+3))\x03echo AFTER-$((6+6))\r");
     let at = t.expect_from("AFTER-12", at);
     t.expect_from(prompt_end(), at);

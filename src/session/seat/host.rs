@@ -26,6 +26,14 @@ impl Host for Seat<'_> {
         self.show(line);
     }
 
+    fn answered(&mut self) {
+        // Only the question's own agent ends it: a workflow's step is
+        // followed by others, which Ctrl-C must still stop.
+        if self.item_depth == 0 {
+            self.answer_complete();
+        }
+    }
+
     fn called(&mut self, call: &str, error: Option<&str>) {
         let mut out = Vec::new();
         if !call.is_empty() && self.shown.as_deref() != Some(call) {

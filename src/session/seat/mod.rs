@@ -149,6 +149,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         shown: None,
         abandoned: false,
         speaking: None,
+        item_depth: 0,
         rotated: false,
         account: None,
         in_flight: None,
@@ -218,6 +219,9 @@ struct Seat<'a> {
     /// The configured agent answering, if not the built-in one: its name
     /// goes on its audit rows.
     speaking: Option<String>,
+    /// How deep in a workflow the agent answering is (0: the question's
+    /// own agent).
+    item_depth: usize,
     /// The shell was given a new nonce in this question: it gets another
     /// before the user has it back, so nothing the agent's commands ran
     /// knows the one in use.
@@ -355,13 +359,11 @@ impl Seat<'_> {
                 }
             }
         };
-        // Keys typed while the agent worked were meant for nothing that
-        // came: not for the prompt (a password typed for a command that
-        // never asked must not run as a command line). Those typed from
-        // now on, with the answer complete, follow it at the prompt,
-        // Ctrl-C among them in its place.
-        self.forget_keys();
-        self.desk.shared.set_answered();
+        // An answer that ended otherwise (an error, Ctrl-C, the time
+        // limit, a workflow's last step) is complete now.
+        if !self.desk.shared.answered() {
+            self.answer_complete();
+        }
         match result {
             Ok(Ok(_)) => {
                 let end = self.painter.end_line();
@@ -474,6 +476,19 @@ impl Seat<'_> {
         while let Ok(keys) = self.keys.try_recv() {
             let _ = self.typed.send(Input::Ahead(keys));
         }
+    }
+
+    /// The answer is complete, as soon as it is known to be (the model's
+    /// last turn ended: `Host::answered`), not once the question's work
+    /// has wound down: a key typed after the answer was seen must not
+    /// fall in between. Keys typed while the agent worked were meant for
+    /// nothing that came: not for the prompt (a password typed for a
+    /// command that never asked must not run as a command line). Those
+    /// typed from now on follow the answer at the prompt, Ctrl-C among
+    /// them in its place.
+    fn answer_complete(&mut self) {
+        self.forget_keys();
+        self.desk.shared.set_answered();
     }
 
     /// Drops the keys typed so far that nothing read.

@@ -30,6 +30,7 @@ impl Seat<'_> {
                     }
                     self.speaking =
                         (name != crate::config::BUILTIN_AGENT).then(|| name.to_string());
+                    self.item_depth = depth;
                     let toolbox = self.toolbox.clone();
                     let ask = Ask {
                         model: run.model,
