@@ -161,6 +161,13 @@ pub(crate) async fn serve(
             workers.spread(),
         ));
     }
+    if let Some(console) = web_listener(&bastion.live().config).await? {
+        tokio::spawn(crate::web::serve(
+            bastion.clone(),
+            console,
+            sessions.watcher(),
+        ));
+    }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
     while signals.wait().await == Signal::Reload {
@@ -195,6 +202,26 @@ pub(crate) async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The web console's listener (`[web] listen`), if it has one.
+async fn web_listener(config: &Config) -> Result<Option<TcpListener>, String> {
+    let Some(addr) = config.web_addr() else {
+        return Ok(None);
+    };
+    if config.web.tls_cert.is_some() {
+        return Err(format!(
+            "{}: [web] tls_cert: the console does not serve TLS yet; serve it on loopback \
+             behind a TLS proxy on this host",
+            config.source
+        ));
+    }
+    let l = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr} (web console): {e}"))?;
+    let bound = l.local_addr().map_err(|e| format!("{addr}: {e}"))?;
+    tracing::info!(addr = %bound, "web console listening");
+    Ok(Some(l))
 }
 
 /// SIGTERM and SIGINT (stop), SIGHUP (reload), caught from the moment

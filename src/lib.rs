@@ -36,6 +36,7 @@ mod terminal;
 pub mod text;
 mod throttle;
 mod upstream;
+mod web;
 mod workers;
 
 use std::io::{BufRead, IsTerminal, Write};

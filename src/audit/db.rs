@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     prev      TEXT
 );
 CREATE INDEX IF NOT EXISTS events_session ON events(session);
+CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started);
 CREATE TABLE IF NOT EXISTS conversations (
     user     TEXT NOT NULL,
     target   TEXT NOT NULL,

@@ -53,6 +53,8 @@ kinds! {
     AiError = "ai_error",
     AiRedacted = "ai_redacted",
     AiSkill = "ai_skill",
+    WebLogin = "web_login",
+    WebLoginFail = "web_login_fail",
 }
 
 impl Kind {

@@ -17,6 +17,7 @@ mod mcp;
 mod schema;
 mod team;
 mod validate;
+mod web;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -28,6 +29,7 @@ pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
+pub(crate) use web::{Role, WebConfig};
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
 #[derive(Debug)]

@@ -59,6 +59,8 @@ pub(crate) struct Config {
     pub(crate) mcp: Vec<super::McpConfig>,
     #[serde(default)]
     pub(crate) auth: super::AuthConfig,
+    #[serde(default)]
+    pub(crate) web: super::WebConfig,
     /// Where this config came from, for messages. Not a TOML key.
     #[serde(skip)]
     pub(crate) source: String,
@@ -243,6 +245,9 @@ pub(crate) struct UserConfig {
     /// Whether this user's SSH agent is forwarded to targets (`ssh -A`).
     #[serde(default)]
     pub(crate) agent_forwarding: bool,
+    /// What the user may do in the web console (none, by default).
+    #[serde(default)]
+    pub(crate) role: super::Role,
     /// `targets` and `authorized_keys`, parsed once at load (validation
     /// has checked that they parse).
     #[serde(skip)]

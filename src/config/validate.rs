@@ -67,6 +67,7 @@ impl Config {
         self.validate_auth(loc)?;
         self.validate_team(loc)?;
         self.validate_mcp(loc)?;
+        self.validate_web(loc)?;
         for p in &self.ai.prefixes {
             if p.get_ref().is_empty() || p.get_ref().chars().any(char::is_control) {
                 let msg = format!(

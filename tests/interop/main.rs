@@ -27,3 +27,4 @@ mod targets;
 mod team;
 mod terminal;
 mod upstream;
+mod web;

@@ -1,0 +1,295 @@
+//! The web console: a small, read-mostly site the bastion serves itself
+//! (`[web] listen`), for its auditors and admins (`[[users]] role`).
+//!
+//! What it owns: the listener and its bounds (requests at once, bytes in
+//! a body), the routes, logging in and out (the same password and the
+//! same throttle as SSH, a server-side login named by an HttpOnly,
+//! SameSite=Strict cookie, a CSRF token for every form that changes
+//! something) and the headers every answer carries. What it leaves to
+//! others: the pages' content (`pages`), the logins' store (`logins`),
+//! passwords (`password`, `throttle`), the audit (`audit`).
+
+mod logins;
+mod pages;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::audit::{Event, Kind};
+use crate::bastion::Bastion;
+use crate::config::Role;
+use crate::shutdown::Watcher;
+use logins::{Login, Logins, same_secret};
+
+/// The cookie that names a console login.
+const COOKIE: &str = "walissh_console";
+/// Requests served at once; more are answered 503 at once.
+const MAX_REQUESTS: usize = 64;
+/// The most a request's body may hold (the forms are a few fields).
+const MAX_BODY: usize = 16 * 1024;
+/// Longest user name a login form may give.
+const MAX_NAME: usize = 256;
+
+/// What every request of the console shares.
+struct Console {
+    bastion: Arc<Bastion>,
+    logins: Logins,
+    /// Served over TLS: the cookie is `Secure`.
+    secure: bool,
+    busy: Semaphore,
+}
+
+type Shared = State<Arc<Console>>;
+
+/// Serves the console on `listener` until shutdown.
+pub(crate) async fn serve(bastion: Arc<Bastion>, listener: TcpListener, mut shutdown: Watcher) {
+    let idle = Duration::from_secs(*bastion.live().config.web.idle_s.get_ref());
+    let console = Arc::new(Console {
+        bastion,
+        logins: Logins::new(idle),
+        secure: false,
+        busy: Semaphore::new(MAX_REQUESTS),
+    });
+    let app = router(console);
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.requested().await });
+    if let Err(e) = served.await {
+        tracing::error!(error = %e, "the web console stopped");
+    }
+}
+
+fn router(console: Arc<Console>) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/sessions") }))
+        .route("/login", get(login_page).post(login))
+        .route("/logout", post(logout))
+        .route("/sessions", get(pages::sessions))
+        .route("/healthz", get(health))
+        .route("/console.css", get(stylesheet))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(console.clone(), guard))
+        .with_state(console)
+}
+
+/// Every request: one of a bounded number at once, and every answer with
+/// the headers that keep it from being framed, sniffed or cached.
+async fn guard(State(c): Shared, request: Request, next: Next) -> Response {
+    let Ok(_permit) = c.busy.try_acquire() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "busy: try again").into_response();
+    };
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ] {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("console.css"),
+    )
+}
+
+/// 200 while the audit is written; 503 with the reason otherwise.
+async fn health(State(c): Shared) -> Response {
+    match c.bastion.audit.health.problem() {
+        None => (StatusCode::OK, "ok\n").into_response(),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
+    }
+}
+
+async fn login_page(State(c): Shared, headers: HeaderMap) -> Response {
+    if signed_in(&c, &headers).is_some() {
+        return Redirect::to("/sessions").into_response();
+    }
+    Html(pages::login(None)).into_response()
+}
+
+#[derive(Deserialize)]
+struct Credentials {
+    user: String,
+    password: String,
+}
+
+async fn login(
+    State(c): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(f): Form<Credentials>,
+) -> Response {
+    if !same_origin(&headers) {
+        return forbidden();
+    }
+    let name = crate::text::prefix(&f.user, MAX_NAME).to_string();
+    let audit = |kind: Kind| {
+        Event::new(kind)
+            .user(name.clone())
+            .field("client_addr", peer.to_string())
+    };
+    let role = match check(&c, peer, &name, f.password).await {
+        Ok(role) => role,
+        Err(reason) => {
+            c.bastion
+                .audit
+                .event(audit(Kind::WebLoginFail).field("reason", reason))
+                .await;
+            let page = pages::login(Some("Wrong name or password, or no console access."));
+            return (StatusCode::UNAUTHORIZED, Html(page)).into_response();
+        }
+    };
+    let Some(token) = c.logins.start(&name, role) else {
+        let busy = "too many console logins: try again later";
+        return (StatusCode::SERVICE_UNAVAILABLE, busy).into_response();
+    };
+    c.bastion
+        .audit
+        .event(audit(Kind::WebLogin).field("role", role.as_str()))
+        .await;
+    let cookie = format!(
+        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        c.logins.idle().as_secs(),
+        if c.secure { "; Secure" } else { "" }
+    );
+    let mut response = Redirect::to("/sessions").into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+/// The password, checked as an SSH login's is (the throttle by address
+/// and by account, the verifier on a blocking thread): the user's role,
+/// or why not.
+async fn check(
+    c: &Console,
+    peer: SocketAddr,
+    name: &str,
+    password: String,
+) -> Result<Role, &'static str> {
+    let b = &c.bastion;
+    let Some(attempt) = b.throttle.begin(peer.ip()) else {
+        return Err("locked_out");
+    };
+    let live = b.live();
+    let user = live.config.user(name);
+    let role = user.map_or(Role::User, |u| u.role);
+    let hash = user
+        .and_then(|u| u.password_hash.as_ref())
+        .map(|h| h.get_ref().clone());
+    tokio::time::sleep(b.throttle.account_wait(name, peer.ip())).await;
+    let good = b.passwords.verify(password, hash).await;
+    if good && role >= Role::Auditor {
+        drop(attempt);
+        b.throttle.account_ok(name, peer.ip());
+        return Ok(role);
+    }
+    b.throttle.account_failed(name);
+    tokio::time::sleep(attempt.failed()).await;
+    // A good password with no console access is a failure too, and looks
+    // like any other to the browser.
+    Err(if good {
+        "no_console_access"
+    } else {
+        "bad_password"
+    })
+}
+
+#[derive(Deserialize)]
+struct Csrf {
+    csrf: String,
+}
+
+async fn logout(State(c): Shared, headers: HeaderMap, Form(f): Form<Csrf>) -> Response {
+    let Some((token, login)) = signed_in(&c, &headers) else {
+        return Redirect::to("/login").into_response();
+    };
+    if !same_origin(&headers) || !same_secret(&f.csrf, &login.csrf) {
+        return forbidden();
+    }
+    c.logins.end(&token);
+    let gone = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    let mut response = Redirect::to("/login").into_response();
+    if let Ok(v) = HeaderValue::from_str(&gone) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+/// The login the request's cookie names, with its token.
+fn signed_in(c: &Console, headers: &HeaderMap) -> Option<(String, Login)> {
+    let token = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|kv| kv.trim().strip_prefix(COOKIE)?.strip_prefix('='))?
+        .to_string();
+    let login = c.logins.get(&token)?;
+    Some((token, login))
+}
+
+/// Whether a request that changes something comes from the console's own
+/// pages. A browser says where it comes from (`Sec-Fetch-Site`, or at
+/// least `Origin`): a form posted from another site is refused whatever
+/// it carries. The SameSite=Strict cookie is the first wall, the CSRF
+/// token the second; this is the third. A client that is no browser
+/// (curl) says neither, and has no victim's cookie to ride on.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    if let Some(site) = text("sec-fetch-site") {
+        return site == "same-origin" || site == "none";
+    }
+    match (text("origin"), text("host")) {
+        (None, _) => true,
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest == host),
+        (Some(_), None) => false,
+    }
+}
+
+fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "refused: not from the console's own page",
+    )
+        .into_response()
+}
+
+/// The console's pages for a signed-in auditor or admin: the login, or a
+/// way to the login page.
+fn require(c: &Console, headers: &HeaderMap) -> Result<Login, Redirect> {
+    match signed_in(c, headers) {
+        Some((_, login)) if login.role >= Role::Auditor => Ok(login),
+        _ => Err(Redirect::to("/login")),
+    }
+}

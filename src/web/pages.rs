@@ -1,0 +1,315 @@
+//! The console's pages, as HTML written here: the login form and the
+//! sessions list (live and finished, newest first, filtered by user,
+//! target, time and a command's text). What it leaves to others: who
+//! may see them (`web`), the audit's tables (`audit::db`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use rusqlite::{Connection, ToSql};
+
+use super::{Shared, require};
+
+/// Rows a page shows at most.
+const PAGE: usize = 200;
+/// Longest filter value taken.
+const MAX_FILTER: usize = 256;
+
+/// `text` with HTML's special characters written as entities.
+pub(super) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A page: its title and body, in the console's frame.
+fn page(title: &str, nav: Option<(&str, &str)>, body: &str) -> String {
+    let nav = nav.map_or(String::new(), |(user, csrf)| {
+        format!(
+            r#"<nav><a href="/sessions">Sessions</a><span class="who">{user}</span><form method="post" action="/logout"><input type="hidden" name="csrf" value="{csrf}"><button>Log out</button></form></nav>"#,
+            user = escape(user),
+            csrf = escape(csrf),
+        )
+    });
+    format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · walissh</title><link rel="stylesheet" href="/console.css"></head><body><header><strong>walissh</strong>{nav}</header><main>{body}</main></body></html>"#,
+        title = escape(title),
+    )
+}
+
+/// The login form, with `error` above it if the last try failed.
+pub(super) fn login(error: Option<&str>) -> String {
+    let error = error.map_or(String::new(), |e| {
+        format!(r#"<p class="error">{}</p>"#, escape(e))
+    });
+    let body = format!(
+        r#"<h1>Log in</h1>{error}<form method="post" action="/login" class="login"><label>Name <input name="user" autocomplete="username" required autofocus></label><label>Password <input name="password" type="password" autocomplete="current-password" required></label><button>Log in</button></form>"#
+    );
+    page("Log in", None, &body)
+}
+
+/// What the sessions list is narrowed to.
+#[derive(Default, Debug)]
+pub(super) struct Filter {
+    user: Option<String>,
+    target: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    text: Option<String>,
+}
+
+impl Filter {
+    fn of(query: &HashMap<String, String>) -> Result<Filter, String> {
+        let take = |k: &str| {
+            query
+                .get(k)
+                .map(|v| crate::text::prefix(v.trim(), MAX_FILTER).to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let time = |k: &str| {
+            take(k)
+                .map(|v| crate::audit::query::time_bound(&v))
+                .transpose()
+        };
+        Ok(Filter {
+            user: take("user"),
+            target: take("target"),
+            since: time("since")?,
+            until: time("until")?,
+            text: take("text"),
+        })
+    }
+}
+
+/// One row of the list.
+#[derive(Debug)]
+pub(super) struct Row {
+    id: String,
+    user: String,
+    target: String,
+    client: String,
+    started: String,
+    ended: Option<String>,
+    commands: i64,
+    questions: i64,
+}
+
+/// The sessions `filter` picks, newest first, at most `PAGE`.
+pub(super) fn rows(conn: &Connection, filter: &Filter) -> rusqlite::Result<Vec<Row>> {
+    let mut sql = String::from(
+        "SELECT s.id, s.user, s.target, s.client_addr, s.started, s.ended, \
+         (SELECT COUNT(*) FROM events e WHERE e.session = s.id AND e.kind = 'command'), \
+         (SELECT COUNT(*) FROM events e WHERE e.session = s.id AND e.kind = 'ai_prompt') \
+         FROM sessions s WHERE 1",
+    );
+    let mut params: Vec<&dyn ToSql> = Vec::new();
+    for (clause, value) in [
+        (" AND s.user = ?", &filter.user),
+        (" AND s.target = ?", &filter.target),
+        (" AND s.started >= ?", &filter.since),
+        (" AND s.started <= ?", &filter.until),
+    ] {
+        if let Some(v) = value {
+            sql.push_str(clause);
+            params.push(v);
+        }
+    }
+    let like;
+    if let Some(text) = &filter.text {
+        // A command's text, as a substring: `%`, `_` and `\` in it are
+        // the user's, not wildcards.
+        let escaped: String = text
+            .chars()
+            .flat_map(|c| match c {
+                '%' | '_' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        like = format!("%{escaped}%");
+        sql.push_str(
+            " AND EXISTS (SELECT 1 FROM events e WHERE e.session = s.id \
+             AND e.kind IN ('command', 'exec', 'ai_tool_call') \
+             AND json_extract(e.fields, '$.command') LIKE ? ESCAPE '\\')",
+        );
+        params.push(&like);
+    }
+    sql.push_str(&format!(" ORDER BY s.started DESC, s.id DESC LIMIT {PAGE}"));
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params.as_slice(), |r| {
+        Ok(Row {
+            id: r.get(0)?,
+            user: r.get(1)?,
+            target: r.get(2)?,
+            client: r.get(3)?,
+            started: r.get(4)?,
+            ended: r.get(5)?,
+            commands: r.get(6)?,
+            questions: r.get(7)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// How long a session lasted, or has lasted so far.
+fn duration(started: &str, ended: Option<&str>) -> String {
+    let parse = |t: &str| humantime::parse_rfc3339_weak(t).ok();
+    let end = ended.map_or(Some(std::time::SystemTime::now()), parse);
+    match (parse(started), end) {
+        (Some(s), Some(e)) => {
+            let secs = e.duration_since(s).map_or(0, |d| d.as_secs());
+            humantime::format_duration(std::time::Duration::from_secs(secs)).to_string()
+        }
+        _ => "?".to_string(),
+    }
+}
+
+pub(super) async fn sessions(
+    State(c): Shared,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let login = match require(&c, &headers) {
+        Ok(l) => l,
+        Err(to_login) => return to_login.into_response(),
+    };
+    let filter = match Filter::of(&query) {
+        Ok(f) => f,
+        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    let path = c.bastion.live().config.audit_db_path();
+    let read = tokio::task::spawn_blocking(move || {
+        let conn = crate::audit::db::open_reader(&path)?;
+        let rows = rows(&conn, &filter).map_err(|e| e.to_string())?;
+        Ok::<_, String>((rows, filter))
+    })
+    .await;
+    let (rows, filter) = match read {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the console could not read the audit");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the audit cannot be read now",
+            )
+                .into_response();
+        }
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let body = sessions_body(&rows, &filter);
+    Html(page("Sessions", Some((&login.user, &login.csrf)), &body)).into_response()
+}
+
+fn sessions_body(rows: &[Row], filter: &Filter) -> String {
+    let value = |v: &Option<String>| escape(v.as_deref().unwrap_or(""));
+    let mut out = format!(
+        r#"<h1>Sessions</h1><form method="get" action="/sessions" class="filter"><input name="user" placeholder="user" value="{}"><input name="target" placeholder="target" value="{}"><input name="since" placeholder="since (1h, 2026-12-01)" value="{}"><input name="until" placeholder="until" value="{}"><input name="text" placeholder="text in commands" value="{}"><button>Filter</button></form>"#,
+        value(&filter.user),
+        value(&filter.target),
+        value(&filter.since),
+        value(&filter.until),
+        value(&filter.text),
+    );
+    if rows.is_empty() {
+        out.push_str(r#"<p class="none">No sessions.</p>"#);
+        return out;
+    }
+    out.push_str("<table class=\"sessions\"><thead><tr><th>User</th><th>Target</th><th>Client</th><th>Started</th><th>Duration</th><th>Commands</th><th>Questions</th><th></th></tr></thead><tbody>");
+    for r in rows {
+        let live = if r.ended.is_none() {
+            r#"<span class="live">live</span>"#
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            r#"<tr data-session="{id}"><td>{user}</td><td>{target}</td><td>{client}</td><td>{started}</td><td>{duration}</td><td>{commands}</td><td>{questions}</td><td>{live}</td></tr>"#,
+            id = escape(&r.id),
+            user = escape(&r.user),
+            target = escape(&r.target),
+            client = escape(&r.client),
+            started = escape(&r.started),
+            duration = escape(&duration(&r.started, r.ended.as_deref())),
+            commands = r.commands,
+            questions = r.questions,
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_whole() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\"\x1b[31m"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;\u{fffd}[31m"
+        );
+    }
+
+    /// The list, from a real audit database: newest first, each filter
+    /// narrowing it, a command's `%` taken as itself.
+    #[test]
+    fn the_list_filters_as_asked() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, user TEXT NOT NULL, target TEXT NOT NULL, \
+             client_addr TEXT NOT NULL, started TEXT NOT NULL, ended TEXT, recording TEXT, start_seq INTEGER);
+             CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT NOT NULL, session TEXT, \
+             user TEXT, target TEXT, kind TEXT NOT NULL, fields TEXT NOT NULL, hash TEXT);
+             INSERT INTO sessions VALUES ('s1','ann','web1','10.0.0.1:5000','2026-12-01T10:00:00Z','2026-12-01T10:05:00Z',NULL,NULL);
+             INSERT INTO sessions VALUES ('s2','bob','db1','10.0.0.2:5000','2026-12-02T10:00:00Z',NULL,NULL,NULL);
+             INSERT INTO events (ts, session, kind, fields) VALUES ('t','s1','command','{\"command\":\"df -h 100%\"}');
+             INSERT INTO events (ts, session, kind, fields) VALUES ('t','s1','ai_prompt','{\"text\":\"why\"}');
+             INSERT INTO events (ts, session, kind, fields) VALUES ('t','s2','command','{\"command\":\"uptime\"}');",
+        )
+        .unwrap();
+        let ids = |f: &Filter| {
+            rows(&conn, f)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&Filter::default()), ["s2", "s1"]);
+        let all = rows(&conn, &Filter::default()).unwrap();
+        assert_eq!((all[1].commands, all[1].questions), (1, 1));
+        assert_eq!(all[0].ended, None);
+        let f = |k: &str, v: &str| {
+            Filter::of(&HashMap::from([(k.to_string(), v.to_string())])).unwrap()
+        };
+        assert_eq!(ids(&f("user", "ann")), ["s1"]);
+        assert_eq!(ids(&f("target", "db1")), ["s2"]);
+        assert_eq!(ids(&f("since", "2026-12-02T00:00:00Z")), ["s2"]);
+        assert_eq!(ids(&f("until", "2026-12-01T23:00:00Z")), ["s1"]);
+        assert_eq!(ids(&f("text", "100%")), ["s1"]);
+        assert_eq!(ids(&f("text", "0%")), ["s1"]);
+        assert!(ids(&f("text", "_")).is_empty());
+        assert_eq!(ids(&f("text", "upt")), ["s2"]);
+        assert!(
+            Filter::of(&HashMap::from([(
+                "since".to_string(),
+                "yesterday-ish".to_string()
+            )]))
+            .is_err()
+        );
+        let body = sessions_body(&all, &f("text", "<b>"));
+        assert!(body.contains("&lt;b&gt;") && !body.contains("<b>"));
+        assert_eq!(body.matches(r#"class="live""#).count(), 1);
+    }
+}

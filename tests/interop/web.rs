@@ -1,0 +1,264 @@
+//! The web console over real HTTP, driven by curl: logging in (roles,
+//! the throttle's password check, the audit rows), the cookie's flags,
+//! CSRF and cross-site refusals, the bounds on a request, and the
+//! sessions list of a real SSH session.
+
+use std::process::Command;
+
+use crate::harness::*;
+
+const ERIN_PW: &str = "erin-auditor-pw";
+
+/// A bastion with the console on a port of its choosing, and erin, an
+/// auditor; the console's base URL.
+fn console() -> (Bastion, String) {
+    let b = Bastion::start_with(Opts {
+        extra_toml: format!(
+            "[web]\nlisten = \"127.0.0.1:0\"\n\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
+            hash_of(ERIN_PW)
+        ),
+        ..Opts::default()
+    });
+    let at = b.log.wait_for("web console listening");
+    let line = b.log.since(at);
+    let addr = line
+        .split("addr=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the console's address in the log")
+        .to_string();
+    (b, format!("http://{addr}"))
+}
+
+/// What curl got: the status, the headers (lowercase names), the body.
+struct Got {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// curl with `args` on `url`, headers included.
+fn curl(url: &str, args: &[&str]) -> Got {
+    let out = Command::new("curl")
+        .args(["-s", "-i", "--max-time", "30"])
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no answer from {url}: {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Got {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn log_in(base: &str, user: &str, password: &str) -> Got {
+    curl(
+        &format!("{base}/login"),
+        &[
+            "--data-urlencode",
+            &format!("user={user}"),
+            "--data-urlencode",
+            &format!("password={password}"),
+        ],
+    )
+}
+
+/// The cookie a login set, as a request sends it back.
+fn cookie_of(got: &Got) -> String {
+    let set = got.header("set-cookie").expect("a cookie");
+    set.split(';').next().unwrap().to_string()
+}
+
+#[test]
+fn only_auditors_and_admins_log_in_and_each_try_is_audited() {
+    let (b, base) = console();
+    assert_eq!(curl(&format!("{base}/healthz"), &[]).body, "ok\n");
+    // No login: the way to the login page.
+    let got = curl(&format!("{base}/sessions"), &[]);
+    assert_eq!((got.status, got.header("location")), (303, Some("/login")));
+    // A wrong password, and a right one without console access: the same
+    // answer, a row each with the reason.
+    let wrong = log_in(&base, "erin", "nope");
+    let user = log_in(&base, "alice", ALICE_PW);
+    assert_eq!((wrong.status, user.status), (401, 401));
+    assert_eq!(wrong.body, user.body);
+    assert!(wrong.header("set-cookie").is_none());
+    let fails = b.wait_count("web_login_fail", 2);
+    let reason = |u: &str| {
+        fails
+            .iter()
+            .find(|e| e["user"] == u)
+            .map(|e| e["reason"].clone())
+    };
+    assert_eq!(reason("erin").unwrap(), "bad_password");
+    assert_eq!(reason("alice").unwrap(), "no_console_access");
+    assert!(
+        fails
+            .iter()
+            .all(|e| e["client_addr"].as_str().unwrap().starts_with("127.0.0.1:"))
+    );
+    // The password is never in the audit.
+    let trail = serde_json::to_string(&b.audit()).unwrap();
+    assert!(!trail.contains("nope") && !trail.contains(ALICE_PW));
+    // erin, an auditor: in, with a cookie only this console's pages get.
+    let got = log_in(&base, "erin", ERIN_PW);
+    assert_eq!(
+        (got.status, got.header("location")),
+        (303, Some("/sessions"))
+    );
+    let set = got.header("set-cookie").unwrap();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
+        assert!(set.contains(flag), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP on loopback: {set}");
+    let ok = b.wait_kind("web_login");
+    assert_eq!(
+        (ok["user"].as_str(), ok["role"].as_str()),
+        (Some("erin"), Some("auditor"))
+    );
+    let page = curl(&format!("{base}/sessions"), &["-b", &cookie_of(&got)]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<h1>Sessions</h1>"));
+    for (name, value) in [
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(page.header(name), Some(value));
+    }
+    assert!(
+        page.header("content-security-policy")
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+}
+
+#[test]
+fn the_list_shows_ssh_sessions_filtered() {
+    let (b, base) = console();
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo listed-$((2+3))");
+    assert!(stdout(&out).contains("listed-5"));
+    b.wait_kind("session_end");
+    let cookie = cookie_of(&log_in(&base, "erin", ERIN_PW));
+    let list = |query: &str| curl(&format!("{base}/sessions{query}"), &["-b", &cookie]).body;
+    let all = list("");
+    assert_eq!(all.matches("<tr data-session=").count(), 1, "{all}");
+    assert!(all.contains("<td>alice</td><td>web1</td>"));
+    assert!(list("?user=alice&target=web1&since=1h").contains("<td>alice</td>"));
+    assert!(list("?user=carol").contains("No sessions."));
+    assert!(list("?text=listed-%24%28%282%2B3%29%29").contains("<td>alice</td>"));
+    assert!(list("?text=nothing-like-it").contains("No sessions."));
+    let bad = curl(&format!("{base}/sessions?since=soonish"), &["-b", &cookie]);
+    assert_eq!(bad.status, 400);
+}
+
+#[test]
+fn forms_from_elsewhere_and_oversized_requests_are_refused() {
+    let (b, base) = console();
+    // A login posted from another site, even with the right password.
+    let origin = "Origin: http://evil.example";
+    let got = curl(
+        &format!("{base}/login"),
+        &[
+            "-H",
+            origin,
+            "--data-urlencode",
+            "user=erin",
+            "--data-urlencode",
+            &format!("password={ERIN_PW}"),
+        ],
+    );
+    assert_eq!(got.status, 403);
+    let got = log_in(&base, "erin", ERIN_PW);
+    let cookie = cookie_of(&got);
+    let page = curl(&format!("{base}/sessions"), &["-b", &cookie]).body;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    assert_eq!(csrf.len(), 64);
+    let logout = |args: &[&str]| {
+        let mut all = vec!["-b", cookie.as_str()];
+        all.extend_from_slice(args);
+        curl(&format!("{base}/logout"), &all)
+    };
+    // Without the token, with another, or from another site: refused,
+    // and the login lives on.
+    assert_eq!(logout(&["--data", "csrf=0"]).status, 403);
+    assert_eq!(
+        logout(&[
+            "-H",
+            "Sec-Fetch-Site: cross-site",
+            "--data",
+            &format!("csrf={csrf}")
+        ])
+        .status,
+        403
+    );
+    assert!(logout(&["--data", "nothing=here"]).status >= 400);
+    assert_eq!(
+        curl(&format!("{base}/sessions"), &["-b", &cookie]).status,
+        200
+    );
+    // A body larger than any form: refused before it is read whole.
+    let big = format!("user=erin&password={}", "x".repeat(64 * 1024));
+    assert_eq!(
+        curl(&format!("{base}/login"), &["--data", &big]).status,
+        413
+    );
+    // With it: out, and the cookie is worth nothing any more.
+    let out = logout(&[
+        "-H",
+        "Sec-Fetch-Site: same-origin",
+        "--data",
+        &format!("csrf={csrf}"),
+    ]);
+    assert_eq!((out.status, out.header("location")), (303, Some("/login")));
+    assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+    let after = curl(&format!("{base}/sessions"), &["-b", &cookie]);
+    assert_eq!(
+        (after.status, after.header("location")),
+        (303, Some("/login"))
+    );
+    drop(b);
+}
+
+#[test]
+fn guessing_locks_the_console_out_as_it_does_ssh() {
+    let (b, base) = console();
+    // The harness's limit is five failures an address.
+    for _ in 0..5 {
+        assert_eq!(log_in(&base, "erin", "guess").status, 401);
+    }
+    // Locked out: even the right password is refused, and said so.
+    assert_eq!(log_in(&base, "erin", ERIN_PW).status, 401);
+    let e = b.wait_event(|e| e["kind"] == "web_login_fail" && e["reason"] == "locked_out");
+    assert_eq!(e["user"], "erin");
+    // And the address's SSH logins with it: one throttle.
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "true");
+    assert!(!out.status.success());
+}
