@@ -11,6 +11,7 @@
 
 mod logins;
 mod pages;
+mod replay;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -78,6 +79,9 @@ fn router(console: Arc<Console>) -> Router {
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
         .route("/sessions", get(pages::sessions))
+        .route("/sessions/{id}", get(replay::session))
+        .route("/sessions/{id}/cast", get(replay::cast))
+        .route("/assets/{file}", get(asset))
         .route("/healthz", get(health))
         .route("/console.css", get(stylesheet))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -96,7 +100,9 @@ async fn guard(State(c): Shared, request: Request, next: Next) -> Response {
     for (name, value) in [
         (
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+            // The player runs its terminal as WebAssembly.
+            "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; frame-ancestors 'none'; \
+             form-action 'self'; base-uri 'none'",
         ),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::REFERRER_POLICY, "no-referrer"),
@@ -106,6 +112,28 @@ async fn guard(State(c): Shared, request: Request, next: Next) -> Response {
         h.insert(name, HeaderValue::from_static(value));
     }
     response
+}
+
+/// The files the pages load, built into the binary: the vendored
+/// asciinema player (`assets/asciinema-player/`, see its VERSION and
+/// `tools/update-asciinema-player`) and the console's script.
+async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let (kind, body): (&str, &'static [u8]) = match file.as_str() {
+        "asciinema-player.min.js" => (
+            "text/javascript; charset=utf-8",
+            include_bytes!("assets/asciinema-player/asciinema-player.min.js"),
+        ),
+        "asciinema-player.css" => (
+            "text/css; charset=utf-8",
+            include_bytes!("assets/asciinema-player/asciinema-player.css"),
+        ),
+        "console.js" => (
+            "text/javascript; charset=utf-8",
+            include_bytes!("console.js"),
+        ),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
 async fn stylesheet() -> impl IntoResponse {

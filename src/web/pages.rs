@@ -36,7 +36,7 @@ pub(super) fn escape(text: &str) -> String {
 }
 
 /// A page: its title and body, in the console's frame.
-fn page(title: &str, nav: Option<(&str, &str)>, body: &str) -> String {
+pub(super) fn page(title: &str, nav: Option<(&str, &str)>, body: &str) -> String {
     let nav = nav.map_or(String::new(), |(user, csrf)| {
         format!(
             r#"<nav><a href="/sessions">Sessions</a><span class="who">{user}</span><form method="post" action="/logout"><input type="hidden" name="csrf" value="{csrf}"><button>Log out</button></form></nav>"#,
@@ -235,7 +235,7 @@ fn sessions_body(rows: &[Row], filter: &Filter) -> String {
         };
         let _ = write!(
             out,
-            r#"<tr data-session="{id}"><td>{user}</td><td>{target}</td><td>{client}</td><td>{started}</td><td>{duration}</td><td>{commands}</td><td>{questions}</td><td>{live}</td></tr>"#,
+            r#"<tr data-session="{id}"><td>{user}</td><td>{target}</td><td>{client}</td><td><a href="/sessions/{id}">{started}</a></td><td>{duration}</td><td>{commands}</td><td>{questions}</td><td>{live}</td></tr>"#,
             id = escape(&r.id),
             user = escape(&r.user),
             target = escape(&r.target),

@@ -262,3 +262,214 @@ fn guessing_locks_the_console_out_as_it_does_ssh() {
     let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "true");
     assert!(!out.status.success());
 }
+
+/// A terminal session of bob's on web1 that ran `echo WORD-$((6*7))`,
+/// ended: its id.
+fn finished_session(b: &Bastion, word: &str) -> String {
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send(&format!("echo {word}-$((6*7))\r"));
+    t.expect(&format!("{word}-42"));
+    t.send("exit\r");
+    let end = b.wait_kind("session_end");
+    end["session"].as_str().unwrap().to_string()
+}
+
+/// A session's page over HTTP: the player's place and the recording it
+/// loads, the timeline of the session's rows, and the recording checked
+/// against the digest its `session_end` row chained.
+#[test]
+fn a_finished_session_is_replayed_with_its_timeline_and_seal() {
+    let (b, base) = console();
+    let id = finished_session(&b, "replayed");
+    let cookie = cookie_of(&log_in(&base, "erin", ERIN_PW));
+    let list = curl(&format!("{base}/sessions"), &["-b", &cookie]).body;
+    assert!(list.contains(&format!("href=\"/sessions/{id}\"")), "{list}");
+    let page = curl(&format!("{base}/sessions/{id}"), &["-b", &cookie]);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!("data-cast=\"/sessions/{id}/cast\""))
+    );
+    assert!(
+        page.body.contains("<b>command</b> echo replayed-$((6*7))"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Recording verified"), "{}", page.body);
+    let cast = curl(&format!("{base}/sessions/{id}/cast"), &["-b", &cookie]);
+    assert_eq!(cast.header("content-type"), Some("application/x-asciicast"));
+    assert!(
+        cast.body.lines().next().unwrap().contains("\"version\":2"),
+        "{}",
+        cast.body
+    );
+    assert!(cast.body.contains("replayed-42"));
+    // A recording changed after the session: said so, loudly.
+    let path = b
+        .sessions()
+        .into_iter()
+        .find(|s| s["id"] == id.as_str())
+        .unwrap()["recording"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"[9.9, \"o\", \"forged\"]\n");
+    std::fs::write(&path, bytes).unwrap();
+    let page = curl(&format!("{base}/sessions/{id}"), &["-b", &cookie]).body;
+    assert!(page.contains("does NOT match"), "{page}");
+    // Nothing for one not logged in, nor for ids that are no session's.
+    assert_eq!(curl(&format!("{base}/sessions/{id}/cast"), &[]).status, 303);
+    assert_eq!(
+        curl(&format!("{base}/sessions/..%2Faudit.db"), &["-b", &cookie]).status,
+        404
+    );
+    assert_eq!(
+        curl(&format!("{base}/sessions/nope"), &["-b", &cookie]).status,
+        404
+    );
+}
+
+/// The console in a real browser: headless Chromium, driven through
+/// chromedriver (WebDriver). An auditor logs in, opens a finished
+/// session, plays it in the asciinema player and seeks from the
+/// timeline. Screenshots of each page go to `target/console/`.
+#[test]
+fn in_a_browser_an_auditor_replays_a_session() {
+    let (b, base) = console();
+    let id = finished_session(&b, "browsed");
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console");
+    std::fs::create_dir_all(&shots).unwrap();
+    let driver = Chromedriver::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use fantoccini::Locator;
+        let c = driver.client(b.dir.path()).await;
+        c.goto(&format!("{base}/login")).await.unwrap();
+        type_into(&c, "input[name=user]", "erin").await;
+        type_into(&c, "input[name=password]", ERIN_PW).await;
+        click(&c, "form.login button").await;
+        wait_for(&c, "table.sessions").await;
+        shot(&c, &shots.join("sessions.png")).await;
+        // The cookie is not the page's to read.
+        let seen: serde_json::Value = c.execute("return document.cookie", vec![]).await.unwrap();
+        assert_eq!(seen, "");
+        click(&c, &format!("a[href='/sessions/{id}']")).await;
+        wait_for(&c, ".ap-player").await;
+        // The recording's marker for the command is in the player.
+        wait_for(&c, ".ap-marker-container").await;
+        // Nothing played yet: the screen is blank. A row of the timeline
+        // seeks the player and plays from there, and the command's output
+        // shows.
+        let before = text_of(&c, ".ap-term").await;
+        assert!(!before.contains("browsed-42"), "{before:?}");
+        let row = c
+            .find(Locator::XPath("//ol[@class='timeline']/li[b='command']"))
+            .await
+            .unwrap();
+        row.click().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let text = text_of(&c, ".ap-term").await;
+            if text.contains("browsed-42") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the player never showed the output: {text:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        shot(&c, &shots.join("session.png")).await;
+        c.close().await.unwrap();
+    });
+}
+
+async fn type_into(c: &fantoccini::Client, css: &str, text: &str) {
+    let field = c.find(fantoccini::Locator::Css(css)).await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+async fn text_of(c: &fantoccini::Client, css: &str) -> String {
+    let element = c.find(fantoccini::Locator::Css(css)).await.unwrap();
+    element.text().await.unwrap()
+}
+
+async fn click(c: &fantoccini::Client, css: &str) {
+    let element = c.find(fantoccini::Locator::Css(css)).await.unwrap();
+    element.click().await.unwrap();
+}
+
+async fn wait_for(c: &fantoccini::Client, css: &str) {
+    let waited = c.wait().for_element(fantoccini::Locator::Css(css)).await;
+    waited.unwrap_or_else(|e| panic!("{css}: {e}"));
+}
+
+async fn shot(c: &fantoccini::Client, path: &std::path::Path) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(path, png).unwrap();
+}
+
+/// chromedriver on a port of its own, for the test's life.
+struct Chromedriver {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Chromedriver {
+    fn start() -> Chromedriver {
+        let port = free_port();
+        let mut child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver (tools/test-peers installs chromium-driver)");
+        // It says when it listens; what it says after is drained.
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("started successfully") {
+            line.clear();
+            let n = std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+            assert!(n > 0, "chromedriver ended before it listened");
+        }
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        Chromedriver { child, port }
+    }
+
+    /// A browser session: headless Chromium with a profile of its own
+    /// under `dir`, nothing fetched from the network.
+    async fn client(&self, dir: &std::path::Path) -> fantoccini::Client {
+        let profile = dir.join("chromium-profile");
+        let caps = serde_json::json!({
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--disable-quic",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ]
+            }
+        });
+        let serde_json::Value::Object(caps) = caps else {
+            unreachable!()
+        };
+        fantoccini::ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("a browser session")
+    }
+}
+
+impl Drop for Chromedriver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

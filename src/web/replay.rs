@@ -1,0 +1,334 @@
+//! A session's page: its recording in the vendored asciinema player (its
+//! `"m"` events are the player's markers: commands and the agent's
+//! actions), the session's audit rows beside it as a timeline whose rows
+//! seek the player, and whether the recording still matches the digest
+//! its `session_end` row chained into the audit. Also the recording
+//! itself, for the player. What it leaves to others: who may see it
+//! (`web`), the frame and escaping (`pages`), the audit's tables.
+
+use std::path::{Path, PathBuf};
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::pages::{escape, page};
+use super::{Shared, require};
+
+/// Longest session id taken (walissh's are 36 characters).
+const MAX_ID: usize = 64;
+/// Timeline rows shown at most.
+const MAX_ROWS: usize = 2000;
+
+/// What the page shows of a session.
+struct Replay {
+    user: String,
+    target: String,
+    started: String,
+    ended: Option<String>,
+    recording: Option<PathBuf>,
+    /// `recording_sha256` of its `session_end` row.
+    sealed: Option<String>,
+    rows: Vec<Row>,
+}
+
+/// One audit row, as the timeline shows it.
+struct Row {
+    /// Seconds from the session's start.
+    at: f64,
+    ts: String,
+    kind: String,
+    what: String,
+}
+
+/// A session id as walissh writes them, or nothing.
+fn session_id(id: &str) -> Option<&str> {
+    let fits = !id.is_empty()
+        && id.len() <= MAX_ID
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    fits.then_some(id)
+}
+
+fn seconds(t: &str) -> Option<f64> {
+    humantime::parse_rfc3339_weak(t)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
+/// What a row says, in a line: the command, the question, the decision.
+fn summary(kind: &str, fields: &Value) -> String {
+    let text = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or("");
+    let line = match kind {
+        "command" | "exec" | "ai_tool_result" => {
+            let code = fields
+                .get("exit_code")
+                .map_or(String::new(), |c| format!(" → {c}"));
+            format!("{}{code}", text("command"))
+        }
+        "ai_tool_call" => format!("{} ({})", text("command"), text("decision")),
+        "ai_prompt" | "ai_answer" => text("text").to_string(),
+        "ai_error" | "upstream_error" => text("message").to_string(),
+        "session_end" => format!("exit {}", fields.get("exit_status").unwrap_or(&Value::Null)),
+        _ => String::new(),
+    };
+    crate::text::prefix(&line, 300).to_string()
+}
+
+fn read(conn: &Connection, id: &str) -> rusqlite::Result<Option<Replay>> {
+    let session = conn
+        .query_row(
+            "SELECT user, target, started, ended, recording FROM sessions WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((user, target, started, ended, recording)) = session else {
+        return Ok(None);
+    };
+    let start = seconds(&started).unwrap_or(0.0);
+    let mut stmt = conn.prepare(&format!(
+        "SELECT ts, kind, fields FROM events WHERE session = ?1 ORDER BY seq LIMIT {MAX_ROWS}"
+    ))?;
+    let mut sealed = None;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .map(|(ts, kind, fields)| {
+            let fields: Value = serde_json::from_str(&fields).unwrap_or(Value::Null);
+            if kind == "session_end" {
+                sealed = fields
+                    .get("recording_sha256")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            Row {
+                at: (seconds(&ts).unwrap_or(start) - start).max(0.0),
+                what: summary(&kind, &fields),
+                ts,
+                kind,
+            }
+        })
+        .collect();
+    Ok(Some(Replay {
+        user,
+        target,
+        started,
+        ended,
+        recording: recording.map(PathBuf::from),
+        sealed,
+        rows,
+    }))
+}
+
+/// The recording's path, if it is one of the state directory's
+/// recordings (the database names it; it is not trusted to name anything
+/// else).
+fn recording_file(state: &Path, replay: &Replay) -> Option<PathBuf> {
+    let path = replay.recording.as_ref()?.canonicalize().ok()?;
+    let dir = state.join("recordings").canonicalize().ok()?;
+    path.starts_with(&dir).then_some(path)
+}
+
+/// Whether the recording matches the digest the audit chained for it.
+enum Seal {
+    Live,
+    Verified(String),
+    Differs,
+    Unsealed,
+    Missing,
+}
+
+fn seal(file: Option<&Path>, replay: &Replay) -> Seal {
+    if replay.ended.is_none() {
+        return Seal::Live;
+    }
+    let Some(file) = file else {
+        return Seal::Missing;
+    };
+    let Some(sealed) = &replay.sealed else {
+        return Seal::Unsealed;
+    };
+    let Ok(bytes) = std::fs::read(file) else {
+        return Seal::Missing;
+    };
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    match digest == *sealed {
+        true => Seal::Verified(digest),
+        false => Seal::Differs,
+    }
+}
+
+async fn load(c: &super::Console, id: &str) -> Result<(Replay, Option<PathBuf>), Response> {
+    let Some(id) = session_id(id).map(str::to_string) else {
+        return Err(StatusCode::NOT_FOUND.into_response());
+    };
+    let config = &c.bastion.live().config;
+    let (db, state) = (config.audit_db_path(), config.state_dir().to_path_buf());
+    let read = tokio::task::spawn_blocking(move || {
+        let conn = crate::audit::db::open_reader(&db)?;
+        let replay = read(&conn, &id).map_err(|e| e.to_string())?;
+        Ok::<_, String>(replay.map(|r| {
+            let file = recording_file(&state, &r);
+            (r, file)
+        }))
+    })
+    .await;
+    match read {
+        Ok(Ok(Some(found))) => Ok(found),
+        Ok(Ok(None)) => Err((StatusCode::NOT_FOUND, "no such session").into_response()),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the console could not read the audit");
+            Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the audit cannot be read now",
+            )
+                .into_response())
+        }
+        Err(_) => Err(StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+    }
+}
+
+pub(super) async fn session(
+    State(c): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let login = match require(&c, &headers) {
+        Ok(l) => l,
+        Err(to_login) => return to_login.into_response(),
+    };
+    let (replay, file) = match load(&c, &id).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let check = tokio::task::spawn_blocking(move || {
+        let s = seal(file.as_deref(), &replay);
+        (replay, file.is_some(), s)
+    })
+    .await;
+    let Ok((replay, playable, seal)) = check else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let body = body(&id, &replay, playable, &seal);
+    let title = format!("{}@{}", replay.user, replay.target);
+    Html(page(&title, Some((&login.user, &login.csrf)), &body)).into_response()
+}
+
+fn body(id: &str, r: &Replay, playable: bool, seal: &Seal) -> String {
+    let seal = match seal {
+        Seal::Live => r#"<p class="seal live-note">Live: the recording is sealed when the session ends.</p>"#.to_string(),
+        Seal::Verified(d) => format!(
+            r#"<p class="seal ok">Recording verified: its SHA-256 is the one the audit chained at the session's end (<code>{}</code>).</p>"#,
+            escape(d)
+        ),
+        Seal::Differs => r#"<p class="seal bad">The recording does NOT match the SHA-256 the audit chained at the session's end: it was changed after.</p>"#.to_string(),
+        Seal::Unsealed => r#"<p class="seal">No digest of this recording in the audit.</p>"#.to_string(),
+        Seal::Missing => r#"<p class="seal bad">The recording is missing.</p>"#.to_string(),
+    };
+    let player = match playable {
+        true => format!(
+            r#"<div id="player" data-cast="/sessions/{id}/cast"></div>"#,
+            id = escape(id)
+        ),
+        false => r#"<p class="none">No recording.</p>"#.to_string(),
+    };
+    let mut rows = String::new();
+    for row in &r.rows {
+        rows.push_str(&format!(
+            r#"<li data-t="{at:.3}"><time title="{ts}">+{at:.1}s</time> <b>{kind}</b> {what}</li>"#,
+            at = row.at,
+            ts = escape(&row.ts),
+            kind = escape(&row.kind),
+            what = escape(&row.what),
+        ));
+    }
+    format!(
+        r#"<h1>{user} on {target}</h1><p class="meta">Started {started}{ended}</p>{seal}<div class="replay"><div class="screen">{player}</div><ol class="timeline">{rows}</ol></div><link rel="stylesheet" href="/assets/asciinema-player.css"><script src="/assets/asciinema-player.min.js"></script><script src="/assets/console.js"></script>"#,
+        user = escape(&r.user),
+        target = escape(&r.target),
+        started = escape(&r.started),
+        ended = r.ended.as_ref().map_or(
+            r#", <span class="live">live</span>"#.to_string(),
+            |e| format!(", ended {}", escape(e))
+        ),
+    )
+}
+
+/// The recording, for the player.
+pub(super) async fn cast(
+    State(c): Shared,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    if let Err(to_login) = require(&c, &headers) {
+        return to_login.into_response();
+    }
+    let (_, file) = match load(&c, &id).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let Some(file) = file else {
+        return (StatusCode::NOT_FOUND, "no recording").into_response();
+    };
+    match tokio::fs::read(&file).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/x-asciicast")], bytes).into_response(),
+        Err(_) => (StatusCode::NOT_FOUND, "no recording").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_session_ids_are_taken() {
+        assert_eq!(
+            session_id("0193a8e2-7c1d-7f00-8000-abcdef123456"),
+            Some("0193a8e2-7c1d-7f00-8000-abcdef123456")
+        );
+        for bad in ["", "../audit.db", "a/b", "x".repeat(65).as_str(), "a%2e"] {
+            assert_eq!(session_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rows_say_what_happened_in_a_line() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert_eq!(
+            summary("command", &v(r#"{"command":"ls","exit_code":2}"#)),
+            "ls → 2"
+        );
+        assert_eq!(
+            summary(
+                "ai_tool_call",
+                &v(r#"{"command":"df -h","decision":"auto"}"#)
+            ),
+            "df -h (auto)"
+        );
+        assert_eq!(summary("ai_prompt", &v(r#"{"text":"why?"}"#)), "why?");
+        assert_eq!(summary("auth_ok", &v("{}")), "");
+    }
+}
