@@ -15,6 +15,7 @@
 
 pub(crate) mod call;
 pub(crate) mod exec;
+pub(crate) mod keys;
 pub(crate) mod mcp;
 pub(crate) mod model;
 pub(crate) mod parallel;

@@ -15,7 +15,6 @@
 use crate::audit::Kind;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
@@ -37,7 +36,7 @@ const LINE_MAX: usize = 4096;
 /// What the members share: the screen and the keyboard.
 pub(crate) struct Console<'a> {
     pub(crate) draw: mpsc::UnboundedSender<Draw>,
-    pub(crate) keys: Mutex<&'a mut mpsc::Receiver<Bytes>>,
+    pub(crate) keys: Mutex<&'a mut super::keys::Keys>,
     /// A `Run?` prompt waiting on its line: another member's line is drawn
     /// above it, and the prompt again below.
     pub(crate) waiting: std::sync::Mutex<Option<Vec<u8>>>,
@@ -46,7 +45,7 @@ pub(crate) struct Console<'a> {
 impl<'a> Console<'a> {
     pub(crate) fn new(
         draw: mpsc::UnboundedSender<Draw>,
-        keys: &'a mut mpsc::Receiver<Bytes>,
+        keys: &'a mut super::keys::Keys,
     ) -> Console<'a> {
         Console {
             draw,

@@ -564,7 +564,7 @@ impl Pumps<'_> {
                         if data.contains(&0x03) && !self.shared.answered() {
                             let _ = a.cancel.try_send(());
                         } else {
-                            let _ = a.keys.try_send(data);
+                            let _ = a.keys.try_send((std::time::Instant::now(), data));
                         }
                         continue;
                     }

@@ -827,6 +827,42 @@ fn ctrl_c_typed_after_the_answer_is_type_ahead() {
     assert_eq!(model.count(), 1);
 }
 
+/// Keys typed once the answer's text shows, while the model's turn is not
+/// yet over (its stream still open), are the prompt's: they run once the
+/// answer is complete. (They fell in the gap between the text and the
+/// turn's end, and were forgotten with the keys typed while it thought.)
+#[test]
+fn keys_typed_between_the_answer_and_the_end_of_its_turn_are_kept() {
+    let (release, gate) = std::sync::mpsc::channel();
+    let model = Model::start(vec![Reply::Hold(answer("Held open."), gate)]);
+    let b = bastion_with(
+        &model,
+        Opts {
+            record_input: true,
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    let at = ask(&t, "? anything");
+    let at = t.expect_from("Held open.", at);
+    t.send("echo KEPT-$((7+7))\r");
+    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
+    wait_until(
+        || typed_so_far(&path).contains("echo KEPT"),
+        "the keys never reached walissh",
+    );
+    assert!(
+        b.audit().iter().all(|e| e["kind"] != "ai_answer"),
+        "the turn was over"
+    );
+    release.send(()).unwrap();
+    let at = t.expect_from("KEPT-14", at);
+    t.expect_from(prompt_end(), at);
+    b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo KEPT-$((7+7))");
+    assert_eq!(t.screen.plain().matches("KEPT-14").count(), 1);
+    assert_eq!(model.count(), 1);
+}
+
 #[test]
 fn ctrl_c_while_a_command_runs() {
     let (model, b, t) = bob_with_model(vec![Reply::Sse(call(

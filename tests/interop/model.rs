@@ -33,6 +33,9 @@ pub enum Reply {
     Raw(String),
     /// Like `Sse`, once the test says so (or drops the sender).
     After(std::sync::mpsc::Receiver<()>, Vec<Value>),
+    /// Like `Sse`, holding back the last chunk (an answer's finish) and
+    /// `[DONE]` until the test says so: the text is out, the turn not over.
+    Hold(Vec<Value>, std::sync::mpsc::Receiver<()>),
 }
 
 /// One request the server received.
@@ -191,6 +194,14 @@ fn serve(conn: TcpStream, shared: Shared) {
         Some(Reply::After(gate, chunks)) => {
             let _ = gate.recv();
             let _ = write_sse(&mut w, &chunks, true);
+            false
+        }
+        Some(Reply::Hold(mut chunks, gate)) => {
+            let last = chunks.pop();
+            let _ = write_sse(&mut w, &chunks, false);
+            let _ = gate.recv();
+            let _ = last.map_or(Ok(()), |c| w.write_all(format!("data: {c}\n\n").as_bytes()));
+            let _ = w.write_all(b"data: [DONE]\n\n").and_then(|_| w.flush());
             false
         }
         Some(Reply::Stall(chunks)) => {

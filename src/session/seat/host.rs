@@ -19,6 +19,7 @@ impl Host for Seat<'_> {
         self.painter.resize(self.desk.shared.cols());
         let bytes = self.painter.text(text);
         self.show(bytes);
+        self.streamed_at = Some(std::time::Instant::now());
     }
 
     fn refused(&mut self, command: &str, why: &str) {

@@ -150,6 +150,8 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         abandoned: false,
         speaking: None,
         item_depth: 0,
+        streamed_at: None,
+        ahead: Vec::new(),
         rotated: false,
         account: None,
         in_flight: None,
@@ -208,7 +210,7 @@ struct Seat<'a> {
     draw: mpsc::UnboundedSender<Draw>,
     lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
     typed: mpsc::UnboundedSender<Input>,
-    keys: mpsc::Receiver<Bytes>,
+    keys: crate::agent::keys::Keys,
     /// A command the agent typed has not finished yet.
     running: bool,
     /// The command last drawn as proposed, so it is not drawn twice.
@@ -222,6 +224,11 @@ struct Seat<'a> {
     /// How deep in a workflow the agent answering is (0: the question's
     /// own agent).
     item_depth: usize,
+    /// When the answer's text was last drawn, in this question.
+    streamed_at: Option<std::time::Instant>,
+    /// Keys typed after the answer was seen, before it was complete: the
+    /// prompt's, handed back first.
+    ahead: Vec<Bytes>,
     /// The shell was given a new nonce in this question: it gets another
     /// before the user has it back, so nothing the agent's commands ran
     /// knows the one in use.
@@ -290,6 +297,7 @@ impl Seat<'_> {
         (self.running, self.shown, self.abandoned) = (false, None, false);
         self.rotated = false;
         self.speaking = None;
+        self.streamed_at = None;
         self.painter = Painter::new(self.desk.shared.cols());
         let settings = self.settings.clone();
         let agent = &settings.agent;
@@ -473,6 +481,9 @@ impl Seat<'_> {
         // No await from here on: the pumps run in this task, so no key
         // reaches the seat between the switch and the drain.
         self.desk.shared.set_active(false);
+        for keys in std::mem::take(&mut self.ahead) {
+            let _ = self.typed.send(Input::Ahead(keys));
+        }
         while let Ok(keys) = self.keys.try_recv() {
             let _ = self.typed.send(Input::Ahead(keys));
         }
@@ -487,7 +498,15 @@ impl Seat<'_> {
     /// typed from now on follow the answer at the prompt, Ctrl-C among
     /// them in its place.
     fn answer_complete(&mut self) {
-        self.forget_keys();
+        // What was typed after the answer's text was drawn, the user typed
+        // having seen it, however soon: kept, not forgotten.
+        match self.streamed_at {
+            Some(seen) => {
+                let later = self.keys.typed_after(seen);
+                self.ahead.extend(later);
+            }
+            None => self.forget_keys(),
+        }
         self.desk.shared.set_answered();
     }
 

@@ -37,7 +37,7 @@ pub(crate) enum Input {
 /// The target pump's ends of the wiring.
 pub(crate) struct TargetEnds {
     pub(crate) typed: mpsc::UnboundedReceiver<Input>,
-    pub(crate) keys: mpsc::Sender<Bytes>,
+    pub(crate) keys: mpsc::Sender<crate::agent::keys::Key>,
     pub(crate) cancel: mpsc::Sender<()>,
 }
 
@@ -47,7 +47,7 @@ pub(crate) struct SeatEnds {
     pub(super) draw: mpsc::UnboundedSender<Draw>,
     pub(super) lines: mpsc::UnboundedReceiver<Option<CommandRecord>>,
     pub(super) typed: mpsc::UnboundedSender<Input>,
-    pub(super) keys: mpsc::Receiver<Bytes>,
+    pub(super) keys: crate::agent::keys::Keys,
     pub(super) cancel: mpsc::Receiver<()>,
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn wires() -> (ClientEnds, TargetEnds, SeatEnds) {
             draw: draw_tx,
             lines: lines_rx,
             typed: typed_tx,
-            keys: keys_rx,
+            keys: crate::agent::keys::Keys::new(keys_rx),
             cancel: cancel_rx,
         },
     )
