@@ -161,12 +161,9 @@ pub(crate) async fn serve(
             workers.spread(),
         ));
     }
-    if let Some(console) = web_listener(&bastion.live().config).await? {
-        tokio::spawn(crate::web::serve(
-            bastion.clone(),
-            console,
-            sessions.watcher(),
-        ));
+    if let Some((console, tls)) = web_listener(&bastion.live().config).await? {
+        let watcher = sessions.watcher();
+        tokio::spawn(crate::web::serve(bastion.clone(), console, tls, watcher));
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
@@ -204,24 +201,29 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// The web console's listener (`[web] listen`), if it has one.
-async fn web_listener(config: &Config) -> Result<Option<TcpListener>, String> {
+/// The web console's listener (`[web] listen`), if it has one, and its
+/// TLS (`tls_cert`, `tls_key`), read now: a bad file stops the start.
+async fn web_listener(
+    config: &Config,
+) -> Result<Option<(TcpListener, Option<tokio_rustls::TlsAcceptor>)>, String> {
     let Some(addr) = config.web_addr() else {
         return Ok(None);
     };
-    if config.web.tls_cert.is_some() {
-        return Err(format!(
-            "{}: [web] tls_cert: the console does not serve TLS yet; serve it on loopback \
-             behind a TLS proxy on this host",
-            config.source
-        ));
-    }
+    let tls = match (&config.web.tls_cert, &config.web.tls_key) {
+        (Some(cert), Some(key)) => {
+            let acceptor = crate::web::acceptor(cert.get_ref(), key.get_ref())
+                .map_err(|e| format!("[web] tls_cert/tls_key: {e}"))?;
+            Some(acceptor)
+        }
+        _ => None,
+    };
     let l = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr} (web console): {e}"))?;
     let bound = l.local_addr().map_err(|e| format!("{addr}: {e}"))?;
-    tracing::info!(addr = %bound, "web console listening");
-    Ok(Some(l))
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(addr = %bound, scheme, "web console listening");
+    Ok(Some((l, tls)))
 }
 
 /// SIGTERM and SIGINT (stop), SIGHUP (reload), caught from the moment

@@ -12,17 +12,22 @@
 mod logins;
 mod pages;
 mod replay;
+mod tls;
+
+pub(crate) use tls::acceptor;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum::serve::IncomingStream;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -42,6 +47,22 @@ const MAX_BODY: usize = 16 * 1024;
 /// Longest user name a login form may give.
 const MAX_NAME: usize = 256;
 
+/// The address a request came from, whatever it came over.
+#[derive(Clone, Copy, Debug)]
+struct Peer(SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Peer {
+        Peer(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, tls::Listener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, tls::Listener>) -> Peer {
+        Peer(*stream.remote_addr())
+    }
+}
+
 /// What every request of the console shares.
 struct Console {
     bastion: Arc<Bastion>,
@@ -53,22 +74,35 @@ struct Console {
 
 type Shared = State<Arc<Console>>;
 
-/// Serves the console on `listener` until shutdown.
-pub(crate) async fn serve(bastion: Arc<Bastion>, listener: TcpListener, mut shutdown: Watcher) {
+/// Serves the console on `listener` until shutdown: over TLS with
+/// `tls`, else plain HTTP.
+pub(crate) async fn serve(
+    bastion: Arc<Bastion>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    mut shutdown: Watcher,
+) {
     let idle = Duration::from_secs(*bastion.live().config.web.idle_s.get_ref());
     let console = Arc::new(Console {
         bastion,
         logins: Logins::new(idle),
-        secure: false,
+        secure: tls.is_some(),
         busy: Semaphore::new(MAX_REQUESTS),
     });
-    let app = router(console);
-    let served = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.requested().await });
-    if let Err(e) = served.await {
+    let app = router(console).into_make_service_with_connect_info::<Peer>();
+    let stop = async move { shutdown.requested().await };
+    let served = match tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+        }
+        Some(acceptor) => match tls::Listener::new(listener, acceptor) {
+            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stop).await,
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = served {
         tracing::error!(error = %e, "the web console stopped");
     }
 }
@@ -166,7 +200,7 @@ struct Credentials {
 
 async fn login(
     State(c): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     headers: HeaderMap,
     Form(f): Form<Credentials>,
 ) -> Response {

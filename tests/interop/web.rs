@@ -12,9 +12,14 @@ const ERIN_PW: &str = "erin-auditor-pw";
 /// A bastion with the console on a port of its choosing, and erin, an
 /// auditor; the console's base URL.
 fn console() -> (Bastion, String) {
+    console_with("")
+}
+
+/// `console`, with more keys of `[web]`.
+fn console_with(web: &str) -> (Bastion, String) {
     let b = Bastion::start_with(Opts {
         extra_toml: format!(
-            "[web]\nlisten = \"127.0.0.1:0\"\n\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
+            "[web]\nlisten = \"127.0.0.1:0\"\n{web}\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
             hash_of(ERIN_PW)
         ),
         ..Opts::default()
@@ -472,4 +477,92 @@ impl Drop for Chromedriver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The console over TLS, with a certificate made by openssl for the
+/// test: curl checks it against that certificate, the login's cookie is
+/// `Secure`, and plain HTTP on the port gets nothing.
+#[test]
+fn over_tls_the_console_is_checked_and_its_cookie_secure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (
+        dir.path().join("console.pem"),
+        dir.path().join("console.key"),
+    );
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ])
+        .args([
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (b, base) = console_with(&format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"\n",
+        cert.display(),
+        key.display()
+    ));
+    let https = base.replace("http://", "https://");
+    let ca = cert.display().to_string();
+    assert_eq!(
+        curl(&format!("{https}/healthz"), &["--cacert", &ca]).body,
+        "ok\n"
+    );
+    let got = curl(
+        &format!("{https}/login"),
+        &[
+            "--cacert",
+            &ca,
+            "--data-urlencode",
+            "user=erin",
+            "--data-urlencode",
+            &format!("password={ERIN_PW}"),
+        ],
+    );
+    assert_eq!(got.status, 303);
+    assert!(got.header("set-cookie").unwrap().contains("; Secure"));
+    // Plain HTTP on the TLS port: no answer a browser would take.
+    let plain = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
+        .arg(format!("{base}/healthz"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "000");
+    // An unknown certificate: curl refuses it (the console is what it says).
+    let unchecked = Command::new("curl")
+        .args(["-s", "--max-time", "10"])
+        .arg(format!("{https}/healthz"))
+        .output()
+        .unwrap();
+    assert!(!unchecked.status.success());
+    drop(b);
 }
