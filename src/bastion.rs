@@ -43,6 +43,12 @@ pub(crate) struct Live {
 }
 
 impl Bastion {
+    /// What stops the bastion from working as it should, if anything: the
+    /// checks `/healthz` answers and the systemd watchdog is fed by.
+    pub(crate) fn problem(&self) -> Option<&'static str> {
+        self.audit.health.problem()
+    }
+
     /// The current config: a session holds on to the one it started with,
     /// for its target and settings; each question takes the newest.
     pub(crate) fn live(&self) -> Arc<Live> {

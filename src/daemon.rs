@@ -166,6 +166,7 @@ pub(crate) async fn serve(
         tokio::spawn(crate::web::serve(bastion.clone(), console, tls, watcher));
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    tokio::spawn(watchdog(bastion.clone()));
 
     while signals.wait().await == Signal::Reload {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
@@ -224,6 +225,43 @@ async fn web_listener(
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %bound, scheme, "web console listening");
     Ok(Some((l, tls)))
+}
+
+/// Feeds systemd's watchdog (`WatchdogSec=`, which sets WATCHDOG_USEC)
+/// at a third of its period, while the bastion is healthy (`/healthz`'s
+/// checks): a bastion that cannot audit is restarted, not left running.
+async fn watchdog(bastion: Arc<Bastion>) {
+    let Some(period) = watchdog_period() else {
+        return;
+    };
+    let mut every = tokio::time::interval(period / 3);
+    let mut said = None;
+    loop {
+        every.tick().await;
+        let problem = bastion.problem();
+        if problem.is_none() {
+            let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+        } else if problem != said {
+            tracing::warn!(
+                problem = problem.unwrap_or(""),
+                "unhealthy: the systemd watchdog is not fed"
+            );
+        }
+        said = problem;
+    }
+}
+
+/// The watchdog's period, as libsystemd reads it: WATCHDOG_USEC, for this
+/// process when WATCHDOG_PID names one. (The sd-notify crate also wants
+/// WATCHDOG_PID set, which systemd does but need not.)
+fn watchdog_period() -> Option<Duration> {
+    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
+    if let Ok(pid) = std::env::var("WATCHDOG_PID")
+        && pid.parse::<u32>().ok()? != std::process::id()
+    {
+        return None;
+    }
+    (usec > 0).then(|| Duration::from_micros(usec))
 }
 
 /// SIGTERM and SIGINT (stop), SIGHUP (reload), caught from the moment

@@ -179,7 +179,7 @@ async fn stylesheet() -> impl IntoResponse {
 
 /// 200 while the audit is written; 503 with the reason otherwise.
 async fn health(State(c): Shared) -> Response {
-    match c.bastion.audit.health.problem() {
+    match c.bastion.problem() {
         None => (StatusCode::OK, "ok\n").into_response(),
         Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
     }

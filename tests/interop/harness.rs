@@ -621,6 +621,8 @@ pub struct Opts {
     /// Programs the target sshd's logins run without (see
     /// [`Sshd::start_without`]).
     pub target_without: &'static [&'static str],
+    /// WATCHDOG_USEC, as systemd's `WatchdogSec=` sets it.
+    pub watchdog_usec: Option<u64>,
 }
 
 impl Default for Opts {
@@ -646,6 +648,7 @@ impl Default for Opts {
             audit_toml: String::new(),
             upstream_ca: false,
             target_without: &[],
+            watchdog_usec: None,
         }
     }
 }
@@ -678,6 +681,7 @@ pub struct Bastion {
     terminal: Option<std::os::fd::OwnedFd>,
     on_a_terminal: bool,
     nofile_soft: Option<u64>,
+    watchdog_usec: Option<u64>,
 }
 
 impl Bastion {
@@ -893,6 +897,7 @@ timeout_s = {llm_timeout}
             terminal: None,
             on_a_terminal: opts.on_a_terminal,
             nofile_soft: opts.nofile_soft,
+            watchdog_usec: opts.watchdog_usec,
         };
         b.spawn();
         b
@@ -909,6 +914,9 @@ timeout_s = {llm_timeout}
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if let Some(usec) = self.watchdog_usec {
+            cmd.env("WATCHDOG_USEC", usec.to_string());
+        }
         if let Some(soft) = self.nofile_soft {
             use std::os::unix::process::CommandExt;
             unsafe {
@@ -1069,6 +1077,20 @@ timeout_s = {llm_timeout}
     }
 
     /// The audit trail, as `walissh audit --json` prints it.
+    /// The web console's base URL (`[web] listen` in the config), once
+    /// it listens.
+    pub fn web_url(&self) -> String {
+        let at = self.log.wait_for("web console listening");
+        let line = self.log.since(at);
+        let addr = line
+            .split("addr=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("the console's address in the log")
+            .to_string();
+        format!("http://{addr}")
+    }
+
     pub fn audit(&self) -> Vec<Value> {
         json_lines(&self.cli(&["audit", "--json"]))
     }

@@ -93,6 +93,7 @@ fn storage_fault(policy: &'static str, fault: Fault) {
     let slot = mount.clone();
     let b = Bastion::start_with(Opts {
         on_failure: policy,
+        extra_toml: "[web]\nlisten = \"127.0.0.1:0\"\n".to_string(),
         prepare: Some(Box::new(move |state, _| {
             let Some(outer) = Tmpfs::mount(state, "16m") else {
                 return;
@@ -121,6 +122,17 @@ fn storage_fault(policy: &'static str, fault: Fault) {
     t.send("seq 1 300000; echo DURING-$((2+2))\r");
     t.expect("DURING-4");
     let broken = b.log.wait_for("audit database write failed");
+    // The console's health check says so (and the systemd watchdog, fed
+    // by the same check, goes hungry).
+    let health = format!("{}/healthz", b.web_url());
+    let status = |url: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(status(&health), "503");
     // A new session meets the policy.
     let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo NEW-$((3+3))");
     match policy {
@@ -142,6 +154,7 @@ fn storage_fault(policy: &'static str, fault: Fault) {
     std::fs::remove_file(filler).unwrap();
     b.log
         .wait_for_from("the audit database works again", broken);
+    assert_eq!(status(&health), "200");
     assert_eq!(
         stdout(&exec(
             b.ssh_pw("alice:web1", ALICE_PW),

@@ -24,15 +24,8 @@ fn console_with(web: &str) -> (Bastion, String) {
         ),
         ..Opts::default()
     });
-    let at = b.log.wait_for("web console listening");
-    let line = b.log.since(at);
-    let addr = line
-        .split("addr=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .expect("the console's address in the log")
-        .to_string();
-    (b, format!("http://{addr}"))
+    let base = b.web_url();
+    (b, base)
 }
 
 /// What curl got: the status, the headers (lowercase names), the body.
@@ -565,4 +558,24 @@ fn over_tls_the_console_is_checked_and_its_cookie_secure() {
         .unwrap();
     assert!(!unchecked.status.success());
     drop(b);
+}
+
+/// The systemd watchdog (`WatchdogSec=`) is fed while `/healthz` is: a
+/// WATCHDOG=1 after READY=1, again and again.
+#[test]
+fn the_watchdog_is_fed_while_healthy() {
+    let b = Bastion::start_with(Opts {
+        watchdog_usec: Some(300_000),
+        ..Opts::default()
+    });
+    let mut fed = 0;
+    for _ in 0..20 {
+        if b.next_notification().contains("WATCHDOG=1") {
+            fed += 1;
+            if fed == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(fed, 3);
 }
