@@ -11,6 +11,7 @@ pub(crate) mod copies;
 pub(crate) mod db;
 pub(crate) mod forward;
 pub(crate) mod kind;
+pub(crate) mod metrics;
 pub(crate) mod play;
 pub(crate) mod query;
 pub(crate) mod recording;
@@ -180,6 +181,8 @@ pub(crate) struct Audit {
     tx: mpsc::Sender<Record>,
     pub(crate) health: Arc<Health>,
     path: Arc<std::path::PathBuf>,
+    /// What the events say, counted (`/metrics`).
+    pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
 impl Audit {
@@ -209,7 +212,16 @@ impl Audit {
             .spawn(move || db::writer_loop(conn, rx, &h, head, copies))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         let path = Arc::new(path.to_path_buf());
-        Ok((Audit { tx, health, path }, thread))
+        let metrics = Arc::new(metrics::Metrics::new());
+        Ok((
+            Audit {
+                tx,
+                health,
+                path,
+                metrics,
+            },
+            thread,
+        ))
     }
 
     async fn send(&self, record: Record) {
@@ -219,7 +231,14 @@ impl Audit {
     }
 
     pub(crate) async fn event(&self, event: Event) {
+        self.metrics.count(&event);
         self.send(Record::Event(event.bounded())).await
+    }
+
+    /// `/metrics`: the counts, and how deep the writer's queue is now.
+    pub(crate) fn metrics_text(&self) -> String {
+        let depth = QUEUE.saturating_sub(self.tx.capacity());
+        self.metrics.text(i64::try_from(depth).unwrap_or(i64::MAX))
     }
 
     /// Writes `event` before the caller acts on it (write-ahead): an exec
@@ -230,6 +249,7 @@ impl Audit {
     /// the log), `continue` goes on.
     pub(crate) async fn ahead(&self, event: Event) -> Result<(), &'static str> {
         let (written, answer) = tokio::sync::oneshot::channel();
+        self.metrics.count(&event);
         let event = event.bounded();
         let written = Some(written);
         self.send(Record::Committed { event, written }).await;

@@ -27,6 +27,9 @@ pub(crate) struct WebConfig {
     /// A console login unused for this long ends (seconds).
     #[serde(default = "default_idle")]
     pub(crate) idle_s: Spanned<u64>,
+    /// The environment variable holding the bearer token `/metrics` asks
+    /// for; unset, it answers any client.
+    pub(crate) metrics_token_env: Option<String>,
 }
 
 impl Default for WebConfig {
@@ -37,6 +40,7 @@ impl Default for WebConfig {
             tls_key: None,
             insecure_listen: false,
             idle_s: default_idle(),
+            metrics_token_env: None,
         }
     }
 }
@@ -56,6 +60,24 @@ pub(crate) enum Role {
     Auditor,
     /// May also stop sessions.
     Admin,
+}
+
+impl WebConfig {
+    /// The token `/metrics` asks for, read from its variable now; an empty
+    /// or missing one asks for a token nothing gives (never for none).
+    pub(crate) fn metrics_token(&self) -> Option<String> {
+        let var = self.metrics_token_env.as_ref()?;
+        Some(
+            std::env::var(var)
+                .ok()
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| {
+                    // A token no client can send: 64 random hex digits.
+                    let bytes: [u8; 32] = rand::random();
+                    bytes.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n"
+                }),
+        )
+    }
 }
 
 impl Role {

@@ -506,6 +506,10 @@ impl Connection {
         // A flood is counted, not written row by row: the address's 1st,
         // 2nd, 4th… failure of the minute gets a row with the count.
         let offer = attempt.is_none() && reason != "locked_out";
+        // A key a client only offered is no failed login.
+        if !offer {
+            self.bastion.audit.metrics.login_failed();
+        }
         let failure = self.bastion.throttle.failure(self.peer.ip(), offer);
         if let Some(count) = failure.report {
             // For fail2ban and CrowdSec: the address, at the audit's

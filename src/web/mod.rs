@@ -117,6 +117,7 @@ fn router(console: Arc<Console>) -> Router {
         .route("/sessions/{id}/cast", get(replay::cast))
         .route("/assets/{file}", get(asset))
         .route("/healthz", get(health))
+        .route("/metrics", get(metrics))
         .route("/console.css", get(stylesheet))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(console.clone(), guard))
@@ -183,6 +184,30 @@ async fn health(State(c): Shared) -> Response {
         None => (StatusCode::OK, "ok\n").into_response(),
         Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
     }
+}
+
+/// Prometheus text, to a client with the bearer token when `[web]
+/// metrics_token_env` names one, else to any.
+async fn metrics(State(c): Shared, headers: HeaderMap) -> Response {
+    let want = c.bastion.live().config.web.metrics_token();
+    if let Some(want) = want {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| same_secret(g, &want)) {
+            return (StatusCode::UNAUTHORIZED, "a bearer token is needed\n").into_response();
+        }
+    }
+    let text = c.bastion.audit.metrics_text();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
 }
 
 async fn login_page(State(c): Shared, headers: HeaderMap) -> Response {

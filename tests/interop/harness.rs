@@ -910,6 +910,7 @@ timeout_s = {llm_timeout}
             .env("RUST_LOG", "info")
             .env("NOTIFY_SOCKET", self.dir.path().join("notify"))
             .env("WALISSH_TEST_TARGET_PW", JAIL_PW)
+            .env("WALISSH_TEST_METRICS", "metrics-token-for-the-test")
             .env_remove("WALISSH_TEST_UNSET_PW")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

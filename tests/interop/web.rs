@@ -579,3 +579,80 @@ fn the_watchdog_is_fed_while_healthy() {
     }
     assert_eq!(fed, 3);
 }
+
+/// `/metrics`: Prometheus text that Prometheus's own Python parser reads,
+/// counting what the audit saw (logins both ways, a session, the console's
+/// logins), behind a bearer token when one is set.
+#[test]
+fn metrics_are_prometheus_text_of_what_the_audit_saw() {
+    let b = Bastion::start_with(Opts {
+        extra_toml:
+            "[web]\nlisten = \"127.0.0.1:0\"\nmetrics_token_env = \"WALISSH_TEST_METRICS\"\n".into(),
+        ..Opts::default()
+    });
+    let base = b.web_url();
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo counted");
+    assert!(stdout(&out).contains("counted"));
+    assert!(
+        !exec(b.ssh_pw("alice:web1", "wrong"), "true")
+            .status
+            .success()
+    );
+    b.wait_kind("session_end");
+    // No token, a wrong one: nothing.
+    assert_eq!(curl(&format!("{base}/metrics"), &[]).status, 401);
+    let wrong = curl(
+        &format!("{base}/metrics"),
+        &["-H", "Authorization: Bearer nope"],
+    );
+    assert_eq!(wrong.status, 401);
+    let got = curl(
+        &format!("{base}/metrics"),
+        &["-H", &format!("Authorization: Bearer {METRICS_TOKEN}")],
+    );
+    assert_eq!(got.status, 200);
+    let parsed = Command::new("python3")
+        .args(["-c", PARSE])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut p| {
+            use std::io::Write;
+            p.stdin.take().unwrap().write_all(got.body.as_bytes())?;
+            p.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&parsed.stderr),
+        got.body
+    );
+    let samples = String::from_utf8_lossy(&parsed.stdout).into_owned();
+    for line in [
+        "walissh_logins_total{result=\"ok\"} 1.0",
+        "walissh_logins_total{result=\"failed\"} 1.0",
+        "walissh_sessions_total{target=\"web1\"} 1.0",
+        "walissh_sessions_live{target=\"web1\"} 0.0",
+        "walissh_audit_queue_depth 0.0",
+    ] {
+        assert!(
+            samples.lines().any(|l| l == line),
+            "{line} not in:\n{samples}"
+        );
+    }
+}
+
+const METRICS_TOKEN: &str = "metrics-token-for-the-test";
+
+/// Reads Prometheus text with the `prometheus_client` parser (PyPI's,
+/// installed by tools/test-peers) and prints each sample as name{labels} value.
+const PARSE: &str = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+        print("%s%s %s" % (s.name, "{%s}" % labels if labels else "", float(s.value)))
+"#;
