@@ -116,6 +116,10 @@ enum Cmd {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        /// Only the sessions open now (none ended in the audit), each with
+        /// its node: the machine whose walissh carries it.
+        #[arg(long)]
+        active: bool,
     },
     /// Print the man page (roff): `walissh man > walissh.1`; or, with
     /// `--dir`, write it and a page for each subcommand there.
@@ -490,10 +494,14 @@ fn run(cmd: Cmd) -> Result<(), String> {
             what: TotpCmd::Enroll { user },
             config,
         } => totp_enroll(&load(config.path)?, &user),
-        Cmd::Sessions { config, json } => {
+        Cmd::Sessions {
+            config,
+            json,
+            active,
+        } => {
             let config = load_reader(config.path)?;
             let mut out = Lines::new(json);
-            audit::db::sessions_json(&config.audit_db_path(), &mut out)?;
+            audit::db::sessions_json(&config.audit_db_path(), active, &mut out)?;
             out.finish()
         }
         Cmd::Play {

@@ -737,11 +737,20 @@ pub(crate) fn conversation(path: &Path, user: &str, target: &str) -> Option<Stri
     .ok()
 }
 
-/// Every session, oldest first, one JSON object per line.
-pub(crate) fn sessions_json(path: &Path, out: &mut dyn std::io::Write) -> Result<(), String> {
-    let sql = "SELECT id, user, target, client_addr, started, ended, recording
-               FROM sessions ORDER BY started, id";
-    let names = [
+/// Every session, oldest first, one JSON object per line; with `active`,
+/// those open now (no end in the audit: after a crash, until walissh
+/// starts again and closes them), each with its node (this machine: one
+/// audit has one node until the audit is shared).
+pub(crate) fn sessions_json(
+    path: &Path,
+    active: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    let node = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    let mut names = vec![
         "id",
         "user",
         "target",
@@ -750,7 +759,18 @@ pub(crate) fn sessions_json(path: &Path, out: &mut dyn std::io::Write) -> Result
         "ended",
         "recording",
     ];
-    print_rows(path, sql, &[], &names, out)
+    let (node_column, only, params): (_, _, Vec<&dyn rusqlite::ToSql>) = match active {
+        true => (", ?1", "WHERE ended IS NULL", vec![&node]),
+        false => ("", "", Vec::new()),
+    };
+    if active {
+        names.push("node");
+    }
+    let sql = format!(
+        "SELECT id, user, target, client_addr, started, ended, recording{node_column}
+         FROM sessions {only} ORDER BY started, id"
+    );
+    print_rows(path, &sql, &params, &names, out)
 }
 
 /// Prints each row of a read-only query as one JSON object line, the

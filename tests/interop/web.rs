@@ -656,3 +656,34 @@ for family in text_string_to_metric_families(sys.stdin.read()):
         labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
         print("%s%s %s" % (s.name, "{%s}" % labels if labels else "", float(s.value)))
 "#;
+
+/// `walissh sessions --active`: the sessions open now, each with its
+/// node; one that ended is not among them.
+#[test]
+fn active_sessions_are_listed_with_their_node() {
+    let b = Bastion::start();
+    let done = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo over");
+    assert!(stdout(&done).contains("over"));
+    b.wait_kind("session_end");
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo open-$((1+1))\r");
+    t.expect("open-2");
+    let active = json_lines(&b.cli(&["sessions", "--json", "--active"]));
+    assert_eq!(active.len(), 1, "{active:?}");
+    assert_eq!(
+        (active[0]["user"].as_str(), active[0]["ended"].is_null()),
+        (Some("bob"), true)
+    );
+    let host = this_host();
+    assert_eq!(active[0]["node"], host.as_str());
+    assert_eq!(b.sessions().len(), 2);
+    t.send("exit\r");
+    b.wait_count("session_end", 2);
+    assert!(json_lines(&b.cli(&["sessions", "--json", "--active"])).is_empty());
+}
+
+/// This machine's name, as `hostname` prints it.
+fn this_host() -> String {
+    let out = Command::new("hostname").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
