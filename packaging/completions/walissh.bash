@@ -801,7 +801,7 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__sessions)
-            opts="-c -h --config --json --log-level --help"
+            opts="-c -h --config --json --active --log-level --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -64,6 +64,7 @@ complete -c walissh -n "__fish_walissh_using_subcommand totp; and __fish_seen_su
 complete -c walissh -n "__fish_walissh_using_subcommand sessions" -s c -l config -d 'The config file [default: /etc/walissh/walissh.toml if it exists, else the embedded default]' -r -F
 complete -c walissh -n "__fish_walissh_using_subcommand sessions" -l log-level -d 'What to log: error, warn, info, debug, trace, or a filter (`walissh=debug,russh=warn`) [default: RUST_LOG, else info for serve and warn for the rest]' -r
 complete -c walissh -n "__fish_walissh_using_subcommand sessions" -l json -d 'One JSON object per line'
+complete -c walissh -n "__fish_walissh_using_subcommand sessions" -l active -d 'Only the sessions open now (none ended in the audit), each with its node: the machine whose walissh carries it'
 complete -c walissh -n "__fish_walissh_using_subcommand sessions" -s h -l help -d 'Print help'
 complete -c walissh -n "__fish_walissh_using_subcommand man" -l dir -d 'Write every page (`walissh.1`, `walissh-serve.1` and the rest) into DIR' -r -F
 complete -c walissh -n "__fish_walissh_using_subcommand man" -l log-level -d 'What to log: error, warn, info, debug, trace, or a filter (`walissh=debug,russh=warn`) [default: RUST_LOG, else info for serve and warn for the rest]' -r
