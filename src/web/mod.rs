@@ -375,8 +375,20 @@ fn forbidden() -> Response {
 /// The console's pages for a signed-in auditor or admin: the login, or a
 /// way to the login page.
 fn require(c: &Console, headers: &HeaderMap) -> Result<Login, Redirect> {
-    match signed_in(c, headers) {
-        Some((_, login)) if login.role >= Role::Auditor => Ok(login),
-        _ => Err(Redirect::to("/login")),
+    let Some((token, mut login)) = signed_in(c, headers) else {
+        return Err(Redirect::to("/login"));
+    };
+    // The role as the config of the moment says: a user removed, or no
+    // longer an auditor, after a reload, is out at once.
+    let role = c.bastion.live().config.user(&login.user).map(|u| u.role);
+    match role {
+        Some(role) if role >= Role::Auditor => {
+            login.role = role;
+            Ok(login)
+        }
+        _ => {
+            c.logins.end(&token);
+            Err(Redirect::to("/login"))
+        }
     }
 }

@@ -687,3 +687,27 @@ fn this_host() -> String {
     let out = Command::new("hostname").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// A login lasts only while its user may still use the console: a reload
+/// that takes erin's role away ends hers at her next request.
+#[test]
+fn a_role_taken_away_by_a_reload_ends_the_login() {
+    let (b, base) = console();
+    let cookie = cookie_of(&log_in(&base, "erin", ERIN_PW));
+    assert_eq!(
+        curl(&format!("{base}/sessions"), &["-b", &cookie]).status,
+        200
+    );
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    std::fs::write(
+        &b.config,
+        text.replace("role = \"auditor\"", "role = \"user\""),
+    )
+    .unwrap();
+    b.reload();
+    let after = curl(&format!("{base}/sessions"), &["-b", &cookie]);
+    assert_eq!(
+        (after.status, after.header("location")),
+        (303, Some("/login"))
+    );
+}
