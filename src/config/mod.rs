@@ -29,7 +29,7 @@ pub(crate) use forward::{Destination, destination};
 pub(crate) use mcp::*;
 pub(crate) use schema::*;
 pub(crate) use team::placeholders;
-pub(crate) use web::{Role, WebConfig};
+pub(crate) use web::{Role, Scrapers, WebConfig};
 
 /// A config problem, already rendered as `file:line: key `k`: message`.
 #[derive(Debug)]

@@ -62,21 +62,27 @@ pub(crate) enum Role {
     Admin,
 }
 
+/// Who may read `/metrics`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Scrapers {
+    /// No `metrics_token_env`: any client that reaches the console.
+    Any,
+    /// A request with `Authorization: Bearer` and this token.
+    Token(String),
+    /// `metrics_token_env` names a variable that is missing or empty: none.
+    None,
+}
+
 impl WebConfig {
-    /// The token `/metrics` asks for, read from its variable now; an empty
-    /// or missing one asks for a token nothing gives (never for none).
-    pub(crate) fn metrics_token(&self) -> Option<String> {
-        let var = self.metrics_token_env.as_ref()?;
-        Some(
-            std::env::var(var)
-                .ok()
-                .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| {
-                    // A token no client can send: 64 random hex digits.
-                    let bytes: [u8; 32] = rand::random();
-                    bytes.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n"
-                }),
-        )
+    /// Who may read `/metrics`, the token read from its variable now.
+    pub(crate) fn scrapers(&self) -> Scrapers {
+        let Some(var) = &self.metrics_token_env else {
+            return Scrapers::Any;
+        };
+        match std::env::var(var) {
+            Ok(token) if !token.is_empty() => Scrapers::Token(token),
+            _ => Scrapers::None,
+        }
     }
 }
 
@@ -166,6 +172,14 @@ mod tests {
             e.contains("web.listen") && e.contains("address:port"),
             "{e}"
         );
+        // /metrics: any scraper without a token variable, none when the
+        // variable it names is not set.
+        assert_eq!(c.web.scrapers(), Scrapers::Any);
+        let c = parse(
+            "listen = \"127.0.0.1:8443\"\nmetrics_token_env = \"WALISSH_NO_SUCH_VARIABLE\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.web.scrapers(), Scrapers::None);
         let e = parse("listen = \"127.0.0.1:8443\"\nidle_s = 0\n").unwrap_err();
         assert!(e.contains("web.idle_s"), "{e}");
         let e = Config::parse(

@@ -104,7 +104,7 @@ impl Logins {
 /// 32 random bytes, in hex.
 fn random_hex() -> String {
     let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::audit::chain::hex(&bytes)
 }
 
 /// Whether two secrets are equal, in a time that does not say where they

@@ -34,7 +34,7 @@ use tokio::sync::Semaphore;
 
 use crate::audit::{Event, Kind};
 use crate::bastion::Bastion;
-use crate::config::Role;
+use crate::config::{Role, Scrapers};
 use crate::shutdown::Watcher;
 use logins::{Login, Logins, same_secret};
 
@@ -118,7 +118,6 @@ fn router(console: Arc<Console>) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/healthz", get(health))
         .route("/metrics", get(metrics))
-        .route("/console.css", get(stylesheet))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(console.clone(), guard))
         .with_state(console)
@@ -151,7 +150,7 @@ async fn guard(State(c): Shared, request: Request, next: Next) -> Response {
 
 /// The files the pages load, built into the binary: the vendored
 /// asciinema player (`assets/asciinema-player/`, see its VERSION and
-/// `tools/update-asciinema-player`) and the console's script.
+/// `tools/update-asciinema-player`), the console's stylesheet and script.
 async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
     let (kind, body): (&str, &'static [u8]) = match file.as_str() {
         "asciinema-player.min.js" => (
@@ -162,6 +161,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             "text/css; charset=utf-8",
             include_bytes!("assets/asciinema-player/asciinema-player.css"),
         ),
+        "console.css" => ("text/css; charset=utf-8", include_bytes!("console.css")),
         "console.js" => (
             "text/javascript; charset=utf-8",
             include_bytes!("console.js"),
@@ -169,13 +169,6 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
     ([(header::CONTENT_TYPE, kind)], body).into_response()
-}
-
-async fn stylesheet() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        include_str!("console.css"),
-    )
 }
 
 /// 200 while the audit is written; 503 with the reason otherwise.
@@ -189,15 +182,17 @@ async fn health(State(c): Shared) -> Response {
 /// Prometheus text, to a client with the bearer token when `[web]
 /// metrics_token_env` names one, else to any.
 async fn metrics(State(c): Shared, headers: HeaderMap) -> Response {
-    let want = c.bastion.live().config.web.metrics_token();
-    if let Some(want) = want {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| same_secret(g, &want)) {
-            return (StatusCode::UNAUTHORIZED, "a bearer token is needed\n").into_response();
-        }
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let allowed = match c.bastion.live().config.web.scrapers() {
+        Scrapers::Any => true,
+        Scrapers::Token(want) => given.is_some_and(|g| same_secret(g, &want)),
+        Scrapers::None => false,
+    };
+    if !allowed {
+        return (StatusCode::UNAUTHORIZED, "a bearer token is needed\n").into_response();
     }
     let text = c.bastion.audit.metrics_text();
     (
@@ -370,6 +365,30 @@ fn forbidden() -> Response {
         "refused: not from the console's own page",
     )
         .into_response()
+}
+
+/// `read` on a read-only connection to the audit, on a blocking thread
+/// (SQLite is blocking work): an audit that cannot be read now is a 503,
+/// and said in the log.
+async fn read_audit<T: Send + 'static>(
+    c: &Console,
+    read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let path = c.bastion.live().config.audit_db_path();
+    let done = tokio::task::spawn_blocking(move || {
+        let conn = crate::audit::db::open_reader(&path)?;
+        read(&conn).map_err(|e| e.to_string())
+    })
+    .await;
+    match done {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the console could not read the audit");
+            let why = "the audit cannot be read now";
+            Err((StatusCode::SERVICE_UNAVAILABLE, why).into_response())
+        }
+        Err(_) => Err(StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+    }
 }
 
 /// The console's pages for a signed-in auditor or admin: the login, or a

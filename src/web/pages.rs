@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use rusqlite::{Connection, ToSql};
 
-use super::{Shared, require};
+use super::{Shared, read_audit, require};
 
 /// Rows a page shows at most.
 const PAGE: usize = 200;
@@ -45,7 +45,7 @@ pub(super) fn page(title: &str, nav: Option<(&str, &str)>, body: &str) -> String
         )
     });
     format!(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · walissh</title><link rel="stylesheet" href="/console.css"></head><body><header><strong>walissh</strong>{nav}</header><main>{body}</main></body></html>"#,
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · walissh</title><link rel="stylesheet" href="/assets/console.css"></head><body><header><strong>walissh</strong>{nav}</header><main>{body}</main></body></html>"#,
         title = escape(title),
     )
 }
@@ -183,24 +183,10 @@ pub(super) async fn sessions(
         Ok(f) => f,
         Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
     };
-    let path = c.bastion.live().config.audit_db_path();
-    let read = tokio::task::spawn_blocking(move || {
-        let conn = crate::audit::db::open_reader(&path)?;
-        let rows = rows(&conn, &filter).map_err(|e| e.to_string())?;
-        Ok::<_, String>((rows, filter))
-    })
-    .await;
+    let read = read_audit(&c, move |conn| Ok((rows(conn, &filter)?, filter))).await;
     let (rows, filter) = match read {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "the console could not read the audit");
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the audit cannot be read now",
-            )
-                .into_response();
-        }
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Ok(read) => read,
+        Err(response) => return response,
     };
     let body = sessions_body(&rows, &filter);
     Html(page("Sessions", Some((&login.user, &login.csrf)), &body)).into_response()

@@ -13,10 +13,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::pages::{escape, page};
-use super::{Shared, require};
+use super::{Shared, read_audit, require};
 
 /// Longest session id taken (walissh's are 36 characters).
 const MAX_ID: usize = 64;
@@ -158,6 +157,8 @@ enum Seal {
     Missing,
 }
 
+/// Checked as `walissh audit verify` checks it (`chain::file_digest`:
+/// read in pieces, not whole into memory).
 fn seal(file: Option<&Path>, replay: &Replay) -> Seal {
     if replay.ended.is_none() {
         return Seal::Live;
@@ -168,47 +169,34 @@ fn seal(file: Option<&Path>, replay: &Replay) -> Seal {
     let Some(sealed) = &replay.sealed else {
         return Seal::Unsealed;
     };
-    let Ok(bytes) = std::fs::read(file) else {
-        return Seal::Missing;
-    };
-    let digest: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    match digest == *sealed {
-        true => Seal::Verified(digest),
-        false => Seal::Differs,
+    match crate::audit::chain::file_digest(file) {
+        Err(_) => Seal::Missing,
+        Ok((digest, _)) if digest == *sealed => Seal::Verified(digest),
+        Ok(_) => Seal::Differs,
     }
 }
 
-async fn load(c: &super::Console, id: &str) -> Result<(Replay, Option<PathBuf>), Response> {
+/// The session `id` names, its recording's file if it has one, and with
+/// `sealed` the recording checked: on a blocking thread (the audit, the
+/// files), once.
+async fn load(
+    c: &super::Console,
+    id: &str,
+    sealed: bool,
+) -> Result<(Replay, Option<PathBuf>, Option<Seal>), Response> {
     let Some(id) = session_id(id).map(str::to_string) else {
         return Err(StatusCode::NOT_FOUND.into_response());
     };
-    let config = &c.bastion.live().config;
-    let (db, state) = (config.audit_db_path(), config.state_dir().to_path_buf());
-    let read = tokio::task::spawn_blocking(move || {
-        let conn = crate::audit::db::open_reader(&db)?;
-        let replay = read(&conn, &id).map_err(|e| e.to_string())?;
-        Ok::<_, String>(replay.map(|r| {
+    let state = c.bastion.live().config.state_dir().to_path_buf();
+    let found = read_audit(c, move |conn| {
+        Ok(read(conn, &id)?.map(|r| {
             let file = recording_file(&state, &r);
-            (r, file)
+            let seal = sealed.then(|| seal(file.as_deref(), &r));
+            (r, file, seal)
         }))
     })
-    .await;
-    match read {
-        Ok(Ok(Some(found))) => Ok(found),
-        Ok(Ok(None)) => Err((StatusCode::NOT_FOUND, "no such session").into_response()),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "the console could not read the audit");
-            Err((
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the audit cannot be read now",
-            )
-                .into_response())
-        }
-        Err(_) => Err(StatusCode::INTERNAL_SERVER_ERROR.into_response()),
-    }
+    .await?;
+    found.ok_or_else(|| (StatusCode::NOT_FOUND, "no such session").into_response())
 }
 
 pub(super) async fn session(
@@ -220,19 +208,12 @@ pub(super) async fn session(
         Ok(l) => l,
         Err(to_login) => return to_login.into_response(),
     };
-    let (replay, file) = match load(&c, &id).await {
-        Ok(found) => found,
+    let (replay, file, seal) = match load(&c, &id, true).await {
+        Ok((replay, file, Some(seal))) => (replay, file, seal),
+        Ok(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         Err(response) => return response,
     };
-    let check = tokio::task::spawn_blocking(move || {
-        let s = seal(file.as_deref(), &replay);
-        (replay, file.is_some(), s)
-    })
-    .await;
-    let Ok((replay, playable, seal)) = check else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
-    let body = body(&id, &replay, playable, &seal);
+    let body = body(&id, &replay, file.is_some(), &seal);
     let title = format!("{}@{}", replay.user, replay.target);
     Html(page(&title, Some((&login.user, &login.csrf)), &body)).into_response()
 }
@@ -286,8 +267,8 @@ pub(super) async fn cast(
     if let Err(to_login) = require(&c, &headers) {
         return to_login.into_response();
     }
-    let (_, file) = match load(&c, &id).await {
-        Ok(found) => found,
+    let file = match load(&c, &id, false).await {
+        Ok((_, file, _)) => file,
         Err(response) => return response,
     };
     let Some(file) = file else {

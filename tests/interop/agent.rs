@@ -732,6 +732,30 @@ fn ctrl_c_while_the_model_streams() {
     assert!(of_kind(&ai_events(&b), "ai_answer").is_empty());
 }
 
+/// Bob at a shell on web1, before a model with `replies`, his keys
+/// recorded (so a test can tell when they reached walissh).
+fn bob_recording_keys(replies: Vec<Reply>) -> (Model, Bastion, Terminal) {
+    let model = Model::start(replies);
+    let b = bastion_with(
+        &model,
+        Opts {
+            record_input: true,
+            ..Opts::default()
+        },
+    );
+    let t = bob(&b);
+    (model, b, t)
+}
+
+/// Waits until `keys` reached walissh: in the first session's recording.
+fn wait_typed(b: &Bastion, keys: &str) {
+    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
+    wait_until(
+        || typed_so_far(&path).contains(keys),
+        "the keys never reached walissh",
+    );
+}
+
 /// Keys typed into the recording at `path` so far (its `"i"` events).
 fn typed_so_far(path: &str) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -745,18 +769,10 @@ fn typed_so_far(path: &str) -> String {
 #[test]
 fn keys_typed_while_the_model_thinks_are_dropped_and_after_its_answer_kept() {
     let (open, gate) = std::sync::mpsc::channel();
-    let model = Model::start(vec![
+    let (model, b, t) = bob_recording_keys(vec![
         Reply::After(gate, answer("Nothing to do.")),
         Reply::Sse(answer("Still nothing.")),
     ]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            record_input: true,
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
     let at = ask(&t, "? anything");
     model.wait_requests(1);
     // While the model thinks, nothing reads keys, and nothing typed then
@@ -765,11 +781,7 @@ fn keys_typed_while_the_model_thinks_are_dropped_and_after_its_answer_kept() {
     // the keys reached walissh; then the answer comes.
     let early = "echo EARLY-$((4+4))\r";
     t.send(early);
-    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
-    wait_until(
-        || typed_so_far(&path).contains(early),
-        "the keys never reached walissh",
-    );
+    wait_typed(&b, early);
     open.send(()).unwrap();
     let at = t.expect_from("Nothing to do.", at);
     back_at_prompt(&b, &t, at);
@@ -834,23 +846,11 @@ fn ctrl_c_typed_after_the_answer_is_type_ahead() {
 #[test]
 fn keys_typed_between_the_answer_and_the_end_of_its_turn_are_kept() {
     let (release, gate) = std::sync::mpsc::channel();
-    let model = Model::start(vec![Reply::Hold(answer("Held open."), gate)]);
-    let b = bastion_with(
-        &model,
-        Opts {
-            record_input: true,
-            ..Opts::default()
-        },
-    );
-    let t = bob(&b);
+    let (model, b, t) = bob_recording_keys(vec![Reply::Hold(answer("Held open."), gate)]);
     let at = ask(&t, "? anything");
     let at = t.expect_from("Held open.", at);
     t.send("echo KEPT-$((7+7))\r");
-    let path = b.sessions()[0]["recording"].as_str().unwrap().to_string();
-    wait_until(
-        || typed_so_far(&path).contains("echo KEPT"),
-        "the keys never reached walissh",
-    );
+    wait_typed(&b, "echo KEPT");
     assert!(
         b.audit().iter().all(|e| e["kind"] != "ai_answer"),
         "the turn was over"
