@@ -32,6 +32,10 @@ pub(crate) struct Bastion {
     pub(crate) user_sessions: UserSessions,
     /// Logged-in connections per user (`[server] max_connections_per_user`).
     pub(crate) user_connections: UserSessions,
+    /// The agent's commands waiting for a second approval (four-eyes).
+    pub(crate) approvals: crate::agent::four_eyes::Approvals,
+    /// The sessions open on this bastion, and the way to end one.
+    pub(crate) sessions: crate::session::Registry,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.

@@ -138,6 +138,8 @@ pub(crate) async fn serve(
         },
         user_sessions: Default::default(),
         user_connections: Default::default(),
+        approvals: Default::default(),
+        sessions: Default::default(),
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: Arc::new(Agent::new(&config, skills, redactor)),
             config,
@@ -165,6 +167,12 @@ pub(crate) async fn serve(
         let watcher = sessions.watcher();
         tokio::spawn(crate::web::serve(bastion.clone(), console, tls, watcher));
     }
+    let control = crate::control::bind(bastion.live().config.state_dir())?;
+    tokio::spawn(crate::control::serve(
+        bastion.clone(),
+        control,
+        sessions.watcher(),
+    ));
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     tokio::spawn(watchdog(bastion.clone()));
 

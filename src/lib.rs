@@ -16,6 +16,7 @@ mod auth;
 mod bastion;
 mod config;
 mod context;
+mod control;
 mod daemon;
 // The one reader of escape sequences for text bound for the model, shared
 // with the redactor (its crate owns it).
@@ -109,17 +110,39 @@ enum Cmd {
         #[command(flatten)]
         config: ConfigFile,
     },
-    /// List sessions.
+    /// List sessions; or end one.
     Sessions {
+        #[command(subcommand)]
+        what: Option<SessionsCmd>,
         #[command(flatten)]
         config: ConfigFile,
         /// One JSON object per line.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
         /// Only the sessions open now (none ended in the audit), each with
         /// its node: the machine whose walissh carries it.
         #[arg(long)]
         active: bool,
+    },
+    /// List the agent's commands waiting for a second approval
+    /// (four-eyes), oldest first.
+    Approvals {
+        #[command(flatten)]
+        config: ConfigFile,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give the second approval of a waiting command (`walissh
+    /// approvals`), as `unix:ACCOUNT`; or, with `--deny`, refuse it.
+    Approve {
+        #[command(flatten)]
+        config: ConfigFile,
+        /// The request's id.
+        id: String,
+        /// Refuse it instead: the command does not run.
+        #[arg(long)]
+        deny: bool,
     },
     /// Print the man page (roff): `walissh man > walissh.1`; or, with
     /// `--dir`, write it and a page for each subcommand there.
@@ -200,6 +223,19 @@ enum Cmd {
         /// One JSON object per line.
         #[arg(long, global = true)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SessionsCmd {
+    /// End a live session on this bastion: its user sees the reason, and
+    /// `session_killed` is audited (by `unix:ACCOUNT`).
+    Kill {
+        /// The session's id (`walissh sessions --active`).
+        id: String,
+        /// What the user is told.
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -495,6 +531,52 @@ fn run(cmd: Cmd) -> Result<(), String> {
             config,
         } => totp_enroll(&load(config.path)?, &user),
         Cmd::Sessions {
+            what: Some(SessionsCmd::Kill { id, reason }),
+            config,
+            ..
+        } => {
+            let config = load(config.path)?;
+            let request = serde_json::json!({"op": "kill", "session": id, "reason": reason});
+            let done = control::ask(config.state_dir(), request)?;
+            let text = |k: &str| {
+                done.get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            println!("ended session {id} ({}@{})", text("user"), text("target"));
+            Ok(())
+        }
+        Cmd::Approvals { config, json } => {
+            let config = load(config.path)?;
+            let listed = control::ask(config.state_dir(), serde_json::json!({"op": "approvals"}))?;
+            let empty = Vec::new();
+            let all = listed
+                .get("approvals")
+                .and_then(|v| v.as_array())
+                .unwrap_or(&empty);
+            for a in all {
+                match json {
+                    true => println!("{a}"),
+                    false => println!("{}", approval_line(a)),
+                }
+            }
+            if all.is_empty() && !json {
+                eprintln!("no command waits for a second approval");
+            }
+            Ok(())
+        }
+        Cmd::Approve { config, id, deny } => {
+            let config = load(config.path)?;
+            let request = serde_json::json!({"op": "answer", "id": id, "approve": !deny});
+            let done = control::ask(config.state_dir(), request)?;
+            let a = done.get("approval").cloned().unwrap_or_default();
+            let verb = if deny { "denied" } else { "approved" };
+            println!("{verb}: {}", approval_line(&a));
+            Ok(())
+        }
+        Cmd::Sessions {
+            what: None,
             config,
             json,
             active,
@@ -672,6 +754,20 @@ fn read_password() -> Result<String, String> {
 }
 
 /// Prints JSON lines as they are, or as `key=value` text for people.
+/// One waiting approval, for a person: its id, who asks on which target,
+/// and the command exactly (control characters spelled out).
+fn approval_line(a: &serde_json::Value) -> String {
+    let text = |k: &str| a.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    format!(
+        "{}  {}@{}  session {}  $ {}",
+        text("id"),
+        text("user"),
+        text("target"),
+        text("session"),
+        text("command").escape_debug()
+    )
+}
+
 struct Lines {
     json: bool,
     buf: Vec<u8>,

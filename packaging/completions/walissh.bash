@@ -16,6 +16,12 @@ _walissh() {
             ",$1")
                 cmd="walissh"
                 ;;
+            walissh,approvals)
+                cmd="walissh__subcmd__approvals"
+                ;;
+            walissh,approve)
+                cmd="walissh__subcmd__approve"
+                ;;
             walissh,audit)
                 cmd="walissh__subcmd__audit"
                 ;;
@@ -76,6 +82,12 @@ _walissh() {
             walissh__subcmd__audit__subcmd__help,verify)
                 cmd="walissh__subcmd__audit__subcmd__help__subcmd__verify"
                 ;;
+            walissh__subcmd__help,approvals)
+                cmd="walissh__subcmd__help__subcmd__approvals"
+                ;;
+            walissh__subcmd__help,approve)
+                cmd="walissh__subcmd__help__subcmd__approve"
+                ;;
             walissh__subcmd__help,audit)
                 cmd="walissh__subcmd__help__subcmd__audit"
                 ;;
@@ -121,8 +133,23 @@ _walissh() {
             walissh__subcmd__help__subcmd__audit,verify)
                 cmd="walissh__subcmd__help__subcmd__audit__subcmd__verify"
                 ;;
+            walissh__subcmd__help__subcmd__sessions,kill)
+                cmd="walissh__subcmd__help__subcmd__sessions__subcmd__kill"
+                ;;
             walissh__subcmd__help__subcmd__totp,enroll)
                 cmd="walissh__subcmd__help__subcmd__totp__subcmd__enroll"
+                ;;
+            walissh__subcmd__sessions,help)
+                cmd="walissh__subcmd__sessions__subcmd__help"
+                ;;
+            walissh__subcmd__sessions,kill)
+                cmd="walissh__subcmd__sessions__subcmd__kill"
+                ;;
+            walissh__subcmd__sessions__subcmd__help,help)
+                cmd="walissh__subcmd__sessions__subcmd__help__subcmd__help"
+                ;;
+            walissh__subcmd__sessions__subcmd__help,kill)
+                cmd="walissh__subcmd__sessions__subcmd__help__subcmd__kill"
                 ;;
             walissh__subcmd__totp,enroll)
                 cmd="walissh__subcmd__totp__subcmd__enroll"
@@ -143,12 +170,64 @@ _walissh() {
 
     case "${cmd}" in
         walissh)
-            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions man completions play redact audit help"
+            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions approvals approve man completions play redact audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --log-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__approvals)
+            opts="-c -h --config --json --log-level --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__approve)
+            opts="-c -h --config --deny --log-level --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-level)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -429,8 +508,36 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__help)
-            opts="serve check-config hash-password pubkey totp sessions man completions play redact audit help"
+            opts="serve check-config hash-password pubkey totp sessions approvals approve man completions play redact audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__help__subcmd__approvals)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__help__subcmd__approve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -625,8 +732,22 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__help__subcmd__sessions)
-            opts=""
+            opts="kill"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__help__subcmd__sessions__subcmd__kill)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -801,12 +922,84 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__sessions)
-            opts="-c -h --config --json --active --log-level --help"
+            opts="-c -h --config --json --active --log-level --help kill help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__sessions__subcmd__help)
+            opts="kill help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__sessions__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__sessions__subcmd__help__subcmd__kill)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__sessions__subcmd__kill)
+            opts="-c -h --reason --config --json --log-level --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -70,6 +70,8 @@ impl Subject for Tool {
 pub(crate) enum Decided<S, R> {
     /// It runs.
     Go {
+        /// Who gave the second approval (four-eyes), if one was needed.
+        approver: Option<String>,
         /// Its row's `decision`: `auto`, `approved`, `edited`.
         decision: &'static str,
         /// What runs (the user's edit changes it).
@@ -82,7 +84,11 @@ pub(crate) enum Decided<S, R> {
     },
     /// It does not.
     No {
-        /// Its row's `decision`: `denied_by_policy`, `denied_by_user`.
+        /// Who denied it as the second approver (four-eyes), if one did.
+        approver: Option<String>,
+        /// Its row's `decision`: `denied_by_policy`, `denied_by_user`,
+        /// `denied_by_approver` (a second approval refused, or none in
+        /// time).
         decision: &'static str,
         /// What was refused (an edit the policy refused is what its row
         /// names).
@@ -149,6 +155,7 @@ pub(crate) async fn make<S: Site>(site: &mut S, subject: S::Subject) -> Ended<S:
     let origin = site.origin();
     match site.decide(subject).await {
         Decided::No {
+            approver,
             decision,
             subject,
             reason,
@@ -159,11 +166,15 @@ pub(crate) async fn make<S: Site>(site: &mut S, subject: S::Subject) -> Ended<S:
             if let Some(reason) = reason {
                 row.push(("reason", reason.into()));
             }
+            if let Some(by) = approver {
+                row.push(("approver", by.into()));
+            }
             row.extend(origin);
             site.audit(Kind::AiToolCall, row).await;
             Ended::No(tell)
         }
         Decided::Go {
+            approver,
             decision,
             subject,
             sandbox,
@@ -172,6 +183,9 @@ pub(crate) async fn make<S: Site>(site: &mut S, subject: S::Subject) -> Ended<S:
         } => {
             let mut row = subject.called();
             row.push(("decision", decision.into()));
+            if let Some(by) = approver {
+                row.push(("approver", by.into()));
+            }
             if let Some(wall) = sandbox {
                 row.push(("sandbox", wall.into()));
             }
@@ -246,12 +260,14 @@ mod tests {
             self.events.push("decide".into());
             match self.refuse {
                 true => Decided::No {
+                    approver: None,
                     decision: "denied_by_policy",
                     subject: command,
                     reason: Some("no".into()),
                     tell: "refused".into(),
                 },
                 false => Decided::Go {
+                    approver: None,
                     decision: "auto",
                     subject: command,
                     sandbox: Some("bwrap"),

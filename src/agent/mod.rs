@@ -15,6 +15,7 @@
 
 pub(crate) mod call;
 pub(crate) mod exec;
+pub(crate) mod four_eyes;
 pub(crate) mod keys;
 pub(crate) mod mcp;
 pub(crate) mod model;
@@ -61,6 +62,8 @@ pub(crate) struct Agent {
     pub(crate) skills: skills::Skills,
     /// The `[[mcp]]` servers, and the connections the bastion shares.
     pub(crate) mcp: std::sync::Arc<mcp::Registry>,
+    /// Which commands need a second approval (`[ai] four_eyes`).
+    pub(crate) four_eyes: four_eyes::Rule,
 }
 
 impl Agent {
@@ -116,6 +119,7 @@ impl Agent {
             team,
             skills,
             mcp: std::sync::Arc::new(mcp::Registry::new(config)),
+            four_eyes: four_eyes::Rule::new(config),
         }
     }
 

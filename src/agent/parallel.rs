@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
 use super::exec;
+use super::four_eyes::Second;
 use super::policy::Prompt;
 use super::react::{Approval, Host, Outcome};
 use super::render::Draw;
@@ -90,6 +91,8 @@ pub(crate) struct Target<'a> {
     pub(crate) sandboxing: &'a exec::Sandboxing,
     /// The prompt's directory: where commands run clean start.
     pub(crate) cwd: Option<&'a str>,
+    /// How its commands ask for a second approval.
+    pub(crate) four_eyes: super::four_eyes::Asking<'a>,
 }
 
 impl<'a> Target<'a> {
@@ -255,6 +258,19 @@ impl Host for Member<'_> {
             b"n\r\n".to_vec()
         }));
         if yes { Approval::Yes } else { Approval::No }
+    }
+
+    async fn four_eyes(&mut self, command: &str) -> bool {
+        self.target.four_eyes.applies(command).await
+    }
+
+    async fn second(&mut self, command: &str, reason: &str) -> Second {
+        let mut wait = self.target.four_eyes.ask(command, reason);
+        self.say(&super::four_eyes::waiting_line(&wait));
+        let second = wait.ended().await;
+        drop(wait);
+        self.say(&super::four_eyes::ended_line(&second));
+        second
     }
 
     async fn wall(&mut self) -> Result<Wall, String> {

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use super::Agent;
 use super::call::{self, Decided, Ended, Fields, Site, Tool};
 use super::exec::Judged;
+use super::four_eyes::Second;
 use super::mcp::{Offered, Toolbox};
 use super::model::{Model, ToolCall};
 use super::policy::{Prompt, Verdict};
@@ -93,6 +94,12 @@ pub(crate) trait Host {
     /// it run, when that is more than the line says plainly), and asks
     /// `Run? [y/N/e]`.
     async fn approve(&mut self, command: &str, reason: &str, prompt: &Prompt) -> Approval;
+    /// Whether `command` needs a second person's approval here
+    /// (four-eyes: `[ai] four_eyes`, `[[targets]] four_eyes`).
+    async fn four_eyes(&mut self, command: &str) -> bool;
+    /// Waits, visibly, for a second person's approval of `command`, which
+    /// the user approved: who gave it, or why none came.
+    async fn second(&mut self, command: &str, reason: &str) -> Second;
     /// Runs a command, visibly. `command` is what is shown and audited.
     /// With `clean` (the policy's fully quoted script), that script runs
     /// instead, apart from the user's shell, with a fixed environment
@@ -521,37 +528,25 @@ impl<H: Host> Site for CommandSite<'_, H> {
     async fn decide(&mut self, command: String) -> Decided<String, Self::Run> {
         let (policy, mode) = (&self.agent.policy, self.mode);
         let host = &mut *self.host;
-        // Asked, so typed into the user's shell, as they saw it.
-        let typed = |decision, command, host: &mut H| Decided::Go {
-            decision,
-            subject: command,
-            sandbox: None,
-            place: host.place(false),
-            run: None,
+        let (prompt, unasked) = match super::exec::judged(policy, &command, mode, host.wall()).await
+        {
+            Judged::Denied(why) => return denied(host, command, why),
+            Judged::Unasked(script, wall) => (Prompt::default(), Some((script, wall))),
+            Judged::Asked(prompt) => (prompt, None),
         };
-        match super::exec::judged(policy, &command, mode, host.wall()).await {
-            Judged::Denied(why) => denied(host, command, why),
-            Judged::Unasked(script, wall) => Decided::Go {
+        // A four-eyes command never runs unasked: the user is asked
+        // first, then a second person.
+        let four_eyes = host.four_eyes(&command).await;
+        match unasked {
+            Some((script, wall)) if !four_eyes => Decided::Go {
+                approver: None,
                 decision: "auto",
                 subject: command,
                 sandbox: Some(wall.name()),
                 place: host.place(true),
                 run: Some((script, wall)),
             },
-            Judged::Asked(prompt) => match host.approve(&command, self.reason, &prompt).await {
-                Approval::Yes => typed("approved", command, host),
-                Approval::No => Decided::No {
-                    decision: "denied_by_user",
-                    subject: command,
-                    reason: None,
-                    tell: "the user declined to run this command".into(),
-                },
-                // An edit is checked again: the user's hand is no policy bypass.
-                Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
-                    Verdict::Deny(why) => denied(host, edit, why),
-                    _ => typed("edited", edit, host),
-                },
-            },
+            _ => self.asked(command, &prompt, four_eyes).await,
         }
     }
 
@@ -577,12 +572,82 @@ impl<H: Host> Site for CommandSite<'_, H> {
     }
 }
 
+impl<H: Host> CommandSite<'_, H> {
+    /// Asks the user `Run?`, and then, for a four-eyes command, a second
+    /// person; typed into the user's shell when both say yes.
+    async fn asked(
+        &mut self,
+        command: String,
+        prompt: &Prompt,
+        four_eyes: bool,
+    ) -> Decided<String, Option<(String, Wall)>> {
+        let (policy, mode) = (&self.agent.policy, self.mode);
+        let host = &mut *self.host;
+        let (decision, command) = match host.approve(&command, self.reason, prompt).await {
+            Approval::Yes => ("approved", command),
+            Approval::No => {
+                return Decided::No {
+                    approver: None,
+                    decision: "denied_by_user",
+                    subject: command,
+                    reason: None,
+                    tell: "the user declined to run this command".into(),
+                };
+            }
+            // An edit is checked again: the user's hand is no policy bypass.
+            Approval::Edited(edit) => match policy.check_off_worker(&edit, mode).await {
+                Verdict::Deny(why) => return denied(host, edit, why),
+                _ => ("edited", edit),
+            },
+        };
+        let four_eyes = four_eyes || (decision == "edited" && host.four_eyes(&command).await);
+        let approver = match four_eyes {
+            false => None,
+            true => match host.second(&command, self.reason).await {
+                Second::Approved { by } => Some(by),
+                refused => return second_refused(command, refused),
+            },
+        };
+        // Asked, so typed into the user's shell, as they saw it.
+        Decided::Go {
+            approver,
+            decision,
+            subject: command,
+            sandbox: None,
+            place: host.place(false),
+            run: None,
+        }
+    }
+}
+
+/// A four-eyes command that got no second approval: its row, and what
+/// the model is told.
+pub(crate) fn second_refused<R>(command: String, how: Second) -> Decided<String, R> {
+    let (approver, why) = match how {
+        Second::Denied { by } => (
+            Some(by.clone()),
+            format!("the second approver ({by}) denied it"),
+        ),
+        Second::TimedOut => (None, "no second approval came in time".to_string()),
+        Second::Unavailable(why) => (None, why.to_string()),
+        Second::Approved { .. } => unreachable!("an approval is no refusal"),
+    };
+    Decided::No {
+        approver,
+        decision: "denied_by_approver",
+        subject: command,
+        tell: format!("not run: this command needs a second person's approval, and {why}"),
+        reason: Some(why),
+    }
+}
+
 /// The policy refused `command`: shown, and what the model is told.
 fn denied<R>(host: &mut impl Host, command: String, why: String) -> Decided<String, R> {
     host.refused(&command, &why);
     let tell =
         format!("refused by walissh's policy ({why}); this command will not run. Try another way.");
     Decided::No {
+        approver: None,
         decision: "denied_by_policy",
         subject: command,
         reason: Some(why),
@@ -724,6 +789,7 @@ impl<H: Host> Site for ToolSite<'_, H> {
 
     async fn decide(&mut self, mut called: Tool) -> Decided<Tool, Self::Run> {
         let go = |decision, called: Tool, arguments| Decided::Go {
+            approver: None,
             decision,
             subject: called,
             sandbox: None,
@@ -735,6 +801,7 @@ impl<H: Host> Site for ToolSite<'_, H> {
             return go("auto", called, arguments);
         }
         let no = |called, tell: &str| Decided::No {
+            approver: None,
             decision: "denied_by_user",
             subject: called,
             reason: None,

@@ -55,6 +55,8 @@ kinds! {
     AiSkill = "ai_skill",
     WebLogin = "web_login",
     WebLoginFail = "web_login_fail",
+    SessionWatched = "session_watched",
+    SessionKilled = "session_killed",
 }
 
 impl Kind {

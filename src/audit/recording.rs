@@ -39,7 +39,25 @@ enum Msg {
         /// Told once the file is flushed and closed.
         done: oneshot::Sender<()>,
     },
+    /// A live view joins: the file is flushed, and each event from now on
+    /// is also sent to it.
+    Watch {
+        id: Arc<str>,
+        reply: oneshot::Sender<Option<Watch>>,
+    },
 }
+
+/// A live view of a recording: the file's first `upto` bytes (header and
+/// events, whole), then each event line as it is written. The lines end
+/// when the recording closes.
+pub(crate) struct Watch {
+    pub(crate) path: PathBuf,
+    pub(crate) upto: u64,
+    pub(crate) lines: tokio::sync::broadcast::Receiver<Arc<str>>,
+}
+
+/// Event lines a live view may fall behind by before it is cut off.
+const WATCH_BACKLOG: usize = 4096;
 
 /// Starts recordings; cheap to clone.
 #[derive(Clone)]
@@ -63,6 +81,14 @@ pub(crate) struct Header<'a> {
 }
 
 impl Recorder {
+    /// A live view of recording `id`, if it is open.
+    pub(crate) async fn watch(&self, id: &str) -> Option<Watch> {
+        let (reply, answer) = oneshot::channel();
+        let id = Arc::from(id);
+        self.tx.send(Msg::Watch { id, reply }).await.ok()?;
+        answer.await.ok().flatten()
+    }
+
     pub(crate) fn start(
         dir: PathBuf,
         record_input: bool,
@@ -390,6 +416,9 @@ struct Cast {
     /// Bytes of the file known written whole (flushed, whole events).
     good: u64,
     failing: Option<Failing>,
+    path: PathBuf,
+    /// Live views: each event line written goes to them too.
+    watchers: Option<tokio::sync::broadcast::Sender<Arc<str>>>,
 }
 
 struct Failing {
@@ -418,6 +447,29 @@ impl Cast {
         match write_event(&mut self.w, at, code, text) {
             Ok(()) => self.last_at = self.last_at.max(at),
             Err(e) => self.fail(id, &e, text.len() as u64),
+        }
+        if let Some(w) = &self.watchers {
+            match w.receiver_count() {
+                0 => self.watchers = None,
+                _ => {
+                    let line = serde_json::to_string(&((at * 1e6).round() / 1e6, code, text));
+                    let _ = w.send(Arc::from(line.unwrap_or_default()));
+                }
+            }
+        }
+    }
+
+    /// A live view joins: what the file holds whole now, and the lines
+    /// from here on.
+    fn watch(&mut self, id: &str) -> Watch {
+        self.flush(id);
+        let sender = self
+            .watchers
+            .get_or_insert_with(|| tokio::sync::broadcast::channel(WATCH_BACKLOG).0);
+        Watch {
+            path: self.path.clone(),
+            upto: self.good,
+            lines: sender.subscribe(),
         }
     }
 
@@ -573,6 +625,10 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
             }
             let _ = done.send(());
         }
+        Msg::Watch { id, reply } => {
+            let watch = files.get_mut(&id).map(|cast| cast.watch(&id));
+            let _ = reply.send(watch);
+        }
     }
 }
 
@@ -596,6 +652,8 @@ fn create(path: &PathBuf, header: &str) -> Result<Cast, String> {
         w,
         good: header.len() as u64 + 1,
         failing: None,
+        path: path.clone(),
+        watchers: None,
         opened: Instant::now(),
         last_at: 0.0,
     })

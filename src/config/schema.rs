@@ -216,6 +216,10 @@ pub(crate) struct TargetConfig {
     pub(crate) user: Option<Spanned<String>>,
     pub(crate) password_env: Option<Spanned<String>>,
     pub(crate) run_as: Option<Spanned<String>>,
+    /// Every command the agent runs here needs a second person's approval
+    /// too (`[ai] second_approver`), after the user's: none runs unasked.
+    #[serde(default)]
+    pub(crate) four_eyes: bool,
 }
 
 /// A user's `ai` mode, the policy's own (`walissh_policy::AiMode`).
@@ -354,6 +358,18 @@ pub(crate) struct AiConfig {
     /// approval, or refuses it.
     #[serde(default)]
     pub(crate) mcp_confirm: McpConfirm,
+    /// Who gives the second approval of a four-eyes command: a console
+    /// role (`auditor` or `admin`), never the user who asked.
+    #[serde(default = "default_second_approver")]
+    pub(crate) second_approver: Spanned<super::Role>,
+    /// Commands (globs over each command the policy's parser sees, wrappers
+    /// taken off) that need a second approval on every target.
+    #[serde(default)]
+    pub(crate) four_eyes: Vec<Spanned<String>>,
+    /// How long a four-eyes command waits for its second approval before
+    /// it is denied.
+    #[serde(default = "default_four_eyes_timeout")]
+    pub(crate) four_eyes_timeout_s: u64,
 }
 
 impl Default for AiConfig {
@@ -373,8 +389,18 @@ impl Default for AiConfig {
             entry: None,
             skills_dir: None,
             mcp_confirm: McpConfirm::default(),
+            second_approver: default_second_approver(),
+            four_eyes: Vec::new(),
+            four_eyes_timeout_s: default_four_eyes_timeout(),
         }
     }
+}
+
+fn default_second_approver() -> Spanned<super::Role> {
+    Spanned::new(0..0, super::Role::Admin)
+}
+fn default_four_eyes_timeout() -> u64 {
+    300
 }
 
 fn default_prefixes() -> Vec<Spanned<String>> {

@@ -81,6 +81,23 @@ impl Config {
             glob::Pattern::new(rule.get_ref())
                 .map_err(|e| loc.error(rule.span(), Some("ai.deny"), &format!("bad glob: {e}")))?;
         }
+        for rule in &self.ai.four_eyes {
+            walissh_policy::Globs::new(std::slice::from_ref(rule.get_ref())).map_err(|e| {
+                loc.error(rule.span(), Some("ai.four_eyes"), &format!("bad glob: {e}"))
+            })?;
+        }
+        if *self.ai.second_approver.get_ref() == super::Role::User {
+            let msg = "must be \"auditor\" or \"admin\": a user has no console to approve in";
+            return Err(loc.error(
+                self.ai.second_approver.span(),
+                Some("ai.second_approver"),
+                msg,
+            ));
+        }
+        if self.ai.four_eyes_timeout_s == 0 {
+            let msg = "must be at least 1";
+            return Err(loc.error(0..0, Some("ai.four_eyes_timeout_s"), msg));
+        }
         if let Some(f) = &self.audit.forward {
             for url in f.get_ref().list() {
                 super::destination(url)

@@ -48,6 +48,8 @@ enum End {
     /// The client closed its channel, or can no longer be written to.
     ClientClosed,
     Shutdown,
+    /// An admin ended the session.
+    Killed(super::registry::Ending),
 }
 
 /// What both pumps share.
@@ -65,6 +67,9 @@ pub(super) struct Pumps<'a> {
     pub(super) info: Option<&'a TargetInfo>,
     /// Runs commands on the target beside the shell.
     pub(super) runner: &'a upstream::Runner,
+    /// The target asked for four eyes on every command when the session
+    /// started (`[[targets]] four_eyes`).
+    pub(super) four_eyes: bool,
 }
 
 impl Pumps<'_> {
@@ -77,7 +82,7 @@ impl Pumps<'_> {
         mut up_tx: upstream::Writer,
         mut terminal: Option<Terminal>,
         early_input: Vec<u8>,
-        stop: &mut Listener,
+        (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
     ) -> Totals {
         let (mut client_rx, client_tx) = channel.split();
         let mut totals = Totals::default();
@@ -137,6 +142,7 @@ impl Pumps<'_> {
                 _ = &mut up => End::ClientClosed,
                 _ = &mut assist => End::ClientClosed,
                 _ = stop.requested() => End::Shutdown,
+                ending = open.ended() => End::Killed(ending),
             }
         };
         totals.bytes_in = bytes_in;
@@ -144,6 +150,7 @@ impl Pumps<'_> {
             // A question was being answered: it ends with the session.
             let why = match end {
                 End::Shutdown => "the bastion shut down before the answer",
+                End::Killed(_) => "an administrator ended the session before the answer",
                 _ => "the session ended before the answer",
             };
             let ev = self.ids.event(Kind::AiError).field("message", why);
@@ -170,6 +177,10 @@ impl Pumps<'_> {
             }
             End::Shutdown => {
                 notify(&client_tx, SHUTTING_DOWN).await;
+                up_tx.hang_up().await;
+            }
+            End::Killed(ending) => {
+                notify(&client_tx, &ending.line()).await;
                 up_tx.hang_up().await;
             }
         }
@@ -392,6 +403,7 @@ impl Pumps<'_> {
             screen: self.screen,
             shared: self.shared,
             settings,
+            approvals: &self.conn.bastion.approvals,
         }
     }
 
@@ -407,7 +419,19 @@ impl Pumps<'_> {
             true => newest,
             false => started.agent.clone(),
         };
-        Settings { agent, mode }
+        // A reload may ask for four eyes here; it never takes them away
+        // from a live session.
+        let now = self.conn.bastion.live();
+        let four_eyes_target = self.four_eyes
+            || now
+                .config
+                .target(&self.ids.target)
+                .is_some_and(|t| t.four_eyes);
+        Settings {
+            agent,
+            mode,
+            four_eyes_target,
+        }
     }
 
     /// Command lines the shell finished: while the agent answers a

@@ -39,6 +39,7 @@ use crate::agent::Agent;
 use crate::agent::call::{self, Decided, Ended, Fields, Site};
 use crate::agent::exec;
 use crate::agent::exec::Judged;
+use crate::agent::four_eyes::Second;
 use crate::agent::policy::Prompt;
 use crate::agent::react::{self, Outcome};
 use crate::agent::render;
@@ -76,7 +77,7 @@ pub(super) async fn serve(
     ids: &Ids,
     mut channel: Channel<Msg>,
     target: &TargetConfig,
-    stop: &mut Listener,
+    (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
 ) -> Totals {
     let mode = conn
         .live
@@ -124,6 +125,7 @@ pub(super) async fn serve(
         calls: calls.clone(),
         ended: ended_rx,
         facts: tokio::sync::OnceCell::new(),
+        four_eyes: target.four_eyes,
     };
     let (ours, theirs) = tokio::io::duplex(PIPE);
     let (read, write) = tokio::io::split(theirs);
@@ -133,7 +135,11 @@ pub(super) async fn serve(
             let _ = running.waiting().await;
         }
     });
-    let mut totals = pump(&mut channel, ours, stop).await;
+    let (mut totals, killed) = pump(&mut channel, ours, (stop, open)).await;
+    if let Some(ending) = killed {
+        let line = super::user_line(false, &ending.line());
+        let _ = channel.extended_data_bytes(1, line).await;
+    }
     // Calls under way stop (their commands' channels closed) and write
     // their rows before the session's end is written.
     let _ = ended.send(true);
@@ -150,12 +156,13 @@ pub(super) async fn serve(
     totals
 }
 
-/// Carries bytes between the channel and the service until either ends.
+/// Carries bytes between the channel and the service until either ends,
+/// the bastion stops, or an admin ends the session (how, then).
 async fn pump(
     channel: &mut Channel<Msg>,
     mut pipe: tokio::io::DuplexStream,
-    stop: &mut Listener,
-) -> Totals {
+    (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
+) -> (Totals, Option<super::registry::Ending>) {
     let mut totals = Totals::default();
     let mut buf = vec![0u8; 32 * 1024];
     loop {
@@ -180,9 +187,10 @@ async fn pump(
                 }
             },
             _ = stop.requested() => break,
+            ending = open.ended() => return (totals, Some(ending)),
         }
     }
-    totals
+    (totals, None)
 }
 
 /// One client's MCP session with one target.
@@ -202,6 +210,9 @@ struct Gateway {
     ended: tokio::sync::watch::Receiver<bool>,
     /// The target's facts, probed at the first read.
     facts: tokio::sync::OnceCell<crate::upstream::TargetInfo>,
+    /// The target asks four eyes on every command (`[[targets]]
+    /// four_eyes`).
+    four_eyes: bool,
 }
 
 /// Why a call may not run at all now.
@@ -529,7 +540,34 @@ impl Gateway {
         }
     }
 
-    /// `text` scrubbed of secrets, on a blocking thread.
+    /// Waits for a second person's approval of `command` (four-eyes),
+    /// which the client approved; a client that cancels or leaves
+    /// withdraws it.
+    async fn second(
+        &self,
+        agent: &Agent,
+        command: &str,
+        client: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Second {
+        let question = format!("(through the MCP gateway, client {client})");
+        let asking = crate::agent::four_eyes::Asking {
+            rule: &agent.four_eyes,
+            target: self.four_eyes,
+            approvals: &self.bastion.approvals,
+            ids: &self.ids,
+            question: &question,
+        };
+        let mut wait = asking.ask(command, "");
+        let mut ended = self.ended.clone();
+        tokio::select! {
+            biased;
+            _ = context.ct.cancelled() => Second::Unavailable("the client cancelled it"),
+            _ = ended.wait_for(|e| *e) => Second::Unavailable("the client went away"),
+            s = wait.ended() => s,
+        }
+    }
+
     /// `text` scrubbed of secrets, as the output of `command` (empty: a
     /// text of its own).
     async fn scrub(&self, command: &str, text: &str) -> String {
@@ -570,6 +608,7 @@ impl Site for ClientCall<'_> {
 
     async fn decide(&mut self, command: String) -> Decided<String, ClientRun> {
         let no = |command, reason: &str, tell| Decided::No {
+            approver: None,
             decision: "denied_by_policy",
             subject: command,
             reason: Some(reason.to_string()),
@@ -581,6 +620,7 @@ impl Site for ClientCall<'_> {
         };
         let gateway = self.gateway;
         let go = |decision, command, sandbox, agent, unasked| Decided::Go {
+            approver: None,
             decision,
             subject: command,
             sandbox,
@@ -588,37 +628,65 @@ impl Site for ClientCall<'_> {
             run: ClientRun { agent, unasked },
         };
         let wall = exec::wall(gateway.apart(agent.command_timeout), &agent.sandboxing);
-        match exec::judged(&agent.policy, &command, mode, wall).await {
+        let (prompt, unasked) = match exec::judged(&agent.policy, &command, mode, wall).await {
             Judged::Denied(why) => {
                 let tell =
                     format!("refused by walissh's policy ({why}); this command will not run");
-                no(command, &why, tell)
+                return no(command, &why, tell);
             }
-            Judged::Unasked(script, wall) => go(
-                "auto",
-                command,
-                Some(wall.name()),
-                agent,
-                Some((script, wall)),
-            ),
-            Judged::Asked(_) if gateway.confirm() == McpConfirm::Refuse => {
+            Judged::Unasked(script, wall) => (Prompt::default(), Some((script, wall))),
+            Judged::Asked(prompt) => (prompt, None),
+        };
+        // A four-eyes command never runs unasked, here as at the prompt.
+        let four_eyes = agent.four_eyes.applies(gateway.four_eyes, &command).await;
+        match unasked {
+            Some((script, wall)) if !four_eyes => {
+                return go(
+                    "auto",
+                    command,
+                    Some(wall.name()),
+                    agent,
+                    Some((script, wall)),
+                );
+            }
+            _ if gateway.confirm() == McpConfirm::Refuse => {
                 let reason = "it needs approval, and [ai] mcp_confirm is \"refuse\"";
                 let tell = format!(
                     "not run: this command needs approval ({}), and walissh takes none through the MCP gateway ([ai] mcp_confirm = \"refuse\"): only what its policy runs unasked runs here",
                     gateway.why_asked(mode)
                 );
-                no(command, reason, tell)
+                return no(command, reason, tell);
             }
-            Judged::Asked(prompt) => match gateway.ask(&command, &prompt, mode, self.context).await
-            {
-                Ok(()) => go("approved", command, None, agent, None),
-                Err(why) => Decided::No {
-                    decision: "denied_by_user",
-                    subject: command,
-                    reason: Some(why.clone()),
-                    tell: why,
+            _ => {}
+        }
+        if let Err(why) = gateway.ask(&command, &prompt, mode, self.context).await {
+            return Decided::No {
+                approver: None,
+                decision: "denied_by_user",
+                subject: command,
+                reason: Some(why.clone()),
+                tell: why,
+            };
+        }
+        if !four_eyes {
+            return go("approved", command, None, agent, None);
+        }
+        match gateway
+            .second(&agent, &command, self.client, self.context)
+            .await
+        {
+            Second::Approved { by } => Decided::Go {
+                approver: Some(by),
+                decision: "approved",
+                subject: command,
+                sandbox: None,
+                place: Vec::new(),
+                run: ClientRun {
+                    agent,
+                    unasked: None,
                 },
             },
+            refused => crate::agent::react::second_refused(command, refused),
         }
     }
 

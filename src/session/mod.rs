@@ -12,9 +12,11 @@ mod env;
 pub(crate) use env::acceptable as env_acceptable;
 mod audit_rows;
 mod gateway;
+mod registry;
 mod seat;
 mod shared;
 
+pub(crate) use registry::{Registry, kill};
 pub(crate) use shared::Shared;
 
 use crate::audit::Kind;
@@ -372,8 +374,11 @@ async fn run_session(
         return;
     }
 
+    // Listed from its audited start: from here an admin can end it.
+    let mut open = bastion.sessions.enter(&ids);
     if matches!(&setup.command, Command::Subsystem(name) if name == MCP_SUBSYSTEM) {
-        let totals = gateway::serve(conn, &ids, channel, &target, stop).await;
+        let totals = gateway::serve(conn, &ids, channel, &target, (stop, &mut open)).await;
+        drop(open);
         audit_end(bastion, &ids, &totals, recording).await;
         return;
     }
@@ -432,12 +437,15 @@ async fn run_session(
                 shared: &shared,
                 info: info.as_ref(),
                 runner: &runner,
+                four_eyes: target.four_eyes,
             };
+            let stops = (stop, &mut open);
             pumps
-                .bridge(channel, reader, writer, terminal, early_input, stop)
+                .bridge(channel, reader, writer, terminal, early_input, stops)
                 .await
         }
         Err(failed) => {
+            drop(open);
             let lost = Lost::from(failed);
             let (message, reason) = (&lost.message, lost.reason);
             tracing::warn!(session = %ids.session, target = %ids.target, %message, reason, "upstream failed");

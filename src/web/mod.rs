@@ -9,6 +9,8 @@
 //! others: the pages' content (`pages`), the logins' store (`logins`),
 //! passwords (`password`, `throttle`), the audit (`audit`).
 
+mod approvals;
+mod live;
 mod logins;
 mod pages;
 mod replay;
@@ -70,6 +72,12 @@ struct Console {
     /// Served over TLS: the cookie is `Secure`.
     secure: bool,
     busy: Semaphore,
+    /// Waits for the approvals list to change (`approvals::MAX_WAITS`).
+    waits: Semaphore,
+    /// Live views open now (`live::MAX_VIEWERS`).
+    viewers: Arc<Semaphore>,
+    /// Live views and waits end at shutdown.
+    shutdown: Watcher,
 }
 
 type Shared = State<Arc<Console>>;
@@ -88,6 +96,9 @@ pub(crate) async fn serve(
         logins: Logins::new(idle),
         secure: tls.is_some(),
         busy: Semaphore::new(MAX_REQUESTS),
+        waits: Semaphore::new(approvals::MAX_WAITS),
+        viewers: Arc::new(Semaphore::new(live::MAX_VIEWERS)),
+        shutdown: shutdown.clone(),
     });
     let app = router(console).into_make_service_with_connect_info::<Peer>();
     let stop = async move { shutdown.requested().await };
@@ -115,6 +126,11 @@ fn router(console: Arc<Console>) -> Router {
         .route("/sessions", get(pages::sessions))
         .route("/sessions/{id}", get(replay::session))
         .route("/sessions/{id}/cast", get(replay::cast))
+        .route("/sessions/{id}/watch", get(live::watch))
+        .route("/sessions/{id}/stop", post(live::stop))
+        .route("/approvals", get(approvals::list))
+        .route("/approvals/changes", get(approvals::changes))
+        .route("/approvals/{id}", post(approvals::answer))
         .route("/assets/{file}", get(asset))
         .route("/healthz", get(health))
         .route("/metrics", get(metrics))

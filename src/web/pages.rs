@@ -39,7 +39,7 @@ pub(super) fn escape(text: &str) -> String {
 pub(super) fn page(title: &str, nav: Option<(&str, &str)>, body: &str) -> String {
     let nav = nav.map_or(String::new(), |(user, csrf)| {
         format!(
-            r#"<nav><a href="/sessions">Sessions</a><span class="who">{user}</span><form method="post" action="/logout"><input type="hidden" name="csrf" value="{csrf}"><button>Log out</button></form></nav>"#,
+            r#"<nav><a href="/sessions">Sessions</a><a href="/approvals">Approvals</a><span class="who">{user}</span><form method="post" action="/logout"><input type="hidden" name="csrf" value="{csrf}"><button>Log out</button></form></nav>"#,
             user = escape(user),
             csrf = escape(csrf),
         )

@@ -213,12 +213,35 @@ pub(super) async fn session(
         Ok(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         Err(response) => return response,
     };
-    let body = body(&id, &replay, file.is_some(), &seal);
+    // Live here: watched, and stopped by an admin. Unended in the audit
+    // but not here: another node's, or one a crash left open.
+    let live = match (
+        replay.ended.is_some(),
+        c.bastion.sessions.get(&id).is_some(),
+    ) {
+        (true, _) => Live::No,
+        (false, true) => Live::Here {
+            stop_csrf: (login.role >= crate::config::Role::Admin).then_some(login.csrf.as_str()),
+        },
+        (false, false) => Live::Elsewhere,
+    };
+    let body = body(&id, &replay, file.is_some(), &seal, &live);
     let title = format!("{}@{}", replay.user, replay.target);
     Html(page(&title, Some((&login.user, &login.csrf)), &body)).into_response()
 }
 
-fn body(id: &str, r: &Replay, playable: bool, seal: &Seal) -> String {
+/// Whether the session runs now, and where.
+enum Live<'a> {
+    No,
+    /// On this bastion; with an admin's CSRF token, the stop form.
+    Here {
+        stop_csrf: Option<&'a str>,
+    },
+    /// Not ended in the audit, but not on this bastion.
+    Elsewhere,
+}
+
+fn body(id: &str, r: &Replay, playable: bool, seal: &Seal, live: &Live) -> String {
     let seal = match seal {
         Seal::Live => r#"<p class="seal live-note">Live: the recording is sealed when the session ends.</p>"#.to_string(),
         Seal::Verified(d) => format!(
@@ -229,12 +252,30 @@ fn body(id: &str, r: &Replay, playable: bool, seal: &Seal) -> String {
         Seal::Unsealed => r#"<p class="seal">No digest of this recording in the audit.</p>"#.to_string(),
         Seal::Missing => r#"<p class="seal bad">The recording is missing.</p>"#.to_string(),
     };
-    let player = match playable {
-        true => format!(
+    let player = match (playable, live) {
+        (true, Live::Here { .. }) => format!(
+            r#"<div id="player" data-live="/sessions/{id}/watch"></div>"#,
+            id = escape(id)
+        ),
+        (true, Live::Elsewhere) => format!(
+            r#"<p class="none">Not live on this bastion: another node's session, or one left open by a crash. The recording so far:</p><div id="player" data-cast="/sessions/{id}/cast"></div>"#,
+            id = escape(id)
+        ),
+        (true, Live::No) => format!(
             r#"<div id="player" data-cast="/sessions/{id}/cast"></div>"#,
             id = escape(id)
         ),
-        false => r#"<p class="none">No recording.</p>"#.to_string(),
+        (false, _) => r#"<p class="none">No recording.</p>"#.to_string(),
+    };
+    let stop = match live {
+        Live::Here {
+            stop_csrf: Some(csrf),
+        } => format!(
+            r#"<form method="post" action="/sessions/{id}/stop" class="stop"><input type="hidden" name="csrf" value="{csrf}"><input name="reason" required maxlength="200" placeholder="Why (the user is shown this)"><button class="deny">Stop this session</button></form>"#,
+            id = escape(id),
+            csrf = escape(csrf),
+        ),
+        _ => String::new(),
     };
     let mut rows = String::new();
     for row in &r.rows {
@@ -247,7 +288,7 @@ fn body(id: &str, r: &Replay, playable: bool, seal: &Seal) -> String {
         ));
     }
     format!(
-        r#"<h1>{user} on {target}</h1><p class="meta">Started {started}{ended}</p>{seal}<div class="replay"><div class="screen">{player}</div><ol class="timeline">{rows}</ol></div><link rel="stylesheet" href="/assets/asciinema-player.css"><script src="/assets/asciinema-player.min.js"></script><script src="/assets/console.js"></script>"#,
+        r#"<h1>{user} on {target}</h1><p class="meta">Started {started}{ended}</p>{seal}{stop}<div class="replay"><div class="screen">{player}</div><ol class="timeline">{rows}</ol></div><link rel="stylesheet" href="/assets/asciinema-player.css"><script src="/assets/asciinema-player.min.js"></script><script src="/assets/console.js"></script>"#,
         user = escape(&r.user),
         target = escape(&r.target),
         started = escape(&r.started),

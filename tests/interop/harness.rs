@@ -792,7 +792,8 @@ timeout_s = {llm_timeout}
                     extra = opts
                         .extra_toml
                         .replace("{sshd_port}", &sshd_port.to_string())
-                        .replace("{bob_pub}", &bob_pub),
+                        .replace("{bob_pub}", &bob_pub)
+                        .replace("{me}", &me()),
                     state = state.display(),
                     tarpit = tarpit.local_addr().unwrap().port(),
                     mf = opts.max_failures,

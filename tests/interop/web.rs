@@ -7,7 +7,7 @@ use std::process::Command;
 
 use crate::harness::*;
 
-const ERIN_PW: &str = "erin-auditor-pw";
+pub(crate) const ERIN_PW: &str = "erin-auditor-pw";
 
 /// A bastion with the console on a port of its choosing, and erin, an
 /// auditor; the console's base URL.
@@ -29,14 +29,14 @@ fn console_with(web: &str) -> (Bastion, String) {
 }
 
 /// What curl got: the status, the headers (lowercase names), the body.
-struct Got {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Got {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -45,7 +45,7 @@ impl Got {
 }
 
 /// curl with `args` on `url`, headers included.
-fn curl(url: &str, args: &[&str]) -> Got {
+pub(crate) fn curl(url: &str, args: &[&str]) -> Got {
     let out = Command::new("curl")
         .args(["-s", "-i", "--max-time", "30"])
         .args(args)
@@ -71,7 +71,7 @@ fn curl(url: &str, args: &[&str]) -> Got {
     }
 }
 
-fn log_in(base: &str, user: &str, password: &str) -> Got {
+pub(crate) fn log_in(base: &str, user: &str, password: &str) -> Got {
     curl(
         &format!("{base}/login"),
         &[
@@ -84,7 +84,7 @@ fn log_in(base: &str, user: &str, password: &str) -> Got {
 }
 
 /// The cookie a login set, as a request sends it back.
-fn cookie_of(got: &Got) -> String {
+pub(crate) fn cookie_of(got: &Got) -> String {
     let set = got.header("set-cookie").expect("a cookie");
     set.split(';').next().unwrap().to_string()
 }
@@ -386,39 +386,39 @@ fn in_a_browser_an_auditor_replays_a_session() {
     });
 }
 
-async fn type_into(c: &fantoccini::Client, css: &str, text: &str) {
+pub(crate) async fn type_into(c: &fantoccini::Client, css: &str, text: &str) {
     let field = c.find(fantoccini::Locator::Css(css)).await.unwrap();
     field.send_keys(text).await.unwrap();
 }
 
-async fn text_of(c: &fantoccini::Client, css: &str) -> String {
+pub(crate) async fn text_of(c: &fantoccini::Client, css: &str) -> String {
     let element = c.find(fantoccini::Locator::Css(css)).await.unwrap();
     element.text().await.unwrap()
 }
 
-async fn click(c: &fantoccini::Client, css: &str) {
+pub(crate) async fn click(c: &fantoccini::Client, css: &str) {
     let element = c.find(fantoccini::Locator::Css(css)).await.unwrap();
     element.click().await.unwrap();
 }
 
-async fn wait_for(c: &fantoccini::Client, css: &str) {
+pub(crate) async fn wait_for(c: &fantoccini::Client, css: &str) {
     let waited = c.wait().for_element(fantoccini::Locator::Css(css)).await;
     waited.unwrap_or_else(|e| panic!("{css}: {e}"));
 }
 
-async fn shot(c: &fantoccini::Client, path: &std::path::Path) {
+pub(crate) async fn shot(c: &fantoccini::Client, path: &std::path::Path) {
     let png = c.screenshot().await.unwrap();
     std::fs::write(path, png).unwrap();
 }
 
 /// chromedriver on a port of its own, for the test's life.
-struct Chromedriver {
+pub(crate) struct Chromedriver {
     child: std::process::Child,
     port: u16,
 }
 
 impl Chromedriver {
-    fn start() -> Chromedriver {
+    pub(crate) fn start() -> Chromedriver {
         let port = free_port();
         let mut child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -440,7 +440,7 @@ impl Chromedriver {
 
     /// A browser session: headless Chromium with a profile of its own
     /// under `dir`, nothing fetched from the network.
-    async fn client(&self, dir: &std::path::Path) -> fantoccini::Client {
+    pub(crate) async fn client(&self, dir: &std::path::Path) -> fantoccini::Client {
         let profile = dir.join("chromium-profile");
         let caps = serde_json::json!({
             "goog:chromeOptions": {

@@ -456,3 +456,39 @@ fn what_tr_runs_unasked_writes_no_control_character() {
     }
     assert!(ran >= 5 && asked >= 5, "{ran} ran, {asked} asked");
 }
+
+/// `[ai] four_eyes`: a glob names a command however the line spells or
+/// wraps it, and a line whose words only the shell knows is taken as
+/// matching when its program is one a glob names.
+#[test]
+fn four_eyes_globs_see_through_spellings_and_wrappers() {
+    let globs = Globs::new(&["systemctl restart *".into(), "reboot".into()]).unwrap();
+    for line in [
+        "systemctl restart nginx",
+        "  systemctl restart nginx  ",
+        "sudo systemctl restart nginx",
+        "sudo -u root /usr/bin/systemctl restart nginx",
+        "env FOO=1 systemctl 'restart' \"nginx\"",
+        "systemctl\\ restart nginx; ls",
+        "ls && /sbin/reboot",
+        "sh -c 'systemctl restart nginx'",
+        "systemctl $ACTION nginx",
+        "$CMD restart nginx",
+        "eval \"$X\"",
+        "systemctl restart nginx | cat",
+        "nice -n 5 systemctl restart nginx",
+    ] {
+        assert!(globs.matches(line), "{line:?} should need four eyes");
+    }
+    for line in [
+        "systemctl status nginx",
+        "ls -l /etc",
+        "echo systemctl restart nginx",
+        "journalctl -u nginx",
+        "rebooted",
+    ] {
+        assert!(!globs.matches(line), "{line:?} should not need four eyes");
+    }
+    assert!(!Globs::default().matches("reboot"));
+    assert!(Globs::new(&["[".into()]).is_err());
+}

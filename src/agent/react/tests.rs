@@ -12,6 +12,12 @@ struct FakeHost {
     audit: Vec<(String, Value)>,
     /// What `wall` answers.
     wall: Result<Wall, String>,
+    /// Commands that need four eyes, and the second approvals given, in
+    /// reverse order (popped).
+    four_eyes: Vec<&'static str>,
+    seconds: Vec<Second>,
+    /// Commands a second approval was asked for.
+    asked_second: Vec<String>,
 }
 
 impl Default for FakeHost {
@@ -23,6 +29,9 @@ impl Default for FakeHost {
             clean: Vec::new(),
             audit: Vec::new(),
             wall: Ok(Wall::Bwrap),
+            four_eyes: Vec::new(),
+            seconds: Vec::new(),
+            asked_second: Vec::new(),
         }
     }
 }
@@ -42,6 +51,13 @@ impl Host for FakeHost {
     }
     async fn approve(&mut self, _command: &str, _reason: &str, _prompt: &Prompt) -> Approval {
         self.approvals.pop().unwrap_or(Approval::No)
+    }
+    async fn four_eyes(&mut self, command: &str) -> bool {
+        self.four_eyes.contains(&command)
+    }
+    async fn second(&mut self, command: &str, _reason: &str) -> Second {
+        self.asked_second.push(command.to_string());
+        self.seconds.pop().unwrap_or(Second::TimedOut)
     }
     async fn wall(&mut self) -> Result<Wall, String> {
         self.wall.clone()
@@ -96,12 +112,20 @@ async fn ask(
     mode: AiMode,
     approvals: Vec<Approval>,
 ) -> (Result<String, String>, FakeHost, Vec<Value>) {
-    let (url, seen) = server(script.into_iter().map(|b| (200, b, true)).collect()).await;
-    let model = Model::new(&llm(&url)).unwrap();
-    let mut host = FakeHost {
+    let host = FakeHost {
         approvals,
         ..Default::default()
     };
+    ask_with(script, mode, host).await
+}
+
+async fn ask_with(
+    script: Vec<String>,
+    mode: AiMode,
+    mut host: FakeHost,
+) -> (Result<String, String>, FakeHost, Vec<Value>) {
+    let (url, seen) = server(script.into_iter().map(|b| (200, b, true)).collect()).await;
+    let model = Model::new(&llm(&url)).unwrap();
     let config = crate::config::Config::parse("", "test.toml", false).unwrap();
     let redactor = crate::context::redact::for_config(&config).unwrap();
     let mut agent = Agent::new(&config, Default::default(), redactor);
@@ -290,4 +314,47 @@ fn long_output_is_cut_with_the_cut_said() {
     let d = describe("cat big", &o);
     assert!(d.starts_with("$ cat big\nexit code 1\n"));
     assert!(d.contains("[... 6000 bytes cut ...]"));
+}
+
+/// Four-eyes: a command the policy would run unasked is asked first, then
+/// a second person; the approver goes on its row. A denial, or no answer
+/// in time, keeps it from running, and the model is told.
+#[tokio::test]
+async fn four_eyes_commands_wait_for_a_second_person() {
+    let script = vec![
+        call("c1", r#"{"command": "uptime"}"#),
+        call("c2", r#"{"command": "df -h"}"#),
+        call("c3", r#"{"command": "free -m"}"#),
+        text("done"),
+    ];
+    let host = FakeHost {
+        approvals: vec![Approval::Yes, Approval::Yes, Approval::Yes],
+        four_eyes: vec!["uptime", "df -h", "free -m"],
+        seconds: vec![
+            Second::TimedOut,
+            Second::Denied { by: "bob".into() },
+            Second::Approved { by: "bob".into() },
+        ],
+        ..Default::default()
+    };
+    let (a, host, requests) = ask_with(script, AiMode::Auto, host).await;
+    assert_eq!(a.unwrap(), "done");
+    // Read-only in auto, but four-eyes: asked, and typed (not clean).
+    assert_eq!(host.ran, ["uptime"]);
+    assert_eq!(host.clean, [false]);
+    assert_eq!(host.asked_second, ["uptime", "df -h", "free -m"]);
+    let calls: Vec<&Value> = host
+        .audit
+        .iter()
+        .filter(|(k, _)| k == "ai_tool_call")
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(calls[0]["decision"], "approved");
+    assert_eq!(calls[0]["approver"], "bob");
+    assert_eq!(calls[1]["decision"], "denied_by_approver");
+    assert_eq!(calls[1]["approver"], "bob");
+    assert_eq!(calls[2]["decision"], "denied_by_approver");
+    assert!(calls[2].get("approver").is_none());
+    assert!(last_message(&requests[2]).contains("second approver (bob) denied it"));
+    assert!(last_message(&requests[3]).contains("no second approval came in time"));
 }

@@ -85,6 +85,31 @@ impl Host for Seat<'_> {
         }
     }
 
+    async fn four_eyes(&mut self, command: &str) -> bool {
+        self.asking().applies(command).await
+    }
+
+    async fn second(&mut self, command: &str, reason: &str) -> Second {
+        let (request, timeout) = {
+            let asking = self.asking();
+            (asking.request(command, reason), asking.rule.timeout)
+        };
+        let approvals = self.desk.approvals;
+        let mut wait = approvals.ask(request, timeout);
+        let line = self.painter.notice(&four_eyes::waiting_line(&wait));
+        self.show(line);
+        let second = wait.ended().await;
+        drop(wait);
+        let line = match &second {
+            Second::Approved { .. } => self.painter.notice(&four_eyes::ended_line(&second)),
+            _ => self.painter.error(&four_eyes::ended_line(&second)),
+        };
+        self.show(line);
+        // Keys typed while it waited answer nothing.
+        self.forget_keys();
+        second
+    }
+
     async fn wall(&mut self) -> Result<Wall, String> {
         let agent = &self.settings.agent;
         let apart = self.desk.apart(agent.command_timeout);

@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use super::Shared;
 use crate::agent::Agent;
 use crate::agent::exec;
+use crate::agent::four_eyes::{self, Second};
 use crate::agent::mcp::Toolbox;
 use crate::agent::parallel::{Console, Member, Target};
 use crate::agent::policy::Prompt;
@@ -102,6 +103,8 @@ pub(crate) struct Desk<'a> {
     /// The user's settings for the next question: the session decides
     /// what a reload may change (see `Pumps::settings` in `bridge`).
     pub(crate) settings: &'a (dyn Fn() -> Settings + Sync),
+    /// The bastion's desk of commands waiting for a second approval.
+    pub(crate) approvals: &'a crate::agent::four_eyes::Approvals,
 }
 
 impl<'a> Desk<'a> {
@@ -123,6 +126,9 @@ pub(crate) struct Settings {
     pub(crate) agent: Arc<Agent>,
     /// The user's `ai` mode.
     pub(crate) mode: AiMode,
+    /// Every command of the agent here needs a second approval
+    /// (`[[targets]] four_eyes`).
+    pub(crate) four_eyes_target: bool,
 }
 
 /// Answers the session's questions, one at a time, until the session ends.
@@ -157,6 +163,7 @@ pub(crate) async fn serve(desk: Desk<'_>, ends: SeatEnds) {
         in_flight: None,
         place: Default::default(),
         told_no_wall: false,
+        question: String::new(),
     };
     let mut memory = Memory::new(&seat.settings.agent.context);
     let (audit, ids) = (seat.desk.audit, seat.desk.ids);
@@ -245,6 +252,8 @@ struct Seat<'a> {
     place: crate::terminal::Place,
     /// The user was told why nothing runs unasked here (once a session).
     told_no_wall: bool,
+    /// The question being answered, as its four-eyes requests show it.
+    question: String,
 }
 
 /// The account and host of a nested shell.
@@ -277,6 +286,18 @@ fn account(brief: &Brief) -> Option<NestedUser> {
 }
 
 impl Seat<'_> {
+    /// How this seat asks for second approvals, under the question's
+    /// settings.
+    fn asking(&self) -> four_eyes::Asking<'_> {
+        four_eyes::Asking {
+            rule: &self.settings.agent.four_eyes,
+            target: self.settings.four_eyes_target,
+            approvals: self.desk.approvals,
+            ids: self.desk.ids,
+            question: &self.question,
+        }
+    }
+
     /// The mode for commands in the shell the question was asked in. A
     /// nested root shell's commands run as root, so none runs there
     /// unasked, as `sudo ls` is asked in `auto` elsewhere.
@@ -311,6 +332,7 @@ impl Seat<'_> {
             return;
         }
         let question = strip_prefix(&asked.question.text, &agent.prefixes);
+        self.question = question.to_string();
         let team = &agent.team;
         // `?@` lists the agents and workflows; `?@name question` runs one.
         let (name, question) = match question.strip_prefix('@') {

@@ -102,7 +102,15 @@ impl Seat<'_> {
         let agent = &settings.agent;
         let mode = self.mode_here();
         let cwd = self.desk.shared.cwd();
+        let question = self.question.clone();
         let target = Target {
+            four_eyes: four_eyes::Asking {
+                rule: &agent.four_eyes,
+                target: settings.four_eyes_target,
+                approvals: self.desk.approvals,
+                ids: self.desk.ids,
+                question: &question,
+            },
             runner: self.desk.runner,
             upstream: self.desk.upstream,
             audit: self.desk.audit,
