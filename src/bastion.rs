@@ -36,6 +36,8 @@ pub(crate) struct Bastion {
     pub(crate) approvals: crate::agent::four_eyes::Approvals,
     /// The sessions open on this bastion, and the way to end one.
     pub(crate) sessions: crate::session::Registry,
+    /// The last accept on an SSH listener failed (out of descriptors).
+    pub(crate) accept_failing: std::sync::atomic::AtomicBool,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.
@@ -50,7 +52,16 @@ impl Bastion {
     /// What stops the bastion from working as it should, if anything: the
     /// checks `/healthz` answers and the systemd watchdog is fed by.
     pub(crate) fn problem(&self) -> Option<&'static str> {
-        self.audit.health.problem()
+        if self
+            .accept_failing
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Some("the SSH listener cannot accept connections");
+        }
+        self.audit
+            .health
+            .problem()
+            .or_else(|| self.recorder.problem())
     }
 
     /// The current config: a session holds on to the one it started with,

@@ -80,8 +80,11 @@ pub(crate) async fn serve(
     })
     .await
     .map_err(|e| format!("cannot open the audit: {e}"))??;
-    let (recorder, recorder_thread) =
-        Recorder::start(config.recordings_dir(), config.audit.record_input)?;
+    let (recorder, recorder_thread) = Recorder::start(
+        config.recordings_dir(),
+        config.audit.record_input,
+        Some(audit.metrics.clone()),
+    )?;
     let methods = config.auth.methods.iter().map(|m| *m.get_ref());
     let russh_config = Arc::new(crate::server::russh_config(
         host_key,
@@ -140,6 +143,7 @@ pub(crate) async fn serve(
         user_connections: Default::default(),
         approvals: Default::default(),
         sessions: Default::default(),
+        accept_failing: Default::default(),
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: Arc::new(Agent::new(&config, skills, redactor)),
             config,

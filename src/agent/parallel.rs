@@ -260,6 +260,10 @@ impl Host for Member<'_> {
         if yes { Approval::Yes } else { Approval::No }
     }
 
+    fn model_asked(&mut self, took: Duration, outcome: &'static str) {
+        self.target.audit.metrics.model_request(took, outcome);
+    }
+
     async fn four_eyes(&mut self, command: &str) -> bool {
         self.target.four_eyes.applies(command).await
     }

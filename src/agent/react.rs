@@ -113,6 +113,9 @@ pub(crate) trait Host {
     async fn wall(&mut self) -> Result<Wall, String>;
     /// An MCP call (as `call` shows it) ended; `error` is why it failed.
     fn called(&mut self, call: &str, error: Option<&str>);
+    /// A request to the model ended after `took` (`ok`, or its error's
+    /// reason), for `/metrics`.
+    fn model_asked(&mut self, _took: Duration, _outcome: &'static str) {}
     /// The answer is complete: the model's last turn ended with no call,
     /// and nothing of it is left to stop.
     fn answered(&mut self) {}
@@ -330,9 +333,16 @@ pub(crate) async fn answer(
         let request = memory.request(&system, prompt, agent.context.reducer, budget);
         let messages: Vec<Value> = request.iter().map(Message::to_json).collect();
         host.thinking();
+        let sent = std::time::Instant::now();
         let turn = match model.turn(&messages, &tools, |t| host.stream(t)).await {
-            Ok(turn) => turn,
-            Err(e) => return fail(host, &e.to_string(), Some(e.reason())).await,
+            Ok(turn) => {
+                host.model_asked(sent.elapsed(), "ok");
+                turn
+            }
+            Err(e) => {
+                host.model_asked(sent.elapsed(), e.reason());
+                return fail(host, &e.to_string(), Some(e.reason())).await;
+            }
         };
         // At most MAX_CALLS_PER_TURN calls are kept, each with bounded
         // arguments: what the model asked for is history too.

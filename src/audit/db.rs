@@ -462,7 +462,7 @@ pub(crate) const BATCH: usize = 512;
 pub(crate) fn writer_loop(
     mut conn: Connection,
     mut rx: mpsc::Receiver<Record>,
-    health: &Health,
+    (health, metrics): (&Health, &super::metrics::Metrics),
     mut head: chain::Head,
     copies: Copies,
 ) {
@@ -480,7 +480,9 @@ pub(crate) fn writer_loop(
         }
         // An empty batch is a wake-up: to retry what waits, or to sign.
         if !batch.is_empty() || !waiting.records.is_empty() {
+            let began = std::time::Instant::now();
             write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
+            metrics.audit_written(began.elapsed());
         }
         checkpoint(&conn, &mut head, false, &copies);
     }

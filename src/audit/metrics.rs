@@ -7,6 +7,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use serde_json::Value;
 
@@ -28,6 +29,11 @@ struct Decision {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Direction {
     direction: &'static str,
 }
@@ -44,6 +50,11 @@ pub(crate) struct Metrics {
     bytes: Family<Direction, Counter>,
     storage_errors: Counter,
     queue: Gauge,
+    /// Seconds from a request to the model to the end of its answer.
+    model: Family<Outcome, Histogram>,
+    /// Seconds one transaction of the audit writer takes.
+    audit_writes: Histogram,
+    recording_errors: Counter,
 }
 
 impl Metrics {
@@ -59,6 +70,13 @@ impl Metrics {
             bytes: Family::default(),
             storage_errors: Counter::default(),
             queue: Gauge::default(),
+            // 50 ms to about 100 s.
+            model: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.05, 2.0, 12))
+            }),
+            // Half a millisecond to about 4 s.
+            audit_writes: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
+            recording_errors: Counter::default(),
         };
         let r = &mut m.registry;
         r.register("walissh_logins", "SSH logins, by result", m.logins.clone());
@@ -102,7 +120,38 @@ impl Metrics {
             "Audit events waiting for the writer",
             m.queue.clone(),
         );
+        r.register(
+            "walissh_model_request_seconds",
+            "Requests to the model, from sending to the answer's end, by outcome",
+            m.model.clone(),
+        );
+        r.register(
+            "walissh_audit_write_seconds",
+            "Transactions of the audit writer",
+            m.audit_writes.clone(),
+        );
+        r.register(
+            "walissh_recording_errors",
+            "Recordings that could not be created, and writes to them that failed",
+            m.recording_errors.clone(),
+        );
         m
+    }
+
+    /// A request to the model ended (`ok`, or its error's reason).
+    pub(crate) fn model_request(&self, took: std::time::Duration, outcome: &'static str) {
+        self.model
+            .get_or_create(&Outcome { outcome })
+            .observe(took.as_secs_f64());
+    }
+
+    /// One transaction of the audit writer.
+    pub(crate) fn audit_written(&self, took: std::time::Duration) {
+        self.audit_writes.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn recording_failed(&self) {
+        self.recording_errors.inc();
     }
 
     /// An SSH login refused (counted where it is refused: a flood's

@@ -203,16 +203,17 @@ impl Audit {
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
+        let metrics = Arc::new(metrics::Metrics::new());
         let copies = db::Copies {
             head_file: copies::head_path(path),
             forward,
         };
+        let m = metrics.clone();
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || db::writer_loop(conn, rx, &h, head, copies))
+            .spawn(move || db::writer_loop(conn, rx, (&h, &m), head, copies))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
         let path = Arc::new(path.to_path_buf());
-        let metrics = Arc::new(metrics::Metrics::new());
         Ok((
             Audit {
                 tx,

@@ -65,6 +65,29 @@ pub(crate) struct Recorder {
     tx: mpsc::Sender<Msg>,
     dir: PathBuf,
     record_input: bool,
+    spool: Arc<Spool>,
+}
+
+/// Whether recordings are being written, for `/healthz` and the watchdog.
+#[derive(Default)]
+pub(crate) struct Spool {
+    /// A recording's writes are failing now (kept in step by the thread).
+    writes: std::sync::atomic::AtomicBool,
+    /// The last recording could not be created.
+    opens: std::sync::atomic::AtomicBool,
+    metrics: Option<Arc<super::metrics::Metrics>>,
+}
+
+impl Spool {
+    fn set(flag: &std::sync::atomic::AtomicBool, on: bool) {
+        flag.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn failed(&self) {
+        if let Some(m) = &self.metrics {
+            m.recording_failed();
+        }
+    }
 }
 
 /// What a recording's header says about the terminal.
@@ -81,6 +104,18 @@ pub(crate) struct Header<'a> {
 }
 
 impl Recorder {
+    /// What keeps recordings from being written, if anything.
+    pub(crate) fn problem(&self) -> Option<&'static str> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.tx.is_closed() {
+            return Some("the recorder has stopped");
+        }
+        if self.spool.writes.load(Relaxed) || self.spool.opens.load(Relaxed) {
+            return Some("session recordings cannot be written");
+        }
+        None
+    }
+
     /// A live view of recording `id`, if it is open.
     pub(crate) async fn watch(&self, id: &str) -> Option<Watch> {
         let (reply, answer) = oneshot::channel();
@@ -89,20 +124,28 @@ impl Recorder {
         answer.await.ok().flatten()
     }
 
+    /// Starts the recorder's thread; its errors are counted in `metrics`.
     pub(crate) fn start(
         dir: PathBuf,
         record_input: bool,
+        metrics: Option<Arc<super::metrics::Metrics>>,
     ) -> Result<(Recorder, std::thread::JoinHandle<()>), String> {
         let (tx, rx) = mpsc::channel(1024);
+        let spool = Arc::new(Spool {
+            metrics,
+            ..Spool::default()
+        });
+        let (s, d) = (spool.clone(), dir.clone());
         let thread = std::thread::Builder::new()
             .name("recorder".into())
-            .spawn(move || recorder_loop(rx))
+            .spawn(move || recorder_loop(rx, &s, &d))
             .map_err(|e| format!("cannot start the recorder: {e}"))?;
         Ok((
             Recorder {
                 tx,
                 dir,
                 record_input,
+                spool,
             },
             thread,
         ))
@@ -566,12 +609,18 @@ impl Cast {
     }
 }
 
-fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
+fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Path) {
+    use std::sync::atomic::Ordering::Relaxed;
     let mut files: HashMap<Arc<str>, Cast> = HashMap::new();
     loop {
-        // While a recording is failing, wake up to try it again even when
-        // nothing comes: it resumes as soon as the storage is back.
-        let failing = files.values().any(|c| c.failing.is_some());
+        // While a recording is failing, or the last could not be created,
+        // wake up to try again even when nothing comes: it resumes (and
+        // /healthz says so) as soon as the storage is back.
+        if spool.opens.load(Relaxed) && can_create_in(dir) {
+            Spool::set(&spool.opens, false);
+            tracing::info!("session recordings can be created again");
+        }
+        let failing = files.values().any(|c| c.failing.is_some()) || spool.opens.load(Relaxed);
         let first = match failing {
             false => match rx.blocking_recv() {
                 Some(m) => Some(m),
@@ -584,19 +633,24 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>) {
         };
         let mut next = first;
         while let Some(msg) = next {
-            handle(msg, &mut files);
+            handle(msg, &mut files, spool);
             next = rx.try_recv().ok();
         }
         // The queue is dry: push what we have to the page cache, so a
         // recording being read live is current.
         for (id, cast) in files.iter_mut() {
+            let was = cast.failing.is_some();
             cast.retry(id, cast.elapsed());
             cast.flush(id);
+            if !was && cast.failing.is_some() {
+                spool.failed();
+            }
         }
+        Spool::set(&spool.writes, files.values().any(|c| c.failing.is_some()));
     }
 }
 
-fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
+fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>, spool: &Spool) {
     match msg {
         Msg::Open {
             id,
@@ -605,6 +659,10 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
             reply,
         } => {
             let opened = create(&path, &header);
+            Spool::set(&spool.opens, opened.is_err());
+            if opened.is_err() {
+                spool.failed();
+            }
             let answer = opened.map(|cast| {
                 files.insert(id, cast);
             });
@@ -612,7 +670,11 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
         }
         Msg::Event { id, at, code, text } => {
             if let Some(cast) = files.get_mut(&id) {
+                let was = cast.failing.is_some();
                 cast.event(&id, at, code, &text);
+                if !was && cast.failing.is_some() {
+                    spool.failed();
+                }
             }
         }
         Msg::Close { id, done } => {
@@ -630,6 +692,14 @@ fn handle(msg: Msg, files: &mut HashMap<Arc<str>, Cast>) {
             let _ = reply.send(watch);
         }
     }
+}
+
+/// Whether a file can be created and written in `dir` now.
+fn can_create_in(dir: &std::path::Path) -> bool {
+    let probe = dir.join(".walissh-probe");
+    let written = std::fs::write(&probe, b"walissh\n");
+    let _ = std::fs::remove_file(&probe);
+    written.is_ok()
 }
 
 fn create(path: &PathBuf, header: &str) -> Result<Cast, String> {

@@ -126,9 +126,14 @@ pub(crate) async fn accept_loop(
     loop {
         let (socket, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(a) => a,
+                Ok(a) => {
+                    bastion.accept_failing.store(false, std::sync::atomic::Ordering::Relaxed);
+                    a
+                }
                 Err(e) => {
-                    // Out of file descriptors and the like: keep serving.
+                    // Out of file descriptors and the like: keep serving,
+                    // and say so in /healthz until an accept works.
+                    bastion.accept_failing.store(true, std::sync::atomic::Ordering::Relaxed);
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;

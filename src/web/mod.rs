@@ -10,6 +10,7 @@
 //! passwords (`password`, `throttle`), the audit (`audit`).
 
 mod approvals;
+mod listen;
 mod live;
 mod logins;
 mod pages;
@@ -23,13 +24,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::serve::IncomingStream;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -52,18 +51,6 @@ const MAX_NAME: usize = 256;
 /// The address a request came from, whatever it came over.
 #[derive(Clone, Copy, Debug)]
 struct Peer(SocketAddr);
-
-impl Connected<IncomingStream<'_, TcpListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Peer {
-        Peer(*stream.remote_addr())
-    }
-}
-
-impl Connected<IncomingStream<'_, tls::Listener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, tls::Listener>) -> Peer {
-        Peer(*stream.remote_addr())
-    }
-}
 
 /// What every request of the console shares.
 struct Console {
@@ -88,7 +75,7 @@ pub(crate) async fn serve(
     bastion: Arc<Bastion>,
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    mut shutdown: Watcher,
+    shutdown: Watcher,
 ) {
     let idle = Duration::from_secs(*bastion.live().config.web.idle_s.get_ref());
     let console = Arc::new(Console {
@@ -100,21 +87,13 @@ pub(crate) async fn serve(
         viewers: Arc::new(Semaphore::new(live::MAX_VIEWERS)),
         shutdown: shutdown.clone(),
     });
-    let app = router(console).into_make_service_with_connect_info::<Peer>();
-    let stop = async move { shutdown.requested().await };
-    let served = match tls {
-        None => {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-        }
+    let app = router(console);
+    match tls {
+        None => listen::run(listener, app, shutdown).await,
         Some(acceptor) => match tls::Listener::new(listener, acceptor) {
-            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stop).await,
-            Err(e) => Err(e),
+            Ok(l) => listen::run(l, app, shutdown).await,
+            Err(e) => tracing::error!(error = %e, "the web console stopped"),
         },
-    };
-    if let Err(e) = served {
-        tracing::error!(error = %e, "the web console stopped");
     }
 }
 

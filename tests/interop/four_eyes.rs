@@ -170,6 +170,18 @@ fn a_denied_command_does_not_run_and_the_model_is_told() {
     let (_, results) = last_turn(&reqs[1]);
     let told = results[0]["content"].as_str().unwrap();
     assert!(told.contains("second approver (adam) denied it"), "{told}");
+    // Both requests to the model are timed for /metrics, with the
+    // decision of the call.
+    let metrics = curl(&format!("{base}/metrics"), &[]).body;
+    for line in [
+        "walissh_model_request_seconds_count{outcome=\"ok\"} 2",
+        "walissh_agent_tool_calls_total{decision=\"denied_by_approver\"} 1",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line} not in:\n{metrics}"
+        );
+    }
 }
 
 /// Nobody answers within `four_eyes_timeout_s`: denied, not run, the

@@ -636,12 +636,20 @@ fn metrics_are_prometheus_text_of_what_the_audit_saw() {
         "walissh_sessions_total{target=\"web1\"} 1.0",
         "walissh_sessions_live{target=\"web1\"} 0.0",
         "walissh_audit_queue_depth 0.0",
+        "walissh_recording_errors_total 0.0",
     ] {
         assert!(
             samples.lines().any(|l| l == line),
             "{line} not in:\n{samples}"
         );
     }
+    // Each write of the audit is timed: the rows above took some.
+    let writes = samples
+        .lines()
+        .find_map(|l| l.strip_prefix("walissh_audit_write_seconds_count "))
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no audit write times in:\n{samples}"));
+    assert!(writes >= 1.0, "{samples}");
 }
 
 const METRICS_TOKEN: &str = "metrics-token-for-the-test";
@@ -709,5 +717,61 @@ fn a_role_taken_away_by_a_reload_ends_the_login() {
     assert_eq!(
         (after.status, after.header("location")),
         (303, Some("/login"))
+    );
+}
+
+/// The console's connections are bounded: a client that sends a request
+/// head slowly is cut off, and one address cannot hold every connection
+/// (the others still get in).
+#[test]
+fn slow_and_greedy_clients_do_not_hold_the_console() {
+    use std::io::{Read, Write};
+    let (_b, base) = console();
+    let addr = base.trim_start_matches("http://").to_string();
+    // A head that never ends: the connection is closed (after a 408),
+    // well before the test's own deadline.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let read = slow.read_to_end(&mut got);
+    assert!(read.is_ok(), "not closed: {read:?}");
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
+    );
+    // One address holds 32 connections at most; a 33rd is closed at once.
+    let held: Vec<std::net::TcpStream> = (0..32)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    // Each is being served: a request on the last one is answered.
+    let mut last = held.last().unwrap();
+    last.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = [0u8; 12];
+    last.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    let mut over = std::net::TcpStream::connect(&addr).unwrap();
+    over.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let _ = over.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut none = Vec::new();
+    let _ = over.read_to_end(&mut none);
+    assert!(none.is_empty(), "{}", String::from_utf8_lossy(&none));
+    drop(held);
+    // Given back: the next one is served.
+    let healthz = format!("{base}/healthz");
+    wait_until(
+        || {
+            let out = Command::new("curl")
+                .args(["-s", &healthz])
+                .output()
+                .unwrap();
+            out.stdout == b"ok\n"
+        },
+        "the console to serve again",
     );
 }

@@ -85,6 +85,10 @@ impl Host for Seat<'_> {
         }
     }
 
+    fn model_asked(&mut self, took: std::time::Duration, outcome: &'static str) {
+        self.desk.audit.metrics.model_request(took, outcome);
+    }
+
     async fn four_eyes(&mut self, command: &str) -> bool {
         self.asking().applies(command).await
     }
