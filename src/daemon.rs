@@ -68,6 +68,9 @@ pub(crate) async fn serve(
     // One walissh per state directory: a second one's crash recovery
     // would end the first one's live sessions and fork its chain.
     let _lock = lock_state_dir(config.state_dir())?;
+    // Bound before the listeners: a client let in may be followed at once
+    // by `walissh approve` or `sessions kill` on the host.
+    let control = crate::control::bind(config.state_dir())?;
     let forward = forwarding(&config);
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
@@ -171,7 +174,6 @@ pub(crate) async fn serve(
         let watcher = sessions.watcher();
         tokio::spawn(crate::web::serve(bastion.clone(), console, tls, watcher));
     }
-    let control = crate::control::bind(bastion.live().config.state_dir())?;
     tokio::spawn(crate::control::serve(
         bastion.clone(),
         control,

@@ -33,7 +33,7 @@ fn four_eyes(replies: Vec<Reply>, timeout_s: u64) -> (Model, Bastion, String, Te
 }
 
 /// The one request waiting, as `walissh approvals --json` lists it.
-fn waiting_one(b: &Bastion) -> Value {
+pub(crate) fn waiting_one(b: &Bastion) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let listed = json_lines(&b.cli(&["approvals", "--json"]));

@@ -917,3 +917,50 @@ fn an_approved_command_that_ignores_term_stops_when_its_client_leaves() {
         "an approved command outlived its client",
     );
 }
+
+/// Four-eyes through the gateway too: a command the globs name waits,
+/// after the client's approval, for a second person's, even in auto
+/// where the policy would run it unasked; `walissh approve` gives it and
+/// the row names who did.
+#[test]
+fn four_eyes_holds_through_the_gateway() {
+    let b = gateway(
+        "auto",
+        "[ai]\nmcp_confirm = \"elicitation\"\nfour_eyes = [\"echo FOUR*\"]\n",
+    );
+    let call = json!({ "command": "echo FOUR-GATE" }).to_string();
+    let args = [
+        "--elicit",
+        "accept",
+        "--elicit-content",
+        r#"{"run": true}"#,
+        "--call",
+        "run_command",
+        &call,
+    ];
+    let client = mcp_client_command(&b, "bob:web1", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let waiting = crate::four_eyes::waiting_one(&b);
+    assert_eq!(waiting["command"], "echo FOUR-GATE");
+    assert!(
+        waiting["question"]
+            .as_str()
+            .unwrap()
+            .contains("MCP gateway"),
+        "{waiting}"
+    );
+    b.cli(&["approve", waiting["id"].as_str().unwrap()]);
+    let out = client.wait_with_output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(
+        r["result"]["text"].as_str().unwrap().contains("FOUR-GATE"),
+        "{r}"
+    );
+    let row = b.wait_event(|e| e["kind"] == "ai_tool_call" && e["via"] == "mcp");
+    assert_eq!(row["decision"], "approved");
+    assert_eq!(row["approver"], format!("unix:{}", me()).as_str());
+}
