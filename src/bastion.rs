@@ -2,6 +2,10 @@
 //! ([`Bastion`]), the config and agents they run on ([`Live`]), and its
 //! reload. Starting and stopping the process is `daemon`'s.
 
+mod registry;
+
+pub(crate) use registry::{Ending, Open, Registry};
+
 use std::sync::Arc;
 
 use crate::agent::Agent;
@@ -35,7 +39,7 @@ pub(crate) struct Bastion {
     /// The agent's commands waiting for a second approval (four-eyes).
     pub(crate) approvals: crate::agent::four_eyes::Approvals,
     /// The sessions open on this bastion, and the way to end one.
-    pub(crate) sessions: crate::session::Registry,
+    pub(crate) sessions: Registry,
     /// The last accept on an SSH listener failed (out of descriptors).
     pub(crate) accept_failing: std::sync::atomic::AtomicBool,
 }

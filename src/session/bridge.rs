@@ -49,7 +49,7 @@ enum End {
     ClientClosed,
     Shutdown,
     /// An admin ended the session.
-    Killed(super::registry::Ending),
+    Killed(crate::bastion::Ending),
 }
 
 /// What both pumps share.
@@ -82,7 +82,7 @@ impl Pumps<'_> {
         mut up_tx: upstream::Writer,
         mut terminal: Option<Terminal>,
         early_input: Vec<u8>,
-        (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
+        (stop, open): (&mut Listener, &mut crate::bastion::Open<'_>),
     ) -> Totals {
         let (mut client_rx, client_tx) = channel.split();
         let mut totals = Totals::default();

@@ -77,7 +77,7 @@ pub(super) async fn serve(
     ids: &Ids,
     mut channel: Channel<Msg>,
     target: &TargetConfig,
-    (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
+    (stop, open): (&mut Listener, &mut crate::bastion::Open<'_>),
 ) -> Totals {
     let mode = conn
         .live
@@ -161,8 +161,8 @@ pub(super) async fn serve(
 async fn pump(
     channel: &mut Channel<Msg>,
     mut pipe: tokio::io::DuplexStream,
-    (stop, open): (&mut Listener, &mut super::registry::Open<'_>),
-) -> (Totals, Option<super::registry::Ending>) {
+    (stop, open): (&mut Listener, &mut crate::bastion::Open<'_>),
+) -> (Totals, Option<crate::bastion::Ending>) {
     let mut totals = Totals::default();
     let mut buf = vec![0u8; 32 * 1024];
     loop {

@@ -12,11 +12,11 @@ mod env;
 pub(crate) use env::acceptable as env_acceptable;
 mod audit_rows;
 mod gateway;
-mod registry;
+mod kill;
 mod seat;
 mod shared;
 
-pub(crate) use registry::{Registry, kill};
+pub(crate) use kill::kill;
 pub(crate) use shared::Shared;
 
 use crate::audit::Kind;

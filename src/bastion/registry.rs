@@ -1,23 +1,15 @@
-//! The sessions open on this bastion now, and the way to end one from
-//! outside it: an admin in the console, or `walissh sessions kill`.
-//!
-//! What it owns: the list (a session is in it from its audited start to
-//! its end, whatever it runs), ending one with a reason (`session_killed`,
-//! audited once, by whoever asked), and what its user is told. What it
-//! leaves to others: how a session stops when told (`bridge`, `gateway`:
-//! they tell the user and close both sides), who may ask (`web`,
-//! `control`).
+//! The sessions open on this bastion now, and the way to tell one to
+//! end: a session is in the list from its audited start to its end,
+//! whatever it runs. What it leaves to others: who may end one, its row
+//! and its reason (`session::kill`), how a session stops when told
+//! (`session::bridge`, `session::gateway`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use crate::audit::{Ids, Kind};
-use crate::bastion::Bastion;
-
-/// Longest reason kept; the rest is cut.
-const MAX_REASON: usize = 200;
+use crate::audit::Ids;
 
 /// Why a session is being ended (who ended it is in the audit).
 #[derive(Clone, Debug)]
@@ -81,7 +73,7 @@ impl Registry {
 
     /// Tells session `id` to end: its ids, or None when it is not open
     /// here (ended, on another node, or never).
-    fn end(&self, id: &str, ending: Ending) -> Option<Ids> {
+    pub(crate) fn end(&self, id: &str, ending: Ending) -> Option<Ids> {
         let entry = self.open().remove(id)?;
         // A session that ended just now has dropped its receiver: it is
         // ended all the same.
@@ -107,40 +99,6 @@ impl Drop for Open<'_> {
     fn drop(&mut self) {
         self.registry.open().remove(&self.id);
     }
-}
-
-/// `by` ends session `id` for `reason` (via `console` or `cli`): audited
-/// as `session_killed` before the session is told, so the row is there
-/// whatever the session does next. Err says why not.
-pub(crate) async fn kill(
-    bastion: &Bastion,
-    id: &str,
-    by: &str,
-    reason: &str,
-    via: &'static str,
-) -> Result<Ids, String> {
-    let reason: String = reason
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let reason = crate::text::prefix(reason.trim(), MAX_REASON).to_string();
-    if reason.is_empty() {
-        return Err("a reason is needed: the user is told it".into());
-    }
-    let Some(ids) = bastion.sessions.get(id) else {
-        return Err(format!("no session {id} is open on this bastion"));
-    };
-    let row = ids
-        .event(Kind::SessionKilled)
-        .field("by", by)
-        .field("reason", reason.as_str())
-        .field("via", via);
-    bastion.audit.event(row).await;
-    let ending = Ending { reason };
-    bastion
-        .sessions
-        .end(id, ending)
-        .ok_or_else(|| format!("session {id} ended before it could be stopped"))
 }
 
 #[cfg(test)]
