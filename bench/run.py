@@ -26,6 +26,8 @@ SSHD_PORT = int(E["SSHD_PORT"])
 JUMP_PORT, JUMP_PID = int(E["JUMP_PORT"]), int(E["JUMP_PID"])
 W_PORT, W_PID, W_CONFIG = int(E["W_PORT"]), int(E["W_PID"]), E["W_CONFIG"]
 OFF_PORT = int(E["OFF_PORT"])
+CONSOLE_PORT, CONSOLE_WEB = int(E["CONSOLE_PORT"]), E["CONSOLE_WEB"]
+CONSOLE_PW, CONSOLE_CONFIG = E["CONSOLE_PW"], E["CONSOLE_CONFIG"]
 MEM_SSH = int(E["MEM_SSH_PORT"]), int(E["MEM_SSH_PID"]), E["MEM_SSH_CONFIG"]
 MEM_LOCAL = int(E["MEM_LOCAL_PORT"]), int(E["MEM_LOCAL_PID"]), E["MEM_LOCAL_CONFIG"]
 MODEL_PORT = int(E["MODEL_PORT"])
@@ -416,12 +418,56 @@ def bench_setup():
             d, None, w, ratio(w, d), fmt=ms)
 
 
-def pty_cat(route, path, size_mb, port=None):
+def console_viewer():
+    """A live view of the one session open on the console instance, as
+    a browser holds it: logs in, opens the WebSocket and reads (and drops)
+    what it is sent, in a thread. Returns the thread's stop."""
+    import base64
+    import http.client
+    import urllib.parse
+    host, port = CONSOLE_WEB.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = urllib.parse.urlencode({"user": "watcher", "password": CONSOLE_PW})
+    c.request("POST", "/login", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    r = c.getresponse()
+    r.read()
+    cookie = r.getheader("Set-Cookie").split(";")[0]
+    active = subprocess.run([BIN, "sessions", "--active", "--json", "-c", CONSOLE_CONFIG],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    sid = json.loads(active[-1])["id"]
+    s = socket.create_connection((host, int(port)))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /sessions/{sid}/watch HTTP/1.1\r\nHost: {CONSOLE_WEB}\r\n"
+               f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+               f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v2.asciicast\r\n"
+               f"Cookie: {cookie}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(4096)
+    if not head.startswith(b"HTTP/1.1 101"):
+        raise RuntimeError(f"no live view: {head[:80]!r}")
+    seen = [0]
+
+    def drain():
+        while True:
+            k = s.recv(1 << 16)
+            if not k:
+                return
+            seen[0] += len(k)
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    return lambda: (s.close(), seen[0])[1]
+
+
+def pty_cat(route, path, size_mb, port=None, watched=False):
     """MiB/s of `cat PATH` in an interactive PTY shell, from the command
-    to the end of its output (login excluded)."""
+    to the end of its output (login excluded); with `watched`, a live
+    view of the session on the console reads it all the while."""
     args = dest(route, port=port)
     p = subprocess.Popen(SSH + ["-tt"] + args, stdin=PIPE, stdout=PIPE, stderr=DEVNULL)
     fd = p.stdout.fileno()
+    stop_viewer = None
 
     buf = bytearray(1 << 20)
     view = memoryview(buf)
@@ -446,12 +492,15 @@ def pty_cat(route, path, size_mb, port=None):
         p.stdin.write(b"echo READY-$((6*7))\n")
         p.stdin.flush()
         until(b"READY-42", 30)
+        stop_viewer = console_viewer() if watched else None
         time.sleep(0.3)
         t0 = time.perf_counter()
         p.stdin.write(f"cat {path}; echo DONE-$((6*7))\n".encode())
         p.stdin.flush()
         n = until(b"DONE-42", 600)
         t1 = time.perf_counter()
+        if stop_viewer:
+            progress(f"the live view had {stop_viewer() / MiB:.0f} MiB of events by the end")
         p.stdin.write(b"exit\n")
         p.stdin.flush()
         p.wait(timeout=30)
@@ -472,11 +521,13 @@ def bench_pty():
         block = line * (MiB // len(line) + 1)
         for _ in range(size):
             f.write(block[:MiB])
-    configs = [("direct", None), ("jump", None), ("walissh", None), ("off", OFF_PORT)]
+    configs = [("direct", None), ("jump", None), ("walissh", None), ("off", OFF_PORT),
+               ("console", CONSOLE_PORT), ("watched", CONSOLE_PORT)]
     best = {c: 0.0 for c, _ in configs}
     for i in range(runs):
         for c, port in configs:
-            v = pty_cat("walissh" if c == "off" else c, path, size, port)
+            route = c if c in ROUTES else "walissh"
+            v = pty_cat(route, path, size, port, watched=c == "watched")
             progress(f"pty cat {c} run {i + 1}: {v:.1f} MiB/s")
             best[c] = max(best[c], v)
     os.unlink(path)
@@ -488,6 +539,12 @@ def bench_pty():
     row("interactive", "  same, walissh terminal model off (reference)", "MiB/s",
         d, None, best["off"], ratio(best["off"], d),
         note="shell_integration = false, screen_model = false; recording still on")
+    row("interactive", "  same, web console on", "MiB/s",
+        d, None, best["console"], ratio(best["console"], d),
+        note="[web] listen set, nobody watching: compare with the walissh row")
+    row("interactive", "  same, watched live in the console", "MiB/s",
+        d, None, best["watched"], ratio(best["watched"], d),
+        note="a live view (WebSocket) reads the session's recording as it is written")
 
 
 # ---------------------------------------------------------------- concurrency

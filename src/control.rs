@@ -44,7 +44,12 @@ pub(crate) fn bind(state_dir: &Path) -> Result<UnixListener, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
-    UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))
+    let listener = UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Its own, whatever the mode mask was.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(listener)
 }
 
 #[derive(Deserialize)]
@@ -88,15 +93,27 @@ pub(crate) async fn serve(bastion: Arc<Bastion>, listener: UnixListener, mut shu
 
 /// One connection: one request, one answer.
 async fn one(bastion: &Bastion, stream: UnixStream) {
-    let by = match peer_account(&stream) {
-        Some(name) => format!("unix:{name}"),
-        None => return,
+    let Ok(cred) = stream.peer_cred() else {
+        return;
     };
+    // Reading the account database (NSS) and /proc is blocking work.
+    let (uid, pid) = (cred.uid(), cred.pid());
+    let peer =
+        tokio::task::spawn_blocking(move || (account_name(uid), pid.is_some_and(in_a_session)))
+            .await;
+    let Ok((name, inside)) = peer else { return };
+    let by = format!("unix:{name}");
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read).take(MAX_REQUEST);
     let read = tokio::time::timeout(READ_TIMEOUT, reader.read_line(&mut line)).await;
     let answer = match read {
+        // A shell walissh carries (a local target's, as walissh's own
+        // account or as root) could otherwise approve its own user's
+        // command, or end others' sessions.
+        Ok(Ok(_)) if inside => {
+            Err("refused: this runs inside a session walissh carries".to_string())
+        }
         Ok(Ok(_)) => match serde_json::from_str::<Request>(&line) {
             Ok(request) => handle(bastion, &by, request).await,
             Err(e) => Err(format!("not a request: {e}")),
@@ -110,7 +127,35 @@ async fn one(bastion: &Bastion, stream: UnixStream) {
     };
     let mut out = answer.to_string();
     out.push('\n');
-    let _ = write.write_all(out.as_bytes()).await;
+    // A client that does not read its answer holds no slot for long.
+    let _ = tokio::time::timeout(READ_TIMEOUT, write.write_all(out.as_bytes())).await;
+}
+
+/// Whether process `pid` descends from this walissh: a shell of a local
+/// target, or anything started from one. Blocking (/proc).
+fn in_a_session(pid: i32) -> bool {
+    let me = std::process::id() as i32;
+    let mut at = pid;
+    // Bounded: a chain of parents ends at init long before.
+    for _ in 0..256 {
+        if at == me {
+            return true;
+        }
+        match parent_of(at) {
+            Some(p) if p > 1 => at = p,
+            _ => return false,
+        }
+    }
+    // A chain that long is not one a shell makes: taken as inside.
+    true
+}
+
+/// The parent of process `pid`, from /proc/PID/stat (after the command's
+/// name, which may hold spaces and parentheses: the last `)` ends it).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 async fn handle(bastion: &Bastion, by: &str, request: Request) -> Result<Value, String> {
@@ -125,21 +170,20 @@ async fn handle(bastion: &Bastion, by: &str, request: Request) -> Result<Value, 
             // trusted with it whole; the user who asked is still refused.
             let answered = bastion
                 .approvals
-                .answer(&id, by, approve)
+                .answer_audited(&bastion.audit, (&id, by, approve), "cli")
+                .await
                 .map_err(|e| e.message().to_string())?;
             Ok(json!({"ok": true, "approval": answered, "by": by}))
         }
     }
 }
 
-/// The name of the account at the other end, from the kernel.
-fn peer_account(stream: &UnixStream) -> Option<String> {
-    let uid = stream.peer_cred().ok()?.uid();
-    let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+/// The name of account `uid` (its number when it has none). Blocking.
+fn account_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
         .flatten()
-        .map_or_else(|| uid.to_string(), |u| u.name);
-    Some(name)
+        .map_or_else(|| uid.to_string(), |u| u.name)
 }
 
 /// Sends `request` to the bastion that serves `state_dir` and returns its
@@ -170,5 +214,25 @@ pub(crate) fn ask(state_dir: &Path, request: Value) -> Result<Value, String> {
     match value.get("error").and_then(Value::as_str) {
         Some(e) => Err(e.to_string()),
         None => Ok(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_of_ours_is_inside_and_one_of_others_is_not() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(in_a_session(child.id() as i32));
+        let _ = child.kill();
+        let _ = child.wait();
+        // init, and our own parent, are not ours.
+        assert!(!in_a_session(1));
+        let parent = parent_of(std::process::id() as i32).unwrap();
+        assert!(!in_a_session(parent));
     }
 }

@@ -137,9 +137,21 @@ fn timed_out(v: &Verdict) -> bool {
 /// The agent's approval policy (`agent::policy`): on any line it never
 /// panics; `off` denies; `Run` comes only in `auto`; what `confirm` denies,
 /// `auto` denies too; and the quoted script a `Run` gives is itself a
-/// `Run` (the same script again) with as many commands as the line.
+/// `Run` (the same script again) with as many commands as the line. The
+/// four-eyes globs read any line too, and a line that runs a glob's
+/// program, in the line's own words, waits.
 pub fn policy(data: &[u8]) {
     let line = &*String::from_utf8_lossy(data);
+    let globs = policy::Globs::new(&["systemctl restart *".into(), "rm *".into()])
+        .expect("the fuzz target's globs compile");
+    let _ = globs.matches(line);
+    // Whatever the line leaves open (a quote, a comment, a heredoc, a
+    // backslash), `rm` after it is either a command or a name of it
+    // elsewhere in the line: it waits.
+    assert!(
+        globs.matches(&format!("{line}; rm x")),
+        "{line:?} with rm after it did not wait"
+    );
     let [plain, network] = policies();
     let off = plain.check(line, AiMode::Off);
     assert!(matches!(off, Verdict::Deny(_)), "off did not deny {line:?}");

@@ -22,6 +22,9 @@ use crate::config::{Config, Role};
 /// Requests waiting at once, over the whole bastion; more are denied at
 /// once (each holds a question, and each is a row on the console).
 const MAX_WAITING: usize = 256;
+/// Requests of one user waiting at once: one user cannot fill the desk
+/// and deny everyone else's.
+const MAX_PER_USER: usize = 4;
 
 /// Which commands need a second approval, and from whom.
 #[derive(Clone, Debug)]
@@ -164,6 +167,15 @@ struct Answer {
     by: String,
 }
 
+impl From<Answer> for Second {
+    fn from(a: Answer) -> Second {
+        match a.approve {
+            true => Second::Approved { by: a.by },
+            false => Second::Denied { by: a.by },
+        }
+    }
+}
+
 struct Waiting {
     listed: Listed,
     answer: oneshot::Sender<Answer>,
@@ -222,7 +234,11 @@ impl Approvals {
             .map_or(0, |d| d.as_secs());
         let full = {
             let mut waiting = self.waiting();
-            let full = waiting.len() >= MAX_WAITING;
+            let mine = waiting
+                .values()
+                .filter(|w| w.listed.request.user == request.user)
+                .count();
+            let full = waiting.len() >= MAX_WAITING || mine >= MAX_PER_USER;
             if !full {
                 let listed = Listed {
                     id: id.clone(),
@@ -275,6 +291,38 @@ impl Approvals {
         Ok(w.listed)
     }
 
+    /// [`Approvals::answer`], audited whatever comes of it
+    /// (`four_eyes_answer`: who, which request, how, by which way in, and
+    /// whether it was taken).
+    pub(crate) async fn answer_audited(
+        &self,
+        audit: &crate::audit::Audit,
+        (id, by, approve): (&str, &str, bool),
+        via: &'static str,
+    ) -> Result<Listed, NotTaken> {
+        let asked = self.list().into_iter().find(|l| l.id == id);
+        let answered = self.answer(id, by, approve);
+        let result = match &answered {
+            Ok(_) => "taken",
+            Err(NotTaken::Gone) => "gone",
+            Err(NotTaken::OwnRequest) => "own_request",
+        };
+        let mut row = crate::audit::Event::new(crate::audit::Kind::FourEyesAnswer)
+            .field("by", by)
+            .field("request", crate::text::prefix(id, 64))
+            .field("approve", approve)
+            .field("via", via)
+            .field("result", result);
+        if let Some(l) = asked {
+            row.session = Some(l.request.session);
+            row.user = Some(l.request.user);
+            row.target = Some(l.request.target);
+            row = row.field("command", l.request.command);
+        }
+        audit.event(row).await;
+        answered
+    }
+
     /// Changes to the list: the console's page waits on it.
     pub(crate) fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
@@ -294,10 +342,20 @@ impl Wait<'_> {
         let Some(rx) = self.answer.as_mut() else {
             return Second::Unavailable("too many commands wait for a second approval");
         };
-        match tokio::time::timeout(self.timeout, rx).await {
-            Ok(Ok(Answer { approve: true, by })) => Second::Approved { by },
-            Ok(Ok(Answer { approve: false, by })) => Second::Denied { by },
-            Ok(Err(_)) | Err(_) => Second::TimedOut,
+        match tokio::time::timeout(self.timeout, &mut *rx).await {
+            Ok(Ok(answer)) => answer.into(),
+            Ok(Err(_)) => Second::TimedOut,
+            Err(_) => {
+                // Out of the list first, under its lock: an answer that
+                // comes now finds nothing, rather than being told it was
+                // taken. One that came just before is the end.
+                let gone = self.approvals.waiting().remove(&self.id).is_some();
+                self.approvals.bump();
+                match (gone, rx.try_recv()) {
+                    (false, Ok(answer)) => answer.into(),
+                    _ => Second::TimedOut,
+                }
+            }
         }
     }
 }
@@ -367,15 +425,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_desk_is_bounded() {
+    async fn the_desk_is_bounded_and_shared() {
         let desk = Approvals::default();
-        let waits: Vec<_> = (0..MAX_WAITING)
+        let mine: Vec<_> = (0..MAX_PER_USER)
             .map(|_| desk.ask(request("alice"), Duration::from_secs(60)))
             .collect();
         let mut over = desk.ask(request("alice"), Duration::from_secs(60));
         assert!(matches!(over.ended().await, Second::Unavailable(_)));
+        let others: Vec<_> = (0..MAX_WAITING - MAX_PER_USER)
+            .map(|i| desk.ask(request(&format!("u{}", i / 2)), Duration::from_secs(60)))
+            .collect();
         assert_eq!(desk.list().len(), MAX_WAITING);
-        drop(waits);
+        let mut full = desk.ask(request("zed"), Duration::from_secs(60));
+        assert!(matches!(full.ended().await, Second::Unavailable(_)));
+        drop((mine, others));
         assert!(desk.list().is_empty());
     }
 }

@@ -57,6 +57,7 @@ kinds! {
     WebLoginFail = "web_login_fail",
     SessionWatched = "session_watched",
     SessionKilled = "session_killed",
+    FourEyesAnswer = "four_eyes_answer",
 }
 
 impl Kind {

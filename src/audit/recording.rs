@@ -56,8 +56,10 @@ pub(crate) struct Watch {
     pub(crate) lines: tokio::sync::broadcast::Receiver<Arc<str>>,
 }
 
-/// Event lines a live view may fall behind by before it is cut off.
-const WATCH_BACKLOG: usize = 4096;
+/// Event lines a live view may fall behind by before it is cut off (one
+/// line is one chunk of output: this bounds what a watched session holds
+/// for a slow viewer).
+const WATCH_BACKLOG: usize = 256;
 
 /// Starts recordings; cheap to clone.
 #[derive(Clone)]

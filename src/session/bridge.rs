@@ -182,6 +182,10 @@ impl Pumps<'_> {
             End::Killed(ending) => {
                 notify(&client_tx, &ending.line()).await;
                 up_tx.hang_up().await;
+                // The whole connection goes: its other channels, its
+                // forwards, and a multiplexing client's way to a new
+                // session without logging in again.
+                self.conn.disconnect(&ending).await;
             }
         }
         up_tx.finish().await;
@@ -415,6 +419,7 @@ impl Pumps<'_> {
     fn settings(&self) -> Settings {
         let started = &self.conn.live;
         let (newest, mode) = super::settings_now(&self.conn.bastion, &self.ids.user, self.mode);
+        let four_eyes = newest.four_eyes.clone();
         let agent = match newest.prefixes == started.agent.prefixes {
             true => newest,
             false => started.agent.clone(),
@@ -431,6 +436,7 @@ impl Pumps<'_> {
             agent,
             mode,
             four_eyes_target,
+            four_eyes,
         }
     }
 

@@ -136,7 +136,7 @@ pub(super) async fn serve(
         }
     });
     let (mut totals, killed) = pump(&mut channel, ours, (stop, open)).await;
-    if let Some(ending) = killed {
+    if let Some(ending) = &killed {
         let line = super::user_line(false, &ending.line());
         let _ = channel.extended_data_bytes(1, line).await;
     }
@@ -153,6 +153,9 @@ pub(super) async fn serve(
     let _ = channel.exit_status(0).await;
     let _ = channel.eof().await;
     let _ = channel.close().await;
+    if let Some(ending) = &killed {
+        conn.disconnect(ending).await;
+    }
     totals
 }
 
@@ -540,6 +543,14 @@ impl Gateway {
         }
     }
 
+    /// The newest config asks four eyes on this target.
+    fn target_asks_now(&self) -> bool {
+        let live = self.bastion.live();
+        live.config
+            .target(&self.ids.target)
+            .is_some_and(|t| t.four_eyes)
+    }
+
     /// Waits for a second person's approval of `command` (four-eyes),
     /// which the client approved; a client that cancels or leaves
     /// withdraws it.
@@ -553,7 +564,7 @@ impl Gateway {
         let question = format!("(through the MCP gateway, client {client})");
         let asking = crate::agent::four_eyes::Asking {
             rule: &agent.four_eyes,
-            target: self.four_eyes,
+            target: self.four_eyes || self.target_asks_now(),
             approvals: &self.bastion.approvals,
             ids: &self.ids,
             question: &question,
@@ -637,8 +648,11 @@ impl Site for ClientCall<'_> {
             Judged::Unasked(script, wall) => (Prompt::default(), Some((script, wall))),
             Judged::Asked(prompt) => (prompt, None),
         };
-        // A four-eyes command never runs unasked, here as at the prompt.
-        let four_eyes = agent.four_eyes.applies(gateway.four_eyes, &command).await;
+        // A four-eyes command never runs unasked, here as at the prompt. A
+        // reload may ask for four eyes on the target; it never takes them
+        // away from a live session.
+        let target = gateway.four_eyes || gateway.target_asks_now();
+        let four_eyes = agent.four_eyes.applies(target, &command).await;
         match unasked {
             Some((script, wall)) if !four_eyes => {
                 return go(

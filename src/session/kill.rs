@@ -22,8 +22,12 @@ pub(crate) async fn kill(
     reason: &str,
     via: &'static str,
 ) -> Result<Ids, String> {
+    // One line, as it reads: no control character (an escape sequence
+    // into the user's terminal), no invisible one (a bidi override that
+    // reorders it).
     let reason: String = reason
         .chars()
+        .filter(|c| !walissh_policy::invisible(*c) || c.is_control())
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let reason = crate::text::prefix(reason.trim(), MAX_REASON).to_string();

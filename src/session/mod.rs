@@ -70,6 +70,19 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// Ends the whole SSH connection the session runs on: an admin ended
+    /// the session (`ending`).
+    async fn disconnect(&self, ending: &crate::bastion::Ending) {
+        let _ = self
+            .handle
+            .disconnect(
+                russh::Disconnect::ByApplication,
+                ending.line(),
+                String::new(),
+            )
+            .await;
+    }
+
     /// Audits `n` refusals of `kind` through the connection's tally: a
     /// client repeating one costs a few rows with counts.
     async fn refused(&self, kind: &str, row: Event, n: u64) {

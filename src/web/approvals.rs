@@ -12,12 +12,12 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use axum::extract::{Form, Path as UrlPath, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::pages::{self, escape};
-use super::{Shared, forbidden, require, same_origin, same_secret};
+use super::{Shared, forbidden, require, require_quietly, same_origin, same_secret};
 use crate::agent::four_eyes::Listed;
 use crate::config::Role;
 
@@ -74,10 +74,13 @@ fn card(w: &Listed, csrf: Option<&str>, needed: Role) -> String {
         target = escape(&r.target),
         session = escape(&r.session),
         command = escape(&crate::agent::render::exact(&r.command)),
-        question = escape(&r.question),
+        question = escape(&crate::agent::render::exact(&r.question)),
     );
+    // The model's words and the user's, invisible characters spelled
+    // out: they cannot reorder or hide what the approver reads.
     if !r.reason.is_empty() {
-        let _ = write!(out, r#"<p class="meta">Why: {}</p>"#, escape(&r.reason));
+        let why = crate::agent::render::exact(&r.reason);
+        let _ = write!(out, r#"<p class="meta">Why: {}</p>"#, escape(&why));
     }
     match csrf {
         Some(csrf) => {
@@ -114,17 +117,20 @@ pub(super) async fn changes(
     headers: HeaderMap,
     Query(q): Query<Seen>,
 ) -> Response {
-    if let Err(to_login) = require(&c, &headers) {
+    if let Err(to_login) = require_quietly(&c, &headers) {
         return to_login.into_response();
     }
     let mut changes = c.bastion.approvals.changes();
-    if let Ok(_held) = c.waits.try_acquire() {
-        let mut shutdown = c.shutdown.clone();
-        let changed = changes.wait_for(|v| *v != q.seen);
-        tokio::select! {
-            _ = tokio::time::timeout(WAIT, changed) => {}
-            _ = shutdown.requested() => {}
-        }
+    let Ok(_held) = c.waits.try_acquire() else {
+        // The script waits a little before it asks again.
+        let busy = [(header::RETRY_AFTER, "2")];
+        return (StatusCode::SERVICE_UNAVAILABLE, busy, "busy").into_response();
+    };
+    let mut shutdown = c.shutdown.clone();
+    let changed = changes.wait_for(|v| *v != q.seen);
+    tokio::select! {
+        _ = tokio::time::timeout(WAIT, changed) => {}
+        _ = shutdown.requested() => {}
     }
     let version = *changes.borrow();
     version.to_string().into_response()
@@ -160,7 +166,12 @@ pub(super) async fn answer(
         "deny" => false,
         _ => return (StatusCode::BAD_REQUEST, "answer: approve or deny").into_response(),
     };
-    match c.bastion.approvals.answer(&id, &login.user, approve) {
+    let approvals = &c.bastion.approvals;
+    let answer = (id.as_str(), login.user.as_str(), approve);
+    match approvals
+        .answer_audited(&c.bastion.audit, answer, "console")
+        .await
+    {
         Ok(_) => Redirect::to("/approvals").into_response(),
         Err(why) => (StatusCode::CONFLICT, why.message()).into_response(),
     }

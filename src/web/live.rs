@@ -35,6 +35,18 @@ const RECHECK: Duration = Duration::from_secs(15);
 const NORMAL: u16 = 1000;
 /// The close code for a view that fell behind, or whose login ended.
 const POLICY: u16 = 1008;
+/// How long one message may take to go out: a viewer that stops reading
+/// is dropped, not waited for.
+const SEND: Duration = Duration::from_secs(10);
+
+/// Sends `message`, within [`SEND`]: false when the viewer is gone or
+/// stuck.
+async fn send(socket: &mut WebSocket, message: Message) -> bool {
+    matches!(
+        tokio::time::timeout(SEND, socket.send(message)).await,
+        Ok(Ok(()))
+    )
+}
 
 /// `GET /sessions/{id}/watch`: the live view's WebSocket.
 pub(super) async fn watch(
@@ -104,7 +116,7 @@ async fn stream_to(
         return;
     };
     for line in history {
-        if socket.send(Message::Text(line.into())).await.is_err() {
+        if !send(&mut socket, Message::Text(line.into())).await {
             return;
         }
     }
@@ -115,7 +127,7 @@ async fn stream_to(
         tokio::select! {
             line = stream.lines.recv() => match line {
                 Ok(line) => {
-                    if socket.send(Message::Text(line.as_ref().into())).await.is_err() {
+                    if !send(&mut socket, Message::Text(line.as_ref().into())).await {
                         return;
                     }
                 }
@@ -148,7 +160,9 @@ async fn stream_to(
 
 /// The login behind `token` still holds, with a role that may watch.
 fn still_allowed(c: &Console, token: &str) -> bool {
-    let Some(login) = c.logins.get(token) else {
+    // A look that does not count as use: an open view alone does not keep
+    // a login from its idle end.
+    let Some(login) = c.logins.peek(token) else {
         return false;
     };
     c.bastion
@@ -163,7 +177,7 @@ async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
         code,
         reason: reason.into(),
     };
-    let _ = socket.send(Message::Close(Some(frame))).await;
+    send(socket, Message::Close(Some(frame))).await;
 }
 
 /// The recording's first `upto` bytes as lines: its header, then its last

@@ -73,17 +73,25 @@ impl Logins {
 
     /// The login `token` names, if it is still alive: its use keeps it so.
     pub(crate) fn get(&self, token: &str) -> Option<Login> {
-        self.get_at(token, Instant::now())
+        self.get_at(token, Instant::now(), true)
     }
 
-    fn get_at(&self, token: &str, now: Instant) -> Option<Login> {
+    /// The login, if it holds, without counting this as its use (the
+    /// checks a page makes in the background).
+    pub(crate) fn peek(&self, token: &str) -> Option<Login> {
+        self.get_at(token, Instant::now(), false)
+    }
+
+    fn get_at(&self, token: &str, now: Instant, used: bool) -> Option<Login> {
         let mut map = self.map();
         let login = map.get_mut(token)?;
         if !self.alive(login, now) {
             map.remove(token);
             return None;
         }
-        login.last = now;
+        if used {
+            login.last = now;
+        }
         Some(login.clone())
     }
 
@@ -135,18 +143,32 @@ mod tests {
         // than a login may be, it is gone.
         let t = logins.start("ann", Role::Admin).unwrap();
         let later = Instant::now() + Duration::from_secs(50);
-        assert!(logins.get_at(&t, later).is_some());
-        assert!(logins.get_at(&t, later + Duration::from_secs(50)).is_some());
+        assert!(logins.get_at(&t, later, true).is_some());
+        // A look in the background is no use.
+        let quiet = later + Duration::from_secs(50);
+        assert!(logins.get_at(&t, quiet, false).is_some());
         assert!(
             logins
-                .get_at(&t, later + Duration::from_secs(111))
+                .get_at(&t, quiet + Duration::from_secs(40), false)
+                .is_none()
+        );
+        let t = logins.start("ann", Role::Admin).unwrap();
+        assert!(logins.get_at(&t, later, true).is_some());
+        assert!(
+            logins
+                .get_at(&t, later + Duration::from_secs(50), true)
+                .is_some()
+        );
+        assert!(
+            logins
+                .get_at(&t, later + Duration::from_secs(111), true)
                 .is_none()
         );
         let t = logins.start("ann", Role::Admin).unwrap();
         let mut at = Instant::now();
         while at < Instant::now() + MAX_AGE {
             at += Duration::from_secs(59);
-            if logins.get_at(&t, at).is_none() {
+            if logins.get_at(&t, at, true).is_none() {
                 break;
             }
         }
@@ -154,7 +176,7 @@ mod tests {
             at >= Instant::now() + MAX_AGE - Duration::from_secs(60),
             "ended early"
         );
-        assert!(logins.get_at(&t, at).is_none());
+        assert!(logins.get_at(&t, at, true).is_none());
     }
 
     #[test]

@@ -45,6 +45,8 @@ const COOKIE: &str = "walissh_console";
 const MAX_REQUESTS: usize = 64;
 /// The most a request's body may hold (the forms are a few fields).
 const MAX_BODY: usize = 16 * 1024;
+/// How long a request's body may take to arrive.
+const BODY_TIME: Duration = Duration::from_secs(10);
 /// Longest user name a login form may give.
 const MAX_NAME: usize = 256;
 
@@ -118,9 +120,22 @@ fn router(console: Arc<Console>) -> Router {
         .with_state(console)
 }
 
-/// Every request: one of a bounded number at once, and every answer with
-/// the headers that keep it from being framed, sniffed or cached.
+/// Every request: its body read whole within [`BODY_TIME`] (a slow one
+/// holds its connection, not a place among the requests served), one of a
+/// bounded number at once, and every answer with the headers that keep it
+/// from being framed, sniffed or cached.
 async fn guard(State(c): Shared, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, MAX_BODY);
+    let body = match tokio::time::timeout(BODY_TIME, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => return (StatusCode::PAYLOAD_TOO_LARGE, "too large").into_response(),
+        Err(_) => {
+            let slow = "the request's body came too slowly";
+            return (StatusCode::REQUEST_TIMEOUT, slow).into_response();
+        }
+    };
+    let request = Request::from_parts(parts, axum::body::Body::from(body));
     let Ok(_permit) = c.busy.try_acquire() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "busy: try again").into_response();
     };
@@ -319,6 +334,12 @@ async fn logout(State(c): Shared, headers: HeaderMap, Form(f): Form<Csrf>) -> Re
 
 /// The login the request's cookie names, with its token.
 fn signed_in(c: &Console, headers: &HeaderMap) -> Option<(String, Login)> {
+    signed_in_as(c, headers, true)
+}
+
+/// [`signed_in`]; with `used` false, a look that does not count as the
+/// login's use (a page's checks in the background).
+fn signed_in_as(c: &Console, headers: &HeaderMap, used: bool) -> Option<(String, Login)> {
     let token = headers
         .get_all(header::COOKIE)
         .iter()
@@ -326,7 +347,10 @@ fn signed_in(c: &Console, headers: &HeaderMap) -> Option<(String, Login)> {
         .flat_map(|v| v.split(';'))
         .find_map(|kv| kv.trim().strip_prefix(COOKIE)?.strip_prefix('='))?
         .to_string();
-    let login = c.logins.get(&token)?;
+    let login = match used {
+        true => c.logins.get(&token)?,
+        false => c.logins.peek(&token)?,
+    };
     Some((token, login))
 }
 
@@ -389,7 +413,17 @@ async fn read_audit<T: Send + 'static>(
 /// The console's pages for a signed-in auditor or admin: the login, or a
 /// way to the login page.
 fn require(c: &Console, headers: &HeaderMap) -> Result<Login, Redirect> {
-    let Some((token, mut login)) = signed_in(c, headers) else {
+    require_as(c, headers, true)
+}
+
+/// [`require`], for a page's checks in the background: no use of the
+/// login (an open tab does not keep it from its idle end).
+fn require_quietly(c: &Console, headers: &HeaderMap) -> Result<Login, Redirect> {
+    require_as(c, headers, false)
+}
+
+fn require_as(c: &Console, headers: &HeaderMap, used: bool) -> Result<Login, Redirect> {
+    let Some((token, mut login)) = signed_in_as(c, headers, used) else {
         return Err(Redirect::to("/login"));
     };
     // The role as the config of the moment says: a user removed, or no

@@ -166,6 +166,27 @@ fn a_denied_command_does_not_run_and_the_model_is_told() {
     assert_eq!(row["decision"], "denied_by_approver");
     assert_eq!(row["approver"], "adam");
     assert!(!ai_events(&b).iter().any(|e| e["kind"] == "ai_tool_result"));
+    // The answer is a row of its own; the refused tries made none.
+    let answers: Vec<Value> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "four_eyes_answer")
+        .collect();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    let a = &answers[0];
+    assert_eq!(
+        (
+            a["by"].as_str(),
+            a["approve"].as_bool(),
+            a["via"].as_str(),
+            a["result"].as_str()
+        ),
+        (Some("adam"), Some(false), Some("console"), Some("taken"))
+    );
+    assert_eq!(
+        (a["user"].as_str(), a["request"].as_str()),
+        (Some("bob"), Some(id.as_str()))
+    );
     let reqs = model.wait_requests(2);
     let (_, results) = last_turn(&reqs[1]);
     let told = results[0]["content"].as_str().unwrap();
@@ -259,6 +280,13 @@ fn approvals_from_the_command_line() {
     );
     let out = b.cli(&["approve", id]);
     assert!(stdout(&out).starts_with("approved: "), "{}", stdout(&out));
+    let results: Vec<String> = b
+        .audit()
+        .into_iter()
+        .filter(|e| e["kind"] == "four_eyes_answer" && e["via"] == "cli")
+        .map(|e| e["result"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(results, ["gone", "taken"]);
     let who = format!("unix:{}", me());
     let at = t.expect_from(&format!("approved by {who}"), at);
     let at = t.expect_from("Both ran.", at);
@@ -320,4 +348,35 @@ fn a_four_eyes_target_asks_for_everything() {
     let row = the_call(&b);
     assert_eq!(row["decision"], "denied_by_approver");
     let _ = model;
+}
+
+/// A shell walissh carries (a local target's, here as walissh's own
+/// account) cannot reach the control socket's answers: its user could
+/// otherwise approve their own command, or end others' sessions.
+#[test]
+fn a_shell_walissh_carries_cannot_approve_or_kill() {
+    let b = Bastion::start();
+    let run = format!(
+        "{} approve 0123456789abcdef -c {}; {} sessions kill x --reason y -c {}",
+        walissh_bin(),
+        b.config.display(),
+        walissh_bin(),
+        b.config.display()
+    );
+    let out = exec(b.ssh_bob("bob:local"), &run);
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("refused: this runs inside a session walissh carries")
+            .count(),
+        2,
+        "{err}"
+    );
+    // From the host itself (the test's own process), the same socket
+    // answers.
+    let out = b.cli_any(&["approve", "0123456789abcdef"]);
+    assert!(
+        stderr(&out).contains("no such approval is waiting"),
+        "{}",
+        stderr(&out)
+    );
 }

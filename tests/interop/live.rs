@@ -223,6 +223,55 @@ fn sessions_kill_from_the_command_line() {
     );
 }
 
+/// Stopping a session ends its whole connection: a client that shares
+/// it (OpenSSH's ControlMaster) cannot open another session on it
+/// without logging in again.
+#[test]
+fn a_stopped_session_takes_its_connection_with_it() {
+    let b = Bastion::start();
+    let sock = b.dir.path().join("master.sock");
+    let base = b.ssh_bob("bob:web1");
+    let mut args: Vec<String> = base
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let dest = args.pop().unwrap();
+    let shared = |extra: &[&str]| {
+        let mut c = std::process::Command::new(base.get_program());
+        c.args(&args).args(extra).arg(&dest);
+        c
+    };
+    let control = format!("ControlPath={}", sock.display());
+    let master = shared(&["-o", "ControlMaster=yes", "-o", &control]);
+    let mut t = Terminal::spawn(&master, 24, 80);
+    t.send("echo MASTER-$((2+2))\r");
+    t.expect("MASTER-4");
+    let id = b.wait_kind("session_start")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The connection is shared: a second session rides on it, and stays.
+    let second = exec(
+        shared(&["-o", "ControlMaster=no", "-o", &control]),
+        "echo RIDE",
+    );
+    assert_eq!(stdout(&second), "RIDE\n");
+    let mut riding = shared(&["-o", "ControlMaster=no", "-o", &control]);
+    riding.arg("echo STAYING; exec sleep 300");
+    let (mut rider, out, _) = spawn_captured(riding);
+    out.wait_for("STAYING");
+    b.cli(&["sessions", "kill", &id, "--reason", "connection review"]);
+    t.expect("this session was ended by an administrator: connection review");
+    t.wait();
+    // The other session on the connection ends with it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(rider.wait().unwrap()));
+    let ended = rx.recv_timeout(std::time::Duration::from_secs(60));
+    assert!(ended.is_ok(), "the other session on the connection went on");
+    let check = shared(&["-o", &control, "-O", "check"]).output().unwrap();
+    assert!(!check.status.success(), "the master still runs");
+}
+
 /// The console in a real browser, live: an auditor watches bob's session
 /// and sees a line typed over SSH appear; then an admin stops it, and
 /// bob's ssh shows the line and exits. Screenshots go to

@@ -743,6 +743,20 @@ fn slow_and_greedy_clients_do_not_hold_the_console() {
         text.is_empty() || text.starts_with("HTTP/1.1 408"),
         "{text}"
     );
+    // A body that never ends: answered 408 (it held no place among the
+    // requests served meanwhile).
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    slow.write_all(
+        b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nuser=",
+    )
+    .unwrap();
+    assert_eq!(curl(&format!("{base}/healthz"), &[]).body, "ok\n");
+    let mut got = Vec::new();
+    let _ = slow.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     // One address holds 32 connections at most; a 33rd is closed at once.
     let held: Vec<std::net::TcpStream> = (0..32)
         .map(|_| std::net::TcpStream::connect(&addr).unwrap())

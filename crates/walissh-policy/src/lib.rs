@@ -30,6 +30,7 @@
 mod deny;
 mod effects;
 mod getopt;
+mod globs;
 mod parse;
 mod paths;
 mod read_only;
@@ -37,6 +38,7 @@ mod typing;
 mod word;
 mod wrappers;
 
+pub use globs::Globs;
 pub use paths::HIDDEN;
 pub use typing::invisible;
 
@@ -259,76 +261,6 @@ impl Rules {
             }
         }
         seen.redirects.iter().find_map(deny::redirect)
-    }
-}
-
-/// Globs over the commands a line runs (`[ai] four_eyes`): a line
-/// matches when the line as written does, or any command the parser sees
-/// in it, wrappers taken off (`sudo -u root systemctl restart nginx` runs
-/// `systemctl restart nginx`), its program by its last path component and
-/// its words by their values. Where the parser cannot be sure what runs
-/// (a line it cannot read, or a word that is not a literal in a command
-/// whose program a glob names: `systemctl $ACTION nginx`), it matches.
-#[derive(Clone, Debug, Default)]
-pub struct Globs(Vec<glob::Pattern>);
-
-impl Globs {
-    /// Compiles `globs`; Err names the first that is not a glob.
-    pub fn new(globs: &[String]) -> Result<Globs, String> {
-        globs
-            .iter()
-            .map(|g| glob::Pattern::new(g.trim()).map_err(|e| format!("{g:?}: {e}")))
-            .collect::<Result<_, _>>()
-            .map(Globs)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Whether `line` runs a command a glob matches (see [`Globs`]).
-    pub fn matches(&self, line: &str) -> bool {
-        if self.0.is_empty() {
-            return false;
-        }
-        if self.any(line.trim()) {
-            return true;
-        }
-        let seen = wrappers::see(line);
-        if seen.opaque.is_some() || seen.unknown.is_some() || seen.script.gave_up {
-            return true;
-        }
-        seen.runs.iter().any(|run| self.run_matches(run))
-    }
-
-    fn any(&self, text: &str) -> bool {
-        self.0.iter().any(|p| p.matches(text))
-    }
-
-    fn run_matches(&self, run: &[word::Word]) -> bool {
-        let Some(first) = run.first() else {
-            return false;
-        };
-        let program = first.text().rsplit('/').next().unwrap_or("");
-        let rest = run[1..].iter().map(word::Word::text);
-        let text = std::iter::once(program)
-            .chain(rest)
-            .collect::<Vec<_>>()
-            .join(" ");
-        if self.any(&text) {
-            return true;
-        }
-        // A word whose value only the shell knows: the glob could match
-        // what it becomes, so a command of a glob's program is taken as
-        // matching. An unknown program (`$CMD restart nginx`) is one the
-        // glob may name.
-        let literal = run.iter().all(|w| w.lit.is_some());
-        !literal
-            && (first.lit.is_none()
-                || self.0.iter().any(|p| {
-                    let head = p.as_str().split(' ').next().unwrap_or("");
-                    glob::Pattern::new(head).is_ok_and(|h| h.matches(program))
-                }))
     }
 }
 

@@ -457,12 +457,19 @@ fn what_tr_runs_unasked_writes_no_control_character() {
     assert!(ran >= 5 && asked >= 5, "{ran} ran, {asked} asked");
 }
 
-/// `[ai] four_eyes`: a glob names a command however the line spells or
-/// wraps it, and a line whose words only the shell knows is taken as
-/// matching when its program is one a glob names.
+/// `[ai] four_eyes`: a glob names a command however the line spells,
+/// wraps or orders it, and a line that may run it in a way the parser
+/// does not read waits too (the hostile review of issue 35: options
+/// before the subcommand, interpreters, commands in options, the loader,
+/// a copied binary, a script file).
 #[test]
 fn four_eyes_globs_see_through_spellings_and_wrappers() {
-    let globs = Globs::new(&["systemctl restart *".into(), "reboot".into()]).unwrap();
+    let globs = Globs::new(&[
+        "systemctl restart *".into(),
+        "reboot".into(),
+        "kubectl delete *".into(),
+    ])
+    .unwrap();
     for line in [
         "systemctl restart nginx",
         "  systemctl restart nginx  ",
@@ -477,15 +484,41 @@ fn four_eyes_globs_see_through_spellings_and_wrappers() {
         "eval \"$X\"",
         "systemctl restart nginx | cat",
         "nice -n 5 systemctl restart nginx",
+        // Options before the subcommand.
+        "systemctl -q restart nginx",
+        "systemctl --no-block restart nginx",
+        "kubectl -n prod delete pod x",
+        "kubectl -v=1 delete pod x",
+        // The program named elsewhere than as a command.
+        "python3 -c 'import os; os.system(\"systemctl restart nginx\")'",
+        "perl -e 'system(\"systemctl restart nginx\")'",
+        "awk 'BEGIN{system(\"systemctl restart nginx\")}'",
+        "ssh -o ProxyCommand='systemctl restart nginx' localhost true",
+        "GIT_SSH_COMMAND='systemctl restart nginx' git fetch",
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/systemctl restart nginx",
+        "cp /usr/bin/systemctl /tmp/sc",
+        "printf 'systemctl restart nginx\\n' > /tmp/x; sh /tmp/x",
+        "echo systemctl restart nginx",
+        // Code the parser does not read, whatever it names.
+        "python3 -c 'import os; os.system(\"system\"+\"ctl restart nginx\")'",
+        "sh /tmp/x",
+        "/tmp/sc restart nginx",
+        "./sc restart nginx",
+        "BASH_ENV=/tmp/x bash -c true",
     ] {
         assert!(globs.matches(line), "{line:?} should need four eyes");
     }
     for line in [
         "systemctl status nginx",
+        "sudo systemctl status nginx",
+        "/usr/bin/systemctl is-active nginx",
+        "systemctl -q is-active nginx",
         "ls -l /etc",
-        "echo systemctl restart nginx",
         "journalctl -u nginx",
         "rebooted",
+        "df -h; uptime",
+        "kubectl get pods -n prod",
+        "cat /etc/systemd/system/nginx.service",
     ] {
         assert!(!globs.matches(line), "{line:?} should not need four eyes");
     }

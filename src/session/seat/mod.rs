@@ -129,6 +129,9 @@ pub(crate) struct Settings {
     /// Every command of the agent here needs a second approval
     /// (`[[targets]] four_eyes`).
     pub(crate) four_eyes_target: bool,
+    /// Which commands need one: the newest config's, whichever agent
+    /// answers.
+    pub(crate) four_eyes: crate::agent::four_eyes::Rule,
 }
 
 /// Answers the session's questions, one at a time, until the session ends.
@@ -290,7 +293,7 @@ impl Seat<'_> {
     /// settings.
     fn asking(&self) -> four_eyes::Asking<'_> {
         four_eyes::Asking {
-            rule: &self.settings.agent.four_eyes,
+            rule: &self.settings.four_eyes,
             target: self.settings.four_eyes_target,
             approvals: self.desk.approvals,
             ids: self.desk.ids,

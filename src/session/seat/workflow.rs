@@ -105,7 +105,7 @@ impl Seat<'_> {
         let question = self.question.clone();
         let target = Target {
             four_eyes: four_eyes::Asking {
-                rule: &agent.four_eyes,
+                rule: &settings.four_eyes,
                 target: settings.four_eyes_target,
                 approvals: self.desk.approvals,
                 ids: self.desk.ids,
