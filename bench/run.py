@@ -418,11 +418,41 @@ def bench_setup():
             d, None, w, ratio(w, d), fmt=ms)
 
 
+# A live view's reader, in a process of its own (a thread would share the
+# interpreter with the PTY's reader, and fall behind with it).
+VIEWER = r"""
+import base64, os, signal, socket, sys
+host, port, cookie, sid = sys.argv[1:5]
+s = socket.create_connection((host, int(port)))
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall((f"GET /sessions/{sid}/watch HTTP/1.1\r\nHost: {host}:{port}\r\n"
+           f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+           f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v2.asciicast\r\n"
+           f"Cookie: {cookie}\r\n\r\n").encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit(f"no live view: {head[:80]!r}")
+n = 0
+def done(*_):
+    print(n, flush=True)
+    os._exit(0)
+signal.signal(signal.SIGTERM, done)
+print("open", flush=True)
+while True:
+    k = s.recv(1 << 16)
+    if not k:
+        break
+    n += len(k)
+done()
+"""
+
+
 def console_viewer():
-    """A live view of the one session open on the console instance, as
-    a browser holds it: logs in, opens the WebSocket and reads (and drops)
-    what it is sent, in a thread. Returns the thread's stop."""
-    import base64
+    """A live view of the one session open on the console instance, as a
+    browser holds it: logs in, opens the WebSocket and reads (and drops)
+    what it is sent. Returns its stop, which gives the bytes it read."""
     import http.client
     import urllib.parse
     host, port = CONSOLE_WEB.rsplit(":", 1)
@@ -435,29 +465,16 @@ def console_viewer():
     active = subprocess.run([BIN, "sessions", "--active", "--json", "-c", CONSOLE_CONFIG],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     sid = json.loads(active[-1])["id"]
-    s = socket.create_connection((host, int(port)))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET /sessions/{sid}/watch HTTP/1.1\r\nHost: {CONSOLE_WEB}\r\n"
-               f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-               f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v2.asciicast\r\n"
-               f"Cookie: {cookie}\r\n\r\n").encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(4096)
-    if not head.startswith(b"HTTP/1.1 101"):
-        raise RuntimeError(f"no live view: {head[:80]!r}")
-    seen = [0]
+    p = subprocess.Popen([sys.executable, "-c", VIEWER, host, port, cookie, sid],
+                         stdout=PIPE, text=True)
+    if p.stdout.readline().strip() != "open":
+        raise RuntimeError("the live view did not open")
 
-    def drain():
-        while True:
-            k = s.recv(1 << 16)
-            if not k:
-                return
-            seen[0] += len(k)
-
-    t = threading.Thread(target=drain, daemon=True)
-    t.start()
-    return lambda: (s.close(), seen[0])[1]
+    def stop():
+        p.terminate()
+        out, _ = p.communicate(timeout=30)
+        return int(out.split()[-1]) if out.split() else 0
+    return stop
 
 
 def pty_cat(route, path, size_mb, port=None, watched=False):

@@ -146,6 +146,7 @@ impl Pumps<'_> {
             }
         };
         totals.bytes_in = bytes_in;
+        let mut killed = None;
         if self.shared.active() {
             // A question was being answered: it ends with the session.
             let why = match end {
@@ -182,15 +183,21 @@ impl Pumps<'_> {
             End::Killed(ending) => {
                 notify(&client_tx, &ending.line()).await;
                 up_tx.hang_up().await;
-                // The whole connection goes: its other channels, its
-                // forwards, and a multiplexing client's way to a new
-                // session without logging in again.
-                self.conn.disconnect(&ending).await;
+                killed = Some(ending);
             }
         }
         up_tx.finish().await;
         let _ = client_tx.eof().await;
         let _ = client_tx.close().await;
+        if let Some(ending) = killed {
+            // The whole connection goes: its other channels, its
+            // forwards, and a multiplexing client's way to a new session
+            // without logging in again. Once the client has closed this
+            // channel (so it has the line), or a moment after.
+            let closed = async { while client_rx.wait().await.is_some() {} };
+            let _ = tokio::time::timeout(NOTICE_TIMEOUT, closed).await;
+            self.conn.disconnect(&ending).await;
+        }
         totals
     }
 

@@ -154,6 +154,8 @@ pub(super) async fn serve(
     let _ = channel.eof().await;
     let _ = channel.close().await;
     if let Some(ending) = &killed {
+        let closed = async { while channel.wait().await.is_some() {} };
+        let _ = tokio::time::timeout(super::NOTICE_TIMEOUT, closed).await;
         conn.disconnect(ending).await;
     }
     totals

@@ -35,6 +35,8 @@ const RECHECK: Duration = Duration::from_secs(15);
 const NORMAL: u16 = 1000;
 /// The close code for a view that fell behind, or whose login ended.
 const POLICY: u16 = 1008;
+/// Events sent in one write at most.
+const BATCH: usize = 64;
 /// How long one message may take to go out: a viewer that stops reading
 /// is dropped, not waited for.
 const SEND: Duration = Duration::from_secs(10);
@@ -127,13 +129,21 @@ async fn stream_to(
         tokio::select! {
             line = stream.lines.recv() => match line {
                 Ok(line) => {
-                    if !send(&mut socket, Message::Text(line.as_ref().into())).await {
+                    if !send_batch(&mut socket, line, &mut stream.lines).await {
                         return;
                     }
                 }
-                Err(RecvError::Lagged(_)) => {
-                    close(&mut socket, POLICY, "the view fell behind: reload the page").await;
-                    return;
+                Err(RecvError::Lagged(n)) => {
+                    // A session printing faster than the viewer reads: the
+                    // view skips to what is newest, and says so on its
+                    // screen (the next redraw mends it).
+                    let note = format!(
+                        "\r\n[walissh: {n} events skipped: the view fell behind]\r\n"
+                    );
+                    let line = serde_json::json!([0.0, "o", note]).to_string();
+                    if !send(&mut socket, Message::Text(line.into())).await {
+                        return;
+                    }
                 }
                 Err(RecvError::Closed) => {
                     close(&mut socket, NORMAL, "the session ended").await;
@@ -156,6 +166,26 @@ async fn stream_to(
             }
         }
     }
+}
+
+/// Sends `first` and the lines already waiting after it (at most
+/// [`BATCH`]) in one write, within [`SEND`]: a busy session's events go
+/// out as fast as they come, not one write each.
+async fn send_batch(
+    socket: &mut WebSocket,
+    first: Arc<str>,
+    lines: &mut tokio::sync::broadcast::Receiver<Arc<str>>,
+) -> bool {
+    use futures_util::SinkExt;
+    let batch = async {
+        socket.feed(Message::Text(first.as_ref().into())).await?;
+        for _ in 0..BATCH {
+            let Ok(line) = lines.try_recv() else { break };
+            socket.feed(Message::Text(line.as_ref().into())).await?;
+        }
+        socket.flush().await
+    };
+    matches!(tokio::time::timeout(SEND, batch).await, Ok(Ok(())))
 }
 
 /// The login behind `token` still holds, with a role that may watch.

@@ -46,11 +46,10 @@ pub(crate) fn waiting_one(b: &Bastion) -> Value {
     }
 }
 
+/// The first `ai_tool_call` row, once it is written (a refusal's is
+/// queued, not written ahead).
 fn the_call(b: &Bastion) -> Value {
-    ai_events(b)
-        .into_iter()
-        .find(|e| e["kind"] == "ai_tool_call")
-        .expect("an ai_tool_call row")
+    b.wait_kind("ai_tool_call")
 }
 
 /// bob says y, adam approves in the browser (the approvals page, opened
@@ -167,11 +166,7 @@ fn a_denied_command_does_not_run_and_the_model_is_told() {
     assert_eq!(row["approver"], "adam");
     assert!(!ai_events(&b).iter().any(|e| e["kind"] == "ai_tool_result"));
     // The answer is a row of its own; the refused tries made none.
-    let answers: Vec<Value> = b
-        .audit()
-        .into_iter()
-        .filter(|e| e["kind"] == "four_eyes_answer")
-        .collect();
+    let answers = b.wait_count("four_eyes_answer", 1);
     assert_eq!(answers.len(), 1, "{answers:?}");
     let a = &answers[0];
     assert_eq!(
@@ -281,9 +276,9 @@ fn approvals_from_the_command_line() {
     let out = b.cli(&["approve", id]);
     assert!(stdout(&out).starts_with("approved: "), "{}", stdout(&out));
     let results: Vec<String> = b
-        .audit()
+        .wait_count("four_eyes_answer", 2)
         .into_iter()
-        .filter(|e| e["kind"] == "four_eyes_answer" && e["via"] == "cli")
+        .filter(|e| e["via"] == "cli")
         .map(|e| e["result"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(results, ["gone", "taken"]);
@@ -291,10 +286,7 @@ fn approvals_from_the_command_line() {
     let at = t.expect_from(&format!("approved by {who}"), at);
     let at = t.expect_from("Both ran.", at);
     back_at_prompt(&b, &t, at);
-    let calls: Vec<Value> = ai_events(&b)
-        .into_iter()
-        .filter(|e| e["kind"] == "ai_tool_call")
-        .collect();
+    let calls = b.wait_count("ai_tool_call", 2);
     assert!(calls[0].get("approver").is_none());
     assert_eq!(calls[1]["approver"], who.as_str());
     let _ = model;
