@@ -42,6 +42,10 @@ pub(crate) struct Bastion {
     pub(crate) sessions: Registry,
     /// The last accept on an SSH listener failed (out of descriptors).
     pub(crate) accept_failing: std::sync::atomic::AtomicBool,
+    /// The bastion's host key, and the CA that signs the host
+    /// certificates its jump presents for targets.
+    pub(crate) host_key: russh::keys::PrivateKey,
+    pub(crate) host_ca: russh::keys::PrivateKey,
 }
 
 /// One config, and the agents, workflows and skills assembled from it.

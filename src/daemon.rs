@@ -56,6 +56,7 @@ pub(crate) async fn serve(
     check_local_targets(&config, &own_account)?;
 
     let host_key = crate::keys::load_or_generate(&config.host_key_path())?;
+    let host_ca = crate::keys::load_or_generate(&config.host_ca_path())?;
     let identity = crate::keys::load_or_generate(&config.identity_path())?;
     // Opening the database and repairing what a crash left (`audit::recover`)
     // is file I/O: off the runtime, as all of it is.
@@ -90,7 +91,7 @@ pub(crate) async fn serve(
     )?;
     let methods = config.auth.methods.iter().map(|m| *m.get_ref());
     let russh_config = Arc::new(crate::server::russh_config(
-        host_key,
+        host_key.clone(),
         crate::auth::method_set(methods),
     ));
     let upstream_ca = config
@@ -147,6 +148,8 @@ pub(crate) async fn serve(
         approvals: Default::default(),
         sessions: Default::default(),
         accept_failing: Default::default(),
+        host_key,
+        host_ca,
         live: std::sync::RwLock::new(Arc::new(Live {
             agent: Arc::new(Agent::new(&config, skills, redactor)),
             config,

@@ -102,6 +102,12 @@ enum Cmd {
         /// the line for a target's TrustedUserCAKeys.
         #[arg(long)]
         ca: bool,
+        /// Print the line users put in known_hosts to trust the targets'
+        /// host certificates through the jump (`ssh -J bastion web1`):
+        /// `@cert-authority NAMES KEY`, NAMES every target's name and
+        /// aliases.
+        #[arg(long, conflicts_with = "ca")]
+        host_ca: bool,
     },
     /// Manage users' TOTP second factors.
     Totp {
@@ -509,7 +515,18 @@ fn run(cmd: Cmd) -> Result<(), String> {
             println!("{}", password::hash(&password)?);
             Ok(())
         }
-        Cmd::Pubkey { config, ca } => {
+        Cmd::Pubkey {
+            config,
+            host_ca: true,
+            ..
+        } => {
+            let config = load(config.path)?;
+            keys::create_private_dir(config.state_dir())?;
+            let ca = keys::load_or_generate(&config.host_ca_path())?;
+            println!("{}", server::jump::known_hosts_line(&config, &ca));
+            Ok(())
+        }
+        Cmd::Pubkey { config, ca, .. } => {
             let config = load(config.path)?;
             keys::create_private_dir(config.state_dir())?;
             let path = match ca {

@@ -844,7 +844,7 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__pubkey)
-            opts="-c -h --config --ca --log-level --help"
+            opts="-c -h --config --ca --host-ca --log-level --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -52,6 +52,7 @@ complete -c walissh -n "__fish_walissh_using_subcommand hash-password" -s h -l h
 complete -c walissh -n "__fish_walissh_using_subcommand pubkey" -s c -l config -d 'The config file [default: /etc/walissh/walissh.toml if it exists, else the embedded default]' -r -F
 complete -c walissh -n "__fish_walissh_using_subcommand pubkey" -l log-level -d 'What to log: error, warn, info, debug, trace, or a filter (`walissh=debug,russh=warn`) [default: RUST_LOG, else info for serve and warn for the rest]' -r
 complete -c walissh -n "__fish_walissh_using_subcommand pubkey" -l ca -d 'Print the upstream CA\'s public key instead (`[upstream] ca_key`): the line for a target\'s TrustedUserCAKeys'
+complete -c walissh -n "__fish_walissh_using_subcommand pubkey" -l host-ca -d 'Print the line users put in known_hosts to trust the targets\' host certificates through the jump (`ssh -J bastion web1`): `@cert-authority NAMES KEY`, NAMES every target\'s name and aliases'
 complete -c walissh -n "__fish_walissh_using_subcommand pubkey" -s h -l help -d 'Print help'
 complete -c walissh -n "__fish_walissh_using_subcommand totp; and not __fish_seen_subcommand_from enroll help" -s c -l config -d 'The config file [default: /etc/walissh/walissh.toml if it exists, else the embedded default]' -r -F
 complete -c walissh -n "__fish_walissh_using_subcommand totp; and not __fish_seen_subcommand_from enroll help" -l log-level -d 'What to log: error, warn, info, debug, trace, or a filter (`walissh=debug,russh=warn`) [default: RUST_LOG, else info for serve and warn for the rest]' -r

@@ -166,6 +166,23 @@ impl Config {
         self.given_or_state(self.server.host_key.as_ref(), "host_ed25519")
     }
 
+    /// The key that signs the host certificates the jump presents for
+    /// targets (`walissh pubkey --host-ca`).
+    pub(crate) fn host_ca_path(&self) -> PathBuf {
+        self.state_dir().join("host_ca_ed25519")
+    }
+
+    /// The target `name` names through the jump: by its name or one of its
+    /// aliases, in any case (host names are not case-sensitive).
+    pub(crate) fn target_by_host(&self, name: &str) -> Option<&TargetConfig> {
+        self.targets.iter().find(|t| {
+            t.name().eq_ignore_ascii_case(name)
+                || t.aliases
+                    .iter()
+                    .any(|a| a.get_ref().eq_ignore_ascii_case(name))
+        })
+    }
+
     pub(crate) fn identity_path(&self) -> PathBuf {
         self.given_or_state(self.upstream.identity.as_ref(), "upstream_ed25519")
     }

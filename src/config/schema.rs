@@ -220,6 +220,10 @@ pub(crate) struct TargetConfig {
     /// too (`[ai] second_approver`), after the user's: none runs unasked.
     #[serde(default)]
     pub(crate) four_eyes: bool,
+    /// Other names the target answers to through the jump (`ssh -J
+    /// bastion web1.corp`), and in its host certificate.
+    #[serde(default)]
+    pub(crate) aliases: Vec<Spanned<String>>,
 }
 
 /// A user's `ai` mode, the policy's own (`walissh_policy::AiMode`).
@@ -252,6 +256,10 @@ pub(crate) struct UserConfig {
     /// What the user may do in the web console (none, by default).
     #[serde(default)]
     pub(crate) role: super::Role,
+    /// Accounts on targets this user may log in as through the jump
+    /// (`ssh -J bastion root@web1`), beside each target's own `user`.
+    #[serde(default)]
+    pub(crate) target_accounts: Vec<Spanned<String>>,
     /// `targets` and `authorized_keys`, parsed once at load (validation
     /// has checked that they parse).
     #[serde(skip)]

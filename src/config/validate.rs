@@ -234,6 +234,10 @@ impl Config {
                 }
             }
         }
+        // An alias is a name of the target's too: one name, one target.
+        for a in self.targets.iter().flat_map(|t| &t.aliases) {
+            new_name(loc, &mut names, a, "targets.aliases", "target name")?;
+        }
         Ok(())
     }
 

@@ -30,6 +30,7 @@ use crate::session::Credential as _;
 use crate::shutdown::{Listener, Watcher};
 use crate::throttle::Pending;
 
+pub(crate) mod jump;
 mod login;
 
 use crate::audit::tally;
@@ -162,6 +163,8 @@ pub(crate) async fn accept_loop(
             limits: Default::default(),
             refusals: Default::default(),
             user_slot: None,
+            bound: None,
+            account: None,
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -298,6 +301,21 @@ pub(crate) struct Connection {
     /// Its place among its user's connections, once logged in
     /// (`[server] max_connections_per_user`).
     user_slot: Option<crate::bastion::UserSlot>,
+    /// An inner connection of a jump: the outer login it is bound to, and
+    /// its target. It logs in with no credential of its own.
+    bound: Option<Bound>,
+    /// The account on the target its sessions log in as, when not the
+    /// target's own (a jump's inner login name).
+    account: Option<String>,
+}
+
+/// What an inner connection of a jump is bound to.
+#[derive(Clone)]
+struct Bound {
+    user: String,
+    target: crate::config::TargetConfig,
+    credential: Arc<Proof>,
+    limits: crate::auth::cert::CertLimits,
 }
 
 /// A name from the client (the user or target part of a login name), cut
@@ -358,11 +376,106 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Serves an SSH server inside `channel`, bound to this connection's
+    /// login, for `jump`'s target (see `jump`).
+    fn start_jump(&self, j: jump::Jump, channel: Channel<Msg>) {
+        let (Some(login), Some(credential)) = (self.login.clone(), self.credential.clone()) else {
+            return;
+        };
+        let b = &self.bastion;
+        let certificate = match jump::host_certificate(&b.host_ca, &b.host_key, &j.target) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "no jump: cannot sign the target's host certificate");
+                return;
+            }
+        };
+        let methods =
+            crate::auth::method_set(b.live().config.auth.methods.iter().map(|m| *m.get_ref()));
+        let mut config = russh_config(b.host_key.clone(), methods);
+        config.certificates = vec![certificate];
+        let inner = Connection {
+            bastion: b.clone(),
+            peer: self.peer,
+            login: None,
+            authenticated: Arc::new(AtomicBool::new(false)),
+            pending: None,
+            sessions: self.sessions.clone(),
+            open: self.open.clone(),
+            credential: None,
+            progress: Default::default(),
+            limits: Default::default(),
+            refusals: self.refusals.clone(),
+            user_slot: None,
+            bound: Some(Bound {
+                user: login.user,
+                target: j.target,
+                credential,
+                limits: self.limits.clone(),
+            }),
+            account: None,
+        };
+        let mut stop = self.sessions.clone();
+        tokio::spawn(async move {
+            let stream = channel.into_stream();
+            let running = russh::server::run_stream(Arc::new(config), stream, inner);
+            let ran = async {
+                if let Ok(r) = running.await {
+                    let _ = r.await;
+                }
+            };
+            tokio::select! {
+                _ = ran => {}
+                _ = stop.requested() => {}
+            }
+        });
+    }
+
+    /// The inner login of a jump, as `asked` (the account on the target):
+    /// the outer login's user, with no credential of its own, as that
+    /// account when the user may use it.
+    async fn inner_login(&mut self, bound: Bound, asked: &str) -> Auth {
+        let live = self.bastion.live();
+        let account = live
+            .config
+            .user(&bound.user)
+            .and_then(|u| jump::account(&bound.target, u, asked));
+        let Some(account) = account else {
+            let ev = Event::new(Kind::TargetDenied)
+                .user(bound.user.clone())
+                .field(
+                    "requested",
+                    format!("{}@{}", bounded_name(asked), bound.target.name()),
+                )
+                .field("via", "jump")
+                .field("reason", "account_not_allowed");
+            self.refused("target_denied".into(), ev).await;
+            return Auth::Reject {
+                proceed_with_methods: Some(MethodSet::empty()),
+                partial_success: false,
+            };
+        };
+        self.login = Some(Login {
+            user: bound.user.clone(),
+            target: Some(bound.target.name().to_string()),
+        });
+        self.account = Some(account);
+        self.credential = Some(bound.credential.clone());
+        self.limits = bound.limits.clone();
+        self.authenticated.store(true, Ordering::Relaxed);
+        Auth::Accept
+    }
+}
+
 impl russh::server::Handler for Connection {
     type Error = russh::Error;
 
-    async fn auth_none(&mut self, _user: &str) -> Result<Auth, Self::Error> {
-        Ok(self.none().await)
+    async fn auth_none(&mut self, user: &str) -> Result<Auth, Self::Error> {
+        match self.bound.clone() {
+            Some(bound) => Ok(self.inner_login(bound, user).await),
+            None => Ok(self.none().await),
+        }
     }
 
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
@@ -469,6 +582,8 @@ impl russh::server::Handler for Connection {
             limits: self.limits.clone(),
             refusals: self.refusals.clone(),
             credential: proof,
+            account: self.account.clone(),
+            via: self.bound.as_ref().map(|_| "jump"),
         };
         tokio::spawn(async move {
             crate::session::run(conn, channel, stop).await;
@@ -563,7 +678,7 @@ impl russh::server::Handler for Connection {
 
     async fn channel_open_direct_tcpip(
         &mut self,
-        _channel: Channel<Msg>,
+        channel: Channel<Msg>,
         host: &str,
         port: u32,
         _orig: &str,
@@ -571,11 +686,41 @@ impl russh::server::Handler for Connection {
         reply: ChannelOpenHandle,
         _session: &mut Session,
     ) -> Result<(), Self::Error> {
-        self.refuse_forward("direct-tcpip", format!("{host}:{port}"))
-            .await;
-        reply
-            .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-            .await;
+        let opened = match (&self.login, &self.bound) {
+            // No jump from inside a jump.
+            (Some(login), None) => {
+                let live = self.bastion.live();
+                live.config
+                    .user(&login.user)
+                    .map(|u| jump::classify(&live.config, u, host, port))
+            }
+            _ => None,
+        };
+        match opened {
+            Some(jump::Opened::Jump(j)) => {
+                reply.accept().await;
+                self.start_jump(*j, channel);
+            }
+            Some(jump::Opened::Denied) => {
+                let user = self.login.as_ref().map_or("", |l| l.user.as_str());
+                let mut ev = Event::new(Kind::TargetDenied)
+                    .user(user.to_string())
+                    .field("requested", bounded_name(host))
+                    .field("via", "jump");
+                ev.target = Some(bounded_name(host));
+                self.refused("target_denied".into(), ev).await;
+                reply
+                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                    .await;
+            }
+            _ => {
+                self.refuse_forward("direct-tcpip", format!("{host}:{port}"))
+                    .await;
+                reply
+                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                    .await;
+            }
+        }
         Ok(())
     }
 

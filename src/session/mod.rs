@@ -67,6 +67,11 @@ pub(crate) struct Connection {
     /// The connection's refused requests, counted (shared with the
     /// server's handler, which writes the totals when it ends).
     pub(crate) refusals: crate::audit::tally::Shared,
+    /// The account on the target, when the login chose one (a jump's
+    /// inner login name); else the target's own `user`.
+    pub(crate) account: Option<String>,
+    /// How the session came: `jump` for an inspecting jump.
+    pub(crate) via: Option<&'static str>,
 }
 
 impl Connection {
@@ -161,7 +166,12 @@ pub(crate) async fn run(conn: Connection, mut channel: Channel<Msg>, mut stop: L
         }),
     };
     let target = match chosen {
-        Ok(t) => t,
+        Ok(mut t) => {
+            if let Some(account) = &conn.account {
+                t.user = Some(toml::Spanned::new(0..0, account.clone()));
+            }
+            t
+        }
         Err(no) => {
             if let Some(requested) = &no.denied {
                 let mut ev = Event::new(Kind::TargetDenied)
@@ -502,6 +512,10 @@ async fn audit_start(
         .field("pty", setup.pty.is_some())
         .field("agent_forwarding", setup.agent)
         .field("recording", recording.map(|r| r.path.display().to_string()));
+    let start = match conn.via {
+        Some(via) => start.field("via", via),
+        None => start,
+    };
     let (written, start_queued) = match command_event(ids, &setup.command) {
         Some(command) => {
             audit.event(start).await;

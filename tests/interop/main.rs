@@ -14,6 +14,7 @@ mod crash;
 mod four_eyes;
 mod hardening;
 mod integrity;
+mod jump;
 mod lifecycle;
 mod live;
 mod login;

@@ -1,0 +1,245 @@
+//! `ssh -J bastion web1` with the audit still on: walissh answers the
+//! jump's channel itself with an SSH server inside it, presenting a host
+//! certificate for the target that the client checks against the one
+//! `@cert-authority` line in its known_hosts, and logs the inner login in
+//! as the outer one's user, with no second credential.
+
+use std::process::Command;
+
+use crate::harness::*;
+
+/// An ssh_config with `bastion` (bob, his key) and every target behind it
+/// (`ProxyJump bastion`), whose host keys are checked strictly against
+/// `known_hosts` alone: the path of the config.
+fn jump_config(b: &Bastion, known_hosts: &str) -> std::path::PathBuf {
+    let kh = b.dir.path().join("known_hosts_targets");
+    std::fs::write(&kh, known_hosts).unwrap();
+    let cfg = b.dir.path().join("ssh_config_jump");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host bastion\n  HostName 127.0.0.1\n  Port {port}\n  User bob\n  IdentityFile {key}\n  IdentitiesOnly yes\n  BatchMode yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n\n\
+             Host * !bastion\n  ProxyJump bastion\n  BatchMode yes\n  StrictHostKeyChecking yes\n  UserKnownHostsFile {kh}\n  GlobalKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+            port = b.port,
+            key = b.bob_key.display(),
+            kh = kh.display(),
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+fn ssh_via(cfg: &std::path::Path, dest: &str, command: &str) -> std::process::Output {
+    Command::new("ssh")
+        .arg("-F")
+        .arg(cfg)
+        .arg(dest)
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `ssh -J`: the target's certificate checked against the host CA's line,
+/// the command run on the target through walissh, and the session
+/// audited as any other, `via = "jump"`.
+#[test]
+fn a_jump_through_the_bastion_is_a_session_like_any_other() {
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    assert!(line.starts_with("@cert-authority web1,web2,"), "{line}");
+    assert!(line.trim_end().ends_with("walissh-host-ca"), "{line}");
+    let cfg = jump_config(&b, &line);
+    let out = ssh_via(&cfg, &format!("{}@web1", me()), "echo JUMPED-$((6*7))");
+    assert_eq!(stdout(&out), "JUMPED-42\n", "{}", stderr(&out));
+    let start = b.wait_kind("session_start");
+    assert_eq!(
+        (
+            start["user"].as_str(),
+            start["target"].as_str(),
+            start["via"].as_str()
+        ),
+        (Some("bob"), Some("web1"), Some("jump"))
+    );
+    let exec = b.wait_kind("exec");
+    assert_eq!(exec["command"], "echo JUMPED-$((6*7))");
+    b.wait_kind("session_end");
+}
+
+/// What the jump refuses: a host key no CA line vouches for, an account
+/// the user may not use (never another bastion user), a target the user
+/// may not reach, and anything that is no target (a port forward, as
+/// before).
+#[test]
+fn the_jump_refuses_what_it_should() {
+    let b = Bastion::start();
+    // Another CA's line: the client refuses the target's certificate.
+    let other = b.dir.path().join("other_ca");
+    let other_pub = keygen(&other);
+    let cfg = jump_config(&b, &format!("@cert-authority web1 {other_pub}\n"));
+    let out = ssh_via(&cfg, &format!("{}@web1", me()), "true");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("Host key verification failed"),
+        "{}",
+        stderr(&out)
+    );
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    // An account bob may not use on web1 (alice is a bastion user: the
+    // inner login names an account on the target, never a bastion user).
+    let out = ssh_via(&cfg, "alice@web1", "echo NOPE");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(!stdout(&out).contains("NOPE"));
+    let denied =
+        b.wait_event(|e| e["kind"] == "target_denied" && e["reason"] == "account_not_allowed");
+    assert_eq!(denied["user"], "bob");
+    // web2 exists, and bob may not reach it: refused at the channel.
+    let out = ssh_via(&cfg, &format!("{}@web2", me()), "echo NOPE");
+    assert_ne!(out.status.code(), Some(0));
+    b.wait_event(|e| {
+        e["kind"] == "target_denied" && e["requested"] == "web2" && e["via"] == "jump"
+    });
+    // Not a target: a port forward, refused as before.
+    let out = ssh_via(&cfg, "nowhere.example", "true");
+    assert_ne!(out.status.code(), Some(0));
+    b.wait_event(|e| e["kind"] == "forward_denied");
+    assert!(!b.audit().iter().any(|e| e["kind"] == "session_start"));
+}
+
+/// A terminal through the jump: the shell is recorded, its commands
+/// audited, as any terminal session's.
+#[test]
+fn a_terminal_through_the_jump_is_recorded() {
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let mut c = Command::new("ssh");
+    c.arg("-F")
+        .arg(&cfg)
+        .arg("-tt")
+        .arg(format!("{}@web1", me()));
+    let mut t = Terminal::spawn(&c, 24, 80);
+    t.send("echo THROUGH-$((2*21))\r");
+    t.expect("THROUGH-42");
+    let row = b.wait_event(|e| e["kind"] == "command" && e["command"] == "echo THROUGH-$((2*21))");
+    assert_eq!(row["user"], "bob");
+    t.send("exit\r");
+    t.wait();
+    b.wait_kind("session_end");
+    let session = &b.sessions()[0];
+    let cast = std::fs::read_to_string(session["recording"].as_str().unwrap()).unwrap();
+    assert!(cast.contains("THROUGH-42"));
+}
+
+/// The tools that ride on ssh, unchanged, through the jump: scp (SFTP
+/// underneath), rsync, and git over ssh to a bare repository on the
+/// target; each transfer in the audit.
+#[test]
+fn scp_rsync_and_git_go_through_the_jump() {
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let dir = visible_dir();
+    let src = dir.path().join("payload.txt");
+    std::fs::write(&src, "carried through the jump\n").unwrap();
+    let account = me();
+    // scp
+    let dest = dir.path().join("by-scp.txt");
+    let out = Command::new("scp")
+        .arg("-F")
+        .arg(&cfg)
+        .arg(&src)
+        .arg(format!("{account}@web1:{}", dest.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&dest).unwrap(),
+        "carried through the jump\n"
+    );
+    // rsync
+    let dest = dir.path().join("by-rsync.txt");
+    let out = Command::new("rsync")
+        .arg("-e")
+        .arg(format!("ssh -F {}", cfg.display()))
+        .arg(&src)
+        .arg(format!("{account}@web1:{}", dest.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&dest).unwrap(),
+        "carried through the jump\n"
+    );
+    // git clone over ssh, from a bare repository on the target.
+    let bare = dir.path().join("repo.git");
+    let work = dir.path().join("work");
+    let git = |args: &[&str], at: &std::path::Path| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(at)
+            .env("GIT_SSH_COMMAND", format!("ssh -F {}", cfg.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    git(&["init", "--bare", bare.to_str().unwrap()], dir.path());
+    git(&["init", work.to_str().unwrap()], dir.path());
+    std::fs::write(work.join("README"), "jumped\n").unwrap();
+    git(&["add", "README"], &work);
+    git(&["commit", "-m", "first"], &work);
+    git(
+        &[
+            "push",
+            &format!("{account}@web1:{}", bare.display()),
+            "main",
+        ],
+        &work,
+    );
+    let clone = dir.path().join("clone");
+    git(
+        &[
+            "clone",
+            &format!("{account}@web1:{}", bare.display()),
+            clone.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        std::fs::read_to_string(clone.join("README")).unwrap(),
+        "jumped\n"
+    );
+    let rows = b.audit();
+    let via_jump = rows
+        .iter()
+        .filter(|e| e["kind"] == "session_start" && e["via"] == "jump")
+        .count();
+    assert!(via_jump >= 4, "{via_jump} sessions through the jump");
+    assert!(
+        rows.iter()
+            .any(|e| e["kind"] == "subsystem" && e["name"] == "sftp")
+    );
+    assert!(rows.iter().any(|e| {
+        e["kind"] == "exec"
+            && e["command"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("rsync --server")
+    }));
+    assert!(rows.iter().any(|e| {
+        e["kind"] == "exec"
+            && e["command"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("git-upload-pack")
+    }));
+}
