@@ -58,6 +58,8 @@ kinds! {
     SessionWatched = "session_watched",
     SessionKilled = "session_killed",
     FourEyesAnswer = "four_eyes_answer",
+    TunnelOpen = "tunnel_open",
+    TunnelClose = "tunnel_close",
 }
 
 impl Kind {

@@ -224,6 +224,24 @@ pub(crate) struct TargetConfig {
     /// bastion web1.corp`), and in its host certificate.
     #[serde(default)]
     pub(crate) aliases: Vec<Spanned<String>>,
+    /// What `ssh -J` gets here: walissh's own server, inspecting
+    /// (default), or a blind TCP relay to the target's SSH port.
+    #[serde(default)]
+    pub(crate) jump: JumpMode,
+}
+
+/// `[[targets]] jump`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum JumpMode {
+    /// walissh answers the jump with its own server: the session is
+    /// recorded and audited as any other.
+    #[default]
+    Inspect,
+    /// The jump's bytes go to the target's SSH port unread, as OpenSSH
+    /// relays them: only the tunnel's opening, closing and size are
+    /// audited.
+    Tunnel,
 }
 
 /// A user's `ai` mode, the policy's own (`walissh_policy::AiMode`).
@@ -260,6 +278,11 @@ pub(crate) struct UserConfig {
     /// (`ssh -J bastion root@web1`), beside each target's own `user`.
     #[serde(default)]
     pub(crate) target_accounts: Vec<Spanned<String>>,
+    /// Local forwards (`ssh -L`) this user may open: `host:port`, the host
+    /// a target's name (its address) or a glob over the host asked for,
+    /// the port a number or `*`.
+    #[serde(default)]
+    pub(crate) forward: Vec<Spanned<String>>,
     /// `targets` and `authorized_keys`, parsed once at load (validation
     /// has checked that they parse).
     #[serde(skip)]

@@ -218,6 +218,10 @@ impl Config {
                     }
                 }
                 TargetKind::Local => {
+                    if t.jump == super::JumpMode::Tunnel {
+                        let msg = "jump = \"tunnel\" applies to kind = \"ssh\" targets only";
+                        return Err(loc.error(t.name.span(), Some("targets.jump"), msg));
+                    }
                     let extra = [&t.host, &t.user, &t.password_env]
                         .into_iter()
                         .flatten()
@@ -253,6 +257,10 @@ impl Config {
             for k in &u.authorized_keys {
                 crate::keys::parse_authorized_key(k.get_ref())
                     .map_err(|e| loc.error(k.span(), Some("users.authorized_keys"), &e))?;
+            }
+            for f in &u.forward {
+                forward_entry(f.get_ref())
+                    .map_err(|e| loc.error(f.span(), Some("users.forward"), &e))?;
             }
             for t in &u.targets {
                 glob::Pattern::new(t.get_ref()).map_err(|e| {
@@ -352,6 +360,22 @@ pub(super) fn sorted(keys: &HashSet<&str>) -> String {
 
 /// Checks that a name (a target's, a user's, an agent's) is well-formed
 /// and not taken.
+/// A `[[users]] forward` entry: `host:port`, the host a target's name or a
+/// glob, the port a number or `*`.
+fn forward_entry(entry: &str) -> Result<(), String> {
+    let Some((host, port)) = entry.rsplit_once(':') else {
+        return Err(format!("{entry:?}: write host:port (a port, or *)"));
+    };
+    if port != "*" && port.parse::<u16>().ok().filter(|p| *p != 0).is_none() {
+        return Err(format!("{entry:?}: the port must be 1 to 65535, or *"));
+    }
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{entry:?}: name a host, a target or a glob"));
+    }
+    glob::Pattern::new(host).map_err(|e| format!("{entry:?}: bad glob: {e}"))?;
+    Ok(())
+}
+
 pub(super) fn new_name<'a>(
     loc: &Locator,
     taken: &mut HashSet<&'a str>,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use russh::keys::ssh_key::certificate::{Builder, CertType};
 use russh::keys::{Certificate, PrivateKey};
 
-use crate::config::{Config, TargetConfig, UserConfig};
+use crate::config::{Config, JumpMode, TargetConfig, UserConfig};
 
 /// The port a jump reaches a target's SSH server on.
 const SSH_PORT: u32 = 22;
@@ -34,10 +34,26 @@ pub(crate) struct Jump {
     pub(crate) target: TargetConfig,
 }
 
+/// Where a relayed `direct-tcpip` goes, unread: a tunnel target's SSH
+/// port, or a local forward the user may open.
+pub(crate) struct Relay {
+    /// What the client asked for, as the rows name it.
+    pub(crate) asked: String,
+    /// Where walissh connects.
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// The target, for a tunnel.
+    pub(crate) target: Option<String>,
+    /// `jump` (a tunnel target) or `forward` (`ssh -L`).
+    pub(crate) via: &'static str,
+}
+
 /// What a `direct-tcpip` open to `host:port` is.
 pub(crate) enum Opened {
-    /// A jump to a target the user may reach.
+    /// A jump to a target the user may reach, inspected.
     Jump(Box<Jump>),
+    /// A blind relay: a tunnel target, or a forward the user may open.
+    Relay(Relay),
     /// A target's name the user may not reach (or that does not exist as
     /// a target at that port): refused as a target is.
     Denied,
@@ -45,17 +61,75 @@ pub(crate) enum Opened {
     Forward,
 }
 
-/// What `host:port`, asked by `user`, opens.
+/// What `host:port`, asked by `user`, opens: a jump to a target's SSH
+/// port (inspected, or relayed for `jump = "tunnel"`), else a forward the
+/// user's `forward` list allows, else a refusal.
 pub(crate) fn classify(config: &Config, user: &UserConfig, host: &str, port: u32) -> Opened {
-    let Some(target) = config.target_by_host(host) else {
-        return Opened::Forward;
-    };
-    if port != SSH_PORT || !user.may_reach(target.name()) {
-        return Opened::Denied;
+    let target = config.target_by_host(host);
+    if let Some(t) = target
+        && port == SSH_PORT
+        && user.may_reach(t.name())
+    {
+        return match t.jump {
+            JumpMode::Inspect => Opened::Jump(Box::new(Jump { target: t.clone() })),
+            JumpMode::Tunnel => match ssh_address(t) {
+                Some((to, to_port)) => Opened::Relay(Relay {
+                    asked: format!("{host}:{port}"),
+                    host: to,
+                    port: to_port,
+                    target: Some(t.name().to_string()),
+                    via: "jump",
+                }),
+                None => Opened::Denied,
+            },
+        };
     }
-    Opened::Jump(Box::new(Jump {
-        target: target.clone(),
-    }))
+    if let Some(relay) = forward(config, user, host, port) {
+        return Opened::Relay(relay);
+    }
+    match target {
+        Some(_) => Opened::Denied,
+        None => Opened::Forward,
+    }
+}
+
+/// Where a tunnel target's SSH server is.
+fn ssh_address(t: &TargetConfig) -> Option<(String, u16)> {
+    let host = t.host.as_ref()?.get_ref().clone();
+    Some((host, t.port.as_ref().map_or(22, |p| *p.get_ref())))
+}
+
+/// The forward of `user`'s `forward` list that allows `host:port`, and
+/// where it goes: a target's name is that target's address; any other
+/// entry is a glob over the host asked for.
+fn forward(config: &Config, user: &UserConfig, host: &str, port: u32) -> Option<Relay> {
+    let port16 = u16::try_from(port).ok().filter(|p| *p != 0)?;
+    user.forward.iter().find_map(|entry| {
+        let (h, p) = entry.get_ref().rsplit_once(':')?;
+        if p != "*" && p.parse::<u16>().ok()? != port16 {
+            return None;
+        }
+        let to = match config.target_by_host(h) {
+            Some(t)
+                if t.name().eq_ignore_ascii_case(host)
+                    || t.aliases
+                        .iter()
+                        .any(|a| a.get_ref().eq_ignore_ascii_case(host)) =>
+            {
+                t.host.as_ref()?.get_ref().clone()
+            }
+            Some(_) => return None,
+            None if glob::Pattern::new(h).ok()?.matches(host) => host.to_string(),
+            None => return None,
+        };
+        Some(Relay {
+            asked: format!("{host}:{port}"),
+            host: to,
+            port: port16,
+            target: None,
+            via: "forward",
+        })
+    })
 }
 
 /// The accounts `user` may log in as on `target` through the jump: the

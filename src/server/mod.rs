@@ -32,6 +32,7 @@ use crate::throttle::Pending;
 
 pub(crate) mod jump;
 mod login;
+mod tunnel;
 
 use crate::audit::tally;
 use crate::workers::Spread;
@@ -165,6 +166,7 @@ pub(crate) async fn accept_loop(
             user_slot: None,
             bound: None,
             account: None,
+            jumps: Arc::default(),
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -307,6 +309,9 @@ pub(crate) struct Connection {
     /// The account on the target its sessions log in as, when not the
     /// target's own (a jump's inner login name).
     account: Option<String>,
+    /// Its jumps open now (each an SSH server of its own): at most
+    /// `[server] max_sessions_per_connection`, as sessions.
+    jumps: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// What an inner connection of a jump is bound to.
@@ -379,7 +384,7 @@ impl Connection {
 impl Connection {
     /// Serves an SSH server inside `channel`, bound to this connection's
     /// login, for `jump`'s target (see `jump`).
-    fn start_jump(&self, j: jump::Jump, channel: Channel<Msg>) {
+    fn start_jump(&self, j: jump::Jump, channel: Channel<Msg>, slot: SessionSlot) {
         let (Some(login), Some(credential)) = (self.login.clone(), self.credential.clone()) else {
             return;
         };
@@ -415,9 +420,11 @@ impl Connection {
                 limits: self.limits.clone(),
             }),
             account: None,
+            jumps: Arc::default(),
         };
         let mut stop = self.sessions.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let stream = channel.into_stream();
             let running = russh::server::run_stream(Arc::new(config), stream, inner);
             let ran = async {
@@ -698,8 +705,68 @@ impl russh::server::Handler for Connection {
         };
         match opened {
             Some(jump::Opened::Jump(j)) => {
+                let max = *self
+                    .bastion
+                    .live()
+                    .config
+                    .server
+                    .max_sessions_per_connection
+                    .get_ref();
+                let Some(slot) = SessionSlot::take(&self.jumps, max) else {
+                    let user = self.login.as_ref().map_or("", |l| l.user.as_str());
+                    let ev = Event::new(Kind::SessionRefused)
+                        .user(user.to_string())
+                        .field("client_addr", self.peer.to_string())
+                        .field("reason", "max_sessions_per_connection")
+                        .field("limit", max)
+                        .field("via", "jump");
+                    self.refused("session_refused:jumps".into(), ev).await;
+                    reply
+                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                        .await;
+                    return Ok(());
+                };
                 reply.accept().await;
-                self.start_jump(*j, channel);
+                self.start_jump(*j, channel, slot);
+            }
+            Some(jump::Opened::Relay(relay)) => {
+                let max = *self
+                    .bastion
+                    .live()
+                    .config
+                    .server
+                    .max_sessions_per_connection
+                    .get_ref();
+                let (Some(slot), Some(login)) =
+                    (SessionSlot::take(&self.jumps, max), self.login.clone())
+                else {
+                    reply
+                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                        .await;
+                    return Ok(());
+                };
+                let socket = match tunnel::connect(&relay).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
+                        reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
+                        return Ok(());
+                    }
+                };
+                reply.accept().await;
+                let who = (login.user, self.peer.to_string());
+                let run = tunnel::run(
+                    self.bastion.audit.clone(),
+                    who,
+                    relay,
+                    channel,
+                    socket,
+                    self.sessions.clone(),
+                );
+                tokio::spawn(async move {
+                    run.await;
+                    drop(slot);
+                });
             }
             Some(jump::Opened::Denied) => {
                 let user = self.login.as_ref().map_or("", |l| l.user.as_str());

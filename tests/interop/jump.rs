@@ -243,3 +243,117 @@ fn scp_rsync_and_git_go_through_the_jump() {
                 .starts_with("git-upload-pack")
     }));
 }
+
+/// tess: bob's key, the `blind` target (`jump = "tunnel"`, the target's
+/// real sshd behind it) and a forward to web1's SSH port.
+const TESS: &str = "[[targets]]\nname = \"blind\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\nuser = \"{me}\"\njump = \"tunnel\"\n\n[[users]]\nname = \"tess\"\nauthorized_keys = [\"{bob_pub}\"]\ntargets = [\"blind\", \"web1\"]\nforward = [\"web1:{sshd_port}\"]\n";
+
+fn tess() -> Bastion {
+    Bastion::start_with(Opts {
+        extra_toml: TESS.into(),
+        ..Opts::default()
+    })
+}
+
+/// `jump = "tunnel"`: the jump's bytes go to the target's own sshd
+/// unread (the client sees its real host key and logs in there), and the
+/// tunnel is audited with its bytes and duration, no session.
+#[test]
+fn a_tunnel_target_is_relayed_blind_and_audited() {
+    let b = tess();
+    let kh = b.dir.path().join("known_hosts_blind");
+    let out = Command::new("ssh")
+        .args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR"])
+        .args(["-o", "StrictHostKeyChecking=accept-new", "-o"])
+        .arg(format!("UserKnownHostsFile={}", kh.display()))
+        .arg("-i")
+        .arg(&b.bob_key)
+        .arg("-o")
+        .arg(format!(
+            "ProxyCommand=ssh -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -i {} -p {} -W %h:%p tess@127.0.0.1",
+            b.bob_key.display(),
+            b.port
+        ))
+        .arg(format!("{}@blind", me()))
+        .arg("echo BLIND-$((3*3))")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "BLIND-9\n", "{}", stderr(&out));
+    let open = b.wait_kind("tunnel_open");
+    assert_eq!(
+        (
+            open["via"].as_str(),
+            open["target"].as_str(),
+            open["to"].as_str()
+        ),
+        (Some("jump"), Some("blind"), Some("blind:22"))
+    );
+    let close = b.wait_kind("tunnel_close");
+    assert!(close["bytes_in"].as_u64().unwrap() > 1000, "{close}");
+    assert!(close["bytes_out"].as_u64().unwrap() > 1000, "{close}");
+    assert!(close["duration_s"].as_f64().is_some());
+    // Blind: no session of walissh's was opened for it.
+    assert!(!b.audit().iter().any(|e| e["kind"] == "session_start"));
+}
+
+/// `[[users]] forward`: a forward the list allows goes through (here to
+/// web1's sshd, whose banner comes back) and is audited as a tunnel; one
+/// it does not is refused as before.
+#[test]
+fn local_forwards_go_by_the_users_list() {
+    let b = tess();
+    let sshd = b.sshd.port;
+    let tess_w = |to: &str| {
+        Command::new("ssh")
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "LogLevel=ERROR",
+            ])
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+            ])
+            .arg("-i")
+            .arg(&b.bob_key)
+            .arg("-p")
+            .arg(b.port.to_string())
+            .arg("-W")
+            .arg(to)
+            .arg("tess@127.0.0.1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut allowed = tess_w(&format!("web1:{sshd}"));
+    let mut banner = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(allowed.stdout.as_mut().unwrap()),
+        &mut banner,
+    )
+    .unwrap();
+    assert!(banner.starts_with("SSH-2.0-OpenSSH"), "{banner:?}");
+    drop(allowed.stdin.take());
+    let _ = allowed.kill();
+    let _ = allowed.wait();
+    let open = b.wait_kind("tunnel_open");
+    assert_eq!(
+        (open["via"].as_str(), open["to"].as_str()),
+        (Some("forward"), Some(format!("web1:{sshd}").as_str()))
+    );
+    b.wait_kind("tunnel_close");
+    let refused = tess_w(&format!("127.0.0.1:{sshd}"))
+        .wait_with_output()
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    let row = b.wait_kind("forward_denied");
+    assert_eq!(row["detail"], format!("127.0.0.1:{sshd}").as_str());
+}
