@@ -187,7 +187,9 @@ impl Pumps<'_> {
             }
         }
         up_tx.finish().await;
-        let _ = client_tx.eof().await;
+        if !totals.client_eof {
+            let _ = client_tx.eof().await;
+        }
         let _ = client_tx.close().await;
         if let Some(ending) = killed {
             // The whole connection goes: its other channels, its
@@ -280,7 +282,11 @@ impl Pumps<'_> {
                     }
                     client.extended_data_bytes(1, data).await
                 }
-                upstream::TargetEvent::Eof => client.eof().await,
+                upstream::TargetEvent::Eof if totals.client_eof => Ok(()),
+                upstream::TargetEvent::Eof => {
+                    totals.client_eof = true;
+                    client.eof().await
+                }
                 upstream::TargetEvent::ExitStatus(code) => {
                     totals.exit_status = Some(code);
                     client.exit_status(code).await

@@ -125,6 +125,9 @@ struct Totals {
     /// Why the target failed the session (unreachable, refused, vanished
     /// without an exit status), for an `upstream_error` row.
     lost: Option<Lost>,
+    /// The client was sent the channel's EOF already: a second one is a
+    /// protocol error to some clients (asyncssh ends the connection).
+    client_eof: bool,
 }
 
 /// What an `upstream_error` row says: the user's sentence, and its case

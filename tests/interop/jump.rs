@@ -357,3 +357,37 @@ fn local_forwards_go_by_the_users_list() {
     let row = b.wait_kind("forward_denied");
     assert_eq!(row["detail"], format!("127.0.0.1:{sshd}").as_str());
 }
+
+/// One connection, several channels in turn, from the automation
+/// libraries: asyncssh (PyPI) and paramiko each run three commands, an
+/// SFTP transfer and one more command over one connection to walissh.
+#[test]
+fn several_channels_on_one_connection_from_asyncssh_and_paramiko() {
+    let b = Bastion::start();
+    let dir = visible_dir();
+    let script = format!(
+        "{}/tests/interop/several_channels.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for lib in ["paramiko", "asyncssh"] {
+        let file = dir.path().join(format!("{lib}.txt"));
+        let out = Command::new("python3")
+            .arg(&script)
+            .args(["--lib", lib])
+            .arg(b.port.to_string())
+            .arg("bob:web1")
+            .arg(&b.bob_key)
+            .arg(&file)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{lib}: {e}: {}{}", stdout(&out), stderr(&out)));
+        assert_eq!(
+            report["runs"],
+            serde_json::json!(["RUN-0", "RUN-1", "RUN-2", "AFTER"]),
+            "{lib}: {report}\n{}",
+            stderr(&out)
+        );
+        assert_eq!(report["sftp"], "over sftp\n", "{lib}: {report}");
+    }
+}
