@@ -63,6 +63,10 @@ def dest(route, port=None, target="t"):
         return ["-p", str(SSHD_PORT), f"{ME}@127.0.0.1"]
     if route == "jump":
         return ["-J", f"{ME}@127.0.0.1:{JUMP_PORT}", "-p", str(SSHD_PORT), f"{ME}@127.0.0.1"]
+    if route == "wjump":
+        # walissh as the jump host, inspecting: its own server answers the
+        # jump's channel, and reaches the target as `bench:t` does.
+        return ["-J", f"bench@127.0.0.1:{W_PORT}", f"{ME}@{target}"]
     return ["-p", str(port or W_PORT), f"bench:{target}@127.0.0.1"]
 
 
@@ -850,9 +854,38 @@ def bench_agent():
 
 # ---------------------------------------------------------------- main
 
+def bench_jump():
+    """`ssh -J` through walissh (it ends the inner connection: recorded,
+    audited) against `ssh -J` through OpenSSH (a blind relay), in one run:
+    connect time and exec download."""
+    n, size, runs = P["setups"], P["exec_mb"], P["exec_runs"]
+    times = {"jump": [], "wjump": []}
+    for r in times:
+        subprocess.run(SSH + dest(r) + ["true"], check=True, stdin=DEVNULL)  # warm-up
+    for _ in range(n):
+        for r in times:  # interleaved, so drift hits both alike
+            t0 = time.perf_counter()
+            subprocess.run(SSH + dest(r) + ["true"], check=True, stdin=DEVNULL)
+            times[r].append(time.perf_counter() - t0)
+    j, w = (statistics.median(times[r]) * 1e3 for r in ("jump", "wjump"))
+    row("jump", f"ssh -J: connect + auth + `true` p50 ({n} runs)", "ms", jump=j, walissh=w,
+        ratio=w / j, fmt=lambda v: f"{v:.1f}",
+        note="ssh -J column: OpenSSH as the jump host (blind); walissh column: walissh's jump "
+             "(inspecting: two logins, one of them walissh's own to the target); ratio walissh / OpenSSH")
+    best = {"jump": 0.0, "wjump": 0.0}
+    for i in range(runs):
+        for r in best:
+            v, _ = exec_download(r, size)
+            progress(f"jump download {r} run {i + 1}: {v:.1f} MiB/s")
+            best[r] = max(best[r], v)
+    row("jump", f"ssh -J: exec download, head -c {size}M /dev/zero, best of {runs}", "MiB/s",
+        jump=best["jump"], walissh=best["wjump"], ratio=best["wjump"] / best["jump"],
+        note="ratio walissh / OpenSSH; timed from the first byte")
+
+
 SECTIONS = [("setup", bench_setup), ("latency", bench_latency), ("agent", bench_agent),
             ("exec", bench_exec), ("interactive", bench_pty), ("busy", bench_busy),
-            ("memory", bench_memory)]
+            ("memory", bench_memory), ("jump", bench_jump)]
 
 
 def show(v, f):

@@ -391,3 +391,156 @@ fn several_channels_on_one_connection_from_asyncssh_and_paramiko() {
         assert_eq!(report["sftp"], "over sftp\n", "{lib}: {report}");
     }
 }
+
+/// A throwaway PostgreSQL cluster (Debian's server, run as its
+/// `postgres` account) on `port`, trusting local logins; stopped when
+/// dropped.
+struct Postgres {
+    dir: std::path::PathBuf,
+    pg_ctl: std::path::PathBuf,
+}
+
+impl Postgres {
+    fn start(port: u16) -> Option<Postgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())?;
+        let dir = std::env::temp_dir().join(format!("walissh-pg-{port}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let chown = Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(&dir)
+            .status();
+        assert!(chown.unwrap().success());
+        let as_postgres = |program: &std::path::Path, args: &[&str]| {
+            let out = Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(program)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        };
+        let data = dir.join("data");
+        let data = data.to_str().unwrap();
+        as_postgres(
+            &bin.join("initdb"),
+            &["-D", data, "--auth=trust", "-U", "postgres"],
+        );
+        let pg_ctl = bin.join("pg_ctl");
+        let opts = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1",
+            dir.display()
+        );
+        as_postgres(
+            &pg_ctl,
+            &[
+                "-D",
+                data,
+                "-o",
+                &opts,
+                "-w",
+                "-l",
+                &format!("{}/log", dir.display()),
+                "start",
+            ],
+        );
+        Some(Postgres { dir, pg_ctl })
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(&self.pg_ctl)
+            .args(["-D", data.to_str().unwrap(), "-m", "fast", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `ssh -L` to a real PostgreSQL through walissh: psql runs a query
+/// over the forward the user's list allows, and the forward is audited
+/// with its bytes.
+#[test]
+fn psql_through_an_ssh_l_forward() {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return;
+    }
+    let pg_port = free_port();
+    let Some(_pg) = Postgres::start(pg_port) else {
+        eprintln!("skipped: no PostgreSQL server (tools/test-peers installs it)");
+        return;
+    };
+    let b = Bastion::start_with(Opts {
+        extra_toml: format!(
+            "[[targets]]\nname = \"db1\"\nhost = \"127.0.0.1\"\nuser = \"postgres\"\n\n[[users]]\nname = \"pia\"\nauthorized_keys = [\"{{bob_pub}}\"]\ntargets = [\"db1\"]\nforward = [\"db1:{pg_port}\"]\n"
+        ),
+        ..Opts::default()
+    });
+    let local = free_port();
+    let mut tunnel = Command::new("ssh")
+        .args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "LogLevel=ERROR",
+        ])
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "ExitOnForwardFailure=yes", "-N", "-L"])
+        .arg(format!("127.0.0.1:{local}:db1:{pg_port}"))
+        .arg("-i")
+        .arg(&b.bob_key)
+        .arg("-p")
+        .arg(b.port.to_string())
+        .arg("pia@127.0.0.1")
+        .spawn()
+        .unwrap();
+    wait_until(
+        || std::net::TcpStream::connect(("127.0.0.1", local)).is_ok(),
+        "the local end of the forward",
+    );
+    let out = Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-tA",
+            "-c",
+        ])
+        .arg("select 6 * 7")
+        .arg("-p")
+        .arg(local.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "42\n", "{}", stderr(&out));
+    let _ = tunnel.kill();
+    let _ = tunnel.wait();
+    let open = b.wait_kind("tunnel_open");
+    assert_eq!(open["to"], format!("db1:{pg_port}").as_str());
+    assert_eq!(open["user"], "pia");
+    // The first forwarded connection was the test's own probe of the local
+    // port (nothing sent); psql's is the second.
+    let closes = b.wait_count("tunnel_close", 2);
+    let psql = closes
+        .iter()
+        .find(|c| c["bytes_out"].as_u64().unwrap_or(0) > 0)
+        .unwrap_or_else(|| panic!("no tunnel carried psql's bytes: {closes:?}"));
+    assert!(psql["bytes_in"].as_u64().unwrap() > 0, "{psql}");
+}
