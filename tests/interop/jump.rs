@@ -544,3 +544,79 @@ fn psql_through_an_ssh_l_forward() {
         .unwrap_or_else(|| panic!("no tunnel carried psql's bytes: {closes:?}"));
     assert!(psql["bytes_in"].as_u64().unwrap() > 0, "{psql}");
 }
+
+/// Ansible (ansible-core from PyPI), unchanged: an ad-hoc command and a
+/// two-task playbook, once through the jump (`-F` with ProxyJump) and once
+/// straight at the bastion as `ansible_user=bob:web1`. Every task runs on
+/// the target through a walissh session: its exec rows are in the audit,
+/// and its module's report (which names the command) in the recordings.
+#[test]
+fn ansible_through_the_jump_and_straight_at_the_bastion() {
+    if Command::new("ansible").arg("--version").output().is_err() {
+        eprintln!("skipped: no ansible (tools/test-peers installs ansible-core)");
+        return;
+    }
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let dir = b.dir.path();
+    let inventory = dir.join("inventory");
+    std::fs::write(
+        &inventory,
+        format!(
+            "[jumped]\nweb1 ansible_user={me} ansible_ssh_common_args='-F {cfg}'\n\n\
+             [straight]\nbastion ansible_host=127.0.0.1 ansible_port={port} ansible_user=bob:web1 ansible_ssh_private_key_file={key} ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -o BatchMode=yes'\n\n\
+             [all:vars]\nansible_python_interpreter=/usr/bin/python3\n",
+            me = me(),
+            cfg = cfg.display(),
+            port = b.port,
+            key = b.bob_key.display(),
+        ),
+    )
+    .unwrap();
+    let playbook = dir.join("play.yml");
+    std::fs::write(
+        &playbook,
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: uname -s\n      register: kernel\n    - command: echo PLAYED-{{ kernel.stdout }}\n      register: played\n    - debug: var=played.stdout\n",
+    )
+    .unwrap();
+    let ansible = |program: &str, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .arg("-i")
+            .arg(&inventory)
+            .env("ANSIBLE_HOST_KEY_CHECKING", "False")
+            .env("ANSIBLE_LOCAL_TEMP", dir.join("ansible-local"))
+            .env("ANSIBLE_SSH_CONTROL_PATH_DIR", dir.join("cp"))
+            .env("ANSIBLE_NOCOLOR", "1")
+            .env("ANSIBLE_FORCE_COLOR", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{program} {args:?}:\n{}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    };
+    let adhoc = ansible("ansible", &["all", "-m", "command", "-a", "uname -s"]);
+    assert_eq!(adhoc.matches("CHANGED | rc=0 >>\nLinux").count(), 2, "{adhoc}");
+    let played = ansible("ansible-playbook", &[playbook.to_str().unwrap()]);
+    assert_eq!(played.matches("\"played.stdout\": \"PLAYED-Linux\"").count(), 2, "{played}");
+    let rows = b.audit();
+    let starts: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|e| e["kind"] == "session_start" && e["user"] == "bob")
+        .collect();
+    assert!(starts.iter().any(|e| e["via"] == "jump"), "no session through the jump");
+    assert!(starts.iter().any(|e| e["via"].is_null()), "no session straight at the bastion");
+    assert!(rows.iter().any(|e| e["kind"] == "exec"
+        && e["command"].as_str().unwrap_or("").contains("python3")));
+    // The module's report, recorded with its exec's output, names each
+    // task's command.
+    let recorded: String = b
+        .sessions()
+        .iter()
+        .filter_map(|s| s["recording"].as_str())
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    for command in ["uname", "PLAYED-Linux"] {
+        assert!(recorded.contains(command), "{command} not recorded");
+    }
+}
