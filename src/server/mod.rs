@@ -317,6 +317,9 @@ pub(crate) struct Connection {
 /// What an inner connection of a jump is bound to.
 #[derive(Clone)]
 struct Bound {
+    /// The outer connection: stopping a session through the jump ends it
+    /// too.
+    outer: russh::server::Handle,
     user: String,
     target: crate::config::TargetConfig,
     credential: Arc<Proof>,
@@ -381,10 +384,25 @@ impl Connection {
     }
 }
 
+/// The answer to any method but `none` on a jump's inner connection: it
+/// is bound to the outer login, and no credential can make it another's.
+fn bound_only() -> Auth {
+    Auth::Reject {
+        proceed_with_methods: Some(MethodSet::empty()),
+        partial_success: false,
+    }
+}
+
 impl Connection {
     /// Serves an SSH server inside `channel`, bound to this connection's
     /// login, for `jump`'s target (see `jump`).
-    fn start_jump(&self, j: jump::Jump, channel: Channel<Msg>, slot: SessionSlot) {
+    fn start_jump(
+        &self,
+        j: jump::Jump,
+        channel: Channel<Msg>,
+        slot: SessionSlot,
+        outer: russh::server::Handle,
+    ) {
         let (Some(login), Some(credential)) = (self.login.clone(), self.credential.clone()) else {
             return;
         };
@@ -414,6 +432,7 @@ impl Connection {
             refusals: self.refusals.clone(),
             user_slot: None,
             bound: Some(Bound {
+                outer,
                 user: login.user,
                 target: j.target,
                 credential,
@@ -486,6 +505,9 @@ impl russh::server::Handler for Connection {
     }
 
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
+        if self.bound.is_some() {
+            return Ok(bound_only());
+        }
         Ok(self.password(user, password).await)
     }
 
@@ -494,6 +516,9 @@ impl russh::server::Handler for Connection {
         user: &str,
         offer: PublicKeyOffer<'_>,
     ) -> Result<Auth, Self::Error> {
+        if self.bound.is_some() {
+            return Ok(bound_only());
+        }
         Ok(self.publickey_offered(user, offer).await)
     }
 
@@ -502,6 +527,9 @@ impl russh::server::Handler for Connection {
         user: &str,
         key: VerifiedPublicKey<'_>,
     ) -> Result<Auth, Self::Error> {
+        if self.bound.is_some() {
+            return Ok(bound_only());
+        }
         Ok(self.signed(user, login::Signer::Key(key.public_key)).await)
     }
 
@@ -510,6 +538,9 @@ impl russh::server::Handler for Connection {
         user: &str,
         certificate: &russh::keys::Certificate,
     ) -> Result<Auth, Self::Error> {
+        if self.bound.is_some() {
+            return Ok(bound_only());
+        }
         Ok(self
             .signed(user, login::Signer::Certificate(certificate))
             .await)
@@ -521,6 +552,9 @@ impl russh::server::Handler for Connection {
         _submethods: &str,
         response: Option<Response<'a>>,
     ) -> Result<Auth, Self::Error> {
+        if self.bound.is_some() {
+            return Ok(bound_only());
+        }
         Ok(self.keyboard_interactive(user, response).await)
     }
 
@@ -591,6 +625,7 @@ impl russh::server::Handler for Connection {
             credential: proof,
             account: self.account.clone(),
             via: self.bound.as_ref().map(|_| "jump"),
+            outer: self.bound.as_ref().map(|b| b.outer.clone()),
         };
         tokio::spawn(async move {
             crate::session::run(conn, channel, stop).await;
@@ -727,7 +762,7 @@ impl russh::server::Handler for Connection {
                     return Ok(());
                 };
                 reply.accept().await;
-                self.start_jump(*j, channel, slot);
+                self.start_jump(*j, channel, slot, _session.handle());
             }
             Some(jump::Opened::Relay(relay)) => {
                 let max = *self

@@ -72,20 +72,24 @@ pub(crate) struct Connection {
     pub(crate) account: Option<String>,
     /// How the session came: `jump` for an inspecting jump.
     pub(crate) via: Option<&'static str>,
+    /// The connection a jump's inner connection runs inside: ending the
+    /// session ends it too.
+    pub(crate) outer: Option<Handle>,
 }
 
 impl Connection {
     /// Ends the whole SSH connection the session runs on: an admin ended
     /// the session (`ending`).
     async fn disconnect(&self, ending: &crate::bastion::Ending) {
-        let _ = self
-            .handle
-            .disconnect(
-                russh::Disconnect::ByApplication,
-                ending.line(),
-                String::new(),
-            )
-            .await;
+        for handle in std::iter::once(&self.handle).chain(&self.outer) {
+            let _ = handle
+                .disconnect(
+                    russh::Disconnect::ByApplication,
+                    ending.line(),
+                    String::new(),
+                )
+                .await;
+        }
     }
 
     /// Audits `n` refusals of `kind` through the connection's tally: a
@@ -170,7 +174,11 @@ pub(crate) async fn run(conn: Connection, mut channel: Channel<Msg>, mut stop: L
     };
     let target = match chosen {
         Ok(mut t) => {
-            if let Some(account) = &conn.account {
+            // A local target's shell runs as its run_as, whatever name the
+            // login gave.
+            if let Some(account) = &conn.account
+                && t.kind == crate::config::TargetKind::Ssh
+            {
                 t.user = Some(toml::Spanned::new(0..0, account.clone()));
             }
             t

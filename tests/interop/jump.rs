@@ -592,20 +592,41 @@ fn ansible_through_the_jump_and_straight_at_the_bastion() {
             .env("ANSIBLE_FORCE_COLOR", "0")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{program} {args:?}:\n{}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}:\n{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         stdout(&out)
     };
     let adhoc = ansible("ansible", &["all", "-m", "command", "-a", "uname -s"]);
-    assert_eq!(adhoc.matches("CHANGED | rc=0 >>\nLinux").count(), 2, "{adhoc}");
+    assert_eq!(
+        adhoc.matches("CHANGED | rc=0 >>\nLinux").count(),
+        2,
+        "{adhoc}"
+    );
     let played = ansible("ansible-playbook", &[playbook.to_str().unwrap()]);
-    assert_eq!(played.matches("\"played.stdout\": \"PLAYED-Linux\"").count(), 2, "{played}");
+    assert_eq!(
+        played
+            .matches("\"played.stdout\": \"PLAYED-Linux\"")
+            .count(),
+        2,
+        "{played}"
+    );
     let rows = b.audit();
     let starts: Vec<&serde_json::Value> = rows
         .iter()
         .filter(|e| e["kind"] == "session_start" && e["user"] == "bob")
         .collect();
-    assert!(starts.iter().any(|e| e["via"] == "jump"), "no session through the jump");
-    assert!(starts.iter().any(|e| e["via"].is_null()), "no session straight at the bastion");
+    assert!(
+        starts.iter().any(|e| e["via"] == "jump"),
+        "no session through the jump"
+    );
+    assert!(
+        starts.iter().any(|e| e["via"].is_null()),
+        "no session straight at the bastion"
+    );
     assert!(rows.iter().any(|e| e["kind"] == "exec"
         && e["command"].as_str().unwrap_or("").contains("python3")));
     // The module's report, recorded with its exec's output, names each
@@ -619,4 +640,51 @@ fn ansible_through_the_jump_and_straight_at_the_bastion() {
     for command in ["uname", "PLAYED-Linux"] {
         assert!(recorded.contains(command), "{command} not recorded");
     }
+}
+
+/// Stopping a session that came through the jump ends the outer
+/// connection too: a multiplexing client (ControlMaster on the bastion)
+/// cannot open another jump on it without logging in again.
+#[test]
+fn stopping_a_jumped_session_ends_the_outer_connection() {
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let sock = b.dir.path().join("outer.sock");
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "Host bastion\n",
+        &format!(
+            "Host bastion\n  ControlMaster auto\n  ControlPath {}\n  ControlPersist 60\n",
+            sock.display()
+        ),
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let mut c = Command::new("ssh");
+    c.arg("-F")
+        .arg(&cfg)
+        .arg("-tt")
+        .arg(format!("{}@web1", me()));
+    let mut t = Terminal::spawn(&c, 24, 80);
+    t.send("echo INNER-$((5*5))\r");
+    t.expect("INNER-25");
+    let id = b.wait_kind("session_start")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let check = || {
+        Command::new("ssh")
+            .arg("-F")
+            .arg(&cfg)
+            .args(["-O", "check", "bastion"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(check(), "the outer connection is not shared");
+    b.cli(&["sessions", "kill", &id, "--reason", "jump review"]);
+    t.expect("this session was ended by an administrator: jump review");
+    t.wait();
+    wait_until(|| !check(), "the outer connection to end");
 }
