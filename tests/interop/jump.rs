@@ -688,3 +688,32 @@ fn stopping_a_jumped_session_ends_the_outer_connection() {
     t.wait();
     wait_until(|| !check(), "the outer connection to end");
 }
+
+/// Nothing listens for the inner server: while a jump is open, walissh
+/// listens on its SSH port and nowhere else, so no direct connection can
+/// reach the server that takes logins without a credential.
+#[test]
+fn the_inner_server_has_no_port() {
+    let b = Bastion::start();
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let mut c = Command::new("ssh");
+    c.arg("-F")
+        .arg(&cfg)
+        .arg("-tt")
+        .arg(format!("{}@web1", me()));
+    let mut t = Terminal::spawn(&c, 24, 80);
+    t.send("echo OPEN-$((4*4))\r");
+    t.expect("OPEN-16");
+    let out = Command::new("ss").args(["-Hltnp"]).output().unwrap();
+    let pid = format!("pid={},", b.pid());
+    let ports: Vec<String> = stdout(&out)
+        .lines()
+        .filter(|l| l.contains(&pid))
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .map(|a| a.rsplit(':').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(ports, [b.port.to_string()], "{}", stdout(&out));
+    t.send("exit\r");
+    t.wait();
+}
