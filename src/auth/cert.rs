@@ -26,6 +26,9 @@ pub(crate) struct CertLimits {
     pub(crate) no_pty: bool,
     /// The certificate lacks `permit-agent-forwarding`.
     pub(crate) no_agent: bool,
+    /// The certificate lacks `permit-port-forwarding`: no relay (a tunnel
+    /// target's jump, `ssh -L`).
+    pub(crate) no_forward: bool,
 }
 
 /// A certificate that lets its holder in: what the audit records.
@@ -101,6 +104,7 @@ fn critical_options(cert: &Certificate, peer: IpAddr) -> Result<CertLimits, Refu
         force_command: None,
         no_pty: !cert.extensions().contains_key("permit-pty"),
         no_agent: !cert.extensions().contains_key("permit-agent-forwarding"),
+        no_forward: !cert.extensions().contains_key("permit-port-forwarding"),
     };
     for (name, value) in cert.critical_options().iter() {
         match name.as_str() {

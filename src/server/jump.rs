@@ -74,7 +74,7 @@ pub(crate) fn classify(config: &Config, user: &UserConfig, host: &str, port: u32
             JumpMode::Inspect => Opened::Jump(Box::new(Jump { target: t.clone() })),
             JumpMode::Tunnel => match ssh_address(t) {
                 Some((to, to_port)) => Opened::Relay(Relay {
-                    asked: format!("{host}:{port}"),
+                    asked: format!("{}:{port}", crate::text::prefix(host, MAX_HOST)),
                     host: to,
                     port: to_port,
                     target: Some(t.name().to_string()),
@@ -84,6 +84,8 @@ pub(crate) fn classify(config: &Config, user: &UserConfig, host: &str, port: u32
             },
         };
     }
+    // A target's name is decided by the target's rules above and the
+    // forwards that name it; never by a glob.
     if let Some(relay) = forward(config, user, host, port) {
         return Opened::Relay(relay);
     }
@@ -92,6 +94,9 @@ pub(crate) fn classify(config: &Config, user: &UserConfig, host: &str, port: u32
         None => Opened::Forward,
     }
 }
+
+/// Longest host a row names; the rest is cut.
+const MAX_HOST: usize = 128;
 
 /// Where a tunnel target's SSH server is.
 fn ssh_address(t: &TargetConfig) -> Option<(String, u16)> {

@@ -442,6 +442,8 @@ impl Connection {
             jumps: Arc::default(),
         };
         let mut stop = self.sessions.clone();
+        let authenticated = inner.authenticated.clone();
+        let grace = Duration::from_secs(b.live().config.server.login_grace_s);
         tokio::spawn(async move {
             let _slot = slot;
             let stream = channel.into_stream();
@@ -451,8 +453,17 @@ impl Connection {
                     let _ = r.await;
                 }
             };
+            // An inner connection that does not log in in time is ended,
+            // as an outer one is: it holds a place among the jumps.
+            let late = async {
+                tokio::time::sleep(grace).await;
+                if authenticated.load(Ordering::Relaxed) {
+                    std::future::pending::<()>().await;
+                }
+            };
             tokio::select! {
                 _ = ran => {}
+                _ = late => {}
                 _ = stop.requested() => {}
             }
         });
@@ -772,9 +783,34 @@ impl russh::server::Handler for Connection {
                     .server
                     .max_sessions_per_connection
                     .get_ref();
-                let (Some(slot), Some(login)) =
-                    (SessionSlot::take(&self.jumps, max), self.login.clone())
-                else {
+                let live = self.bastion.live();
+                let login = self.login.clone();
+                // As for a session: the credential still holds, and a
+                // certificate permits port forwarding.
+                let valid = self
+                    .credential
+                    .as_ref()
+                    .zip(login.as_ref())
+                    .is_some_and(|(c, l)| c.still_valid(&live, &l.user));
+                let refused = match (valid, self.limits.no_forward) {
+                    (false, _) => Some("credentials_revoked"),
+                    (true, true) => Some("no_port_forwarding"),
+                    _ => None,
+                };
+                if let Some(why) = refused {
+                    self.refuse_forward("direct-tcpip", format!("{} ({why})", relay.asked))
+                        .await;
+                    reply
+                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                        .await;
+                    return Ok(());
+                }
+                let (Some(slot), Some(login)) = (SessionSlot::take(&self.jumps, max), login) else {
+                    self.refuse_forward(
+                        "direct-tcpip",
+                        format!("{} (too many at once)", relay.asked),
+                    )
+                    .await;
                     reply
                         .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
                         .await;
@@ -784,6 +820,11 @@ impl russh::server::Handler for Connection {
                     Ok(s) => s,
                     Err(e) => {
                         tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
+                        self.refuse_forward(
+                            "direct-tcpip",
+                            format!("{} (cannot connect: {e})", relay.asked),
+                        )
+                        .await;
                         reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
                         return Ok(());
                     }

@@ -57,8 +57,17 @@ pub(crate) async fn run(
     mut stop: Watcher,
 ) {
     let opened = Instant::now();
+    // Where it went, as connected: the name asked for is the client's word.
+    let reached = socket
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     audit
-        .event(row(Kind::TunnelOpen, &user, &relay).field("client_addr", client))
+        .event(
+            row(Kind::TunnelOpen, &user, &relay)
+                .field("client_addr", client)
+                .field("address", reached),
+        )
         .await;
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
     let (client_rx, client_tx) = tokio::io::split(channel.into_stream());

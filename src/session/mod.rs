@@ -527,6 +527,12 @@ async fn audit_start(
         Some(via) => start.field("via", via),
         None => start,
     };
+    // The account on the target, when the login chose it (`root@web1`
+    // through the jump).
+    let start = match &conn.account {
+        Some(account) => start.field("account", account.as_str()),
+        None => start,
+    };
     let (written, start_queued) = match command_event(ids, &setup.command) {
         Some(command) => {
             audit.event(start).await;

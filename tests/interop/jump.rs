@@ -61,6 +61,7 @@ fn a_jump_through_the_bastion_is_a_session_like_any_other() {
         ),
         (Some("bob"), Some("web1"), Some("jump"))
     );
+    assert_eq!(start["account"], me().as_str());
     let exec = b.wait_kind("exec");
     assert_eq!(exec["command"], "echo JUMPED-$((6*7))");
     b.wait_kind("session_end");
@@ -246,7 +247,7 @@ fn scp_rsync_and_git_go_through_the_jump() {
 
 /// tess: bob's key, the `blind` target (`jump = "tunnel"`, the target's
 /// real sshd behind it) and a forward to web1's SSH port.
-const TESS: &str = "[[targets]]\nname = \"blind\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\nuser = \"{me}\"\njump = \"tunnel\"\n\n[[users]]\nname = \"tess\"\nauthorized_keys = [\"{bob_pub}\"]\ntargets = [\"blind\", \"web1\"]\nforward = [\"web1:{sshd_port}\"]\n";
+const TESS: &str = "[[targets]]\nname = \"blind\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\nuser = \"{me}\"\njump = \"tunnel\"\n\n[[users]]\nname = \"tess\"\nauthorized_keys = [\"{bob_pub}\"]\ntargets = [\"blind\", \"web1\"]\nforward = [\"web1:{sshd_port}\", \"127.0.0.*:{sshd_port}\"]\n";
 
 fn tess() -> Bastion {
     Bastion::start_with(Opts {
@@ -298,8 +299,10 @@ fn a_tunnel_target_is_relayed_blind_and_audited() {
 }
 
 /// `[[users]] forward`: a forward the list allows goes through (here to
-/// web1's sshd, whose banner comes back) and is audited as a tunnel; one
-/// it does not is refused as before.
+/// web1's sshd, whose banner comes back), named by a target or by an
+/// address a glob names, and is audited as a tunnel with the address it
+/// reached; a host name a glob would match is refused (the hostile
+/// review of issue 36: it could resolve anywhere).
 #[test]
 fn local_forwards_go_by_the_users_list() {
     let b = tess();
@@ -349,13 +352,27 @@ fn local_forwards_go_by_the_users_list() {
         (open["via"].as_str(), open["to"].as_str()),
         (Some("forward"), Some(format!("web1:{sshd}").as_str()))
     );
+    assert_eq!(open["address"], format!("127.0.0.1:{sshd}").as_str());
     b.wait_kind("tunnel_close");
-    let refused = tess_w(&format!("127.0.0.1:{sshd}"))
+    // An address the glob names goes through...
+    let mut by_address = tess_w(&format!("127.0.0.1:{sshd}"));
+    let mut banner = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(by_address.stdout.as_mut().unwrap()),
+        &mut banner,
+    )
+    .unwrap();
+    assert!(banner.starts_with("SSH-2.0-OpenSSH"), "{banner:?}");
+    let _ = by_address.kill();
+    let _ = by_address.wait();
+    // ... a name never does, whatever it resolves to: the glob is over
+    // addresses, and a name is looked up after the check.
+    let refused = tess_w(&format!("localhost:{sshd}"))
         .wait_with_output()
         .unwrap();
     assert_ne!(refused.status.code(), Some(0));
     let row = b.wait_kind("forward_denied");
-    assert_eq!(row["detail"], format!("127.0.0.1:{sshd}").as_str());
+    assert_eq!(row["detail"], format!("localhost:{sshd}").as_str());
 }
 
 /// One connection, several channels in turn, from the automation
