@@ -72,7 +72,10 @@ pub(crate) async fn serve(
     // Bound before the listeners: a client let in may be followed at once
     // by `walissh approve` or `sessions kill` on the host.
     let control = crate::control::bind(config.state_dir())?;
-    let forward = forwarding(&config);
+    let (forward, senders) = match forwarding(&config) {
+        Some((f, s)) => (Some(f), s),
+        None => (None, Vec::new()),
+    };
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
         let checkpoints = crate::audit::chain::Checkpoints {
@@ -214,6 +217,17 @@ pub(crate) async fn serve(
         .is_err()
     {
         tracing::warn!("audit writers still busy at exit");
+    }
+    // The writer is gone, and with it the forward's queues: what is in
+    // them (the last checkpoint among it) goes out before the process
+    // ends, if the collectors take it in time.
+    let sent = async {
+        for s in senders {
+            let _ = s.await;
+        }
+    };
+    if tokio::time::timeout(CONNECTION_GRACE, sent).await.is_err() {
+        tracing::warn!("the audit forward could not send all it held before exit");
     }
     tracing::info!("stopped");
     Ok(())
@@ -391,7 +405,12 @@ fn lock_state_dir(dir: &std::path::Path) -> Result<nix::fcntl::Flock<std::fs::Fi
 
 /// `[audit] forward`'s senders, on this runtime (the config checked the
 /// destinations).
-fn forwarding(config: &Config) -> Option<crate::audit::forward::Forward> {
+fn forwarding(
+    config: &Config,
+) -> Option<(
+    crate::audit::forward::Forward,
+    Vec<tokio::task::JoinHandle<()>>,
+)> {
     let list = config.audit.forward.as_ref()?.get_ref().list();
     let destinations = list
         .into_iter()

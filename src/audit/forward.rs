@@ -94,24 +94,27 @@ pub(crate) struct Forward {
 
 impl Forward {
     /// Starts one sender per destination on `runtime`, each with a queue
-    /// of `queue` items.
+    /// of `queue` items; and the senders, which end once the `Forward` is
+    /// gone and their queues are sent (shutdown waits for them a while:
+    /// the last checkpoint is the one a collector most needs).
     pub(crate) fn start(
         destinations: Vec<Destination>,
         queue: usize,
         runtime: &tokio::runtime::Handle,
-    ) -> Forward {
+    ) -> (Forward, Vec<tokio::task::JoinHandle<()>>) {
         let lost = Arc::new(AtomicU64::new(0));
+        let mut senders = Vec::new();
         let queues = destinations
             .into_iter()
             .map(|d| {
                 let (tx, rx) = mpsc::channel(queue.max(1));
                 let name = format!("{d:?}");
                 let bytes = Arc::new(AtomicUsize::new(0));
-                runtime.spawn(send_all(d, rx, bytes.clone()));
+                senders.push(runtime.spawn(send_all(d, rx, bytes.clone())));
                 Queue { name, tx, bytes }
             })
             .collect();
-        Forward { queues, lost }
+        (Forward { queues, lost }, senders)
     }
 
     /// Offers `item` to every destination, never waiting: a full queue
@@ -408,7 +411,7 @@ mod tests {
             }
             (bytes, t.elapsed())
         });
-        let f = Forward::start(
+        let (f, _senders) = Forward::start(
             vec![Destination::Tcp(addr)],
             n,
             &tokio::runtime::Handle::current(),
@@ -439,7 +442,7 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let f = Forward::start(
+        let (f, _senders) = Forward::start(
             vec![Destination::Tcp(format!("127.0.0.1:{port}"))],
             1000,
             &tokio::runtime::Handle::current(),
@@ -461,7 +464,7 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let f = Forward::start(
+        let (f, _senders) = Forward::start(
             vec![Destination::Tcp(format!("127.0.0.1:{port}"))],
             100_000,
             &tokio::runtime::Handle::current(),
