@@ -384,6 +384,13 @@ impl Connection {
     }
 }
 
+/// Refuses a channel's open: walissh does not allow it.
+async fn prohibit(reply: ChannelOpenHandle) {
+    reply
+        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+        .await;
+}
+
 /// The answer to any method but `none` on a jump's inner connection: it
 /// is bound to the outer login, and no credential can make it another's.
 fn bound_only() -> Auth {
@@ -394,6 +401,94 @@ fn bound_only() -> Auth {
 }
 
 impl Connection {
+    /// A place among the connection's jumps and relays, and the cap it was
+    /// taken under (`[server] max_sessions_per_connection`), or none.
+    fn jump_slot(&self) -> (Option<SessionSlot>, u32) {
+        let live = self.bastion.live();
+        let max = *live.config.server.max_sessions_per_connection.get_ref();
+        (SessionSlot::take(&self.jumps, max), max)
+    }
+
+    /// A jump the user may make: accepted, and served, within the cap.
+    async fn open_jump(
+        &mut self,
+        j: jump::Jump,
+        channel: Channel<Msg>,
+        reply: ChannelOpenHandle,
+        outer: russh::server::Handle,
+    ) {
+        let (slot, max) = self.jump_slot();
+        let Some(slot) = slot else {
+            let user = self.login.as_ref().map_or("", |l| l.user.as_str());
+            let ev = Event::new(Kind::SessionRefused)
+                .user(user.to_string())
+                .field("client_addr", self.peer.to_string())
+                .field("reason", "max_sessions_per_connection")
+                .field("limit", max)
+                .field("via", "jump");
+            self.refused("session_refused:jumps".into(), ev).await;
+            prohibit(reply).await;
+            return;
+        };
+        reply.accept().await;
+        self.start_jump(j, channel, slot, outer);
+    }
+
+    /// A blind relay the user's rules allow: refused when the login's
+    /// credential no longer holds, its certificate forbids forwarding, the
+    /// cap is reached or the destination cannot be reached; else
+    /// connected, accepted and relayed (`tunnel`).
+    async fn open_relay(
+        &mut self,
+        relay: jump::Relay,
+        channel: Channel<Msg>,
+        reply: ChannelOpenHandle,
+    ) {
+        let live = self.bastion.live();
+        let login = self.login.clone();
+        // As for a session: the credential still holds, and a
+        // certificate permits port forwarding.
+        let valid = self
+            .credential
+            .as_ref()
+            .zip(login.as_ref())
+            .is_some_and(|(c, l)| c.still_valid(&live, &l.user));
+        let refused = match (valid, self.limits.no_forward) {
+            (false, _) => Some("credentials_revoked".to_string()),
+            (true, true) => Some("no_port_forwarding".to_string()),
+            _ => None,
+        };
+        let (slot, _) = match refused {
+            Some(_) => (None, 0),
+            None => self.jump_slot(),
+        };
+        let (Some(slot), Some(login)) = (slot, login) else {
+            let why = refused.unwrap_or_else(|| "too many at once".to_string());
+            self.refuse_forward("direct-tcpip", format!("{} ({why})", relay.asked))
+                .await;
+            prohibit(reply).await;
+            return;
+        };
+        let socket = match tunnel::connect(&relay).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
+                let why = format!("{} (cannot connect: {e})", relay.asked);
+                self.refuse_forward("direct-tcpip", why).await;
+                reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
+                return;
+            }
+        };
+        reply.accept().await;
+        let who = (login.user, self.peer.to_string());
+        let audit = self.bastion.audit.clone();
+        let run = tunnel::run(audit, who, relay, channel, socket, self.sessions.clone());
+        tokio::spawn(async move {
+            run.await;
+            drop(slot);
+        });
+    }
+
     /// Serves an SSH server inside `channel`, bound to this connection's
     /// login, for `jump`'s target (see `jump`).
     fn start_jump(
@@ -576,9 +671,7 @@ impl russh::server::Handler for Connection {
         session: &mut Session,
     ) -> Result<(), Self::Error> {
         let (Some(login), Some(stop)) = (self.login.clone(), self.sessions.listener()) else {
-            reply
-                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                .await;
+            prohibit(reply).await;
             return Ok(());
         };
         let live = self.bastion.live();
@@ -593,9 +686,7 @@ impl russh::server::Handler for Connection {
                 .field("reason", "credentials_revoked");
             self.refused("session_refused:credentials_revoked".into(), ev)
                 .await;
-            reply
-                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                .await;
+            prohibit(reply).await;
             return Ok(());
         };
         let server = &live.config.server;
@@ -618,9 +709,7 @@ impl russh::server::Handler for Connection {
                     .field("reason", reason)
                     .field("limit", limit);
                 self.refused(format!("session_refused:{reason}"), ev).await;
-                reply
-                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                    .await;
+                prohibit(reply).await;
                 return Ok(());
             }
         };
@@ -737,7 +826,7 @@ impl russh::server::Handler for Connection {
         _orig: &str,
         _orig_port: u32,
         reply: ChannelOpenHandle,
-        _session: &mut Session,
+        session: &mut Session,
     ) -> Result<(), Self::Error> {
         let opened = match (&self.login, &self.bound) {
             // No jump from inside a jump.
@@ -751,99 +840,9 @@ impl russh::server::Handler for Connection {
         };
         match opened {
             Some(jump::Opened::Jump(j)) => {
-                let max = *self
-                    .bastion
-                    .live()
-                    .config
-                    .server
-                    .max_sessions_per_connection
-                    .get_ref();
-                let Some(slot) = SessionSlot::take(&self.jumps, max) else {
-                    let user = self.login.as_ref().map_or("", |l| l.user.as_str());
-                    let ev = Event::new(Kind::SessionRefused)
-                        .user(user.to_string())
-                        .field("client_addr", self.peer.to_string())
-                        .field("reason", "max_sessions_per_connection")
-                        .field("limit", max)
-                        .field("via", "jump");
-                    self.refused("session_refused:jumps".into(), ev).await;
-                    reply
-                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                        .await;
-                    return Ok(());
-                };
-                reply.accept().await;
-                self.start_jump(*j, channel, slot, _session.handle());
+                self.open_jump(*j, channel, reply, session.handle()).await
             }
-            Some(jump::Opened::Relay(relay)) => {
-                let max = *self
-                    .bastion
-                    .live()
-                    .config
-                    .server
-                    .max_sessions_per_connection
-                    .get_ref();
-                let live = self.bastion.live();
-                let login = self.login.clone();
-                // As for a session: the credential still holds, and a
-                // certificate permits port forwarding.
-                let valid = self
-                    .credential
-                    .as_ref()
-                    .zip(login.as_ref())
-                    .is_some_and(|(c, l)| c.still_valid(&live, &l.user));
-                let refused = match (valid, self.limits.no_forward) {
-                    (false, _) => Some("credentials_revoked"),
-                    (true, true) => Some("no_port_forwarding"),
-                    _ => None,
-                };
-                if let Some(why) = refused {
-                    self.refuse_forward("direct-tcpip", format!("{} ({why})", relay.asked))
-                        .await;
-                    reply
-                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                        .await;
-                    return Ok(());
-                }
-                let (Some(slot), Some(login)) = (SessionSlot::take(&self.jumps, max), login) else {
-                    self.refuse_forward(
-                        "direct-tcpip",
-                        format!("{} (too many at once)", relay.asked),
-                    )
-                    .await;
-                    reply
-                        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                        .await;
-                    return Ok(());
-                };
-                let socket = match tunnel::connect(&relay).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
-                        self.refuse_forward(
-                            "direct-tcpip",
-                            format!("{} (cannot connect: {e})", relay.asked),
-                        )
-                        .await;
-                        reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
-                        return Ok(());
-                    }
-                };
-                reply.accept().await;
-                let who = (login.user, self.peer.to_string());
-                let run = tunnel::run(
-                    self.bastion.audit.clone(),
-                    who,
-                    relay,
-                    channel,
-                    socket,
-                    self.sessions.clone(),
-                );
-                tokio::spawn(async move {
-                    run.await;
-                    drop(slot);
-                });
-            }
+            Some(jump::Opened::Relay(relay)) => self.open_relay(relay, channel, reply).await,
             Some(jump::Opened::Denied) => {
                 let user = self.login.as_ref().map_or("", |l| l.user.as_str());
                 let mut ev = Event::new(Kind::TargetDenied)
@@ -852,16 +851,12 @@ impl russh::server::Handler for Connection {
                     .field("via", "jump");
                 ev.target = Some(bounded_name(host));
                 self.refused("target_denied".into(), ev).await;
-                reply
-                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                    .await;
+                prohibit(reply).await;
             }
             _ => {
                 self.refuse_forward("direct-tcpip", format!("{host}:{port}"))
                     .await;
-                reply
-                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                    .await;
+                prohibit(reply).await;
             }
         }
         Ok(())
@@ -876,9 +871,7 @@ impl russh::server::Handler for Connection {
     ) -> Result<(), Self::Error> {
         self.refuse_forward("direct-streamlocal", path.to_string())
             .await;
-        reply
-            .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-            .await;
+        prohibit(reply).await;
         Ok(())
     }
 

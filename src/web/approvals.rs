@@ -17,7 +17,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::pages::{self, escape};
-use super::{Shared, forbidden, require, require_quietly, same_origin, same_secret};
+use super::{Shared, require, require_form, require_quietly};
 use crate::agent::four_eyes::Listed;
 use crate::config::Role;
 
@@ -149,13 +149,10 @@ pub(super) async fn answer(
     UrlPath(id): UrlPath<String>,
     Form(f): Form<Answer>,
 ) -> Response {
-    let login = match require(&c, &headers) {
+    let login = match require_form(&c, &headers, &f.csrf) {
         Ok(l) => l,
-        Err(to_login) => return to_login.into_response(),
+        Err(refused) => return refused.into_response(),
     };
-    if !same_origin(&headers) || !same_secret(&f.csrf, &login.csrf) {
-        return forbidden();
-    }
     let needed = approver_role(&c);
     if login.role < needed {
         let why = format!("only a {} may give a second approval", needed.as_str());

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{Console, Peer, Shared, forbidden, require, same_origin, same_secret, signed_in};
+use super::{Console, Peer, Shared, forbidden, require, require_form, same_origin, signed_in};
 use crate::audit::Kind;
 use crate::config::Role;
 
@@ -253,13 +253,10 @@ pub(super) async fn stop(
     UrlPath(id): UrlPath<String>,
     Form(f): Form<Stop>,
 ) -> Response {
-    let login = match require(&c, &headers) {
+    let login = match require_form(&c, &headers, &f.csrf) {
         Ok(l) => l,
-        Err(to_login) => return to_login.into_response(),
+        Err(refused) => return refused.into_response(),
     };
-    if !same_origin(&headers) || !same_secret(&f.csrf, &login.csrf) {
-        return forbidden();
-    }
     if login.role < Role::Admin {
         return (StatusCode::FORBIDDEN, "only an admin may stop a session").into_response();
     }

@@ -422,6 +422,33 @@ fn require_quietly(c: &Console, headers: &HeaderMap) -> Result<Login, Redirect> 
     require_as(c, headers, false)
 }
 
+/// A form that changes something, from a signed-in auditor or admin: the
+/// login, when the request comes from the console's own page and carries
+/// the login's CSRF token; else the answer (the way to the login page, or
+/// 403).
+fn require_form(c: &Console, headers: &HeaderMap, csrf: &str) -> Result<Login, Refused> {
+    let login = require(c, headers).map_err(Refused::ToLogin)?;
+    if !same_origin(headers) || !same_secret(csrf, &login.csrf) {
+        return Err(Refused::Forbidden);
+    }
+    Ok(login)
+}
+
+/// Why [`require_form`] refused a form.
+enum Refused {
+    ToLogin(Redirect),
+    Forbidden,
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        match self {
+            Refused::ToLogin(to) => to.into_response(),
+            Refused::Forbidden => forbidden(),
+        }
+    }
+}
+
 fn require_as(c: &Console, headers: &HeaderMap, used: bool) -> Result<Login, Redirect> {
     let Some((token, mut login)) = signed_in_as(c, headers, used) else {
         return Err(Redirect::to("/login"));

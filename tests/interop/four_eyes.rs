@@ -12,7 +12,7 @@ use crate::agent::{ai_events, answer_run, ask, back_at_prompt, bastion_with, las
 use crate::harness::*;
 use crate::live::{ADAM_PW, console_with};
 use crate::model::*;
-use crate::web::{Chromedriver, click, cookie_of, curl, log_in, shot, type_into, wait_for};
+use crate::web::{Chromedriver, browser_log_in, click, cookie_of, curl, log_in, shot, wait_for};
 
 const WAITING: &str = "waiting for a second approval";
 
@@ -73,11 +73,7 @@ fn in_a_browser_an_admin_gives_the_second_approval() {
         .unwrap();
     rt.block_on(async {
         let c = driver.client(b.dir.path()).await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        type_into(&c, "input[name=user]", "adam").await;
-        type_into(&c, "input[name=password]", ADAM_PW).await;
-        click(&c, "form.login button").await;
-        wait_for(&c, "table.sessions").await;
+        browser_log_in(&c, &base, "adam", ADAM_PW).await;
         c.goto(&format!("{base}/approvals")).await.unwrap();
         wait_for(&c, "#approvals").await;
         let at = ask(&t, "? restart the service");

@@ -29,6 +29,17 @@ fn jump_config(b: &Bastion, known_hosts: &str) -> std::path::PathBuf {
     cfg
 }
 
+/// `ssh -tt` to web1 (as the account walissh logs in as) through the jump
+/// `cfg` describes: a terminal's command.
+fn terminal_via(cfg: &std::path::Path) -> Command {
+    let mut c = Command::new("ssh");
+    c.arg("-F")
+        .arg(cfg)
+        .arg("-tt")
+        .arg(format!("{}@web1", me()));
+    c
+}
+
 fn ssh_via(cfg: &std::path::Path, dest: &str, command: &str) -> std::process::Output {
     Command::new("ssh")
         .arg("-F")
@@ -115,11 +126,7 @@ fn a_terminal_through_the_jump_is_recorded() {
     let b = Bastion::start();
     let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
     let cfg = jump_config(&b, &line);
-    let mut c = Command::new("ssh");
-    c.arg("-F")
-        .arg(&cfg)
-        .arg("-tt")
-        .arg(format!("{}@web1", me()));
+    let c = terminal_via(&cfg);
     let mut t = Terminal::spawn(&c, 24, 80);
     t.send("echo THROUGH-$((2*21))\r");
     t.expect("THROUGH-42");
@@ -677,11 +684,7 @@ fn stopping_a_jumped_session_ends_the_outer_connection() {
         1,
     );
     std::fs::write(&cfg, text).unwrap();
-    let mut c = Command::new("ssh");
-    c.arg("-F")
-        .arg(&cfg)
-        .arg("-tt")
-        .arg(format!("{}@web1", me()));
+    let c = terminal_via(&cfg);
     let mut t = Terminal::spawn(&c, 24, 80);
     t.send("echo INNER-$((5*5))\r");
     t.expect("INNER-25");
@@ -714,11 +717,7 @@ fn the_inner_server_has_no_port() {
     let b = Bastion::start();
     let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
     let cfg = jump_config(&b, &line);
-    let mut c = Command::new("ssh");
-    c.arg("-F")
-        .arg(&cfg)
-        .arg("-tt")
-        .arg(format!("{}@web1", me()));
+    let c = terminal_via(&cfg);
     let mut t = Terminal::spawn(&c, 24, 80);
     t.send("echo OPEN-$((4*4))\r");
     t.expect("OPEN-16");

@@ -11,7 +11,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::harness::*;
 use crate::web::{
-    Chromedriver, ERIN_PW, click, cookie_of, curl, log_in, shot, text_of, type_into, wait_for,
+    Chromedriver, ERIN_PW, browser_log_in, click, cookie_of, curl, log_in, shot, text_of,
+    type_into, wait_for,
 };
 
 pub(crate) const ADAM_PW: &str = "adam-admin-pw";
@@ -285,11 +286,7 @@ fn in_a_browser_a_live_session_is_watched_and_stopped() {
     let driver = Chromedriver::start();
     rt().block_on(async {
         let c = driver.client(b.dir.path()).await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        type_into(&c, "input[name=user]", "erin").await;
-        type_into(&c, "input[name=password]", ERIN_PW).await;
-        click(&c, "form.login button").await;
-        wait_for(&c, "table.sessions").await;
+        browser_log_in(&c, &base, "erin", ERIN_PW).await;
         c.goto(&format!("{base}/sessions/{id}")).await.unwrap();
         wait_for(&c, ".ap-term").await;
         // What was on screen before the page opened, then what is typed.
@@ -299,10 +296,7 @@ fn in_a_browser_a_live_session_is_watched_and_stopped() {
         shot(&c, &shots.join("live.png")).await;
         click(&c, "nav form button").await;
         wait_for(&c, "form.login").await;
-        type_into(&c, "input[name=user]", "adam").await;
-        type_into(&c, "input[name=password]", ADAM_PW).await;
-        click(&c, "form.login button").await;
-        wait_for(&c, "table.sessions").await;
+        browser_log_in(&c, &base, "adam", ADAM_PW).await;
         c.goto(&format!("{base}/sessions/{id}")).await.unwrap();
         wait_for(&c, "form.stop").await;
         type_into(&c, "form.stop input[name=reason]", "watched in the browser").await;

@@ -346,11 +346,7 @@ fn in_a_browser_an_auditor_replays_a_session() {
     rt.block_on(async {
         use fantoccini::Locator;
         let c = driver.client(b.dir.path()).await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        type_into(&c, "input[name=user]", "erin").await;
-        type_into(&c, "input[name=password]", ERIN_PW).await;
-        click(&c, "form.login button").await;
-        wait_for(&c, "table.sessions").await;
+        browser_log_in(&c, &base, "erin", ERIN_PW).await;
         shot(&c, &shots.join("sessions.png")).await;
         // The cookie is not the page's to read.
         let seen: serde_json::Value = c.execute("return document.cookie", vec![]).await.unwrap();
@@ -384,6 +380,16 @@ fn in_a_browser_an_auditor_replays_a_session() {
         shot(&c, &shots.join("session.png")).await;
         c.close().await.unwrap();
     });
+}
+
+/// Logs `user` in through the console's login page, in the browser, and
+/// waits for the sessions list.
+pub(crate) async fn browser_log_in(c: &fantoccini::Client, base: &str, user: &str, password: &str) {
+    c.goto(&format!("{base}/login")).await.unwrap();
+    type_into(c, "input[name=user]", user).await;
+    type_into(c, "input[name=password]", password).await;
+    click(c, "form.login button").await;
+    wait_for(c, "table.sessions").await;
 }
 
 pub(crate) async fn type_into(c: &fantoccini::Client, css: &str, text: &str) {
