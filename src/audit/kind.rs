@@ -60,6 +60,7 @@ kinds! {
     FourEyesAnswer = "four_eyes_answer",
     TunnelOpen = "tunnel_open",
     TunnelClose = "tunnel_close",
+    AnsibleTask = "ansible_task",
 }
 
 impl Kind {

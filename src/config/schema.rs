@@ -228,6 +228,11 @@ pub(crate) struct TargetConfig {
     /// (default), or a blind TCP relay to the target's SSH port.
     #[serde(default)]
     pub(crate) jump: JumpMode,
+    /// Remote forwards (`ssh -R`) on a login to this target ask the
+    /// target to listen, and what connects there is relayed back to the
+    /// client, audited. Off by default: every `-R` is refused.
+    #[serde(default)]
+    pub(crate) remote_forward: bool,
 }
 
 /// `[[targets]] jump`.

@@ -222,6 +222,11 @@ impl Config {
                         let msg = "jump = \"tunnel\" applies to kind = \"ssh\" targets only";
                         return Err(loc.error(t.name.span(), Some("targets.jump"), msg));
                     }
+                    if t.remote_forward {
+                        // The bastion itself would listen: never.
+                        let msg = "remote_forward applies to kind = \"ssh\" targets only";
+                        return Err(loc.error(t.name.span(), Some("targets.remote_forward"), msg));
+                    }
                     let extra = [&t.host, &t.user, &t.password_env]
                         .into_iter()
                         .flatten()
@@ -241,6 +246,22 @@ impl Config {
         // An alias is a name of the target's too: one name, one target.
         for a in self.targets.iter().flat_map(|t| &t.aliases) {
             new_name(loc, &mut names, a, "targets.aliases", "target name")?;
+        }
+        // Through the jump a name is a host name, in any case: `Web1` and
+        // `web1` would be one name for two targets.
+        let mut folded = HashSet::new();
+        let every = self.targets.iter().flat_map(|t| {
+            std::iter::once((&t.name, "targets.name"))
+                .chain(t.aliases.iter().map(|a| (a, "targets.aliases")))
+        });
+        for (n, key) in every {
+            if !folded.insert(n.get_ref().to_ascii_lowercase()) {
+                let msg = format!(
+                    "target name `{}` is defined twice (names are not case-sensitive)",
+                    n.get_ref()
+                );
+                return Err(loc.error(n.span(), Some(key), &msg));
+            }
         }
         Ok(())
     }

@@ -32,6 +32,7 @@ use crate::throttle::Pending;
 
 pub(crate) mod jump;
 mod login;
+mod remote;
 mod tunnel;
 
 use crate::audit::tally;
@@ -167,6 +168,7 @@ pub(crate) async fn accept_loop(
             bound: None,
             account: None,
             jumps: Arc::default(),
+            remotes: Default::default(),
         };
         let login_by = tokio::time::Instant::now()
             + Duration::from_secs(bastion.live().config.server.login_grace_s);
@@ -312,6 +314,8 @@ pub(crate) struct Connection {
     /// Its jumps open now (each an SSH server of its own): at most
     /// `[server] max_sessions_per_connection`, as sessions.
     jumps: Arc<std::sync::atomic::AtomicU32>,
+    /// Its remote forwards (`ssh -R`), each a login to the target.
+    remotes: remote::Remotes,
 }
 
 /// What an inner connection of a jump is bound to.
@@ -331,6 +335,10 @@ struct Bound {
 fn bounded_name(name: &str) -> String {
     crate::text::prefix(name, MAX_NAME).to_string()
 }
+
+/// A relay's or remote forward's places: among its connection's jumps
+/// and relays, and among its user's sessions.
+type RelaySlot = (SessionSlot, crate::bastion::UserSlot);
 
 /// One of a connection's open sessions: given back when dropped.
 struct SessionSlot(Arc<std::sync::atomic::AtomicU32>);
@@ -361,6 +369,12 @@ impl Connection {
     }
 
     async fn refuse_forward(&self, what: &str, detail: String) {
+        let ev = self.forward_row(what, detail);
+        self.refused(format!("forward_denied:{what}"), ev).await;
+    }
+
+    /// The `forward_denied` row for a refused `what`.
+    fn forward_row(&self, what: &str, detail: String) -> Event {
         let login = self.login.clone().unwrap_or(Login {
             user: String::new(),
             target: None,
@@ -372,7 +386,7 @@ impl Connection {
             .field("detail", detail)
             .field("client_addr", self.peer.to_string());
         ev.target = login.target;
-        self.refused(format!("forward_denied:{what}"), ev).await;
+        ev
     }
 
     /// Audits a refused request through the connection's tally: a flood
@@ -407,6 +421,30 @@ impl Connection {
         let live = self.bastion.live();
         let max = *live.config.server.max_sessions_per_connection.get_ref();
         (SessionSlot::take(&self.jumps, max), max)
+    }
+
+    /// Places for one more relay or remote forward of this login: among
+    /// the connection's jumps and relays, and among the user's sessions
+    /// (`[server] max_sessions_per_user`); or why not. As for a session,
+    /// the credential must still hold, and a certificate must permit port
+    /// forwarding.
+    fn relay_slot(&self) -> Result<RelaySlot, &'static str> {
+        let live = self.bastion.live();
+        let login = self.login.as_ref().ok_or("not logged in")?;
+        let valid = self
+            .credential
+            .as_ref()
+            .is_some_and(|c| c.still_valid(&live, &login.user));
+        if !valid {
+            return Err("credentials_revoked");
+        }
+        if self.limits.no_forward {
+            return Err("no_port_forwarding");
+        }
+        let connection = self.jump_slot().0.ok_or("too many at once")?;
+        let max_user = *live.config.server.max_sessions_per_user.get_ref();
+        let user = self.bastion.user_sessions.take(&login.user, max_user);
+        Ok((connection, user.ok_or("max_sessions_per_user")?))
     }
 
     /// A jump the user may make: accepted, and served, within the cap.
@@ -444,49 +482,118 @@ impl Connection {
         channel: Channel<Msg>,
         reply: ChannelOpenHandle,
     ) {
-        let live = self.bastion.live();
-        let login = self.login.clone();
-        // As for a session: the credential still holds, and a
-        // certificate permits port forwarding.
-        let valid = self
-            .credential
-            .as_ref()
-            .zip(login.as_ref())
-            .is_some_and(|(c, l)| c.still_valid(&live, &l.user));
-        let refused = match (valid, self.limits.no_forward) {
-            (false, _) => Some("credentials_revoked".to_string()),
-            (true, true) => Some("no_port_forwarding".to_string()),
-            _ => None,
-        };
-        let (slot, _) = match refused {
-            Some(_) => (None, 0),
-            None => self.jump_slot(),
-        };
-        let (Some(slot), Some(login)) = (slot, login) else {
-            let why = refused.unwrap_or_else(|| "too many at once".to_string());
-            self.refuse_forward("direct-tcpip", format!("{} ({why})", relay.asked))
-                .await;
-            prohibit(reply).await;
-            return;
-        };
-        let socket = match tunnel::connect(&relay).await {
+        let slot = self
+            .relay_slot()
+            .and_then(|s| Ok((s, self.login.clone().ok_or("not logged in")?)));
+        let (slot, login) = match slot {
             Ok(s) => s,
-            Err(e) => {
-                tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
-                let why = format!("{} (cannot connect: {e})", relay.asked);
-                self.refuse_forward("direct-tcpip", why).await;
-                reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
+            Err(why) => {
+                self.refuse_forward("direct-tcpip", format!("{} ({why})", relay.asked))
+                    .await;
+                prohibit(reply).await;
                 return;
             }
         };
-        reply.accept().await;
+        // Connected in a task of its own: the connection's other
+        // channels go on meanwhile (the open is answered when it is done).
+        let cannot = self.forward_row("direct-tcpip", String::new());
+        let (audit, refusals) = (self.bastion.audit.clone(), self.refusals.clone());
         let who = (login.user, self.peer.to_string());
-        let audit = self.bastion.audit.clone();
-        let run = tunnel::run(audit, who, relay, channel, socket, self.sessions.clone());
+        let stop = self.sessions.clone();
         tokio::spawn(async move {
-            run.await;
+            let socket = match tunnel::connect(&relay).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::info!(to = %relay.asked, error = %e, "relay: cannot connect");
+                    let why = format!("{} (cannot connect: {e})", relay.asked);
+                    let row = cannot.field("detail", crate::text::head(&why, tally::DETAIL_MAX));
+                    refusals
+                        .refused(&audit, "forward_denied:direct-tcpip".into(), row, 1)
+                        .await;
+                    reply.reject(russh::ChannelOpenFailure::ConnectFailed).await;
+                    return;
+                }
+            };
+            reply.accept().await;
+            tunnel::relay(audit, who, relay, (channel, socket), stop).await;
             drop(slot);
         });
+    }
+
+    /// The target a remote forward of this connection's would listen on,
+    /// with the account its sessions log in as, and a place among its
+    /// jumps and relays; or why not (nothing to add when no target
+    /// allows one: refused as every forward was).
+    fn remote_target(
+        &self,
+    ) -> Result<(crate::config::TargetConfig, RelaySlot), Option<&'static str>> {
+        let live = self.bastion.live();
+        let login = self.login.as_ref().ok_or(None)?;
+        let name = login.target.as_deref().ok_or(None)?;
+        let user = live.config.user(&login.user).ok_or(None)?;
+        let mut target = live
+            .config
+            .targets
+            .iter()
+            .find(|t| t.name() == name && t.remote_forward && user.may_reach(t.name()))
+            .cloned()
+            .ok_or(None)?;
+        if let Some(account) = &self.account {
+            target.user = Some(toml::Spanned::new(0..0, account.clone()));
+        }
+        let slot = self.relay_slot().map_err(Some)?;
+        Ok((target, slot))
+    }
+
+    /// `ssh -R address:port`: asked of the target when it allows it, its
+    /// connections relayed back to `client` (`remote`); else refused and
+    /// audited. `port` becomes the port the target chose, for 0.
+    async fn remote_forward(
+        &mut self,
+        address: &str,
+        port: &mut u32,
+        client: russh::server::Handle,
+    ) -> bool {
+        let asked = format!("{}:{port}", crate::text::prefix(address, 128));
+        let (target, slot) = match self.remote_target() {
+            Ok(t) => t,
+            Err(why) => {
+                let detail = why.map_or(asked.clone(), |w| format!("{asked} ({w})"));
+                self.refuse_forward("tcpip-forward", detail).await;
+                return false;
+            }
+        };
+        let Some(login) = self.login.clone() else {
+            return false;
+        };
+        let b = &self.bastion;
+        let listening =
+            crate::upstream::remote_forward(&target, &b.upstream, &login.user, (address, *port))
+                .await;
+        let (forward, incoming) = match listening {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::info!(target = %target.name(), error = %e, "remote forward not set up");
+                let why = format!("{asked} ({})", crate::text::prefix(&e.to_string(), 200));
+                self.refuse_forward("tcpip-forward", why).await;
+                return false;
+            }
+        };
+        let asked_port = *port;
+        if *port == 0 {
+            *port = forward.port;
+        }
+        let serving = remote::Serving {
+            audit: b.audit.clone(),
+            who: (login.user, self.peer.to_string()),
+            target: target.name().to_string(),
+            listen: (address.to_string(), *port),
+            client,
+        };
+        tokio::spawn(remote::serve(serving, incoming, self.sessions.clone()));
+        self.remotes
+            .hold((address.to_string(), asked_port), forward, slot);
+        true
     }
 
     /// Serves an SSH server inside `channel`, bound to this connection's
@@ -535,6 +642,7 @@ impl Connection {
             }),
             account: None,
             jumps: Arc::default(),
+            remotes: Default::default(),
         };
         let mut stop = self.sessions.clone();
         let authenticated = inner.authenticated.clone();
@@ -879,11 +987,24 @@ impl russh::server::Handler for Connection {
         &mut self,
         address: &str,
         port: &mut u32,
+        session: &mut Session,
+    ) -> Result<bool, Self::Error> {
+        Ok(self.remote_forward(address, port, session.handle()).await)
+    }
+
+    async fn cancel_tcpip_forward(
+        &mut self,
+        address: &str,
+        port: u32,
         _session: &mut Session,
     ) -> Result<bool, Self::Error> {
-        self.refuse_forward("tcpip-forward", format!("{address}:{port}"))
-            .await;
-        Ok(false)
+        match self.remotes.release(address, port) {
+            Some(forward) => {
+                forward.cancel().await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     async fn streamlocal_forward(

@@ -1,5 +1,6 @@
-//! Blind relays: a tunnel target's jump (`[[targets]] jump = "tunnel"`)
-//! and a local forward the user may open (`[[users]] forward`, `ssh -L`).
+//! Blind relays: a tunnel target's jump (`[[targets]] jump = "tunnel"`),
+//! a local forward the user may open (`[[users]] forward`, `ssh -L`) and
+//! each connection to a remote forward (`remote`).
 //! The bytes go through unread, as OpenSSH relays them; what is audited is
 //! the tunnel: `tunnel_open` when it opens, `tunnel_close` with the bytes
 //! each way and how long it lasted.
@@ -46,32 +47,54 @@ fn row(kind: Kind, user: &str, relay: &Relay) -> Event {
     ev
 }
 
-/// Relays `channel` and `socket` both ways until either side ends or the
-/// bastion stops, with its `tunnel_open` and `tunnel_close` rows.
-pub(crate) async fn run(
+/// Relays `channel` and `socket` both ways (see [`run`]), the row naming
+/// the address reached: the name asked for is the client's word.
+pub(crate) async fn relay(
     audit: Audit,
-    (user, client): (String, String),
+    who: (String, String),
     relay: Relay,
-    channel: Channel<Msg>,
-    socket: TcpStream,
-    mut stop: Watcher,
+    (channel, socket): (Channel<Msg>, TcpStream),
+    stop: Watcher,
 ) {
-    let opened = Instant::now();
-    // Where it went, as connected: the name asked for is the client's word.
     let reached = socket
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
+    run(
+        audit,
+        who,
+        (relay, reached),
+        (channel.into_stream(), socket),
+        stop,
+    )
+    .await
+}
+
+/// Relays the client's side `near` and the far side `far` both ways until
+/// either ends or the bastion stops, with its `tunnel_open` and
+/// `tunnel_close` rows: `address` is where it went (a relay) or who
+/// connected (a remote forward).
+pub(crate) async fn run<N, F>(
+    audit: Audit,
+    (user, client): (String, String),
+    (relay, address): (Relay, String),
+    (near, far): (N, F),
+    mut stop: Watcher,
+) where
+    N: AsyncRead + AsyncWrite + Unpin,
+    F: AsyncRead + AsyncWrite + Unpin,
+{
+    let opened = Instant::now();
     audit
         .event(
             row(Kind::TunnelOpen, &user, &relay)
                 .field("client_addr", client)
-                .field("address", reached),
+                .field("address", address),
         )
         .await;
     let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
-    let (client_rx, client_tx) = tokio::io::split(channel.into_stream());
-    let (target_rx, target_tx) = socket.into_split();
+    let (client_rx, client_tx) = tokio::io::split(near);
+    let (target_rx, target_tx) = tokio::io::split(far);
     let both = async {
         tokio::try_join!(
             pump(client_rx, target_tx, &up),

@@ -82,10 +82,10 @@ impl Pumps<'_> {
         mut up_tx: upstream::Writer,
         mut terminal: Option<Terminal>,
         early_input: Vec<u8>,
+        mut totals: Totals,
         (stop, open): (&mut Listener, &mut crate::bastion::Open<'_>),
     ) -> Totals {
         let (mut client_rx, client_tx) = channel.split();
-        let mut totals = Totals::default();
         let mut bytes_in = 0u64;
         // Input waits while walissh's bootstrap runs in the shell: bash
         // drops what was typed ahead of a command that reads the terminal.
@@ -262,6 +262,9 @@ impl Pumps<'_> {
             let sent = match event {
                 upstream::TargetEvent::Data(data) => {
                     totals.bytes_out += data.len() as u64;
+                    if let Some(m) = totals.module.as_mut() {
+                        m.output(&data);
+                    }
                     // Only a seat reads it (is the agent's command silent?).
                     if agent.is_some() {
                         self.shared.output_seen();

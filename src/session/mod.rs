@@ -10,6 +10,7 @@
 mod bridge;
 mod env;
 pub(crate) use env::acceptable as env_acceptable;
+mod ansible;
 mod audit_rows;
 mod gateway;
 mod kill;
@@ -132,6 +133,9 @@ struct Totals {
     /// The client was sent the channel's EOF already: a second one is a
     /// protocol error to some clients (asyncssh ends the connection).
     client_eof: bool,
+    /// An exec that runs an Ansible module: its output, watched for the
+    /// module's report (`ansible`).
+    module: Option<ansible::ModuleRun>,
 }
 
 /// What an `upstream_error` row says: the user's sentence, and its case
@@ -436,7 +440,7 @@ async fn run_session(
         o = upstream::open(&target, &bastion.upstream, &request) => o,
         _ = stop.requested() => Err(upstream::OpenError::Stopped(SHUTTING_DOWN.to_string())),
     };
-    let totals = match opened {
+    let mut totals = match opened {
         Ok(Opened {
             reader,
             mut writer,
@@ -474,8 +478,23 @@ async fn run_session(
                 four_eyes: target.four_eyes,
             };
             let stops = (stop, &mut open);
+            let totals = Totals {
+                module: match &request.command {
+                    Command::Exec(cmd) => ansible::ModuleRun::of(cmd),
+                    _ => None,
+                },
+                ..Totals::default()
+            };
             pumps
-                .bridge(channel, reader, writer, terminal, early_input, stops)
+                .bridge(
+                    channel,
+                    reader,
+                    writer,
+                    terminal,
+                    early_input,
+                    totals,
+                    stops,
+                )
                 .await
         }
         Err(failed) => {
@@ -491,6 +510,13 @@ async fn run_session(
             }
         }
     };
+    if let Some(row) = totals
+        .module
+        .take()
+        .and_then(|m| m.row(ids.event(Kind::AnsibleTask)))
+    {
+        bastion.audit.event(row).await;
+    }
     audit_end(bastion, &ids, &totals, recording).await;
 }
 

@@ -24,6 +24,7 @@ use crate::config::{Account, HostKeyPolicy, TargetConfig, TargetKind};
 use crate::terminal::Shell;
 
 pub(crate) use local::LocalAccount;
+pub(crate) use ssh::{Forwarded, RemoteForward, remote_forward};
 
 /// What the target sends.
 #[derive(Debug)]

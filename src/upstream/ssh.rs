@@ -15,6 +15,7 @@ use bytes::Bytes;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 
 use super::known_hosts::{self, Known};
 use super::{Command, OpenError, PROBE, Request, TargetEvent, TargetInfo, UpstreamSettings};
@@ -58,6 +59,18 @@ struct HostKeyCheck {
     /// session forwards the user's agent; otherwise the target's agent
     /// channels are refused.
     agent: Option<russh::server::Handle>,
+    /// Where connections to a remote forward's port go, on a remote
+    /// forward's connection; otherwise the target's `forwarded-tcpip`
+    /// channels are refused (russh's default would accept them).
+    forwarded: Option<mpsc::Sender<Forwarded>>,
+}
+
+/// What a login may get back from the target: agent channels (bridged
+/// to the client's agent) or connections to a remote forward.
+#[derive(Default)]
+struct Back {
+    agent: Option<russh::server::Handle>,
+    forwarded: Option<mpsc::Sender<Forwarded>>,
 }
 
 /// Why a target's connection was lost; shared by its handler and readers.
@@ -116,6 +129,35 @@ impl client::Handler for HostKeyCheck {
                     .await
             }
         }
+        Ok(())
+    }
+
+    /// A connection to the remote forward's port on the target: handed
+    /// on while the queue has room, refused otherwise (and always when
+    /// this connection holds no forward).
+    async fn server_channel_open_forwarded_tcpip(
+        &mut self,
+        channel: Channel<client::Msg>,
+        _connected_address: &str,
+        _connected_port: u32,
+        originator_address: &str,
+        originator_port: u32,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        let room = self.forwarded.as_ref().and_then(|tx| tx.try_reserve().ok());
+        let Some(room) = room else {
+            reply
+                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+                .await;
+            return Ok(());
+        };
+        reply.accept().await;
+        let originator = crate::text::prefix(originator_address, 64).to_string();
+        room.send(Forwarded {
+            channel,
+            originator: (originator, originator_port),
+        });
         Ok(())
     }
 
@@ -320,7 +362,7 @@ pub(crate) async fn connect(
 ) -> Result<Runner, OpenError> {
     let connected = tokio::time::timeout(
         CONNECT_TIMEOUT,
-        login(target, settings, user, session, None),
+        login(target, settings, user, session, Back::default()),
     )
     .await;
     let (conn, lost) = connected.map_err(|_| OpenError::Timeout(target.name().to_string()))??;
@@ -336,7 +378,11 @@ async fn open_inner(
     req: &Request,
 ) -> Result<(Reader, Writer, Option<TargetInfo>, Runner), OpenError> {
     let name = target.name();
-    let (conn, lost) = login(target, settings, &req.user, &req.session, req.agent.clone()).await?;
+    let back = Back {
+        agent: req.agent.clone(),
+        forwarded: None,
+    };
+    let (conn, lost) = login(target, settings, &req.user, &req.session, back).await?;
     let info = match req.wants_integration() {
         true => probe(&conn).await,
         false => None,
@@ -374,7 +420,7 @@ async fn login(
     settings: &UpstreamSettings,
     user: &str,
     session: &str,
-    agent: Option<russh::server::Handle>,
+    back: Back,
 ) -> Result<(client::Handle<HostKeyCheck>, Lost), OpenError> {
     let name = target.name();
     let host = target
@@ -395,7 +441,8 @@ async fn login(
         verdict: verdict.clone(),
         lost: lost.clone(),
         keepalive: settings.keepalive,
-        agent,
+        agent: back.agent,
+        forwarded: back.forwarded,
     };
     let config = Arc::new(client::Config {
         preferred: russh::Preferred {
@@ -445,6 +492,86 @@ async fn login(
     };
     authenticate(&mut conn, target, settings, &holder).await?;
     Ok((conn, lost))
+}
+
+/// A connection made to a remote forward's port on the target: its
+/// channel, and who connected (address and port, as the target says).
+pub(crate) struct Forwarded {
+    pub(crate) channel: Channel<client::Msg>,
+    pub(crate) originator: (String, u32),
+}
+
+/// A remote forward (`ssh -R`) the target holds: a login of its own, the
+/// forward ending with it, and the port the target listens on.
+pub(crate) struct RemoteForward {
+    /// Taken when it ends: by `cancel`, or when dropped with the client's
+    /// connection (a dropped handle alone would leave the login open).
+    conn: Option<client::Handle<HostKeyCheck>>,
+    pub(crate) port: u32,
+}
+
+/// How many connections to a remote forward may wait for the client to
+/// take them; more are refused.
+const FORWARDED_QUEUE: usize = 8;
+
+/// Logs in to `target` as `user` and asks it to listen on
+/// `address:port` (0: a port it chooses): the forward, and the
+/// connections made to it.
+pub(crate) async fn remote_forward(
+    target: &TargetConfig,
+    settings: &UpstreamSettings,
+    user: &str,
+    (address, port): (&str, u32),
+) -> Result<(RemoteForward, mpsc::Receiver<Forwarded>), OpenError> {
+    let (tx, rx) = mpsc::channel(FORWARDED_QUEUE);
+    let back = Back {
+        agent: None,
+        forwarded: Some(tx),
+    };
+    let asked = async {
+        let (conn, _lost) = login(target, settings, user, "-", back).await?;
+        let bound = conn.tcpip_forward(address, port).await.map_err(|e| {
+            OpenError::Channel(format!("{} refused the remote forward: {e}", target.name()))
+        })?;
+        Ok::<_, OpenError>((conn, bound))
+    };
+    let (conn, bound) = tokio::time::timeout(CONNECT_TIMEOUT, asked)
+        .await
+        .map_err(|_| OpenError::Timeout(target.name().to_string()))??;
+    // The target names the port only when it chose it.
+    let port = if port == 0 { bound } else { port };
+    Ok((
+        RemoteForward {
+            conn: Some(conn),
+            port,
+        },
+        rx,
+    ))
+}
+
+impl RemoteForward {
+    /// Ends the forward: the target stops listening with the login.
+    pub(crate) async fn cancel(mut self) {
+        if let Some(conn) = self.conn.take() {
+            end_forward(conn).await;
+        }
+    }
+}
+
+impl Drop for RemoteForward {
+    fn drop(&mut self) {
+        let conn = self.conn.take();
+        if let (Some(conn), Ok(rt)) = (conn, tokio::runtime::Handle::try_current()) {
+            rt.spawn(end_forward(conn));
+        }
+    }
+}
+
+/// Logs a remote forward's connection out.
+async fn end_forward(conn: client::Handle<HostKeyCheck>) {
+    let _ = conn
+        .disconnect(russh::Disconnect::ByApplication, "", "")
+        .await;
 }
 
 /// Asks the target about itself (its login shell, OS, kernel, host name,

@@ -607,6 +607,14 @@ fn ansible_through_the_jump_and_straight_at_the_bastion() {
     let ansible = |program: &str, args: &[&str]| {
         let out = Command::new(program)
             .args(args)
+            .env(
+                "ANSIBLE_PIPELINING",
+                if args.iter().any(|a| a.contains("PIPED")) {
+                    "True"
+                } else {
+                    "False"
+                },
+            )
             .arg("-i")
             .arg(&inventory)
             .env("ANSIBLE_HOST_KEY_CHECKING", "False")
@@ -653,6 +661,35 @@ fn ansible_through_the_jump_and_straight_at_the_bastion() {
     );
     assert!(rows.iter().any(|e| e["kind"] == "exec"
         && e["command"].as_str().unwrap_or("").contains("python3")));
+    // Every task's command is a row of its own, from the module's report.
+    let tasks = |command: &str| {
+        rows.iter()
+            .filter(|e| e["kind"] == "ansible_task" && e["command"] == command)
+            .inspect(|e| {
+                assert_eq!(e["module"], "command", "{e}");
+                assert_eq!(e["user"], "bob", "{e}");
+                assert_eq!(e["target"], "web1", "{e}");
+                assert_eq!(e["rc"], 0, "{e}");
+            })
+            .count()
+    };
+    assert_eq!(tasks("uname -s"), 4, "ad-hoc and playbook, both ways");
+    assert_eq!(tasks("echo PLAYED-Linux"), 2);
+    // Pipelined (the payload on stdin), the module is not named, the
+    // command still is.
+    let piped = ansible("ansible", &["all", "-m", "shell", "-a", "echo PIPED"]);
+    assert_eq!(piped.matches("PIPED").count(), 2, "{piped}");
+    let rows = b.audit();
+    let piped: Vec<_> = rows
+        .iter()
+        .filter(|e| e["kind"] == "ansible_task" && e["command"] == "echo PIPED")
+        .collect();
+    assert_eq!(piped.len(), 2, "{piped:?}");
+    assert!(
+        piped
+            .iter()
+            .all(|e| e["module"].is_null() && e["args"]["_uses_shell"] == true)
+    );
     // The module's report, recorded with its exec's output, names each
     // task's command.
     let recorded: String = b
@@ -732,4 +769,129 @@ fn the_inner_server_has_no_port() {
     assert_eq!(ports, [b.port.to_string()], "{}", stdout(&out));
     t.send("exit\r");
     t.wait();
+}
+
+/// rita: bob's key, and `rf`, the target's real sshd with
+/// `remote_forward = true`, besides web1 (which keeps `-R` refused).
+const RITA: &str = "[[targets]]\nname = \"rf\"\nhost = \"127.0.0.1\"\nport = {sshd_port}\nuser = \"{me}\"\nremote_forward = true\n\n[[users]]\nname = \"rita\"\nauthorized_keys = [\"{bob_pub}\"]\ntargets = [\"rf\", \"web1\"]\n";
+
+/// A server on loopback that answers each connection's first line with
+/// `ECHO:` and the line: its port.
+fn echo_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut line = String::new();
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            if std::io::BufRead::read_line(&mut reader, &mut line).is_ok() {
+                let _ = std::io::Write::write_all(&mut conn, format!("ECHO:{line}").as_bytes());
+            }
+        }
+    });
+    port
+}
+
+/// What a command on the target prints after sending `hello` to
+/// `127.0.0.1:port` there.
+fn call_on_target(port: u16) -> String {
+    format!(
+        "python3 -c \"import socket;s=socket.create_connection(('127.0.0.1',{port}));s.sendall(b'hello\\n');print(s.makefile().readline().strip())\""
+    )
+}
+
+/// `ssh -R` where a target opts in (`remote_forward = true`): the target
+/// itself listens, and a connection made there reaches the client's side
+/// through walissh, audited as a tunnel (`via = "remote"`), straight at
+/// the bastion and through the jump; a target that does not opt in
+/// refuses it, audited as before.
+#[test]
+fn remote_forwards_go_where_a_target_opts_in() {
+    let b = Bastion::start_with(Opts {
+        extra_toml: RITA.into(),
+        ..Opts::default()
+    });
+    let local = echo_server();
+    let straight = |dest: &str, listen: u16| {
+        Command::new("ssh")
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "LogLevel=ERROR",
+            ])
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+            ])
+            .args(["-o", "ExitOnForwardFailure=yes", "-R"])
+            .arg(format!("127.0.0.1:{listen}:127.0.0.1:{local}"))
+            .arg("-i")
+            .arg(&b.bob_key)
+            .arg("-p")
+            .arg(b.port.to_string())
+            .arg(format!("{dest}@127.0.0.1"))
+            .arg(call_on_target(listen))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let port = free_port();
+    let out = straight("rita:rf", port);
+    assert_eq!(stdout(&out), "ECHO:hello\n", "{}", stderr(&out));
+    let open = b.wait_kind("tunnel_open");
+    assert_eq!(
+        (
+            open["via"].as_str(),
+            open["target"].as_str(),
+            open["user"].as_str()
+        ),
+        (Some("remote"), Some("rf"), Some("rita"))
+    );
+    assert_eq!(open["to"], format!("127.0.0.1:{port}").as_str());
+    assert!(
+        open["address"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{open}"
+    );
+    let close = b.wait_kind("tunnel_close");
+    assert_eq!(close["bytes_in"], 11, "{close}");
+    assert_eq!(close["bytes_out"], 6, "{close}");
+    // Through the jump, as the inner login's account.
+    let line = stdout(&b.cli(&["pubkey", "--host-ca"]));
+    let cfg = jump_config(&b, &line);
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replacen("User bob", "User rita", 1);
+    std::fs::write(&cfg, text).unwrap();
+    let port = free_port();
+    let out = Command::new("ssh")
+        .arg("-F")
+        .arg(&cfg)
+        .args(["-o", "ExitOnForwardFailure=yes", "-R"])
+        .arg(format!("127.0.0.1:{port}:127.0.0.1:{local}"))
+        .arg(format!("{}@rf", me()))
+        .arg(call_on_target(port))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "ECHO:hello\n", "{}", stderr(&out));
+    b.wait_event(|e| {
+        e["kind"] == "tunnel_open"
+            && e["via"] == "remote"
+            && e["to"] == format!("127.0.0.1:{port}").as_str()
+    });
+    // web1 does not opt in: the forward is refused, and the command
+    // never runs (ExitOnForwardFailure).
+    let port = free_port();
+    let out = straight("rita:web1", port);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(!stdout(&out).contains("ECHO"));
+    let refused =
+        b.wait_event(|e| e["kind"] == "forward_denied" && e["forward"] == "tcpip-forward");
+    assert_eq!(refused["detail"], format!("127.0.0.1:{port}").as_str());
 }
