@@ -78,8 +78,7 @@ impl Pumps<'_> {
     pub(super) async fn bridge(
         &self,
         channel: Channel<Msg>,
-        mut up_rx: upstream::Reader,
-        mut up_tx: upstream::Writer,
+        (mut up_rx, mut up_tx): (upstream::Reader, upstream::Writer),
         mut terminal: Option<Terminal>,
         early_input: Vec<u8>,
         mut totals: Totals,
