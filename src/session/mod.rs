@@ -488,8 +488,7 @@ async fn run_session(
             pumps
                 .bridge(
                     channel,
-                    reader,
-                    writer,
+                    (reader, writer),
                     terminal,
                     early_input,
                     totals,
