@@ -491,6 +491,33 @@ pub fn krl(data: &[u8]) {
     }
 }
 
+/// The reader of an Ansible module's report (`session::ansible`), on a
+/// module run's output: it never panics, its row's arguments stay within
+/// their bound, and the row is the same however the output is cut into
+/// reads (the first byte picks where).
+pub fn ansible_report(data: &[u8]) {
+    use crate::session::ansible::ModuleRun;
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let command = b"/bin/sh -c '/usr/bin/python3 /tmp/AnsiballZ_command.py && sleep 0'";
+    let row = |chunks: &[&[u8]]| {
+        let mut run = ModuleRun::of(command).expect("a module run");
+        for c in chunks {
+            run.output(c);
+        }
+        run.row(crate::audit::Event::new(Kind::AnsibleTask))
+            .map(|e| serde_json::Value::Object(e.fields))
+    };
+    let whole = row(&[rest]);
+    let cut = usize::from(first) * rest.len() / 256;
+    assert_eq!(whole, row(&[&rest[..cut], &rest[cut..]]));
+    if let Some(v) = whole {
+        let args = serde_json::to_string(&v["args"]).unwrap_or_default();
+        assert!(args.len() <= 8 * 1024 + 2 + 8 * 1024 / 2, "{}", args.len());
+    }
+}
+
 /// Whether `out` holds only what may reach a terminal.
 fn terminal_safe(out: &[u8]) -> Result<(), String> {
     for (i, &b) in out.iter().enumerate() {
@@ -575,6 +602,16 @@ mod tests {
     /// The revoked-keys property on a real KRL (`ssh-keygen -k -s ca`
     /// revoking serial 42 and key ID `fuzz`, so `KRL_CERT`), its prefixes,
     /// and text lists (the CA's key; the user's key, then a bad line).
+    #[test]
+    fn the_ansible_report_property_holds_on_reports_and_their_prefixes() {
+        let report = b"\x80warning\n{\"changed\": true, \"rc\": 0, \"invocation\": {\"module_args\": {\"_raw_params\": \"uname -s\"}}}\n";
+        for n in 0..=report.len() {
+            ansible_report(&report[..n]);
+        }
+        ansible_report(b"\x10{\"invocation\": {\"module_args\": [[[[[[[[[[[[[[[[[[");
+        ansible_report(b"\xff}\n{\"invocation\": \"invocation\": {");
+    }
+
     #[test]
     fn the_krl_property_holds_on_a_real_krl_and_its_prefixes() {
         const KRL: &[u8] = b"\

@@ -364,6 +364,28 @@ mod tests {
     }
 
     #[test]
+    fn target_names_are_one_in_any_case_and_remote_forwards_are_for_ssh_targets() {
+        let two = "[[targets]]\nname = \"web1\"\nhost = \"10.0.0.1\"\n\n\
+                   [[targets]]\nname = \"db1\"\nhost = \"10.0.0.2\"\naliases = [\"WEB1\"]\n";
+        let e = team_error(two);
+        assert!(e.starts_with("t.toml:8: key `targets.aliases`:"), "{e}");
+        assert!(
+            e.contains("`WEB1` is defined twice (names are not case-sensitive)"),
+            "{e}"
+        );
+        let e = team_error(
+            &two.replace("aliases = [\"WEB1\"]", "")
+                .replace("db1", "Web1"),
+        );
+        assert!(e.starts_with("t.toml:6: key `targets.name`:"), "{e}");
+        let e = team_error("[[targets]]\nname = \"me\"\nkind = \"local\"\nremote_forward = true\n");
+        assert!(
+            e.contains("key `targets.remote_forward`: remote_forward applies to kind = \"ssh\""),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_wide_acyclic_team_is_checked_once_per_workflow() {
         // Each of 40 workflows lists every later one: a walk without marks
         // would take 2^40 steps.

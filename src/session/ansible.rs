@@ -13,6 +13,8 @@
 //! output, the row. What it leaves to others: the exec itself (`bridge`),
 //! writing the row (`audit`).
 
+use std::collections::VecDeque;
+
 use serde_json::Value;
 
 use crate::audit::Event;
@@ -27,7 +29,7 @@ const MAX_ARGS: usize = 8 * 1024;
 /// names the payload's file) and the tail of its output.
 pub(crate) struct ModuleRun {
     module: Option<String>,
-    out: Vec<u8>,
+    out: VecDeque<u8>,
     /// Output was dropped from the front: the report's head may be gone.
     cut: bool,
 }
@@ -48,25 +50,25 @@ impl ModuleRun {
         }
         Some(ModuleRun {
             module,
-            out: Vec::new(),
+            out: VecDeque::new(),
             cut: false,
         })
     }
 
-    /// More of the exec's standard output: the last [`KEEP`] bytes kept.
+    /// More of the exec's standard output: its last [`KEEP`] bytes kept
+    /// (a ring: each byte is copied once, however the output is cut).
     pub(crate) fn output(&mut self, data: &[u8]) {
-        self.out.extend_from_slice(data);
-        if self.out.len() > KEEP {
-            let drop = self.out.len() - KEEP;
-            self.out.drain(..drop);
-            self.cut = true;
-        }
+        let skip = data.len().saturating_sub(KEEP);
+        self.out.extend(&data[skip..]);
+        let over = self.out.len().saturating_sub(KEEP);
+        self.cut |= skip + over > 0;
+        self.out.drain(..over);
     }
 
     /// The `ansible_task` row (`event`, filled in), when the output held
     /// a module's report.
-    pub(crate) fn row(self, event: Event) -> Option<Event> {
-        let report = report(&self.out, self.cut)?;
+    pub(crate) fn row(mut self, event: Event) -> Option<Event> {
+        let report = report(self.out.make_contiguous(), self.cut)?;
         let args = report.args;
         let command = command(&args);
         let mut args_text = serde_json::to_string(&args).unwrap_or_default();
@@ -219,7 +221,7 @@ mod tests {
             run.output(&[b'x'; 8192]);
         }
         run.output(b"\", \"invocation\": {\"module_args\": {\"argv\": [\"ls\", \"-l\"]}}}");
-        assert!(run.out.len() <= KEEP);
+        assert_eq!(run.out.len(), KEEP);
         let v = serde_json::to_value(&run.row(event()).unwrap().fields).unwrap();
         assert_eq!(v["command"], "ls -l");
         assert!(v.get("rc").is_none());

@@ -10,7 +10,7 @@
 mod bridge;
 mod env;
 pub(crate) use env::acceptable as env_acceptable;
-mod ansible;
+pub(crate) mod ansible;
 mod audit_rows;
 mod gateway;
 mod kill;
