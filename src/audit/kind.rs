@@ -61,6 +61,8 @@ kinds! {
     TunnelOpen = "tunnel_open",
     TunnelClose = "tunnel_close",
     AnsibleTask = "ansible_task",
+    RemoteForwardOpen = "remote_forward_open",
+    RemoteForwardClose = "remote_forward_close",
 }
 
 impl Kind {

@@ -441,6 +441,12 @@ impl Connection {
         if self.limits.no_forward {
             return Err("no_port_forwarding");
         }
+        // As for a session under `on_failure = "refuse"`: nothing goes
+        // through unaudited.
+        let audit = &self.bastion.audit.health;
+        if audit.problem().is_some() && audit.policy() == crate::config::OnFailure::Refuse {
+            return Err("audit_unavailable");
+        }
         let connection = self.jump_slot().0.ok_or("too many at once")?;
         let max_user = *live.config.server.max_sessions_per_user.get_ref();
         let user = self.bastion.user_sessions.take(&login.user, max_user);
@@ -555,17 +561,23 @@ impl Connection {
         client: russh::server::Handle,
     ) -> bool {
         let asked = format!("{}:{port}", crate::text::prefix(address, 128));
-        let (target, slot) = match self.remote_target() {
-            Ok(t) => t,
-            Err(why) => {
-                let detail = why.map_or(asked.clone(), |w| format!("{asked} ({w})"));
-                self.refuse_forward("tcpip-forward", detail).await;
-                return false;
-            }
+        let allowed = match (
+            *port != 0 && self.remotes.holds(address, *port),
+            self.remote_target(),
+        ) {
+            (true, _) => Err(Some("already forwarded")),
+            (false, t) => t,
         };
-        let Some(login) = self.login.clone() else {
-            return false;
-        };
+        let ((target, slot), login, credential) =
+            match (allowed, self.login.clone(), self.credential.clone()) {
+                (Ok(t), Some(l), Some(c)) => (t, l, c),
+                (Err(why), ..) => {
+                    let detail = why.map_or(asked.clone(), |w| format!("{asked} ({w})"));
+                    self.refuse_forward("tcpip-forward", detail).await;
+                    return false;
+                }
+                _ => return false,
+            };
         let b = &self.bastion;
         let listening =
             crate::upstream::remote_forward(&target, &b.upstream, &login.user, (address, *port))
@@ -579,20 +591,28 @@ impl Connection {
                 return false;
             }
         };
-        let asked_port = *port;
         if *port == 0 {
             *port = forward.port;
         }
+        // Two forwards of port 0 may be given one port each; never one
+        // port twice.
+        if self.remotes.holds(address, *port) {
+            self.refuse_forward("tcpip-forward", format!("{asked} (already forwarded)"))
+                .await;
+            return false;
+        }
+        let ended = self.remotes.hold(address, *port);
         let serving = remote::Serving {
-            audit: b.audit.clone(),
+            bastion: b.clone(),
+            credential,
             who: (login.user, self.peer.to_string()),
             target: target.name().to_string(),
             listen: (address.to_string(), *port),
             client,
         };
-        tokio::spawn(remote::serve(serving, incoming, self.sessions.clone()));
-        self.remotes
-            .hold((address.to_string(), asked_port), forward, slot);
+        let held = remote::Held { forward, slot };
+        let stop = self.sessions.clone();
+        tokio::spawn(remote::serve(serving, held, incoming, ended, stop));
         true
     }
 
@@ -641,7 +661,8 @@ impl Connection {
                 limits: self.limits.clone(),
             }),
             account: None,
-            jumps: Arc::default(),
+            // Its relays and forwards count among the outer connection's.
+            jumps: self.jumps.clone(),
             remotes: Default::default(),
         };
         let mut stop = self.sessions.clone();
@@ -998,13 +1019,7 @@ impl russh::server::Handler for Connection {
         port: u32,
         _session: &mut Session,
     ) -> Result<bool, Self::Error> {
-        match self.remotes.release(address, port) {
-            Some(forward) => {
-                forward.cancel().await;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(self.remotes.release(address, port))
     }
 
     async fn streamlocal_forward(

@@ -73,6 +73,13 @@ struct Back {
     forwarded: Option<mpsc::Sender<Forwarded>>,
 }
 
+/// Refuses a channel the target opened.
+async fn prohibit(reply: client::ChannelOpenHandle) {
+    reply
+        .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
+        .await;
+}
+
 /// Why a target's connection was lost; shared by its handler and readers.
 type Lost = Arc<Mutex<Option<String>>>;
 
@@ -123,12 +130,68 @@ impl client::Handler for HostKeyCheck {
                     self.name.clone(),
                 ));
             }
-            None => {
-                reply
-                    .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                    .await
-            }
+            None => prohibit(reply).await,
         }
+        Ok(())
+    }
+
+    /// A target opens no session, x11, direct or streamlocal channel to
+    /// the bastion: russh's defaults would accept each and leave it open.
+    async fn server_channel_open_session(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        prohibit(reply).await;
+        Ok(())
+    }
+
+    async fn server_channel_open_x11(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        prohibit(reply).await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_tcpip(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _host_to_connect: &str,
+        _port_to_connect: u32,
+        _originator_address: &str,
+        _originator_port: u32,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        prohibit(reply).await;
+        Ok(())
+    }
+
+    async fn server_channel_open_direct_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        prohibit(reply).await;
+        Ok(())
+    }
+
+    async fn server_channel_open_forwarded_streamlocal(
+        &mut self,
+        _channel: Channel<client::Msg>,
+        _socket_path: &str,
+        reply: client::ChannelOpenHandle,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        prohibit(reply).await;
         Ok(())
     }
 
@@ -147,9 +210,7 @@ impl client::Handler for HostKeyCheck {
     ) -> Result<(), Self::Error> {
         let room = self.forwarded.as_ref().and_then(|tx| tx.try_reserve().ok());
         let Some(room) = room else {
-            reply
-                .reject(russh::ChannelOpenFailure::AdministrativelyProhibited)
-                .await;
+            prohibit(reply).await;
             return Ok(());
         };
         reply.accept().await;
@@ -504,11 +565,15 @@ pub(crate) struct Forwarded {
 /// A remote forward (`ssh -R`) the target holds: a login of its own, the
 /// forward ending with it, and the port the target listens on.
 pub(crate) struct RemoteForward {
-    /// Taken when it ends: by `cancel`, or when dropped with the client's
-    /// connection (a dropped handle alone would leave the login open).
+    /// Taken when it is dropped, and logged out (a dropped handle alone
+    /// would leave the login open).
     conn: Option<client::Handle<HostKeyCheck>>,
     pub(crate) port: u32,
 }
+
+/// How long setting a remote forward up may take: the client's
+/// connection waits for it (the reply must come from its handler).
+const REMOTE_SETUP: Duration = Duration::from_secs(5);
 
 /// How many connections to a remote forward may wait for the client to
 /// take them; more are refused.
@@ -535,7 +600,7 @@ pub(crate) async fn remote_forward(
         })?;
         Ok::<_, OpenError>((conn, bound))
     };
-    let (conn, bound) = tokio::time::timeout(CONNECT_TIMEOUT, asked)
+    let (conn, bound) = tokio::time::timeout(REMOTE_SETUP, asked)
         .await
         .map_err(|_| OpenError::Timeout(target.name().to_string()))??;
     // The target names the port only when it chose it.
@@ -547,15 +612,6 @@ pub(crate) async fn remote_forward(
         },
         rx,
     ))
-}
-
-impl RemoteForward {
-    /// Ends the forward: the target stops listening with the login.
-    pub(crate) async fn cancel(mut self) {
-        if let Some(conn) = self.conn.take() {
-            end_forward(conn).await;
-        }
-    }
 }
 
 impl Drop for RemoteForward {

@@ -894,4 +894,83 @@ fn remote_forwards_go_where_a_target_opts_in() {
     let refused =
         b.wait_event(|e| e["kind"] == "forward_denied" && e["forward"] == "tcpip-forward");
     assert_eq!(refused["detail"], format!("127.0.0.1:{port}").as_str());
+    // Each forward is framed in the audit, with how it ended.
+    let closed = b.wait_event(|e| e["kind"] == "remote_forward_close" && e["connections"] == 1);
+    assert_eq!(closed["reason"], "connection_closed", "{closed}");
+    assert!(
+        b.audit()
+            .iter()
+            .any(|e| e["kind"] == "remote_forward_open" && e["target"] == "rf")
+    );
+}
+
+/// A remote forward held open (`ssh -N -R`) ends when its user's key is
+/// revoked: the next connection to it is refused on the target and the
+/// target's login ends, audited with why.
+#[test]
+fn a_remote_forward_ends_when_its_key_is_revoked() {
+    let b = Bastion::start_with(Opts {
+        extra_toml: RITA.into(),
+        ..Opts::default()
+    });
+    let local = echo_server();
+    let port = free_port();
+    let mut held = Command::new("ssh")
+        .args([
+            "-N",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "LogLevel=ERROR",
+        ])
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "ExitOnForwardFailure=yes", "-R"])
+        .arg(format!("127.0.0.1:{port}:127.0.0.1:{local}"))
+        .arg("-i")
+        .arg(&b.bob_key)
+        .arg("-p")
+        .arg(b.port.to_string())
+        .arg("rita:rf@127.0.0.1")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    b.wait_kind("remote_forward_open");
+    let call = || -> String {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            return "refused".into();
+        };
+        let _ = std::io::Write::write_all(&mut s, b"hello\n");
+        let mut reply = String::new();
+        let _ = std::io::Read::read_to_string(&mut s, &mut reply);
+        reply
+    };
+    assert_eq!(call(), "ECHO:hello\n");
+    // rita's key is replaced by another one.
+    let bob_pub = std::fs::read_to_string(b.bob_key.with_extension("pub")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let other = keygen(&dir.path().join("other"));
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let was = format!(
+        "name = \"rita\"\nauthorized_keys = [\"{}\"]",
+        bob_pub.trim()
+    );
+    assert!(text.contains(&was), "{text}");
+    let now = format!("name = \"rita\"\nauthorized_keys = [\"{other}\"]");
+    std::fs::write(&b.config, text.replacen(&was, &now, 1)).unwrap();
+    assert!(b.reload().contains("config reloaded"));
+    assert_ne!(call(), "ECHO:hello\n");
+    let closed = b.wait_kind("remote_forward_close");
+    assert_eq!(closed["reason"], "credentials_revoked", "{closed}");
+    assert_eq!(closed["connections"], 1, "{closed}");
+    // The target no longer listens there.
+    wait_until(|| call() == "refused", "the target to stop listening");
+    let _ = held.kill();
+    let _ = held.wait();
 }
