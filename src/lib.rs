@@ -199,6 +199,28 @@ enum Cmd {
         /// The text to read; stdin when absent or `-`.
         file: Option<PathBuf>,
     },
+    /// Copy the audit into DIR while the bastion runs: the database (by
+    /// SQLite's online backup), its head file, the recordings and the
+    /// audit key's public half, laid out as the state directory is.
+    ///
+    /// Restore by copying DIR's contents into an empty state directory
+    /// (`cp -a DIR/. STATE_DIR/`) with the secrets kept offline;
+    /// `walissh audit verify` then passes there. DIR must be new or
+    /// empty.
+    Backup {
+        #[command(flatten)]
+        config: ConfigFile,
+        /// Where the copy goes: a new or empty directory (made 0700).
+        dir: PathBuf,
+        /// Copy the secrets too (the audit, host, host CA and upstream
+        /// keys, the TOTP store and its key, known_hosts): for a copy
+        /// that is kept offline and encrypted.
+        #[arg(long)]
+        with_secrets: bool,
+        /// Leave the recordings out.
+        #[arg(long)]
+        no_recordings: bool,
+    },
     /// List audit events, oldest first; or check or show what secures them.
     Audit {
         #[command(subcommand)]
@@ -515,6 +537,31 @@ fn run(cmd: Cmd) -> Result<(), String> {
             println!("{}", password::hash(&password)?);
             Ok(())
         }
+        Cmd::Backup {
+            config,
+            dir,
+            with_secrets,
+            no_recordings,
+        } => {
+            let config = load(config.path)?;
+            let from = audit::backup::Sources {
+                db: config.audit_db_path(),
+                recordings: (!no_recordings).then(|| config.recordings_dir()),
+                public_key: audit_key(&config, None)?
+                    .to_openssh()
+                    .map_err(|e| format!("the audit key: {e}"))?,
+                secrets: match with_secrets {
+                    true => secrets(&config),
+                    false => Vec::new(),
+                },
+            };
+            if !from.db.exists() {
+                return Err(format!("{}: no audit database", from.db.display()));
+            }
+            let copied = audit::backup::backup(&from, &dir)?;
+            println!("{}", copied.line(&dir));
+            Ok(())
+        }
         Cmd::Pubkey {
             config,
             host_ca: true,
@@ -691,6 +738,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                             std::time::Duration::from_secs(a.checkpoint_s),
                         ),
                         against,
+                        recordings: Some(config.recordings_dir()),
                     };
                     let report = audit::verify::verify(&config.audit_db_path(), &options)?;
                     match json {
@@ -749,6 +797,26 @@ fn audit_key(config: &Config, file: Option<&Path>) -> Result<russh::keys::Public
             Ok(keys::load_private(&path)?.public_key().clone())
         }
     }
+}
+
+/// The secret files a backup `--with-secrets` copies, by their names in
+/// the state directory: those the config keeps there.
+fn secrets(config: &Config) -> Vec<(String, PathBuf)> {
+    let state = config.state_dir();
+    let named = [
+        config.host_key_path(),
+        config.host_ca_path(),
+        config.identity_path(),
+        config.known_hosts_path(),
+        state.join(audit::chain::KEY_FILE),
+        state.join("totp.json"),
+        state.join("totp.key"),
+    ];
+    named
+        .into_iter()
+        .filter(|p| p.parent() == Some(state))
+        .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
+        .collect()
 }
 
 /// One password from stdin: without echo on a terminal, else its first line.

@@ -25,6 +25,9 @@ _walissh() {
             walissh,audit)
                 cmd="walissh__subcmd__audit"
                 ;;
+            walissh,backup)
+                cmd="walissh__subcmd__backup"
+                ;;
             walissh,check-config)
                 cmd="walissh__subcmd__check__subcmd__config"
                 ;;
@@ -90,6 +93,9 @@ _walissh() {
                 ;;
             walissh__subcmd__help,audit)
                 cmd="walissh__subcmd__help__subcmd__audit"
+                ;;
+            walissh__subcmd__help,backup)
+                cmd="walissh__subcmd__help__subcmd__backup"
                 ;;
             walissh__subcmd__help,check-config)
                 cmd="walissh__subcmd__help__subcmd__check__subcmd__config"
@@ -170,7 +176,7 @@ _walissh() {
 
     case "${cmd}" in
         walissh)
-            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions approvals approve man completions play redact audit help"
+            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions approvals approve man completions play redact backup audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -445,6 +451,32 @@ _walissh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        walissh__subcmd__backup)
+            opts="-c -h --config --with-secrets --no-recordings --log-level --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         walissh__subcmd__check__subcmd__config)
             opts="-c -h --config --log-level --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -508,7 +540,7 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__help)
-            opts="serve check-config hash-password pubkey totp sessions approvals approve man completions play redact audit help"
+            opts="serve check-config hash-password pubkey totp sessions approvals approve man completions play redact backup audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -594,6 +626,20 @@ _walissh() {
         walissh__subcmd__help__subcmd__audit__subcmd__verify)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        walissh__subcmd__help__subcmd__backup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -6,6 +6,7 @@
 //! runtime. When storage fails, [`Health`] remembers it, and the
 //! `[audit] on_failure` policy decides whether new sessions are refused.
 
+pub(crate) mod backup;
 pub(crate) mod chain;
 pub(crate) mod copies;
 pub(crate) mod db;

@@ -808,3 +808,108 @@ fn a_database_rolled_back_is_found_by_its_head_file_and_forwarded_checkpoints() 
         stderr(&out)
     );
 }
+
+/// The backup and restore drill (issue 37): `walissh backup` while the
+/// bastion runs, restored into a fresh state directory with the secrets
+/// from a copy kept apart; `audit verify` passes there, on the restored
+/// recordings (one changed there fails it).
+#[test]
+fn a_backup_restored_to_a_fresh_state_directory_verifies() {
+    let b = Bastion::start();
+    for i in 0..3 {
+        let out = exec(b.ssh_bob("bob:web1"), format!("echo BACKED-{i}"));
+        assert!(stdout(&out).contains(&format!("BACKED-{i}")));
+    }
+    let ended = || {
+        b.audit()
+            .iter()
+            .filter(|e| e["kind"] == "session_end")
+            .count()
+    };
+    wait_until(|| ended() == 3, "the three sessions' ends");
+    let dir = b.dir.path();
+    let backup = dir.join("backup");
+    let line = stdout(&b.cli(&["backup", backup.to_str().unwrap()]));
+    assert!(line.contains(", 3 recordings ("), "{line}");
+    assert!(line.contains("no secrets"), "{line}");
+    assert!(!backup.join("audit_key").exists());
+    assert!(backup.join("audit_key.pub").exists());
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
+            & 0o777
+    };
+    assert_eq!(mode(&backup), 0o700);
+    assert_eq!(mode(&backup.join("audit.db")), 0o600);
+    // A backup never mixes with another.
+    let again = b.cli_any(&["backup", backup.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
+    // The secrets, for the copy kept offline.
+    let offline = dir.join("offline");
+    let line = stdout(&b.cli(&[
+        "backup",
+        "--with-secrets",
+        "--no-recordings",
+        offline.to_str().unwrap(),
+    ]));
+    assert!(line.contains(", 0 recordings ("), "{line}");
+    for secret in ["audit_key", "host_ed25519", "host_ca_ed25519"] {
+        assert!(line.contains(secret), "{secret}: {line}");
+        assert_eq!(mode(&offline.join(secret)), 0o600, "{secret}");
+    }
+    // The drill: a fresh state directory, the backup copied in, the audit
+    // key from the offline copy, the same config pointed at it.
+    let fresh = dir.join("restored");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", backup.display()))
+        .arg(&fresh)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    std::fs::copy(offline.join("audit_key"), fresh.join("audit_key")).unwrap();
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let was = format!("state_dir = \"{}\"", b.state.display());
+    assert!(text.contains(&was), "{text}");
+    let restored = dir.join("restored.toml");
+    std::fs::write(
+        &restored,
+        text.replacen(&was, &format!("state_dir = \"{}\"", fresh.display()), 1),
+    )
+    .unwrap();
+    let verify_restored = || {
+        Command::new(walissh_bin())
+            .args(["audit", "verify", "--json", "--config"])
+            .arg(&restored)
+            .output()
+            .unwrap()
+    };
+    let out = verify_restored();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(report["recordings"], 3, "{report}");
+    // It read the restored recordings, not the bastion's own.
+    let cast = std::fs::read_dir(fresh.join("recordings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cast"))
+        .unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&cast)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"[9.0, \"o\", \"forged\"]\n").unwrap();
+    let out = verify_restored();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&fresh.display().to_string()),
+        "{}",
+        stdout(&out)
+    );
+}

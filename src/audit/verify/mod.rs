@@ -83,6 +83,11 @@ pub(crate) struct Options {
     pub(crate) freshness: Freshness,
     /// A file of forwarded checkpoints (syslog or JSON lines).
     pub(crate) against: Option<PathBuf>,
+    /// The recordings directory of the config in use: a recording is
+    /// looked for there first, by its file name (a state directory
+    /// restored or moved elsewhere), then where its `session_start` says.
+    /// Its digest decides either way.
+    pub(crate) recordings: Option<PathBuf>,
 }
 
 impl Options {
@@ -94,6 +99,7 @@ impl Options {
             key,
             freshness: Freshness::of(1000, Duration::from_secs(60)),
             against: None,
+            recordings: None,
         }
     }
 }
@@ -149,7 +155,7 @@ pub(crate) fn verify(path: &Path, options: &Options) -> Result<Report, String> {
             report.copies += copies.forwarded(file, found)?;
         }
         sessions::rows_follow_events(&conn)?;
-        report.recordings = sessions::recordings(&conn)?;
+        report.recordings = sessions::recordings(&conn, options.recordings.as_deref())?;
         Ok(())
     })();
     match checked {

@@ -139,7 +139,7 @@ fn start_of(conn: &Connection, row: &SessionRow) -> Checked<(i64, String)> {
 /// says; each recording its `session_start` names is hashed again against
 /// its `session_end`'s digest. A session without its end yet (still
 /// running) is left. Returns how many recordings were checked.
-pub(super) fn recordings(conn: &Connection) -> Checked<u64> {
+pub(super) fn recordings(conn: &Connection, dir: Option<&Path>) -> Checked<u64> {
     let mut count = 0;
     let mut st = conn.prepare(
         "SELECT e.seq, e.session, e.user, e.target, e.fields,
@@ -201,6 +201,7 @@ pub(super) fn recordings(conn: &Connection) -> Checked<u64> {
             let what = format!("session {session} ended without its recording's digest");
             return Err(Stop::Broken(Some(seq), what));
         };
+        let path = here(&path, dir);
         let what = match chain::file_digest(Path::new(&path)) {
             Err(e) => Some(format!(
                 "the recording of session {session} ({path}) cannot be read: {e}"
@@ -219,4 +220,15 @@ pub(super) fn recordings(conn: &Connection) -> Checked<u64> {
         count += 1;
     }
     Ok(count)
+}
+
+/// Where the recording the chain names as `path` is read: the file of
+/// that name in `dir` (the recordings of the config in use) when there is
+/// one, else `path` itself.
+fn here(path: &str, dir: Option<&Path>) -> String {
+    let local = dir.zip(Path::new(path).file_name()).map(|(d, n)| d.join(n));
+    match local {
+        Some(l) if l.is_file() => l.display().to_string(),
+        _ => path.to_string(),
+    }
 }
