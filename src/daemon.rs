@@ -61,6 +61,7 @@ pub(crate) async fn serve(
     // Opening the database and repairing what a crash left (`audit::recover`)
     // is file I/O: off the runtime, as all of it is.
     let (db, policy) = (config.audit_db_path(), config.audit.on_failure);
+    let node = config.node_name();
     let (state, a) = (config.state_dir().to_path_buf(), &config.audit);
     let (every_events, every) = (
         a.checkpoint_events.max(1),
@@ -83,7 +84,7 @@ pub(crate) async fn serve(
             every_events,
             every,
         };
-        Audit::start(&db, policy, checkpoints, forward)
+        Audit::start((&db, &node), policy, checkpoints, forward)
     })
     .await
     .map_err(|e| format!("cannot open the audit: {e}"))??;

@@ -647,7 +647,11 @@ fn run(cmd: Cmd) -> Result<(), String> {
         } => {
             let config = load_reader(config.path)?;
             let mut out = Lines::new(json);
-            audit::db::sessions_json(&config.audit_db_path(), active, &mut out)?;
+            audit::db::sessions_json(
+                &config.audit_db_path(),
+                (active, &config.node_name()),
+                &mut out,
+            )?;
             out.finish()
         }
         Cmd::Play {

@@ -159,6 +159,9 @@ fn unhex(text: &str) -> [u8; 32] {
 pub(crate) struct Head {
     pub(crate) seq: i64,
     pub(crate) hash: String,
+    /// The bastion's name, which every row it writes carries as `node`
+    /// (none when empty).
+    pub(crate) node: String,
     /// The last checkpoint written: its seq and id, which the next names.
     last_checkpoint: (i64, String),
     /// Events since the last checkpoint.
@@ -181,6 +184,7 @@ impl Head {
         Head {
             seq,
             hash,
+            node: String::new(),
             last_checkpoint: last.map_or((0, genesis()), |c| (c.seq, c.id())),
             pending: 0,
             since: Instant::now(),

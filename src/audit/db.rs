@@ -289,10 +289,14 @@ pub(crate) fn checkpoint_at(
 /// (the head moves only once the transaction commits).
 fn insert_event(
     tx: &rusqlite::Transaction<'_>,
-    (seq, prev): (i64, &str),
+    (seq, prev, node): (i64, &str, &str),
     ev: &Event,
 ) -> rusqlite::Result<(i64, String)> {
-    let (ts, fields) = (rfc3339(ev.ts), Value::Object(ev.fields.clone()).to_string());
+    let mut fields = ev.fields.clone();
+    if !node.is_empty() {
+        fields.insert("node".into(), node.into());
+    }
+    let (ts, fields) = (rfc3339(ev.ts), Value::Object(fields).to_string());
     let seq = seq + 1;
     let row = chain::Row {
         seq,
@@ -438,7 +442,7 @@ pub(crate) fn recover(
             Some(target.clone()),
         );
         // The event ends the row too (`session_row`).
-        (seq, hash) = insert_event(&tx, (seq, &hash), &ev)?;
+        (seq, hash) = insert_event(&tx, (seq, &hash, &head.node), &ev)?;
     }
     tx.commit()?;
     head.committed(seq, hash, open.len() as u64);
@@ -669,7 +673,7 @@ fn write_batch(
     for record in records {
         match record {
             Record::Event(ev) | Record::Committed { event: ev, .. } => {
-                (seq, hash) = insert_event(&tx, (seq, &hash), ev)?;
+                (seq, hash) = insert_event(&tx, (seq, &hash, &head.node), ev)?;
                 linked.push((seq, hash.clone()));
             }
             Record::Conversation {
@@ -739,20 +743,17 @@ pub(crate) fn conversation(path: &Path, user: &str, target: &str) -> Option<Stri
     .ok()
 }
 
-/// Every session, oldest first, one JSON object per line; with `active`,
-/// those open now (no end in the audit: after a crash, until walissh
-/// starts again and closes them), each with its node (this machine: one
-/// audit has one node until the audit is shared).
+/// Every session, oldest first, one JSON object per line, each with its
+/// node (the bastion that carried it, as its `session_start` names it;
+/// this machine's name for rows from before nodes were named); with
+/// `active`, those open now (no end in the audit: after a crash, until
+/// walissh starts again and closes them).
 pub(crate) fn sessions_json(
     path: &Path,
-    active: bool,
+    (active, here): (bool, &str),
     out: &mut dyn std::io::Write,
 ) -> Result<(), String> {
-    let node = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_default();
-    let mut names = vec![
+    let names = [
         "id",
         "user",
         "target",
@@ -760,19 +761,20 @@ pub(crate) fn sessions_json(
         "started",
         "ended",
         "recording",
+        "node",
     ];
-    let (node_column, only, params): (_, _, Vec<&dyn rusqlite::ToSql>) = match active {
-        true => (", ?1", "WHERE ended IS NULL", vec![&node]),
-        false => ("", "", Vec::new()),
+    let only = if active { "WHERE ended IS NULL" } else { "" };
+    let start_seq = {
+        let conn = open_reader(path)?;
+        column_or_null(&conn, "sessions", "start_seq")
+            .map_err(|e| format!("{}: {e}", path.display()))?
     };
-    if active {
-        names.push("node");
-    }
     let sql = format!(
-        "SELECT id, user, target, client_addr, started, ended, recording{node_column}
+        "SELECT id, user, target, client_addr, started, ended, recording,
+                COALESCE((SELECT json_extract(e.fields, '$.node') FROM events e WHERE e.seq = {start_seq}), ?1)
          FROM sessions {only} ORDER BY started, id"
     );
-    print_rows(path, &sql, &params, &names, out)
+    print_rows(path, &sql, &[&here], &names, out)
 }
 
 /// Prints each row of a read-only query as one JSON object line, the

@@ -191,7 +191,7 @@ impl Audit {
     /// checkpoint its head file names (`copies`), ends what a crash left
     /// open (`recover`), and starts its writer thread.
     pub(crate) fn start(
-        path: &Path,
+        (path, node): (&Path, &str),
         policy: OnFailure,
         checkpoints: chain::Checkpoints,
         forward: Option<forward::Forward>,
@@ -200,6 +200,7 @@ impl Audit {
         copies::check_head_at_start(&conn, path)?;
         let mut head = db::head(&conn, checkpoints)
             .map_err(|e| format!("{}: cannot read the chain's head: {e}", path.display()))?;
+        head.node = node.to_string();
         recover(&mut conn, path, &mut head)?;
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -380,7 +381,8 @@ mod tests {
             every_events: 1000,
             every: std::time::Duration::from_secs(60),
         };
-        let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints, None).unwrap();
+        let (audit, thread) =
+            Audit::start((&path, ""), OnFailure::Refuse, checkpoints, None).unwrap();
         let t = std::time::Instant::now();
         for i in 0..n {
             let mut ev = Event::new(Kind::Command)
@@ -429,7 +431,7 @@ mod tests {
     async fn write_ahead_cost() {
         let dir = tempfile::tempdir().unwrap();
         let (audit, _thread) = Audit::start(
-            &dir.path().join("audit.db"),
+            (&dir.path().join("audit.db"), "n1"),
             OnFailure::Refuse,
             unsigned(),
             None,

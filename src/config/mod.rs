@@ -157,6 +157,20 @@ fn with_nearest_key(msg: &str) -> String {
 }
 
 impl Config {
+    /// This bastion's name in the audit (`[server] node_name`, else the
+    /// host name, else `walissh`).
+    pub(crate) fn node_name(&self) -> String {
+        if let Some(n) = &self.server.node_name {
+            return n.get_ref().clone();
+        }
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .map(|h| crate::text::prefix(&h, 64).to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "walissh".to_string())
+    }
+
     /// The state directory, where audit.db and recordings/ live.
     pub(crate) fn state_dir(&self) -> &Path {
         &self.server.state_dir
@@ -378,6 +392,11 @@ mod tests {
                 .replace("db1", "Web1"),
         );
         assert!(e.starts_with("t.toml:6: key `targets.name`:"), "{e}");
+        let e = team_error("[server]\nnode_name = \"a b\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `server.node_name`: use at most 64"),
+            "{e}"
+        );
         let e = team_error("[[targets]]\nname = \"me\"\nkind = \"local\"\nremote_forward = true\n");
         assert!(
             e.contains("key `targets.remote_forward`: remote_forward applies to kind = \"ssh\""),

@@ -96,6 +96,9 @@ pub(crate) struct ServerConfig {
     /// Logged-in connections one user may have open at once.
     #[serde(default = "default_max_user_connections")]
     pub(crate) max_connections_per_user: Spanned<u32>,
+    /// This bastion's name among several sharing one audit: every audit
+    /// row carries it as `node`. Default: the host name.
+    pub(crate) node_name: Option<Spanned<String>>,
 }
 
 impl Default for ServerConfig {
@@ -110,6 +113,7 @@ impl Default for ServerConfig {
             max_sessions_per_connection: default_max_sessions(),
             max_sessions_per_user: default_max_user_sessions(),
             max_connections_per_user: default_max_user_connections(),
+            node_name: None,
         }
     }
 }

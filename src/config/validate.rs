@@ -50,6 +50,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if let Some(n) = &s.node_name
+            && (n.get_ref().len() > 64 || !valid_name(n.get_ref()))
+        {
+            let why = "use at most 64 letters, digits, '.', '-' and '_'";
+            return Err(loc.error(n.span(), Some("server.node_name"), why));
+        }
         if *s.auth_lockout_s.get_ref() == 0 {
             let why = "must be at least 1 (0 would disable the lockout)";
             return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));

@@ -694,6 +694,43 @@ fn active_sessions_are_listed_with_their_node() {
     t.send("exit\r");
     b.wait_count("session_end", 2);
     assert!(json_lines(&b.cli(&["sessions", "--json", "--active"])).is_empty());
+    // Every row carries its node, and every session (ended too).
+    assert!(b.audit().iter().all(|e| e["node"] == host.as_str()));
+    let all = json_lines(&b.cli(&["sessions", "--json"]));
+    assert!(all.iter().all(|s| s["node"] == host.as_str()), "{all:?}");
+}
+
+/// `[server] node_name` names the bastion in the audit: the rows and
+/// sessions written after a restart under a new name carry it, the ones
+/// before keep theirs.
+#[test]
+fn the_node_name_is_in_every_row() {
+    let mut b = Bastion::start();
+    let out = exec(b.ssh_bob("bob:web1"), "echo first");
+    assert!(stdout(&out).contains("first"));
+    b.wait_kind("session_end");
+    assert!(b.terminate().success());
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    assert!(text.contains("[server]\n"), "{text}");
+    std::fs::write(
+        &b.config,
+        text.replacen("[server]\n", "[server]\nnode_name = \"bastion-a\"\n", 1),
+    )
+    .unwrap();
+    b.restart();
+    let out = exec(b.ssh_bob("bob:web1"), "echo second");
+    assert!(stdout(&out).contains("second"));
+    b.wait_count("session_end", 2);
+    let sessions = json_lines(&b.cli(&["sessions", "--json"]));
+    let nodes: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, [this_host().as_str(), "bastion-a"]);
+    let last = b.audit().into_iter().last().unwrap();
+    assert_eq!(last["node"], "bastion-a", "{last}");
+    // The chain holds either way.
+    b.cli(&["audit", "verify"]);
 }
 
 /// This machine's name, as `hostname` prints it.

@@ -102,7 +102,8 @@ fn a_database_of_the_previous_version_opens_verifies_and_chains_on() {
             every_events: 1000,
             every: Duration::from_secs(60),
         };
-        let (audit, thread) = Audit::start(&path, OnFailure::Refuse, checkpoints, None).unwrap();
+        let (audit, thread) =
+            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
         audit
             .event(Event::new(Kind::Exec).field("command", "ls"))
             .await;
@@ -147,7 +148,7 @@ fn a_database_behind_its_head_file_does_not_start() {
         };
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
-            let (audit, thread) = Audit::start(path, OnFailure::Refuse, checkpoints, None)?;
+            let (audit, thread) = Audit::start((path, "n1"), OnFailure::Refuse, checkpoints, None)?;
             audit
                 .event(Event::new(Kind::Exec).field("command", "ls"))
                 .await;
