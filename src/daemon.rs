@@ -188,6 +188,7 @@ pub(crate) async fn serve(
     ));
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     tokio::spawn(watchdog(bastion.clone()));
+    tokio::spawn(retention(bastion.clone(), sessions.watcher()));
 
     while signals.wait().await == Signal::Reload {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
@@ -257,6 +258,45 @@ async fn web_listener(
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %bound, scheme, "web console listening");
     Ok(Some((l, tls)))
+}
+
+/// How often the retention pass runs (and once at start).
+const RETENTION_EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// The daily retention pass (`audit::prune`), as `[audit] keep_days` and
+/// `[recordings] keep_days` say at the time (a reload counts), until
+/// shutdown.
+async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
+    let mut every = tokio::time::interval(RETENTION_EVERY);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.requested() => return,
+        }
+        let live = bastion.live();
+        let ago = |days: &Option<toml::Spanned<u32>>| {
+            let d = Duration::from_secs(u64::from(*days.as_ref()?.get_ref()) * 86_400);
+            std::time::SystemTime::now().checked_sub(d)
+        };
+        let ask = crate::audit::prune::Ask {
+            audit_before: ago(&live.config.audit.keep_days),
+            recordings: ago(&live.config.recordings.keep_days)
+                .map(|t| (live.config.recordings_dir(), t)),
+        };
+        if ask.audit_before.is_none() && ask.recordings.is_none() {
+            continue;
+        }
+        match bastion.audit.prune(ask).await {
+            Ok(p) => tracing::info!(
+                through = p.through,
+                events = p.events,
+                sessions = p.sessions,
+                recordings = p.recordings,
+                "retention: what was older is deleted"
+            ),
+            Err(e) => tracing::error!(error = %e, "retention: the pass failed"),
+        }
+    }
 }
 
 /// Feeds systemd's watchdog (`WatchdogSec=`, which sets WATCHDOG_USEC)

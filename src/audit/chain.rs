@@ -231,6 +231,16 @@ impl Head {
         }))
     }
 
+    /// `message` signed with the audit key (none: refused).
+    pub(crate) fn sign(&self, message: &str) -> Result<String, String> {
+        let key = self
+            .policy
+            .key
+            .as_ref()
+            .ok_or("no audit key to sign with")?;
+        sign(key, message)
+    }
+
     /// `c` was written: the next checkpoint names it.
     pub(crate) fn checkpointed(&mut self, c: &Signed) {
         self.pending = 0;

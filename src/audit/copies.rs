@@ -156,6 +156,11 @@ pub(crate) fn check_head_at_start(conn: &Connection, db: &Path) -> Result<(), St
     if stored.as_ref() == Some(&head) {
         return Ok(());
     }
+    // Retention deleted it with the rows it signed: the marker took over.
+    let pruned = super::prune::marker(conn).map_err(|e| format!("{}: {e}", db.display()))?;
+    if pruned.is_some_and(|m| head.seq <= m.seq) {
+        return Ok(());
+    }
     Err(format!(
         "{}: the audit database lacks the checkpoint at seq {} that {} names: it was rolled back or cut; \
          run `walissh audit verify`, and move {} aside to start on this database anyway",

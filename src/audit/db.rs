@@ -48,6 +48,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 CREATE INDEX IF NOT EXISTS events_session ON events(session);
 CREATE INDEX IF NOT EXISTS sessions_started ON sessions(started);
+CREATE TABLE IF NOT EXISTS pruned (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    seq       INTEGER NOT NULL,
+    head      TEXT NOT NULL,
+    cp_seq    INTEGER NOT NULL,
+    cp        TEXT NOT NULL,
+    ts        TEXT NOT NULL,
+    signature TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS conversations (
     user     TEXT NOT NULL,
     target   TEXT NOT NULL,
@@ -233,13 +242,13 @@ pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::R
 }
 
 /// The checkpoints' columns, in the order `checkpoint_row` reads them.
-fn checkpoint_columns(conn: &Connection) -> rusqlite::Result<String> {
+pub(crate) fn checkpoint_columns(conn: &Connection) -> rusqlite::Result<String> {
     let prev_seq = column_or_null(conn, "checkpoints", "prev_seq")?;
     let prev = column_or_null(conn, "checkpoints", "prev")?;
     Ok(format!("seq, ts, head, {prev_seq}, {prev}, signature"))
 }
 
-fn checkpoint_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<chain::Signed> {
+pub(crate) fn checkpoint_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<chain::Signed> {
     let prev = match (r.get::<_, Option<i64>>(3)?, r.get::<_, Option<String>>(4)?) {
         (Some(s), Some(h)) => Some((s, h)),
         _ => None,
@@ -482,11 +491,15 @@ pub(crate) fn writer_loop(
             let ev = Event::new(Kind::AuditForwardLost).field("events", lost);
             batch.records.push(Record::Event(ev));
         }
+        let prunes = std::mem::take(&mut batch.prunes);
         // An empty batch is a wake-up: to retry what waits, or to sign.
         if !batch.is_empty() || !waiting.records.is_empty() {
             let began = std::time::Instant::now();
             write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
             metrics.audit_written(began.elapsed());
+        }
+        for (ask, answer) in prunes {
+            let _ = answer.send(prune(&mut conn, &ask, &mut head));
         }
         checkpoint(&conn, &mut head, false, &copies);
     }
@@ -496,6 +509,21 @@ pub(crate) fn writer_loop(
         write_or_keep(&mut conn, Batch::default(), &mut waiting, to, &mut head);
     }
     checkpoint(&conn, &mut head, true, &copies);
+}
+
+/// Runs a retention pass (`prune`) as the writer: the marker signed with
+/// the audit key, the recordings' rows chained after it.
+fn prune(
+    conn: &mut Connection,
+    ask: &super::prune::Ask,
+    head: &mut chain::Head,
+) -> Result<super::prune::Pruned, String> {
+    let (done, rows) = super::prune::prune(conn, ask, &|m: &str| head.sign(m))?;
+    if !rows.is_empty() {
+        let records: Vec<Record> = rows.into_iter().map(Record::Event).collect();
+        write_batch(conn, &records, head).map_err(|e| e.to_string())?;
+    }
+    Ok(done)
 }
 
 /// Records whose write failed, oldest first, and how many were given up.
@@ -511,11 +539,16 @@ struct Batch {
     records: Vec<Record>,
     committed: Vec<tokio::sync::oneshot::Sender<bool>>,
     flushes: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// Retention passes asked for: run once the batch is written.
+    prunes: Vec<(super::prune::Ask, super::Answer<super::prune::Pruned>)>,
 }
 
 impl Batch {
     fn is_empty(&self) -> bool {
-        self.records.is_empty() && self.committed.is_empty() && self.flushes.is_empty()
+        self.records.is_empty()
+            && self.committed.is_empty()
+            && self.flushes.is_empty()
+            && self.prunes.is_empty()
     }
 }
 
@@ -538,6 +571,7 @@ fn next_batch(
     while let Some(record) = next {
         match record {
             Record::Flush(reply) => batch.flushes.push(reply),
+            Record::Prune(ask, answer) => batch.prunes.push((ask, answer)),
             mut other => {
                 if let Record::Committed { written, .. } = &mut other {
                     batch.committed.extend(written.take());
@@ -656,7 +690,7 @@ fn log_unwritten(record: &Record) {
             tracing::error!(event = %event_json(ev), "unwritten audit event")
         }
         // Not audit: a lost conversation is only not restored.
-        Record::Conversation { .. } | Record::Flush(_) => {}
+        Record::Conversation { .. } | Record::Flush(_) | Record::Prune(..) => {}
     }
 }
 
@@ -694,7 +728,7 @@ fn write_batch(
                     tracing::warn!(%user, %target, error = %e, "conversation not stored");
                 }
             }
-            Record::Flush(_) => {}
+            Record::Flush(_) | Record::Prune(..) => {}
         }
     }
     tx.commit()?;

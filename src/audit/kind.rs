@@ -63,6 +63,7 @@ kinds! {
     AnsibleTask = "ansible_task",
     RemoteForwardOpen = "remote_forward_open",
     RemoteForwardClose = "remote_forward_close",
+    RecordingPruned = "recording_pruned",
 }
 
 impl Kind {

@@ -14,6 +14,7 @@ pub(crate) mod forward;
 pub(crate) mod kind;
 pub(crate) mod metrics;
 pub(crate) mod play;
+pub(crate) mod prune;
 pub(crate) mod query;
 pub(crate) mod recording;
 pub(crate) mod tally;
@@ -143,7 +144,12 @@ pub(crate) enum Record {
     },
     /// Answered once everything queued before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// A retention pass (`prune`), run by the writer.
+    Prune(prune::Ask, Answer<prune::Pruned>),
 }
+
+/// Where the writer answers a request, with what it did or why not.
+pub(crate) type Answer<T> = tokio::sync::oneshot::Sender<Result<T, String>>;
 
 /// Whether the audit database is writable, as the writer thread last found
 /// it, and what to do when it is not. Recordings are checked as each one is
@@ -236,6 +242,15 @@ impl Audit {
     pub(crate) async fn event(&self, event: Event) {
         self.metrics.count(&event);
         self.send(Record::Event(event.bounded())).await
+    }
+
+    /// Runs a retention pass (`prune`) in the writer, after what is
+    /// queued: what it deleted, or why it could not.
+    pub(crate) async fn prune(&self, ask: prune::Ask) -> Result<prune::Pruned, String> {
+        let (answer, done) = tokio::sync::oneshot::channel();
+        self.send(Record::Prune(ask, answer)).await;
+        done.await
+            .map_err(|_| "the audit writer is gone".to_string())?
     }
 
     /// `/metrics`: the counts, and how deep the writer's queue is now.

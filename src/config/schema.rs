@@ -52,6 +52,8 @@ pub(crate) struct Config {
     #[serde(default)]
     pub(crate) audit: AuditConfig,
     #[serde(default)]
+    pub(crate) recordings: RecordingsConfig,
+    #[serde(default)]
     pub(crate) terminal: TerminalConfig,
     #[serde(default)]
     pub(crate) context: ContextConfig,
@@ -527,6 +529,18 @@ pub(crate) struct AuditConfig {
     /// Items each destination may hold while it is slow or down.
     #[serde(default = "default_forward_queue")]
     pub(crate) forward_queue: usize,
+    /// Rows older than this many days are deleted by a daily pass, and a
+    /// signed marker takes their place. None: keep everything.
+    pub(crate) keep_days: Option<Spanned<u32>>,
+}
+
+/// `[recordings]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RecordingsConfig {
+    /// Recordings of sessions that ended more than this many days ago are
+    /// deleted by the daily pass. None: keep everything.
+    pub(crate) keep_days: Option<Spanned<u32>>,
 }
 
 /// A key that takes one string or a list of them (`[audit] forward`,
@@ -569,6 +583,7 @@ impl Default for AuditConfig {
             checkpoint_s: default_checkpoint_s(),
             forward: None,
             forward_queue: default_forward_queue(),
+            keep_days: None,
         }
     }
 }

@@ -50,6 +50,20 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        for (days, key) in [
+            (&self.audit.keep_days, "audit.keep_days"),
+            (&self.recordings.keep_days, "recordings.keep_days"),
+        ] {
+            if let Some(d) = days
+                && *d.get_ref() == 0
+            {
+                return Err(loc.error(
+                    d.span(),
+                    Some(key),
+                    "must be at least 1 (leave it out to keep everything)",
+                ));
+            }
+        }
         if let Some(n) = &s.node_name
             && (n.get_ref().len() > 64 || !valid_name(n.get_ref()))
         {

@@ -913,3 +913,28 @@ fn a_backup_restored_to_a_fresh_state_directory_verifies() {
         stdout(&out)
     );
 }
+
+/// Retention configured (`[audit] keep_days`, `[recordings] keep_days`):
+/// the pass runs at start through the real writer, deletes nothing that
+/// is newer, and the audit still verifies. (What it deletes, and verify
+/// from its marker, is `audit::verify::tests`' work: rows days old cannot
+/// be made here without a clock of the test's own.)
+#[test]
+fn the_retention_pass_runs_at_start_and_keeps_what_is_new() {
+    let b = Bastion::start_with(Opts {
+        audit_toml: "keep_days = 1".into(),
+        extra_toml: "[recordings]\nkeep_days = 1\n".into(),
+        ..Opts::default()
+    });
+    let line = b.log.wait_line_from(&["retention:"], 0);
+    assert!(line.contains("what was older is deleted"), "{line}");
+    assert!(
+        line.contains("events=0") && line.contains("recordings=0"),
+        "{line}"
+    );
+    let out = exec(b.ssh_bob("bob:web1"), "echo KEPT");
+    assert!(stdout(&out).contains("KEPT"));
+    let (report, code) = verify(&b);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report["pruned_through"].is_null(), "{report}");
+}

@@ -16,6 +16,9 @@ pub(super) struct Copies<'a> {
     pub(super) conn: &'a Connection,
     pub(super) key: &'a PublicKey,
     pub(super) last_seq: i64,
+    /// Where the chain was pruned: its last deleted seq, and the last
+    /// checkpoint deleted with it (seq and id).
+    pub(super) pruned: Option<(i64, (i64, String))>,
 }
 
 impl Copies<'_> {
@@ -61,6 +64,18 @@ impl Copies<'_> {
             return broken(format!(
                 "{source}: its checkpoint at seq {seq} is not signed by the audit key"
             ));
+        }
+        // A copy from before the pruning pins nothing left, but the last
+        // checkpoint pruned is the marker's.
+        if let Some((floor, (cp_seq, cp))) = &self.pruned
+            && seq <= *floor
+        {
+            return match seq == *cp_seq && copy.id() != *cp {
+                true => broken(format!(
+                    "{source} holds the checkpoint at seq {seq}, which is not the one the pruned marker names (replaced)"
+                )),
+                false => Ok(()),
+            };
         }
         if seq > self.last_seq {
             return broken(format!(

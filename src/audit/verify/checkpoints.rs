@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::{Checked, Stop, seconds_between, span};
-use crate::audit::chain::{Signed, genesis};
+use crate::audit::chain::Signed;
 
 /// How much of the chain's tail, after its last checkpoint, may be
 /// unsigned: the writer signs after `checkpoint_events` events or
@@ -37,10 +37,11 @@ impl Freshness {
 }
 
 /// No checkpoint past the last row: rows it signed would be gone.
-pub(super) fn truncated(cps: &[Signed], last_seq: i64) -> Checked<()> {
-    // Seqs start at 1: a checkpoint below that names no row, so no row's
-    // check would ever look at its signature.
-    if let Some(c) = cps.iter().find(|c| c.seq < 1) {
+/// `floor` is the last row pruned (0 for none).
+pub(super) fn truncated(cps: &[Signed], last_seq: i64, floor: i64) -> Checked<()> {
+    // Rows start after the floor: a checkpoint at or below it names no
+    // row, so no row's check would ever look at its signature.
+    if let Some(c) = cps.iter().find(|c| c.seq <= floor) {
         return Err(Stop::Broken(
             None,
             format!("a checkpoint at seq {} names no row (inserted)", c.seq),
@@ -59,13 +60,13 @@ pub(super) fn truncated(cps: &[Signed], last_seq: i64) -> Checked<()> {
 }
 
 /// Each chained checkpoint names the one before it in the table (the
-/// first, seq 0): one deleted shows in the next. Checkpoints from before
-/// they were chained name none.
-pub(super) fn chained(cps: &[Signed]) -> Checked<()> {
+/// first, `base`: seq 0, or the last one a pruning deleted): one deleted
+/// shows in the next. Checkpoints from before they were chained name none.
+pub(super) fn chained(cps: &[Signed], base: &(i64, String)) -> Checked<()> {
     let mut before: Option<&Signed> = None;
     for c in cps {
         if let Some((prev_seq, prev)) = &c.prev {
-            let (had_seq, had) = before.map_or((0, genesis()), |b| (b.seq, b.id()));
+            let (had_seq, had) = before.map_or_else(|| base.clone(), |b| (b.seq, b.id()));
             let what = if *prev_seq > had_seq {
                 Some(format!(
                     "the checkpoint at seq {prev_seq} is gone: the checkpoint at seq {} names it (deleted)",
@@ -100,10 +101,11 @@ pub(super) fn chained(cps: &[Signed]) -> Checked<()> {
 pub(super) fn fresh(
     conn: &Connection,
     cps: &[Signed],
-    last_seq: i64,
+    (last_seq, floor): (i64, i64),
     bounds: &Freshness,
 ) -> Checked<()> {
-    let signed = cps.last().map_or(0, |c| c.seq);
+    // The pruned marker signs the rows up to its floor.
+    let signed = cps.last().map_or(floor, |c| c.seq.max(floor));
     if last_seq <= signed {
         return Ok(());
     }
@@ -150,11 +152,12 @@ mod tests {
             signature: String::new(),
         };
         for seq in [0, -1] {
-            match truncated(&[at(seq), at(5)], 10) {
+            match truncated(&[at(seq), at(5)], 10, 0) {
                 Err(Stop::Broken(_, what)) => assert!(what.contains("names no row"), "{what}"),
                 _ => panic!("seq {seq} passed"),
             }
         }
-        assert!(truncated(&[at(5)], 10).is_ok());
+        assert!(truncated(&[at(5)], 10, 0).is_ok());
+        assert!(truncated(&[at(5)], 10, 5).is_err());
     }
 }

@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use russh::keys::PublicKey;
+
+use super::chain;
 use serde_json::{Value, json};
 
 pub(crate) use checkpoints::Freshness;
@@ -37,6 +39,9 @@ pub(crate) struct Report {
     pub(crate) copies: u64,
     /// The first broken place: the seq (when it is a row's) and what.
     pub(crate) broken: Option<(Option<i64>, String)>,
+    /// The last row retention deleted, if it ever did: the chain is
+    /// checked from the signed marker there.
+    pub(crate) pruned_through: Option<i64>,
 }
 
 impl Report {
@@ -55,8 +60,11 @@ impl Report {
                     Some((seq, ts)) => format!("last checkpoint at {ts} (seq {seq})"),
                     None => "no checkpoint yet".to_string(),
                 };
+                let pruned = self
+                    .pruned_through
+                    .map_or(String::new(), |p| format!(" (after seq {p}, pruned)"));
                 format!(
-                    "ok: {} events, {} recordings, {checkpoint}, {} copies of checkpoints match",
+                    "ok: {} events{pruned}, {} recordings, {checkpoint}, {} copies of checkpoints match",
                     self.events, self.recordings, self.copies
                 )
             }
@@ -70,6 +78,7 @@ impl Report {
             "recordings": self.recordings,
             "last_checkpoint": self.last_checkpoint.as_ref().map(|(seq, ts)| json!({"seq": seq, "ts": ts})),
             "copies": self.copies,
+            "pruned_through": self.pruned_through,
             "broken": self.broken.as_ref().map(|(seq, what)| json!({"seq": seq, "what": what})),
         })
     }
@@ -138,17 +147,36 @@ pub(crate) fn verify(path: &Path, options: &Options) -> Result<Report, String> {
     let checked = (|| {
         let cps = super::db::checkpoints(&conn)?;
         report.last_checkpoint = cps.last().map(|c| (c.seq, c.ts.clone()));
-        report.events = rows::link(&conn, &cps, &options.key)?;
-        let last_seq = i64::try_from(report.events).unwrap_or(i64::MAX);
-        checkpoints::truncated(&cps, last_seq)?;
-        checkpoints::chained(&cps)?;
-        checkpoints::fresh(&conn, &cps, last_seq, &options.freshness)?;
+        let marker = super::prune::marker(&conn)?;
+        if let Some(m) = &marker
+            && !m.signed_by(&options.key)
+        {
+            let what = format!(
+                "the pruned marker (through seq {}) is not signed by the audit key",
+                m.seq
+            );
+            return Err(Stop::Broken(Some(m.seq), what));
+        }
+        report.pruned_through = marker.as_ref().map(|m| m.seq);
+        let floor = marker.as_ref().map_or(0, |m| m.seq);
+        let start = marker
+            .as_ref()
+            .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
+        let base = marker
+            .as_ref()
+            .map_or_else(|| (0, chain::genesis()), |m| m.checkpoint.clone());
+        let last_seq = rows::link(&conn, &cps, &options.key, start)?;
+        report.events = u64::try_from(last_seq - floor).unwrap_or(0);
+        checkpoints::truncated(&cps, last_seq, floor)?;
+        checkpoints::chained(&cps, &base)?;
+        checkpoints::fresh(&conn, &cps, (last_seq, floor), &options.freshness)?;
         // A rollback is said before what it drags along (sessions rows
         // whose events went with it).
         let copies = against::Copies {
             conn: &conn,
             key: &options.key,
             last_seq,
+            pruned: marker.map(|m| (m.seq, m.checkpoint)),
         };
         report.copies += copies.head_file(&head_file, head.as_ref(), &cps)?;
         if let Some((file, found)) = &forwarded {

@@ -8,16 +8,22 @@ use russh::keys::PublicKey;
 use super::{Checked, Stop};
 use crate::audit::chain::{self, Signed};
 
-/// Links every row; returns how many there are (the last seq: they run
-/// from 1 without a gap, or the chain is broken).
-pub(super) fn link(conn: &Connection, cps: &[Signed], key: &PublicKey) -> Checked<u64> {
+/// Links every row, from `start` (the seq and hash before the first:
+/// 0 and the zero hash, or a pruned marker's); returns the last seq (they
+/// run from the one after `start` without a gap, or the chain is broken).
+pub(super) fn link(
+    conn: &Connection,
+    cps: &[Signed],
+    key: &PublicKey,
+    start: (i64, String),
+) -> Checked<i64> {
     let by_seq: std::collections::HashMap<i64, &Signed> = cps.iter().map(|c| (c.seq, c)).collect();
     let mut st = conn.prepare(
         "SELECT seq, ts, session, user, target, kind, fields, hash FROM events ORDER BY seq",
     )?;
     let mut rows = st.query([])?;
-    let mut prev = chain::genesis();
-    let mut last = 0i64;
+    let (mut last, mut prev) = start;
+    let first = last;
     while let Some(r) = rows.next()? {
         let seq: i64 = r.get(0)?;
         let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
@@ -30,7 +36,7 @@ pub(super) fn link(conn: &Connection, cps: &[Signed], key: &PublicKey) -> Checke
             let what = "the row has no hash (written around the chain)";
             return Err(Stop::Broken(Some(seq), what.into()));
         };
-        in_order(seq, last)?;
+        in_order(seq, last, first)?;
         let row = chain::Row {
             seq,
             ts: &ts,
@@ -51,17 +57,23 @@ pub(super) fn link(conn: &Connection, cps: &[Signed], key: &PublicKey) -> Checke
         prev = hash;
         last = seq;
     }
-    Ok(u64::try_from(last).unwrap_or(0))
+    Ok(last)
 }
 
-/// `seq` comes right after `last` (0 before the first row).
-fn in_order(seq: i64, last: i64) -> Checked<()> {
+/// `seq` comes right after `last` (`first` before the first row: 0, or
+/// where the chain was pruned).
+fn in_order(seq: i64, last: i64, first: i64) -> Checked<()> {
     if seq == last + 1 {
         return Ok(());
     }
     let what = match last {
-        l if l > 0 && seq > l + 1 => format!("seq {} to {} are missing (deleted)", l + 1, seq - 1),
-        _ => format!("the first row is seq {seq}, not 1 (rows deleted, or one put before them)"),
+        l if l > first && seq > l + 1 => {
+            format!("seq {} to {} are missing (deleted)", l + 1, seq - 1)
+        }
+        _ => format!(
+            "the first row is seq {seq}, not {} (rows deleted, or one put before them)",
+            first + 1
+        ),
     };
     Err(Stop::Broken(Some((last + 1).min(seq)), what))
 }

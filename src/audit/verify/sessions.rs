@@ -145,7 +145,8 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>) -> Checked<u64> 
         "SELECT e.seq, e.session, e.user, e.target, e.fields,
                 (SELECT json_object('fields', x.fields) FROM events x
                   WHERE x.kind = 'session_end' AND x.session = e.session ORDER BY x.seq DESC LIMIT 1),
-                s.user, s.target, s.client_addr, s.recording, s.id
+                s.user, s.target, s.client_addr, s.recording, s.id,
+                EXISTS (SELECT 1 FROM events p WHERE p.kind = 'recording_pruned' AND p.session = e.session)
          FROM events e LEFT JOIN sessions s ON s.id = e.session
          WHERE e.kind = 'session_start' ORDER BY e.seq",
     )?;
@@ -186,7 +187,9 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>) -> Checked<u64> 
             );
             return Err(Stop::Broken(Some(seq), what));
         }
-        let (Some(path), Some(end)) = (recording, end) else {
+        // Retention deleted it, and said so in the chain.
+        let pruned: bool = r.get(11)?;
+        let (Some(path), Some(end), false) = (recording, end, pruned) else {
             continue;
         };
         let end: Value = serde_json::from_str(&end).unwrap_or(Value::Null);

@@ -166,3 +166,132 @@ fn a_database_behind_its_head_file_does_not_start() {
     let e = start(&path).unwrap_err();
     assert!(e.contains("rolled back or cut"), "{e}");
 }
+
+/// Retention: rows older than the cutoff go, with their checkpoints and
+/// sessions, and a signed marker takes their place; an open session keeps
+/// its rows whatever their age; a recording deleted by retention is said
+/// in the chain. `verify` passes after each pass, and fails when the
+/// marker or the first row kept is tampered with.
+#[test]
+fn a_pruned_chain_verifies_from_its_marker() {
+    use crate::audit::prune::Ask;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir(&recordings).unwrap();
+    let key = key();
+    let day = Duration::from_secs(86_400);
+    let ago = |days: u32| SystemTime::now() - day * days;
+    let session = |id: &str, kind: Kind, days: u32| {
+        let mut ev = Event::new(kind).user("bob");
+        (ev.session, ev.target, ev.ts) = (Some(id.into()), Some("web1".into()), ago(days));
+        ev
+    };
+    let cast = recordings.join("s1.cast");
+    std::fs::write(&cast, "{\"version\": 2}\n").unwrap();
+    let (sha, bytes) = chain::file_digest(&cast).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let run = |steps: &dyn Fn(&Audit) -> Vec<crate::audit::prune::Pruned>| {
+        let checkpoints = chain::Checkpoints {
+            key: Some(key.clone()),
+            every_events: 2,
+            every: Duration::from_secs(60),
+        };
+        let (audit, thread) =
+            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+        let done = steps(&audit);
+        drop(audit);
+        thread.join().unwrap();
+        done
+    };
+    let done = run(&|audit| {
+        runtime.block_on(async {
+            // s1: ten days ago, recorded, ended. s2: nine days ago, open.
+            let start = session("s1", Kind::SessionStart, 10)
+                .field("client_addr", "127.0.0.1:1")
+                .field("recording", cast.display().to_string());
+            audit.event(start).await;
+            for _ in 0..5 {
+                audit
+                    .event(session("s1", Kind::Exec, 10).field("command", "ls"))
+                    .await;
+            }
+            let end = session("s1", Kind::SessionEnd, 10)
+                .field("recording_sha256", sha.clone())
+                .field("recording_bytes", bytes);
+            audit.event(end).await;
+            audit
+                .event(session("s2", Kind::SessionStart, 9).field("client_addr", "127.0.0.1:2"))
+                .await;
+            audit
+                .event(session("s2", Kind::Exec, 9).field("command", "old"))
+                .await;
+            audit
+                .event(Event::new(Kind::Exec).field("command", "new"))
+                .await;
+            // The recordings older than five days go; the rows stay.
+            let recordings = Some((recordings.clone(), ago(5)));
+            let kept = audit
+                .prune(Ask {
+                    audit_before: None,
+                    recordings,
+                })
+                .await
+                .unwrap();
+            audit.flush().await;
+            // Its session's row says it was retention: verify passes
+            // without the file.
+            let report = verify(&path, &options(&key)).unwrap();
+            assert!(report.broken.is_none(), "{}", report.line());
+            // Then the rows older than five days, but the open session's.
+            let p = audit
+                .prune(Ask {
+                    audit_before: Some(ago(5)),
+                    recordings: None,
+                })
+                .await
+                .unwrap();
+            audit
+                .event(Event::new(Kind::Exec).field("command", "after"))
+                .await;
+            audit.flush().await;
+            vec![kept, p]
+        })
+    });
+    assert_eq!(done[0].recordings, 1);
+    assert!(!cast.exists());
+    let done = &done[1..];
+    let conn = Connection::open(&path).unwrap();
+    let s2_start: i64 = conn
+        .query_row("SELECT start_seq FROM sessions WHERE id = 's2'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(done[0].through, Some(s2_start - 1));
+    assert_eq!(done[0].events, (s2_start - 1) as u64);
+    assert_eq!(done[0].sessions, 1);
+    let first: i64 = conn
+        .query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(first, s2_start);
+    let report = verify(&path, &options(&key)).unwrap();
+    assert!(report.broken.is_none(), "{}", report.line());
+    assert_eq!(report.pruned_through, Some(s2_start - 1));
+    assert!(report.line().contains("pruned"), "{}", report.line());
+    // A row deleted after the marker shows.
+    let backup = dir.path().join("before-tamper.db");
+    std::fs::copy(&path, &backup).unwrap();
+    conn.execute("DELETE FROM events WHERE seq = ?1", [first])
+        .unwrap();
+    let report = verify(&path, &options(&key)).unwrap();
+    let (_, what) = report.broken.clone().expect("a deleted first row passed");
+    assert!(what.contains("first row"), "{what}");
+    // So does a marker moved back to hide rows deleted after it.
+    std::fs::copy(&backup, &path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("UPDATE pruned SET seq = seq + 1", []).unwrap();
+    let report = verify(&path, &options(&key)).unwrap();
+    let (_, what) = report.broken.expect("a moved marker passed");
+    assert!(what.contains("pruned marker"), "{what}");
+}
