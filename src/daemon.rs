@@ -278,26 +278,54 @@ async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
             let d = Duration::from_secs(u64::from(*days.as_ref()?.get_ref()) * 86_400);
             std::time::SystemTime::now().checked_sub(d)
         };
-        let ask = crate::audit::prune::Ask {
-            audit_before: ago(&live.config.audit.keep_days),
-            recordings: ago(&live.config.recordings.keep_days)
-                .map(|t| (live.config.recordings_dir(), t)),
-        };
-        if ask.audit_before.is_none() && ask.recordings.is_none() {
-            continue;
+        let audit_before = ago(&live.config.audit.keep_days);
+        let recordings =
+            ago(&live.config.recordings.keep_days).map(|t| (live.config.recordings_dir(), t));
+        // The rows a chunk at a time (each pass deletes at most
+        // `prune::MAX_ROWS`), other writes between them; then recordings.
+        let mut asks: Vec<crate::audit::prune::Ask> = Vec::new();
+        if audit_before.is_some() {
+            asks.push(crate::audit::prune::Ask {
+                audit_before,
+                recordings: None,
+            });
         }
-        match bastion.audit.prune(ask).await {
-            Ok(p) => tracing::info!(
-                through = p.through,
-                events = p.events,
-                sessions = p.sessions,
-                recordings = p.recordings,
+        if recordings.is_some() {
+            asks.push(crate::audit::prune::Ask {
+                audit_before: None,
+                recordings,
+            });
+        }
+        for ask in asks {
+            let mut total = crate::audit::prune::Pruned::default();
+            for _ in 0..RETENTION_CHUNKS {
+                match bastion.audit.prune(ask.clone()).await {
+                    Ok(p) => {
+                        let more = p.through.is_some();
+                        total.add(p);
+                        if !more {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "retention: the pass failed");
+                        break;
+                    }
+                }
+            }
+            tracing::info!(
+                through = total.through,
+                events = total.events,
+                sessions = total.sessions,
+                recordings = total.recordings,
                 "retention: what was older is deleted"
-            ),
-            Err(e) => tracing::error!(error = %e, "retention: the pass failed"),
+            );
         }
     }
 }
+
+/// At most this many chunks of rows a day.
+const RETENTION_CHUNKS: usize = 1000;
 
 /// Feeds systemd's watchdog (`WatchdogSec=`, which sets WATCHDOG_USEC)
 /// at a third of its period, while the bastion is healthy (`/healthz`'s

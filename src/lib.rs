@@ -205,12 +205,12 @@ enum Cmd {
     ///
     /// Restore by copying DIR's contents into an empty state directory
     /// (`cp -a DIR/. STATE_DIR/`) with the secrets kept offline;
-    /// `walissh audit verify` then passes there. DIR must be new or
-    /// empty.
+    /// `walissh audit verify` then passes there. DIR must not exist.
     Backup {
         #[command(flatten)]
         config: ConfigFile,
-        /// Where the copy goes: a new or empty directory (made 0700).
+        /// Where the copy goes: a new directory (made 0700; it must not
+        /// exist).
         dir: PathBuf,
         /// Copy the secrets too (the audit, host, host CA and upstream
         /// keys, the TOTP store and its key, known_hosts): for a copy
@@ -550,10 +550,19 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 public_key: audit_key(&config, None)?
                     .to_openssh()
                     .map_err(|e| format!("the audit key: {e}"))?,
-                secrets: match with_secrets {
-                    true => secrets(&config),
-                    false => Vec::new(),
-                },
+                secrets: Vec::new(),
+                elsewhere: Vec::new(),
+            };
+            let from = match with_secrets {
+                true => {
+                    let (secrets, elsewhere) = secrets(&config);
+                    audit::backup::Sources {
+                        secrets,
+                        elsewhere,
+                        ..from
+                    }
+                }
+                false => from,
             };
             if !from.db.exists() {
                 return Err(format!("{}: no audit database", from.db.display()));
@@ -804,8 +813,9 @@ fn audit_key(config: &Config, file: Option<&Path>) -> Result<russh::keys::Public
 }
 
 /// The secret files a backup `--with-secrets` copies, by their names in
-/// the state directory: those the config keeps there.
-fn secrets(config: &Config) -> Vec<(String, PathBuf)> {
+/// the state directory (those the config keeps there), and the ones it
+/// keeps elsewhere.
+fn secrets(config: &Config) -> (Vec<(String, PathBuf)>, Vec<PathBuf>) {
     let state = config.state_dir();
     let named = [
         config.host_key_path(),
@@ -816,11 +826,13 @@ fn secrets(config: &Config) -> Vec<(String, PathBuf)> {
         state.join("totp.json"),
         state.join("totp.key"),
     ];
-    named
+    let (here, elsewhere): (Vec<PathBuf>, Vec<PathBuf>) =
+        named.into_iter().partition(|p| p.parent() == Some(state));
+    let here = here
         .into_iter()
-        .filter(|p| p.parent() == Some(state))
         .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
-        .collect()
+        .collect();
+    (here, elsewhere)
 }
 
 /// One password from stdin: without echo on a terminal, else its first line.

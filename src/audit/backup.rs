@@ -33,6 +33,9 @@ pub(crate) struct Sources {
     pub(crate) public_key: String,
     /// Secret files to copy, by the name they get in the copy.
     pub(crate) secrets: Vec<(String, PathBuf)>,
+    /// Secret files the config keeps outside the state directory: not
+    /// copied, but named in what `backup` prints.
+    pub(crate) elsewhere: Vec<PathBuf>,
 }
 
 /// What a backup copied.
@@ -43,15 +46,27 @@ pub(crate) struct Copied {
     pub(crate) recordings: u64,
     pub(crate) recording_bytes: u64,
     pub(crate) secrets: Vec<String>,
+    pub(crate) not_copied: Vec<PathBuf>,
 }
 
 impl Copied {
     /// The one line `walissh backup` prints.
     pub(crate) fn line(&self, dir: &Path) -> String {
-        let secrets = match self.secrets.is_empty() {
+        let mut secrets = match self.secrets.is_empty() {
             true => "no secrets (--with-secrets copies them)".to_string(),
             false => format!("secrets: {}", self.secrets.join(", ")),
         };
+        if !self.not_copied.is_empty() {
+            let paths: Vec<String> = self
+                .not_copied
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            secrets += &format!(
+                "; not copied, outside the state directory: {}",
+                paths.join(", ")
+            );
+        }
         format!(
             "backed up to {}: audit.db ({} events, {} bytes), {} recordings ({} bytes), audit.head, audit_key.pub; {secrets}",
             dir.display(),
@@ -63,8 +78,8 @@ impl Copied {
     }
 }
 
-/// Copies `from` into `dir`, which must not exist yet or be empty; it is
-/// made private (0700), and so is every file in it.
+/// Copies `from` into `dir`, which must not exist yet; it is made private
+/// (0700), and so is every file in it.
 pub(crate) fn backup(from: &Sources, dir: &Path) -> Result<Copied, String> {
     let fail = |what: &Path, e: &dyn std::fmt::Display| format!("{}: {e}", what.display());
     prepare(dir)?;
@@ -92,21 +107,34 @@ pub(crate) fn backup(from: &Sources, dir: &Path) -> Result<Copied, String> {
             copied.secrets.push(name.clone());
         }
     }
+    if !from.secrets.is_empty() {
+        copied.not_copied = from
+            .elsewhere
+            .iter()
+            .filter(|p| p.exists())
+            .cloned()
+            .collect();
+    }
     Ok(copied)
 }
 
-/// Makes `dir` (0700), refusing one that holds anything: a backup never
-/// mixes with another.
+/// Makes `dir` (0700; its parent must exist), refusing one that exists:
+/// a backup never mixes with another, and nobody else can have put a
+/// link in it.
 fn prepare(dir: &Path) -> Result<(), String> {
-    if let Ok(mut entries) = std::fs::read_dir(dir)
-        && entries.next().is_some()
-    {
-        return Err(format!(
-            "{}: not empty; a backup goes into a new directory",
-            dir.display()
-        ));
-    }
-    crate::keys::create_private_dir(dir)
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => format!(
+                "{}: exists; a backup goes into a new directory",
+                dir.display()
+            ),
+            _ => format!("{}: cannot create: {e}", dir.display()),
+        })?;
+    // Whatever the umask allowed.
+    set_mode(dir, 0o700)
 }
 
 /// The database at `from`, copied to `to` by SQLite's online backup: one
@@ -134,7 +162,8 @@ fn count_events(db: &Path) -> Result<u64, String> {
 /// Every recording in `from` (its `*.cast` files), into `to`: how many,
 /// and their bytes.
 fn copy_recordings(from: &Path, to: &Path) -> Result<(u64, u64), String> {
-    crate::keys::create_private_dir(to)?;
+    std::fs::create_dir(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    set_mode(to, 0o700)?;
     let entries = match std::fs::read_dir(from) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
@@ -170,8 +199,12 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
 }
 
 fn set_private(path: &Path) -> Result<(), String> {
+    set_mode(path, 0o600)
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -182,16 +215,16 @@ mod tests {
     #[test]
     fn a_backup_goes_into_a_new_directory_only() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("x"), "x").unwrap();
         let from = Sources {
             db: dir.path().join("audit.db"),
             recordings: None,
             public_key: String::new(),
             secrets: vec![],
+            elsewhere: vec![],
         };
         let e = backup(&from, dir.path()).unwrap_err();
         assert!(
-            e.ends_with("not empty; a backup goes into a new directory"),
+            e.ends_with("exists; a backup goes into a new directory"),
             "{e}"
         );
     }

@@ -178,14 +178,19 @@ pub(crate) struct Checkpoints {
 }
 
 impl Head {
-    /// The head at `seq` and `hash`, the last checkpoint being `last` (none
-    /// yet: the next is the first).
-    pub(crate) fn new(seq: i64, hash: String, last: Option<&Signed>, policy: Checkpoints) -> Head {
+    /// The head at `seq` and `hash`, the last checkpoint being `last`
+    /// (its seq and id; none yet: the next is the first).
+    pub(crate) fn new(
+        seq: i64,
+        hash: String,
+        last: Option<(i64, String)>,
+        policy: Checkpoints,
+    ) -> Head {
         Head {
             seq,
             hash,
             node: String::new(),
-            last_checkpoint: last.map_or((0, genesis()), |c| (c.seq, c.id())),
+            last_checkpoint: last.unwrap_or_else(|| (0, genesis())),
             pending: 0,
             since: Instant::now(),
             policy,
@@ -229,6 +234,11 @@ impl Head {
             c.signature = sig;
             c
         }))
+    }
+
+    /// The audit key's public half, when the writer has the key.
+    pub(crate) fn public_key(&self) -> Option<russh::keys::PublicKey> {
+        self.policy.key.as_ref().map(|k| k.public_key().clone())
     }
 
     /// `message` signed with the audit key (none: refused).

@@ -158,7 +158,7 @@ pub(crate) fn check_head_at_start(conn: &Connection, db: &Path) -> Result<(), St
     }
     // Retention deleted it with the rows it signed: the marker took over.
     let pruned = super::prune::marker(conn).map_err(|e| format!("{}: {e}", db.display()))?;
-    if pruned.is_some_and(|m| head.seq <= m.seq) {
+    if pruned.is_some_and(|m| m.checkpoint == (head.seq, head.id())) {
         return Ok(());
     }
     Err(format!(

@@ -227,18 +227,20 @@ pub(crate) fn head(conn: &Connection, policy: chain::Checkpoints) -> rusqlite::R
         .optional()?;
     // A last row without a hash was put there around walissh: the chain
     // goes on from the zero hash, and verify says where it broke.
-    let (seq, hash) = match last {
-        Some((seq, Some(hash))) => (seq, hash),
-        Some((seq, None)) => (seq, chain::genesis()),
-        None => (0, chain::genesis()),
+    // Retention may have deleted every row and checkpoint: the chain then
+    // goes on from its marker.
+    let pruned = super::prune::marker(conn)?;
+    let (seq, hash) = match (last, &pruned) {
+        (Some((seq, Some(hash))), _) => (seq, hash),
+        (Some((seq, None)), _) => (seq, chain::genesis()),
+        (None, Some(m)) => (m.seq, m.head.clone()),
+        (None, None) => (0, chain::genesis()),
     };
-    let last_checkpoint = last_checkpoint(conn)?;
-    Ok(chain::Head::new(
-        seq,
-        hash,
-        last_checkpoint.as_ref(),
-        policy,
-    ))
+    let last = match (last_checkpoint(conn)?, pruned) {
+        (Some(c), _) => Some((c.seq, c.id())),
+        (None, m) => m.map(|m| m.checkpoint),
+    };
+    Ok(chain::Head::new(seq, hash, last, policy))
 }
 
 /// The checkpoints' columns, in the order `checkpoint_row` reads them.
@@ -498,8 +500,12 @@ pub(crate) fn writer_loop(
             write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
             metrics.audit_written(began.elapsed());
         }
+        if !prunes.is_empty() {
+            // The pass acts only under a checkpoint: sign what is written.
+            checkpoint(&conn, &mut head, true, &copies);
+        }
         for (ask, answer) in prunes {
-            let _ = answer.send(prune(&mut conn, &ask, &mut head));
+            let _ = answer.send(prune(&mut conn, &ask, &mut head, &copies));
         }
         checkpoint(&conn, &mut head, false, &copies);
     }
@@ -511,17 +517,22 @@ pub(crate) fn writer_loop(
     checkpoint(&conn, &mut head, true, &copies);
 }
 
-/// Runs a retention pass (`prune`) as the writer: the marker signed with
-/// the audit key, the recordings' rows chained after it.
+/// Runs a retention pass (`prune`) as the writer: the chain checked and
+/// the marker signed with the audit key, the recordings' rows chained
+/// after it and signed at once (a `recording_pruned` row counts only
+/// under a checkpoint).
 fn prune(
     conn: &mut Connection,
     ask: &super::prune::Ask,
     head: &mut chain::Head,
+    copies: &Copies,
 ) -> Result<super::prune::Pruned, String> {
-    let (done, rows) = super::prune::prune(conn, ask, &|m: &str| head.sign(m))?;
+    let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
+    let (done, rows) = super::prune::prune(conn, ask, (&key, &|m: &str| head.sign(m)))?;
     if !rows.is_empty() {
         let records: Vec<Record> = rows.into_iter().map(Record::Event).collect();
         write_batch(conn, &records, head).map_err(|e| e.to_string())?;
+        checkpoint(conn, head, true, copies);
     }
     Ok(done)
 }

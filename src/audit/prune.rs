@@ -1,18 +1,24 @@
 //! Retention: `[audit] keep_days` and `[recordings] keep_days`, applied
-//! by a daily pass the writer thread runs (it alone writes the chain).
+//! by a pass the writer thread runs (it alone writes the chain) at start
+//! and daily.
 //!
 //! Rows older than `[audit] keep_days` are deleted from the start of the
-//! chain, with their checkpoints and their sessions' rows, and replaced by
-//! one signed `pruned` marker: the seq they went up to, the chain's hash
-//! there (the next row links to it), and the last checkpoint among them
-//! (the next checkpoint names it). `audit verify` starts from the marker,
-//! so the chain stays verifiable end to end. A session still open, and
-//! every row after its start, is kept whatever its age.
+//! chain, up to a signed checkpoint, with the checkpoints among them and
+//! their sessions' rows, and one signed `pruned` marker takes their place:
+//! that checkpoint's seq and head (the next row links to it, the next
+//! checkpoint names it). `audit verify` starts from the marker, so the
+//! chain stays verifiable end to end. What is deleted is decided by the
+//! chain, never by what is not chained: only the leading run of rows
+//! older than the cutoff, never past a session whose chained start has no
+//! chained end, and only once the rows relink to that checkpoint and its
+//! signature is the audit key's (a row edited to look old stops the pass).
 //!
-//! Recordings of sessions that ended before `[recordings] keep_days` are
-//! deleted, each with a chained `recording_pruned` row naming it, so
-//! verify tells retention from a recording removed by hand; a recording
-//! whose session's rows are gone already goes by its file's age.
+//! Recordings of sessions whose chained `session_end` (at or below a
+//! signed checkpoint) is older than `[recordings] keep_days` are deleted,
+//! each with a chained `recording_pruned` row, signed at once, so verify
+//! tells retention from a recording removed by hand; a recording whose
+//! session's rows are gone already goes by its file's age. Only files in
+//! the recordings directory, by their own name, are ever deleted.
 //!
 //! What it owns: the pass, the marker and its message. What it leaves to
 //! others: signing (`chain`), writing rows (`db`), checking (`verify`).
@@ -23,12 +29,15 @@ use std::time::SystemTime;
 use rusqlite::{Connection, OptionalExtension, params};
 use russh::keys::PublicKey;
 
-use super::chain;
+use super::chain::{self, Signed};
 use super::{Event, Kind, rfc3339};
 
 /// At most this many recordings are deleted by one pass: the writer
 /// thread does it, and the audit waits meanwhile.
 const MAX_RECORDINGS: usize = 10_000;
+/// At most this many rows are deleted by one pass (the daemon asks again
+/// while a pass deletes some), so the writer is never held for long.
+const MAX_ROWS: i64 = 50_000;
 
 /// What the rows before a pruned chain ended at, signed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +92,9 @@ pub(crate) fn marker(conn: &Connection) -> rusqlite::Result<Option<Marker>> {
     .optional()
 }
 
+/// Signs a marker's message with the audit key.
+pub(crate) type Signer<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+
 /// What one pass asks for.
 #[derive(Debug, Clone)]
 pub(crate) struct Ask {
@@ -103,26 +115,37 @@ pub(crate) struct Pruned {
     pub(crate) recordings: u64,
 }
 
+impl Pruned {
+    /// `more`, done after this.
+    pub(crate) fn add(&mut self, more: Pruned) {
+        self.through = more.through.or(self.through);
+        self.events += more.events;
+        self.sessions += more.sessions;
+        self.recordings += more.recordings;
+    }
+}
+
 /// Deletes what `ask` names: the rows in one transaction with their new
-/// marker, signed by `sign`; then the recordings. Returns what it did and
-/// the recordings' `recording_pruned` rows, for the writer to chain.
+/// marker (checked against `key`, signed by `sign`); then the recordings.
+/// Returns what it did and the recordings' `recording_pruned` rows, for
+/// the writer to chain (and sign at once).
 pub(crate) fn prune(
     conn: &mut Connection,
     ask: &Ask,
-    sign: &dyn Fn(&str) -> Result<String, String>,
+    (key, sign): (&PublicKey, Signer<'_>),
 ) -> Result<(Pruned, Vec<Event>), String> {
     let err = |e: rusqlite::Error| e.to_string();
     let mut done = Pruned::default();
     if let Some(before) = ask.audit_before {
-        done = prune_rows(conn, &rfc3339(before), sign).map_err(|e| match e {
+        done = prune_rows(conn, &rfc3339(before), (key, sign)).map_err(|e| match e {
             Failed::Db(e) => err(e),
-            Failed::Sign(e) => e,
+            Failed::Refused(e) => e,
         })?;
     }
     let mut rows = Vec::new();
     if let Some((dir, before)) = &ask.recordings {
         let files;
-        (rows, files) = recordings(conn, dir, *before).map_err(err)?;
+        (rows, files) = recordings(conn, dir, &rfc3339(*before), *before).map_err(err)?;
         done.recordings = (rows.len() + files) as u64;
     }
     Ok((done, rows))
@@ -130,7 +153,9 @@ pub(crate) fn prune(
 
 enum Failed {
     Db(rusqlite::Error),
-    Sign(String),
+    /// The pass would not go on: the chain does not hold, or cannot be
+    /// signed.
+    Refused(String),
 }
 
 impl From<rusqlite::Error> for Failed {
@@ -139,60 +164,126 @@ impl From<rusqlite::Error> for Failed {
     }
 }
 
+/// The first row at or after `cutoff` (RFC 3339, as stored), after `floor`:
+/// rows are scanned in seq order, and the scan stops there.
+fn first_new(conn: &Connection, floor: i64, cutoff: &str) -> rusqlite::Result<Option<i64>> {
+    conn.query_row(
+        "SELECT seq FROM events WHERE seq > ?1 AND ts >= ?2 ORDER BY seq LIMIT 1",
+        params![floor, cutoff],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// How far rows may go: the leading run of rows older than `cutoff` (at
+/// most [`MAX_ROWS`]), and never past a session whose chained start has
+/// no chained end (an open session keeps its rows).
+fn old_run(tx: &Connection, floor: i64, cutoff: &str) -> rusqlite::Result<i64> {
+    let last: i64 = tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
+    let limit = match first_new(tx, floor, cutoff)? {
+        Some(s) => s - 1,
+        None => last,
+    };
+    let limit = limit.min(floor.saturating_add(MAX_ROWS));
+    let open: Option<i64> = tx.query_row(
+        "SELECT MIN(e.seq) FROM events e
+         WHERE e.kind = 'session_start' AND e.seq > ?1 AND e.seq <= ?2
+           AND NOT EXISTS (SELECT 1 FROM events x
+                           WHERE x.session = e.session AND x.kind = 'session_end' AND x.seq > e.seq)",
+        [floor, limit],
+        |r| r.get(0),
+    )?;
+    Ok(open.map_or(limit, |s| limit.min(s - 1)))
+}
+
+/// The rows after `floor` relink from `prev` up to `c`, whose signature
+/// is `key`'s over the head they reach: else why not.
+fn relinks(
+    tx: &Connection,
+    (floor, prev): (i64, String),
+    c: &Signed,
+    key: &PublicKey,
+) -> Result<(), Failed> {
+    let mut st = tx.prepare(
+        "SELECT seq, ts, session, user, target, kind, fields, hash FROM events
+         WHERE seq > ?1 AND seq <= ?2 ORDER BY seq",
+    )?;
+    let mut rows = st.query([floor, c.seq])?;
+    let (mut last, mut prev) = (floor, prev);
+    let refused = |what: String| {
+        Failed::Refused(format!(
+            "{what}; nothing pruned: run `walissh audit verify`"
+        ))
+    };
+    while let Some(r) = rows.next()? {
+        let seq: i64 = r.get(0)?;
+        let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        let (kind, fields, hash): (String, String, Option<String>) =
+            (r.get(5)?, r.get(6)?, r.get(7)?);
+        let row = chain::Row {
+            seq,
+            ts: &ts,
+            session: session.as_deref(),
+            user: user.as_deref(),
+            target: target.as_deref(),
+            kind: &kind,
+            fields: &fields,
+        };
+        let linked = chain::link(&prev, &row);
+        if seq != last + 1 || hash.as_deref() != Some(linked.as_str()) {
+            return Err(refused(format!("the chain is broken at seq {seq}")));
+        }
+        (last, prev) = (seq, linked);
+    }
+    if last != c.seq || prev != c.head || !c.signed_by(key) {
+        return Err(refused(format!(
+            "the checkpoint at seq {} does not hold",
+            c.seq
+        )));
+    }
+    Ok(())
+}
+
 /// The rows before `cutoff` (RFC 3339, as stored) and all that goes with
-/// them, in one transaction.
+/// them, up to a signed checkpoint, in one transaction.
 fn prune_rows(
     conn: &mut Connection,
     cutoff: &str,
-    sign: &dyn Fn(&str) -> Result<String, String>,
+    (key, sign): (&PublicKey, Signer<'_>),
 ) -> Result<Pruned, Failed> {
     let tx = conn.transaction()?;
-    let old: Option<i64> =
-        tx.query_row("SELECT MAX(seq) FROM events WHERE ts < ?1", [cutoff], |r| {
-            r.get(0)
-        })?;
-    // An open session keeps its start, and so everything after it.
-    let open: Option<i64> = tx.query_row(
-        "SELECT MIN(start_seq) FROM sessions WHERE ended IS NULL",
-        [],
-        |r| r.get(0),
-    )?;
     let before = marker(&tx)?;
-    let from = before.as_ref().map_or(0, |m| m.seq);
-    let through = match (old, open) {
-        (Some(o), Some(s)) => o.min(s - 1),
-        (o, _) => o.unwrap_or(0),
-    };
-    if through <= from {
-        return Ok(Pruned::default());
-    }
-    let head: String = tx.query_row("SELECT hash FROM events WHERE seq = ?1", [through], |r| {
-        r.get(0)
-    })?;
+    let (floor, prev) = before
+        .as_ref()
+        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
+    let limit = old_run(&tx, floor, cutoff)?;
     let last_cp = tx
         .query_row(
             &format!(
-                "SELECT {} FROM checkpoints WHERE seq <= ?1 ORDER BY seq DESC LIMIT 1",
+                "SELECT {} FROM checkpoints WHERE seq > ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1",
                 super::db::checkpoint_columns(&tx)?
             ),
-            [through],
+            [floor, limit],
             super::db::checkpoint_row,
         )
         .optional()?;
-    let checkpoint = match (last_cp, &before) {
-        (Some(c), _) => (c.seq, c.id()),
-        (None, Some(m)) => m.checkpoint.clone(),
-        (None, None) => (0, chain::genesis()),
+    // Only up to a checkpoint: what is deleted was signed, and the marker
+    // signs that the chain reached it.
+    let Some(c) = last_cp else {
+        return Ok(Pruned::default());
     };
+    relinks(&tx, (floor, prev), &c, key)?;
+    let through = c.seq;
     let mut m = Marker {
         seq: through,
-        head,
-        checkpoint,
+        head: c.head.clone(),
+        checkpoint: (c.seq, c.id()),
         ts: rfc3339(SystemTime::now()),
         signature: String::new(),
     };
-    m.signature = sign(&m.message()).map_err(Failed::Sign)?;
-    unindex(&tx, from, through)?;
+    m.signature = sign(&m.message()).map_err(Failed::Refused)?;
+    unindex(&tx, floor, through)?;
     let events = tx.execute("DELETE FROM events WHERE seq <= ?1", [through])?;
     tx.execute("DELETE FROM checkpoints WHERE seq <= ?1", [through])?;
     // A session whose start is gone goes from the table too (its end,
@@ -244,30 +335,42 @@ fn unindex(tx: &Connection, from: i64, through: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The recordings to delete: those of sessions that ended before
-/// `before` (deleted here, each with its `recording_pruned` row to
-/// write), then files in `dir` older than that which no session names
-/// any more (deleted here). Returns the rows, and how many such files.
+/// The recordings to delete: those of sessions whose chained
+/// `session_end`, at or below a signed checkpoint, is older than `cutoff`
+/// (deleted here, each with its `recording_pruned` row to write), then
+/// files in `dir` last written before `before` whose session has no
+/// chained start any more (deleted here). Returns the rows, and how many
+/// such files.
 fn recordings(
     conn: &Connection,
     dir: &Path,
+    cutoff: &str,
     before: SystemTime,
 ) -> rusqlite::Result<(Vec<Event>, usize)> {
-    let cutoff = rfc3339(before);
+    let floor = marker(conn)?.map_or(0, |m| m.seq);
+    let signed: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", [], |r| {
+        r.get(0)
+    })?;
+    let bound = first_new(conn, floor, cutoff)?.map_or(signed, |s| signed.min(s - 1));
     let mut st = conn.prepare(
-        "SELECT id, user, target, recording FROM sessions
-         WHERE ended IS NOT NULL AND ended < ?1 AND recording IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'recording_pruned' AND e.session = sessions.id)
-         ORDER BY ended LIMIT ?2",
+        "SELECT e.session, e.user, e.target, json_extract(s.fields, '$.recording')
+         FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
+         WHERE e.seq > ?1 AND e.seq <= ?2 AND e.kind = 'session_end' AND e.ts < ?3
+           AND json_extract(s.fields, '$.recording') IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
+         ORDER BY e.seq LIMIT ?4",
     )?;
-    let found: Vec<(String, String, String, String)> = st
-        .query_map(params![cutoff, MAX_RECORDINGS as i64], |r| {
+    let found: Vec<(String, Option<String>, Option<String>, String)> = st
+        .query_map(params![floor, bound, cutoff, MAX_RECORDINGS as i64], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
     let mut rows = Vec::new();
     for (id, user, target, recording) in found {
-        let path = here(dir, &recording);
+        // Only a recording of the directory's own, by its name.
+        let Some(path) = in_dir(dir, &recording) else {
+            continue;
+        };
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -276,61 +379,57 @@ fn recordings(
                 continue;
             }
         }
-        let mut ev = Event::new(Kind::RecordingPruned)
-            .user(user)
-            .field("recording", recording);
-        (ev.session, ev.target) = (Some(id), Some(target));
+        let mut ev = Event::new(Kind::RecordingPruned).field("recording", recording);
+        (ev.session, ev.user, ev.target) = (Some(id), user, target);
         rows.push(ev);
     }
-    let named: std::collections::HashSet<String> = conn
-        .prepare("SELECT recording FROM sessions WHERE recording IS NOT NULL")?
-        .query_map([], |r| r.get::<_, String>(0))?
-        .filter_map(Result::ok)
-        .filter_map(|p| Some(Path::new(&p).file_name()?.to_string_lossy().into_owned()))
-        .collect();
-    let files = orphans(
-        dir,
-        before,
-        &named,
-        MAX_RECORDINGS.saturating_sub(rows.len()),
-    );
+    let files = orphans(conn, dir, before, MAX_RECORDINGS.saturating_sub(rows.len()))?;
     Ok((rows, files))
 }
 
-/// The recording `recording` names, in `dir` when it is there by name.
-fn here(dir: &Path, recording: &str) -> PathBuf {
-    let local = Path::new(recording).file_name().map(|n| dir.join(n));
-    match local {
-        Some(l) if l.is_file() => l,
-        _ => PathBuf::from(recording),
-    }
+/// `dir`'s file of the name `recording` ends in, when it is a plain
+/// recording's name (`ID.cast`).
+fn in_dir(dir: &Path, recording: &str) -> Option<PathBuf> {
+    let name = Path::new(recording).file_name()?.to_str()?;
+    let plain = name.ends_with(".cast")
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    plain.then(|| dir.join(name))
 }
 
-/// Deletes the recordings in `dir` last written before `before` that no
-/// session in `named` has, at most `max`: how many.
+/// Deletes the recordings in `dir` (regular files `ID.cast`) last written
+/// before `before` whose session has no chained start any more, at most
+/// `max`: how many.
 fn orphans(
+    conn: &Connection,
     dir: &Path,
     before: SystemTime,
-    named: &std::collections::HashSet<String>,
     max: usize,
-) -> usize {
+) -> rusqlite::Result<usize> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return Ok(0);
     };
+    let mut started =
+        conn.prepare("SELECT 1 FROM events WHERE session = ?1 AND kind = 'session_start'")?;
     let mut n = 0;
     for entry in entries.flatten() {
         if n >= max {
             break;
         }
-        let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
         let old = entry
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| t < before);
-        if path.extension().is_some_and(|e| e == "cast") && old && !named.contains(&name) {
+        let (Some(path), Some(id)) = (in_dir(dir, &name), name.strip_suffix(".cast")) else {
+            continue;
+        };
+        if regular && old && !started.exists([id])? {
             n += usize::from(std::fs::remove_file(&path).is_ok());
         }
     }
-    n
+    Ok(n)
 }

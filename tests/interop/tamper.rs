@@ -843,7 +843,11 @@ fn a_backup_restored_to_a_fresh_state_directory_verifies() {
     // A backup never mixes with another.
     let again = b.cli_any(&["backup", backup.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("exists; a backup goes into a new directory"),
+        "{}",
+        stderr(&again)
+    );
     // The secrets, for the copy kept offline.
     let offline = dir.join("offline");
     let line = stdout(&b.cli(&[

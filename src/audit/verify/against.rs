@@ -35,6 +35,11 @@ impl Copies<'_> {
         let source = format!("the head file {}", path.display());
         match head {
             Some(c) => self.matches(&source, c).map(|()| 1),
+            // A pruned marker is signed: there was a key, so a head file.
+            None if self.pruned.is_some() => Err(Stop::Broken(
+                None,
+                format!("{source} is gone, but the audit was pruned with the audit key (removed)"),
+            )),
             None => match cps.iter().find(|c| c.prev.is_some()) {
                 Some(c) => Err(Stop::Broken(
                     None,

@@ -183,7 +183,8 @@ pub(crate) fn verify(path: &Path, options: &Options) -> Result<Report, String> {
             report.copies += copies.forwarded(file, found)?;
         }
         sessions::rows_follow_events(&conn)?;
-        report.recordings = sessions::recordings(&conn, options.recordings.as_deref())?;
+        let signed = cps.last().map_or(0, |c| c.seq);
+        report.recordings = sessions::recordings(&conn, options.recordings.as_deref(), signed)?;
         Ok(())
     })();
     match checked {

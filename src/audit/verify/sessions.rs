@@ -139,18 +139,21 @@ fn start_of(conn: &Connection, row: &SessionRow) -> Checked<(i64, String)> {
 /// says; each recording its `session_start` names is hashed again against
 /// its `session_end`'s digest. A session without its end yet (still
 /// running) is left. Returns how many recordings were checked.
-pub(super) fn recordings(conn: &Connection, dir: Option<&Path>) -> Checked<u64> {
+pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> Checked<u64> {
     let mut count = 0;
     let mut st = conn.prepare(
         "SELECT e.seq, e.session, e.user, e.target, e.fields,
                 (SELECT json_object('fields', x.fields) FROM events x
                   WHERE x.kind = 'session_end' AND x.session = e.session ORDER BY x.seq DESC LIMIT 1),
                 s.user, s.target, s.client_addr, s.recording, s.id,
-                EXISTS (SELECT 1 FROM events p WHERE p.kind = 'recording_pruned' AND p.session = e.session)
+                EXISTS (SELECT 1 FROM events p
+                        WHERE p.session = e.session AND p.kind = 'recording_pruned' AND p.seq <= ?1
+                          AND p.seq > (SELECT MAX(x.seq) FROM events x
+                                       WHERE x.session = e.session AND x.kind = 'session_end'))
          FROM events e LEFT JOIN sessions s ON s.id = e.session
          WHERE e.kind = 'session_start' ORDER BY e.seq",
     )?;
-    let mut rows = st.query([])?;
+    let mut rows = st.query([signed])?;
     while let Some(r) = rows.next()? {
         let (seq, session): (i64, String) = (r.get(0)?, r.get(1)?);
         let (user, target, fields): (Option<String>, Option<String>, String) =
@@ -187,7 +190,8 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>) -> Checked<u64> 
             );
             return Err(Stop::Broken(Some(seq), what));
         }
-        // Retention deleted it, and said so in the chain.
+        // Retention deleted it, and said so in the chain after its end,
+        // under a checkpoint (an unsigned tail could be anyone's).
         let pruned: bool = r.get(11)?;
         let (Some(path), Some(end), false) = (recording, end, pruned) else {
             continue;

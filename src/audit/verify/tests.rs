@@ -221,6 +221,8 @@ fn a_pruned_chain_verifies_from_its_marker() {
                 .field("recording_sha256", sha.clone())
                 .field("recording_bytes", bytes);
             audit.event(end).await;
+            // Written in a batch of their own: signed before s2 starts.
+            audit.flush().await;
             audit
                 .event(session("s2", Kind::SessionStart, 9).field("client_addr", "127.0.0.1:2"))
                 .await;
@@ -268,16 +270,18 @@ fn a_pruned_chain_verifies_from_its_marker() {
             r.get(0)
         })
         .unwrap();
-    assert_eq!(done[0].through, Some(s2_start - 1));
-    assert_eq!(done[0].events, (s2_start - 1) as u64);
+    // Up to a checkpoint, before the open session's start.
+    let through = done[0].through.expect("nothing pruned");
+    assert!(through < s2_start, "{through} {s2_start}");
+    assert_eq!(done[0].events, through as u64);
     assert_eq!(done[0].sessions, 1);
     let first: i64 = conn
         .query_row("SELECT MIN(seq) FROM events", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(first, s2_start);
+    assert_eq!(first, through + 1);
     let report = verify(&path, &options(&key)).unwrap();
     assert!(report.broken.is_none(), "{}", report.line());
-    assert_eq!(report.pruned_through, Some(s2_start - 1));
+    assert_eq!(report.pruned_through, Some(through));
     assert!(report.line().contains("pruned"), "{}", report.line());
     // A row deleted after the marker shows.
     let backup = dir.path().join("before-tamper.db");
@@ -294,4 +298,142 @@ fn a_pruned_chain_verifies_from_its_marker() {
     let report = verify(&path, &options(&key)).unwrap();
     let (_, what) = report.broken.expect("a moved marker passed");
     assert!(what.contains("pruned marker"), "{what}");
+}
+
+/// What the hostile review of retention found: rows edited to look old
+/// stop the pass (it relinks them to a signed checkpoint first); a pass
+/// that deletes every row leaves a chain that goes on after a restart;
+/// and the recording pass deletes only files of the recordings directory,
+/// chosen from chained rows, whatever the sessions table says.
+#[test]
+fn retention_goes_by_the_chain_and_survives_deleting_everything() {
+    use crate::audit::prune::Ask;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir(&recordings).unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let key = key();
+    let day = Duration::from_secs(86_400);
+    let ago = |days: u32| SystemTime::now() - day * days;
+    let old = |kind: Kind| {
+        let mut ev = Event::new(kind).user("bob");
+        (ev.session, ev.target, ev.ts) = (Some("s1".into()), Some("web1".into()), ago(10));
+        ev
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let start = || {
+        let checkpoints = chain::Checkpoints {
+            key: Some(key.clone()),
+            every_events: 2,
+            every: Duration::from_secs(60),
+        };
+        Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap()
+    };
+    // Old rows, then new ones; a clean stop signs the head.
+    let (audit, thread) = start();
+    runtime.block_on(async {
+        let start = old(Kind::SessionStart)
+            .field("client_addr", "127.0.0.1:1")
+            .field("recording", victim.display().to_string());
+        audit.event(start).await;
+        audit.event(old(Kind::SessionEnd)).await;
+        for i in 0..4 {
+            audit
+                .event(Event::new(Kind::Exec).field("command", format!("new {i}")))
+                .await;
+        }
+        audit.flush().await;
+    });
+    drop(audit);
+    thread.join().unwrap();
+    // Every row made to look old: the pass finds the chain broken and
+    // deletes nothing.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("UPDATE events SET ts = '1970-01-01T00:00:00.000Z'", [])
+        .unwrap();
+    let (audit, thread) = start();
+    let refused = runtime.block_on(audit.prune(Ask {
+        audit_before: Some(ago(5)),
+        recordings: None,
+    }));
+    drop(audit);
+    thread.join().unwrap();
+    let e = refused.expect_err("a pass over edited rows went on");
+    assert!(e.contains("the chain is broken at seq 1"), "{e}");
+    assert_eq!(
+        conn.query_row("SELECT COUNT(*) FROM events", [], |r| r.get::<_, i64>(0))
+            .unwrap(),
+        6
+    );
+    assert!(super::super::prune::marker(&conn).unwrap().is_none());
+    drop(conn);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(copies::head_path(&path)).unwrap();
+    // Honest rows, all old, and a session row pointed at a file outside
+    // the recordings directory: the recording pass leaves it, and the
+    // rows pass deletes every row; the chain goes on after a restart.
+    let (audit, thread) = start();
+    runtime.block_on(async {
+        let start = old(Kind::SessionStart)
+            .field("client_addr", "127.0.0.1:1")
+            .field("recording", victim.display().to_string());
+        audit.event(start).await;
+        audit.event(old(Kind::Exec).field("command", "ls")).await;
+        audit.event(old(Kind::SessionEnd)).await;
+        audit.flush().await;
+    });
+    drop(audit);
+    thread.join().unwrap();
+    let (audit, thread) = start();
+    let done = runtime.block_on(async {
+        let recordings = Some((recordings.clone(), ago(5)));
+        let kept = audit
+            .prune(Ask {
+                audit_before: None,
+                recordings,
+            })
+            .await
+            .unwrap();
+        let rows = audit
+            .prune(Ask {
+                audit_before: Some(ago(5)),
+                recordings: None,
+            })
+            .await
+            .unwrap();
+        audit.flush().await;
+        (kept, rows)
+    });
+    drop(audit);
+    thread.join().unwrap();
+    assert!(
+        victim.exists(),
+        "a file outside the recordings directory was deleted"
+    );
+    let conn = Connection::open(&path).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))
+        .unwrap();
+    assert!(done.1.through.is_some(), "{:?}", done.1);
+    let report = verify(&path, &options(&key)).unwrap();
+    assert!(report.broken.is_none(), "{}", report.line());
+    let (audit, thread) = start();
+    runtime.block_on(async {
+        audit
+            .event(Event::new(Kind::Exec).field("command", "after"))
+            .await;
+        audit.flush().await;
+    });
+    drop(audit);
+    thread.join().unwrap();
+    let report = verify(&path, &options(&key)).unwrap();
+    assert!(
+        report.broken.is_none(),
+        "{} ({left} rows were left)",
+        report.line()
+    );
+    assert_eq!(report.events, (left + 1) as u64, "{}", report.line());
 }
