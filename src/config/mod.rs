@@ -213,12 +213,20 @@ impl Config {
             .unwrap_or_else(|| self.state_dir().join("known_hosts"))
     }
 
+    /// The audit database (`[audit] database`, `sqlite:PATH`; checked
+    /// when the config is read).
     pub(crate) fn audit_db_path(&self) -> PathBuf {
-        self.state_dir().join("audit.db")
+        let given = self.audit.database.as_ref().map(|d| d.get_ref().as_str());
+        let path = given
+            .and_then(|d| d.strip_prefix("sqlite:"))
+            .unwrap_or("audit.db");
+        self.state_dir().join(path)
     }
 
+    /// Where recordings are written (`[recordings] store`, a directory).
     pub(crate) fn recordings_dir(&self) -> PathBuf {
-        self.state_dir().join("recordings")
+        let given = self.recordings.store.as_ref().map(|d| d.get_ref().as_str());
+        self.state_dir().join(given.unwrap_or("recordings"))
     }
 
     pub(crate) fn listen_addrs(&self) -> Vec<SocketAddr> {
@@ -267,8 +275,11 @@ mod tests {
             .nth(1)
             .or_else(|| err.split("expected ").nth(1))
             .unwrap_or_else(|| panic!("{table}: {err}"));
-        list.split(',')
-            .filter_map(|k| k.trim().split('`').nth(1).map(str::to_string))
+        // Every `name` in the list ("`a`, `b`", "`a` or `b`").
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
             .collect()
     }
 
@@ -394,6 +405,24 @@ mod tests {
                 .replace("db1", "Web1"),
         );
         assert!(e.starts_with("t.toml:6: key `targets.name`:"), "{e}");
+        let e = team_error("[audit]\ndatabase = \"postgres://db/walissh\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `audit.database`: PostgreSQL is not built yet"),
+            "{e}"
+        );
+        let e = team_error("[recordings]\nstore = \"s3://bucket/p\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `recordings.store`: S3 storage is not built yet"),
+            "{e}"
+        );
+        let c = Config::parse(
+            "[server]\nstate_dir = \"/s\"\n[audit]\ndatabase = \"sqlite:/db/a.db\"\n[recordings]\nstore = \"casts\"\n",
+            "t.toml",
+            false,
+        )
+        .unwrap();
+        assert_eq!(c.audit_db_path(), PathBuf::from("/db/a.db"));
+        assert_eq!(c.recordings_dir(), PathBuf::from("/s/casts"));
         let e = team_error("[server]\nnode_name = \"a b\"\n");
         assert!(
             e.starts_with("t.toml:2: key `server.node_name`: use at most 64"),

@@ -532,12 +532,18 @@ pub(crate) struct AuditConfig {
     /// Rows older than this many days are deleted by a daily pass, and a
     /// signed marker takes their place. None: keep everything.
     pub(crate) keep_days: Option<Spanned<u32>>,
+    /// Where the audit lives: `sqlite:PATH` (absolute, or relative to the
+    /// state directory). None: `sqlite:audit.db`.
+    pub(crate) database: Option<Spanned<String>>,
 }
 
 /// `[recordings]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RecordingsConfig {
+    /// Where recordings are written: a directory (absolute, or relative
+    /// to the state directory). None: `recordings`.
+    pub(crate) store: Option<Spanned<String>>,
     /// Recordings of sessions that ended more than this many days ago are
     /// deleted by the daily pass. None: keep everything.
     pub(crate) keep_days: Option<Spanned<u32>>,
@@ -584,6 +590,7 @@ impl Default for AuditConfig {
             forward: None,
             forward_queue: default_forward_queue(),
             keep_days: None,
+            database: None,
         }
     }
 }

@@ -64,6 +64,33 @@ impl Config {
                 ));
             }
         }
+        if let Some(d) = &self.audit.database {
+            let text = d.get_ref();
+            let why = match text.split_once(':').map(|(scheme, _)| scheme) {
+                Some("sqlite") if text.len() > "sqlite:".len() => None,
+                Some("postgres" | "postgresql") => Some(
+                    "PostgreSQL is not built yet (one bastion per audit for now): use sqlite:PATH",
+                ),
+                _ => Some("use sqlite:PATH"),
+            };
+            if let Some(why) = why {
+                return Err(loc.error(d.span(), Some("audit.database"), why));
+            }
+        }
+        if let Some(st) = &self.recordings.store {
+            let text = st.get_ref();
+            let why = match text.split_once("://") {
+                Some(("s3", _)) => Some(
+                    "S3 storage is not built yet (recordings are local files for now): use a directory",
+                ),
+                Some(_) => Some("use a directory"),
+                None if text.is_empty() => Some("use a directory"),
+                None => None,
+            };
+            if let Some(why) = why {
+                return Err(loc.error(st.span(), Some("recordings.store"), why));
+            }
+        }
         if let Some(n) = &s.node_name
             && (n.get_ref().len() > 64 || !valid_name(n.get_ref()))
         {

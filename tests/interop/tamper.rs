@@ -942,3 +942,29 @@ fn the_retention_pass_runs_at_start_and_keeps_what_is_new() {
     assert_eq!(code, Some(0), "{report}");
     assert!(report["pruned_through"].is_null(), "{report}");
 }
+
+/// `[audit] database = "sqlite:PATH"` and `[recordings] store = DIR`,
+/// relative to the state directory: the audit and the recordings go
+/// there, and the commands read them there.
+#[test]
+fn the_database_and_the_recordings_go_where_the_config_says() {
+    let b = Bastion::start_with(Opts {
+        audit_toml: "database = \"sqlite:db/audit-a.db\"".into(),
+        extra_toml: "[recordings]\nstore = \"casts\"\n".into(),
+        ..Opts::default()
+    });
+    let out = exec(b.ssh_bob("bob:web1"), "echo PLACED");
+    assert!(stdout(&out).contains("PLACED"));
+    b.wait_kind("session_end");
+    assert!(b.state.join("db/audit-a.db").exists());
+    assert!(!b.state.join("audit.db").exists());
+    let sessions = b.sessions();
+    let recording = sessions[0]["recording"].as_str().unwrap().to_string();
+    assert!(
+        recording.starts_with(&b.state.join("casts").display().to_string()),
+        "{recording}"
+    );
+    let (report, code) = verify(&b);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["recordings"], 1, "{report}");
+}
