@@ -437,3 +437,65 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
     );
     assert_eq!(report.events, (left + 1) as u64, "{}", report.line());
 }
+
+/// What a retention pass costs (run by hand: `cargo test --release --lib
+/// retention_costs -- --ignored --nocapture`): 100,000 rows ten days old,
+/// then a pass (two chunks of at most 50,000) and verify from the marker.
+/// Prints the figures; asserts only that it pruned and verifies.
+#[test]
+#[ignore]
+fn retention_costs() {
+    use crate::audit::prune::Ask;
+    use std::time::{Instant, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let key = key();
+    let checkpoints = chain::Checkpoints {
+        key: Some(key.clone()),
+        every_events: 1000,
+        every: Duration::from_secs(60),
+    };
+    let (audit, thread) =
+        Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let old = SystemTime::now() - Duration::from_secs(10 * 86_400);
+    let n = 100_000;
+    let written = Instant::now();
+    let (chunks, pass) = runtime.block_on(async {
+        for i in 0..n {
+            let mut ev = Event::new(Kind::Exec).field("command", format!("ls /srv/{i}"));
+            ev.ts = old;
+            audit.event(ev).await;
+        }
+        audit.flush().await;
+        let written = written.elapsed();
+        let began = Instant::now();
+        let mut chunks = 0;
+        let before = Some(SystemTime::now() - Duration::from_secs(5 * 86_400));
+        while audit
+            .prune(Ask {
+                audit_before: before,
+                recordings: None,
+            })
+            .await
+            .unwrap()
+            .through
+            .is_some()
+        {
+            chunks += 1;
+        }
+        eprintln!("wrote {n} rows in {written:?}");
+        (chunks, began.elapsed())
+    });
+    drop(audit);
+    thread.join().unwrap();
+    let began = Instant::now();
+    let report = verify(&path, &options(&key)).unwrap();
+    eprintln!(
+        "pruned {n} rows in {chunks} passes: {pass:?} ({:.1} µs a row); verify after: {:?}; {}",
+        pass.as_secs_f64() * 1e6 / n as f64,
+        began.elapsed(),
+        report.line()
+    );
+    assert!(chunks >= 2 && report.broken.is_none());
+}
