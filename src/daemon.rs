@@ -296,7 +296,13 @@ async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
                 recordings,
             });
         }
+        // A pass that finds the chain broken stops the rest: nothing is
+        // deleted on the word of rows that do not hold.
+        let mut failed = false;
         for ask in asks {
+            if failed {
+                break;
+            }
             let mut total = crate::audit::prune::Pruned::default();
             for _ in 0..RETENTION_CHUNKS {
                 match bastion.audit.prune(ask.clone()).await {
@@ -309,6 +315,7 @@ async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "retention: the pass failed");
+                        failed = true;
                         break;
                     }
                 }

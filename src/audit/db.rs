@@ -528,11 +528,17 @@ fn prune(
     copies: &Copies,
 ) -> Result<super::prune::Pruned, String> {
     let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
-    let (done, rows) = super::prune::prune(conn, ask, (&key, &|m: &str| head.sign(m)))?;
-    if !rows.is_empty() {
-        let records: Vec<Record> = rows.into_iter().map(Record::Event).collect();
+    let (mut done, doomed) = super::prune::prune(conn, ask, (&key, &|m: &str| head.sign(m)))?;
+    if !doomed.is_empty() {
+        // The rows chained and signed first: a file is never gone without
+        // its row saying why.
+        let records: Vec<Record> = doomed
+            .iter()
+            .map(|(ev, _)| Record::Event(ev.clone()))
+            .collect();
         write_batch(conn, &records, head).map_err(|e| e.to_string())?;
         checkpoint(conn, head, true, copies);
+        done.recordings += super::prune::delete(&doomed);
     }
     Ok(done)
 }

@@ -125,30 +125,51 @@ impl Pruned {
     }
 }
 
+/// A recording to delete: its `recording_pruned` row, and its file, which
+/// goes only once the row is chained and signed.
+pub(crate) type Doomed = (Event, PathBuf);
+
 /// Deletes what `ask` names: the rows in one transaction with their new
-/// marker (checked against `key`, signed by `sign`); then the recordings.
-/// Returns what it did and the recordings' `recording_pruned` rows, for
-/// the writer to chain (and sign at once).
+/// marker (checked against `key`, signed by `sign`); then the recordings
+/// whose session left no chained start (by their files' age). Returns
+/// what it did and the recordings to delete once their rows are chained
+/// and signed (the writer's part).
 pub(crate) fn prune(
     conn: &mut Connection,
     ask: &Ask,
     (key, sign): (&PublicKey, Signer<'_>),
-) -> Result<(Pruned, Vec<Event>), String> {
-    let err = |e: rusqlite::Error| e.to_string();
+) -> Result<(Pruned, Vec<Doomed>), String> {
+    let said = |e: Failed| match e {
+        Failed::Db(e) => e.to_string(),
+        Failed::Refused(e) => e,
+    };
     let mut done = Pruned::default();
     if let Some(before) = ask.audit_before {
-        done = prune_rows(conn, &rfc3339(before), (key, sign)).map_err(|e| match e {
-            Failed::Db(e) => err(e),
-            Failed::Refused(e) => e,
-        })?;
+        done = prune_rows(conn, &rfc3339(before), (key, sign)).map_err(said)?;
     }
-    let mut rows = Vec::new();
+    let mut doomed = Vec::new();
     if let Some((dir, before)) = &ask.recordings {
         let files;
-        (rows, files) = recordings(conn, dir, &rfc3339(*before), *before).map_err(err)?;
-        done.recordings = (rows.len() + files) as u64;
+        (doomed, files) = recordings(conn, key, dir, *before).map_err(said)?;
+        done.recordings = files as u64;
     }
-    Ok((done, rows))
+    Ok((done, doomed))
+}
+
+/// Deletes `doomed`'s files, whose rows are chained and signed now: how
+/// many went (one that cannot is logged; its row says it was retention's).
+pub(crate) fn delete(doomed: &[Doomed]) -> u64 {
+    let mut n = 0;
+    for (_, path) in doomed {
+        match std::fs::remove_file(path) {
+            Ok(()) => n += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(recording = %path.display(), error = %e, "retention: cannot delete")
+            }
+        }
+    }
+    n
 }
 
 enum Failed {
@@ -175,25 +196,68 @@ fn first_new(conn: &Connection, floor: i64, cutoff: &str) -> rusqlite::Result<Op
     .optional()
 }
 
-/// How far rows may go: the leading run of rows older than `cutoff` (at
-/// most [`MAX_ROWS`]), and never past a session whose chained start has
-/// no chained end (an open session keeps its rows).
+/// How far rows may go: the leading run of rows older than `cutoff`.
 fn old_run(tx: &Connection, floor: i64, cutoff: &str) -> rusqlite::Result<i64> {
     let last: i64 = tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))?;
-    let limit = match first_new(tx, floor, cutoff)? {
+    Ok(match first_new(tx, floor, cutoff)? {
         Some(s) => s - 1,
         None => last,
+    })
+}
+
+/// The checkpoint to prune up to: the last after `floor` and at most
+/// `limit`, within [`MAX_ROWS`] of the floor when one is (else the first,
+/// so a long stretch without one never stalls retention); stepped back
+/// before any session whose chained start has no chained end up to that
+/// checkpoint (an open session keeps its rows). Every row this decision
+/// reads is at or below the checkpoint, so `relinks` then checks them all.
+fn target(tx: &Connection, floor: i64, mut limit: i64) -> rusqlite::Result<Option<Signed>> {
+    let columns = super::db::checkpoint_columns(tx)?;
+    let at = |sql: &str, a: i64, b: i64| {
+        tx.query_row(
+            &format!("SELECT {columns} FROM checkpoints WHERE {sql}"),
+            [a, b],
+            super::db::checkpoint_row,
+        )
+        .optional()
     };
-    let limit = limit.min(floor.saturating_add(MAX_ROWS));
-    let open: Option<i64> = tx.query_row(
-        "SELECT MIN(e.seq) FROM events e
-         WHERE e.kind = 'session_start' AND e.seq > ?1 AND e.seq <= ?2
-           AND NOT EXISTS (SELECT 1 FROM events x
-                           WHERE x.session = e.session AND x.kind = 'session_end' AND x.seq > e.seq)",
-        [floor, limit],
-        |r| r.get(0),
-    )?;
-    Ok(open.map_or(limit, |s| limit.min(s - 1)))
+    loop {
+        let near = at(
+            "seq > ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1",
+            floor,
+            limit.min(floor.saturating_add(MAX_ROWS)),
+        )?;
+        let c = match near {
+            Some(c) => c,
+            None => match at("seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT 1", floor, limit)? {
+                Some(c) => c,
+                None => return Ok(None),
+            },
+        };
+        let open: Option<i64> = tx.query_row(
+            "SELECT MIN(e.seq) FROM events e
+             WHERE e.kind = 'session_start' AND e.seq > ?1 AND e.seq <= ?2
+               AND NOT EXISTS (SELECT 1 FROM events x WHERE x.session = e.session
+                               AND x.kind = 'session_end' AND x.seq > e.seq AND x.seq <= ?2)",
+            [floor, c.seq],
+            |r| r.get(0),
+        )?;
+        match open {
+            Some(s) => limit = s - 1,
+            None => return Ok(Some(c)),
+        }
+    }
+}
+
+/// The marker, when its signature is the audit key's: a marker put there
+/// by hand must not become the start of what the pass trusts.
+fn trusted_marker(tx: &Connection, key: &PublicKey) -> Result<Option<Marker>, Failed> {
+    match marker(tx)? {
+        Some(m) if !m.signed_by(key) => Err(Failed::Refused(
+            "the pruned marker is not signed by the audit key; nothing pruned: run `walissh audit verify`".into(),
+        )),
+        m => Ok(m),
+    }
 }
 
 /// The rows after `floor` relink from `prev` up to `c`, whose signature
@@ -253,24 +317,14 @@ fn prune_rows(
     (key, sign): (&PublicKey, Signer<'_>),
 ) -> Result<Pruned, Failed> {
     let tx = conn.transaction()?;
-    let before = marker(&tx)?;
+    let before = trusted_marker(&tx, key)?;
     let (floor, prev) = before
         .as_ref()
         .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
     let limit = old_run(&tx, floor, cutoff)?;
-    let last_cp = tx
-        .query_row(
-            &format!(
-                "SELECT {} FROM checkpoints WHERE seq > ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1",
-                super::db::checkpoint_columns(&tx)?
-            ),
-            [floor, limit],
-            super::db::checkpoint_row,
-        )
-        .optional()?;
     // Only up to a checkpoint: what is deleted was signed, and the marker
     // signs that the chain reached it.
-    let Some(c) = last_cp else {
+    let Some(c) = target(&tx, floor, limit)? else {
         return Ok(Pruned::default());
     };
     relinks(&tx, (floor, prev), &c, key)?;
@@ -343,15 +397,16 @@ fn unindex(tx: &Connection, from: i64, through: i64) -> rusqlite::Result<()> {
 /// such files.
 fn recordings(
     conn: &Connection,
+    key: &PublicKey,
     dir: &Path,
-    cutoff: &str,
     before: SystemTime,
-) -> rusqlite::Result<(Vec<Event>, usize)> {
-    let floor = marker(conn)?.map_or(0, |m| m.seq);
+) -> Result<(Vec<Doomed>, usize), Failed> {
+    let cutoff = rfc3339(before);
+    let floor = trusted_marker(conn, key)?.map_or(0, |m| m.seq);
     let signed: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", [], |r| {
         r.get(0)
     })?;
-    let bound = first_new(conn, floor, cutoff)?.map_or(signed, |s| signed.min(s - 1));
+    let bound = first_new(conn, floor, &cutoff)?.map_or(signed, |s| signed.min(s - 1));
     let mut st = conn.prepare(
         "SELECT e.session, e.user, e.target, json_extract(s.fields, '$.recording')
          FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
@@ -365,26 +420,27 @@ fn recordings(
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let mut rows = Vec::new();
+    let mut doomed = Vec::new();
     for (id, user, target, recording) in found {
         // Only a recording of the directory's own, by its name.
         let Some(path) = in_dir(dir, &recording) else {
             continue;
         };
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(recording = %path.display(), error = %e, "retention: cannot delete");
-                continue;
-            }
-        }
-        let mut ev = Event::new(Kind::RecordingPruned).field("recording", recording);
+        // The cutoff goes into the row: verify holds the chained end to it,
+        // so rows made to look old for this pass show once put back.
+        let mut ev = Event::new(Kind::RecordingPruned)
+            .field("recording", recording)
+            .field("before", cutoff.as_str());
         (ev.session, ev.user, ev.target) = (Some(id), user, target);
-        rows.push(ev);
+        doomed.push((ev, path));
     }
-    let files = orphans(conn, dir, before, MAX_RECORDINGS.saturating_sub(rows.len()))?;
-    Ok((rows, files))
+    let files = orphans(
+        conn,
+        dir,
+        before,
+        MAX_RECORDINGS.saturating_sub(doomed.len()),
+    )?;
+    Ok((doomed, files))
 }
 
 /// `dir`'s file of the name `recording` ends in, when it is a plain

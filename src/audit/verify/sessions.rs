@@ -149,7 +149,10 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
                 EXISTS (SELECT 1 FROM events p
                         WHERE p.session = e.session AND p.kind = 'recording_pruned' AND p.seq <= ?1
                           AND p.seq > (SELECT MAX(x.seq) FROM events x
-                                       WHERE x.session = e.session AND x.kind = 'session_end'))
+                                       WHERE x.session = e.session AND x.kind = 'session_end')
+                          AND json_extract(p.fields, '$.before') >
+                              (SELECT x.ts FROM events x WHERE x.session = e.session
+                                 AND x.kind = 'session_end' ORDER BY x.seq DESC LIMIT 1))
          FROM events e LEFT JOIN sessions s ON s.id = e.session
          WHERE e.kind = 'session_start' ORDER BY e.seq",
     )?;
@@ -191,7 +194,8 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
             return Err(Stop::Broken(Some(seq), what));
         }
         // Retention deleted it, and said so in the chain after its end,
-        // under a checkpoint (an unsigned tail could be anyone's).
+        // under a checkpoint (an unsigned tail could be anyone's), with a
+        // cutoff its chained end is older than.
         let pruned: bool = r.get(11)?;
         let (Some(path), Some(end), false) = (recording, end, pruned) else {
             continue;

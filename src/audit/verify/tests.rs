@@ -499,3 +499,127 @@ fn retention_costs() {
     );
     assert!(chunks >= 2 && report.broken.is_none());
 }
+
+/// The second review of retention: what is not chained, or not signed,
+/// decides nothing. A junk marker stops the pass; a session_end put past
+/// the chain's signed part does not end a session for it; and recordings
+/// deleted on rows made to look old show in verify once the rows are put
+/// back (the cutoff is in each `recording_pruned` row).
+#[test]
+fn retention_is_not_fooled_by_what_is_not_chained() {
+    use crate::audit::prune::Ask;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir(&recordings).unwrap();
+    let key = key();
+    let day = Duration::from_secs(86_400);
+    let ago = |days: u32| SystemTime::now() - day * days;
+    let at = |id: &str, kind: Kind, days: u32| {
+        let mut ev = Event::new(kind).user("bob");
+        (ev.session, ev.target, ev.ts) = (Some(id.into()), Some("web1".into()), ago(days));
+        ev
+    };
+    let cast = recordings.join("s1.cast");
+    std::fs::write(&cast, "{\"version\": 2}\n").unwrap();
+    let (sha, bytes) = chain::file_digest(&cast).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let session = |ask: Option<Ask>, steps: &dyn Fn(&Audit)| {
+        let checkpoints = chain::Checkpoints {
+            key: Some(key.clone()),
+            every_events: 2,
+            every: Duration::from_secs(60),
+        };
+        let (audit, thread) =
+            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+        steps(&audit);
+        let done = ask.map(|a| runtime.block_on(audit.prune(a)));
+        runtime.block_on(audit.flush());
+        drop(audit);
+        thread.join().unwrap();
+        done
+    };
+    // s2: started ten days ago, still open, and a session_end for it put
+    // past the chain: s2 is still open for the pass. Then s1: recorded,
+    // ended today.
+    let conn = Connection::open(&path).unwrap();
+    let rows = Ask {
+        audit_before: Some(ago(5)),
+        recordings: None,
+    };
+    let done = session(Some(rows.clone()), &|audit| {
+        runtime.block_on(async {
+            audit
+                .event(at("s2", Kind::SessionStart, 10).field("client_addr", "127.0.0.1:2"))
+                .await;
+            audit
+                .event(at("s2", Kind::Exec, 10).field("command", "old"))
+                .await;
+            audit.flush().await;
+        });
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "INSERT INTO events (seq, ts, session, user, target, kind, fields) VALUES (1000, '1970-01-01T00:00:00.000Z', 's2', 'bob', 'web1', 'session_end', '{}')",
+                [],
+            )
+            .unwrap();
+    });
+    assert_eq!(
+        done.unwrap().unwrap().through,
+        None,
+        "an open session's rows went"
+    );
+    conn.execute("DELETE FROM events WHERE seq = 1000", [])
+        .unwrap();
+    session(None, &|audit| {
+        runtime.block_on(async {
+            let start = at("s1", Kind::SessionStart, 0)
+                .field("client_addr", "127.0.0.1:1")
+                .field("recording", cast.display().to_string());
+            audit.event(start).await;
+            let end = at("s1", Kind::SessionEnd, 0)
+                .field("recording_sha256", sha.clone())
+                .field("recording_bytes", bytes);
+            audit.event(end).await;
+        })
+    });
+    // A marker no key signed stops the pass.
+    let hash: String = conn
+        .query_row("SELECT hash FROM events WHERE seq = 1", [], |r| r.get(0))
+        .unwrap();
+    conn.execute(
+        "INSERT INTO pruned (id, seq, head, cp_seq, cp, ts, signature) VALUES (1, 1, ?1, 0, '', '', 'junk')",
+        [&hash],
+    )
+    .unwrap();
+    let e = session(Some(rows), &|_| {}).unwrap().unwrap_err();
+    assert!(e.contains("pruned marker is not signed"), "{e}");
+    conn.execute("DELETE FROM pruned", []).unwrap();
+    // Every row made to look old: the recording goes, but verify shows it
+    // once the times are put back.
+    let times: Vec<(i64, String)> = conn
+        .prepare("SELECT seq, ts FROM events")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    conn.execute("UPDATE events SET ts = '1970-01-01T00:00:00.000Z'", [])
+        .unwrap();
+    let recordings_ask = Ask {
+        audit_before: None,
+        recordings: Some((recordings.clone(), ago(5))),
+    };
+    session(Some(recordings_ask), &|_| {}).unwrap().unwrap();
+    for (seq, ts) in &times {
+        conn.execute("UPDATE events SET ts = ?2 WHERE seq = ?1", params![seq, ts])
+            .unwrap();
+    }
+    let report = verify(&path, &options(&key)).unwrap();
+    let (_, what) = report
+        .broken
+        .expect("a recording deleted on rows made old passed");
+    assert!(what.contains("recording of session s1"), "{what}");
+}
