@@ -216,6 +216,8 @@ impl Pumps<'_> {
     ) -> End {
         let mut track = self.recording.map(|r| r.output());
         let mut spinner = Spinner::default();
+        // The target's EOF, held until its exit status (see below).
+        let mut eof_waits = false;
         loop {
             let deadline = terminal.as_ref().and_then(|t| t.deadline());
             let event = tokio::select! {
@@ -284,14 +286,25 @@ impl Pumps<'_> {
                     }
                     client.extended_data_bytes(1, data).await
                 }
-                upstream::TargetEvent::Eof if totals.client_eof => Ok(()),
+                // The target's EOF waits for how the command ended: a
+                // client that has had both EOFs may close before the exit
+                // status comes (OpenSSH's ControlMaster does), and its
+                // `ssh` then exits 255. It goes with the status, or at the
+                // end.
                 upstream::TargetEvent::Eof => {
-                    totals.client_eof = true;
-                    client.eof().await
+                    eof_waits = !totals.client_eof;
+                    Ok(())
                 }
                 upstream::TargetEvent::ExitStatus(code) => {
                     totals.exit_status = Some(code);
-                    client.exit_status(code).await
+                    let sent = client.exit_status(code).await;
+                    match std::mem::take(&mut eof_waits) {
+                        true => {
+                            totals.client_eof = true;
+                            sent.and(client.eof().await)
+                        }
+                        false => sent,
+                    }
                 }
                 upstream::TargetEvent::ExitSignal {
                     signal,
@@ -310,7 +323,13 @@ impl Pumps<'_> {
                             String::new(),
                         )
                         .await;
-                    Ok(())
+                    match std::mem::take(&mut eof_waits) {
+                        true => {
+                            totals.client_eof = true;
+                            client.eof().await
+                        }
+                        false => Ok(()),
+                    }
                 }
             };
             if sent.is_err() {

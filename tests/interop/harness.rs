@@ -908,7 +908,11 @@ timeout_s = {llm_timeout}
         let mut cmd = Command::new(walissh_bin());
         cmd.args(["serve", "--config"])
             .arg(&self.config)
-            .env("RUST_LOG", "info")
+            // WALISSH_TEST_LOG: another filter, to look into a failure.
+            .env(
+                "RUST_LOG",
+                std::env::var("WALISSH_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .env("NOTIFY_SOCKET", self.dir.path().join("notify"))
             .env("WALISSH_TEST_TARGET_PW", JAIL_PW)
             .env("WALISSH_TEST_METRICS", "metrics-token-for-the-test")

@@ -974,3 +974,37 @@ fn a_remote_forward_ends_when_its_key_is_revoked() {
     let _ = held.kill();
     let _ = held.wait();
 }
+
+/// Exit statuses reach a ControlMaster client: OpenSSH's master may close
+/// a session once both EOFs have passed, so walissh sends the target's
+/// EOF with its exit status, never before it (under load, `ssh` through a
+/// master exited 255 now and then, and Ansible said "Data could not be
+/// sent"). Sixty commands fed 120 kB each through one master, each
+/// exiting 0.
+#[test]
+fn exit_statuses_reach_a_control_master_client() {
+    let b = Bastion::start();
+    let input = vec![b'x'; 120_000];
+    let cp = b.dir.path().join("cm-%C");
+    let mux = || {
+        let mut c = b.ssh_bob("bob:web1");
+        c.args(["-o", "ControlMaster=auto", "-o", "ControlPersist=30s", "-o"])
+            .arg(format!("ControlPath={}", cp.display()));
+        c
+    };
+    let mut failed = Vec::new();
+    for i in 0..30 {
+        for command in ["dd of=/dev/null bs=65536", "/bin/sh -c 'wc -c && sleep 0'"] {
+            let out = run(with(mux(), command), &input);
+            if out.status.code() != Some(0) {
+                failed.push((i, command, out.status.code(), stderr(&out)));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:?}");
+    let _ = Command::new("ssh")
+        .args(["-O", "exit", "-o"])
+        .arg(format!("ControlPath={}", cp.display()))
+        .arg("127.0.0.1")
+        .output();
+}
