@@ -134,6 +134,51 @@ pub(crate) fn column_or_null(
     })
 }
 
+/// A row of `events` as stored, with its hash: what verify and the
+/// retention pass link again.
+pub(crate) struct Stored {
+    pub(crate) seq: i64,
+    ts: String,
+    session: Option<String>,
+    user: Option<String>,
+    target: Option<String>,
+    kind: String,
+    fields: String,
+    pub(crate) hash: Option<String>,
+}
+
+impl Stored {
+    /// The columns [`Stored::read`] reads, in its order.
+    pub(crate) const COLUMNS: &'static str = "seq, ts, session, user, target, kind, fields, hash";
+
+    pub(crate) fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+        Ok(Stored {
+            seq: r.get(0)?,
+            ts: r.get(1)?,
+            session: r.get(2)?,
+            user: r.get(3)?,
+            target: r.get(4)?,
+            kind: r.get(5)?,
+            fields: r.get(6)?,
+            hash: r.get(7)?,
+        })
+    }
+
+    /// Its hash after `prev`, as the chain makes it.
+    pub(crate) fn linked(&self, prev: &str) -> String {
+        let row = chain::Row {
+            seq: self.seq,
+            ts: &self.ts,
+            session: self.session.as_deref(),
+            user: self.user.as_deref(),
+            target: self.target.as_deref(),
+            kind: &self.kind,
+            fields: &self.fields,
+        };
+        chain::link(prev, &row)
+    }
+}
+
 /// A row of `events` as `chain_old_rows` reads it: seq, ts, session,
 /// user, target, kind, fields.
 type OldRow = (

@@ -30,6 +30,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use russh::keys::PublicKey;
 
 use super::chain::{self, Signed};
+use super::db::Stored;
 use super::{Event, Kind, rfc3339};
 
 /// At most this many recordings are deleted by one pass: the writer
@@ -268,10 +269,10 @@ fn relinks(
     c: &Signed,
     key: &PublicKey,
 ) -> Result<(), Failed> {
-    let mut st = tx.prepare(
-        "SELECT seq, ts, session, user, target, kind, fields, hash FROM events
-         WHERE seq > ?1 AND seq <= ?2 ORDER BY seq",
-    )?;
+    let mut st = tx.prepare(&format!(
+        "SELECT {} FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq",
+        Stored::COLUMNS
+    ))?;
     let mut rows = st.query([floor, c.seq])?;
     let (mut last, mut prev) = (floor, prev);
     let refused = |what: String| {
@@ -280,25 +281,12 @@ fn relinks(
         ))
     };
     while let Some(r) = rows.next()? {
-        let seq: i64 = r.get(0)?;
-        let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
-            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
-        let (kind, fields, hash): (String, String, Option<String>) =
-            (r.get(5)?, r.get(6)?, r.get(7)?);
-        let row = chain::Row {
-            seq,
-            ts: &ts,
-            session: session.as_deref(),
-            user: user.as_deref(),
-            target: target.as_deref(),
-            kind: &kind,
-            fields: &fields,
-        };
-        let linked = chain::link(&prev, &row);
-        if seq != last + 1 || hash.as_deref() != Some(linked.as_str()) {
-            return Err(refused(format!("the chain is broken at seq {seq}")));
+        let row = Stored::read(r)?;
+        let linked = row.linked(&prev);
+        if row.seq != last + 1 || row.hash.as_deref() != Some(linked.as_str()) {
+            return Err(refused(format!("the chain is broken at seq {}", row.seq)));
         }
-        (last, prev) = (seq, linked);
+        (last, prev) = (row.seq, linked);
     }
     if last != c.seq || prev != c.head || !c.signed_by(key) {
         return Err(refused(format!(

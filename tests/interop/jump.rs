@@ -793,6 +793,22 @@ fn echo_server() -> u16 {
     port
 }
 
+/// `ssh -R 127.0.0.1:LISTEN:127.0.0.1:LOCAL` with bob's key, logging in
+/// as `login` (`extra` options first, such as `-N`), failing when the
+/// forward is refused.
+fn ssh_r(b: &Bastion, login: &str, (listen, local): (u16, u16), extra: &[&str]) -> Command {
+    let mut c = b.ssh_base();
+    c.args(extra)
+        .args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes"])
+        .args(["-o", "ExitOnForwardFailure=yes", "-R"])
+        .arg(format!("127.0.0.1:{listen}:127.0.0.1:{local}"))
+        .arg("-i")
+        .arg(&b.bob_key)
+        .arg(format!("{login}@127.0.0.1"))
+        .stdin(std::process::Stdio::null());
+    c
+}
+
 /// What a command on the target prints after sending `hello` to
 /// `127.0.0.1:port` there.
 fn call_on_target(port: u16) -> String {
@@ -814,30 +830,8 @@ fn remote_forwards_go_where_a_target_opts_in() {
     });
     let local = echo_server();
     let straight = |dest: &str, listen: u16| {
-        Command::new("ssh")
-            .args([
-                "-o",
-                "BatchMode=yes",
-                "-o",
-                "IdentitiesOnly=yes",
-                "-o",
-                "LogLevel=ERROR",
-            ])
-            .args([
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-            ])
-            .args(["-o", "ExitOnForwardFailure=yes", "-R"])
-            .arg(format!("127.0.0.1:{listen}:127.0.0.1:{local}"))
-            .arg("-i")
-            .arg(&b.bob_key)
-            .arg("-p")
-            .arg(b.port.to_string())
-            .arg(format!("{dest}@127.0.0.1"))
+        ssh_r(&b, dest, (listen, local), &[])
             .arg(call_on_target(listen))
-            .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
     };
@@ -915,30 +909,7 @@ fn a_remote_forward_ends_when_its_key_is_revoked() {
     });
     let local = echo_server();
     let port = free_port();
-    let mut held = Command::new("ssh")
-        .args([
-            "-N",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "LogLevel=ERROR",
-        ])
-        .args([
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-        ])
-        .args(["-o", "ExitOnForwardFailure=yes", "-R"])
-        .arg(format!("127.0.0.1:{port}:127.0.0.1:{local}"))
-        .arg("-i")
-        .arg(&b.bob_key)
-        .arg("-p")
-        .arg(b.port.to_string())
-        .arg("rita:rf@127.0.0.1")
-        .stdin(std::process::Stdio::null())
+    let mut held = ssh_r(&b, "rita:rf", (port, local), &["-N"])
         .spawn()
         .unwrap();
     b.wait_kind("remote_forward_open");

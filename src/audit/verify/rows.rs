@@ -6,7 +6,8 @@ use rusqlite::Connection;
 use russh::keys::PublicKey;
 
 use super::{Checked, Stop};
-use crate::audit::chain::{self, Signed};
+use crate::audit::chain::Signed;
+use crate::audit::db::Stored;
 
 /// Links every row, from `start` (the seq and hash before the first:
 /// 0 and the zero hash, or a pruned marker's); returns the last seq (they
@@ -18,35 +19,24 @@ pub(super) fn link(
     start: (i64, String),
 ) -> Checked<i64> {
     let by_seq: std::collections::HashMap<i64, &Signed> = cps.iter().map(|c| (c.seq, c)).collect();
-    let mut st = conn.prepare(
-        "SELECT seq, ts, session, user, target, kind, fields, hash FROM events ORDER BY seq",
-    )?;
+    let mut st = conn.prepare(&format!(
+        "SELECT {} FROM events ORDER BY seq",
+        Stored::COLUMNS
+    ))?;
     let mut rows = st.query([])?;
     let (mut last, mut prev) = start;
     let first = last;
     while let Some(r) = rows.next()? {
-        let seq: i64 = r.get(0)?;
-        let (ts, session, user, target): (String, Option<String>, Option<String>, Option<String>) =
-            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
-        let (kind, fields, hash): (String, String, Option<String>) =
-            (r.get(5)?, r.get(6)?, r.get(7)?);
+        let row = Stored::read(r)?;
+        let seq = row.seq;
         // Every row has a hash (older databases were chained when the
         // column came), and seqs follow each other from 1.
-        let Some(hash) = hash else {
+        let Some(hash) = row.hash.clone() else {
             let what = "the row has no hash (written around the chain)";
             return Err(Stop::Broken(Some(seq), what.into()));
         };
         in_order(seq, last, first)?;
-        let row = chain::Row {
-            seq,
-            ts: &ts,
-            session: session.as_deref(),
-            user: user.as_deref(),
-            target: target.as_deref(),
-            kind: &kind,
-            fields: &fields,
-        };
-        if chain::link(&prev, &row) != hash {
+        if row.linked(&prev) != hash {
             let what =
                 "the row does not match its hash (edited, inserted, or a row before it deleted)";
             return Err(Stop::Broken(Some(seq), what.into()));

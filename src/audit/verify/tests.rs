@@ -81,6 +81,21 @@ fn old_database(path: &Path, key: &PrivateKey) {
     .unwrap();
 }
 
+/// The audit at `path` started as the bastion starts it (node `n1`),
+/// signing with `key` every `every_events` events or minute.
+fn signed(
+    path: &Path,
+    key: &PrivateKey,
+    every_events: u64,
+) -> (Audit, std::thread::JoinHandle<()>) {
+    let checkpoints = chain::Checkpoints {
+        key: Some(key.clone()),
+        every_events,
+        every: Duration::from_secs(60),
+    };
+    Audit::start((path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap()
+}
+
 fn options(key: &PrivateKey) -> Options {
     Options::key(key.public_key().clone())
 }
@@ -97,13 +112,7 @@ fn a_database_of_the_previous_version_opens_verifies_and_chains_on() {
     // first checkpoint names the old one.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let checkpoints = chain::Checkpoints {
-            key: Some(key.clone()),
-            every_events: 1000,
-            every: Duration::from_secs(60),
-        };
-        let (audit, thread) =
-            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+        let (audit, thread) = signed(&path, &key, 1000);
         audit
             .event(Event::new(Kind::Exec).field("command", "ls"))
             .await;
@@ -193,13 +202,7 @@ fn a_pruned_chain_verifies_from_its_marker() {
     let (sha, bytes) = chain::file_digest(&cast).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let run = |steps: &dyn Fn(&Audit) -> Vec<crate::audit::prune::Pruned>| {
-        let checkpoints = chain::Checkpoints {
-            key: Some(key.clone()),
-            every_events: 2,
-            every: Duration::from_secs(60),
-        };
-        let (audit, thread) =
-            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+        let (audit, thread) = signed(&path, &key, 2);
         let done = steps(&audit);
         drop(audit);
         thread.join().unwrap();
@@ -221,8 +224,14 @@ fn a_pruned_chain_verifies_from_its_marker() {
                 .field("recording_sha256", sha.clone())
                 .field("recording_bytes", bytes);
             audit.event(end).await;
-            // Written in a batch of their own: signed before s2 starts.
-            audit.flush().await;
+            // Signed right after s1's end, whatever the batches were: the
+            // writer signs what is written before any pass (this one does
+            // nothing else).
+            let none = Ask {
+                audit_before: None,
+                recordings: None,
+            };
+            audit.prune(none).await.unwrap();
             audit
                 .event(session("s2", Kind::SessionStart, 9).field("client_addr", "127.0.0.1:2"))
                 .await;
@@ -324,14 +333,7 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
         ev
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let start = || {
-        let checkpoints = chain::Checkpoints {
-            key: Some(key.clone()),
-            every_events: 2,
-            every: Duration::from_secs(60),
-        };
-        Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap()
-    };
+    let start = || signed(&path, &key, 2);
     // Old rows, then new ones; a clean stop signs the head.
     let (audit, thread) = start();
     runtime.block_on(async {
@@ -450,13 +452,7 @@ fn retention_costs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.db");
     let key = key();
-    let checkpoints = chain::Checkpoints {
-        key: Some(key.clone()),
-        every_events: 1000,
-        every: Duration::from_secs(60),
-    };
-    let (audit, thread) =
-        Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+    let (audit, thread) = signed(&path, &key, 1000);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let old = SystemTime::now() - Duration::from_secs(10 * 86_400);
     let n = 100_000;
@@ -526,13 +522,7 @@ fn retention_is_not_fooled_by_what_is_not_chained() {
     let (sha, bytes) = chain::file_digest(&cast).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let session = |ask: Option<Ask>, steps: &dyn Fn(&Audit)| {
-        let checkpoints = chain::Checkpoints {
-            key: Some(key.clone()),
-            every_events: 2,
-            every: Duration::from_secs(60),
-        };
-        let (audit, thread) =
-            Audit::start((&path, "n1"), OnFailure::Refuse, checkpoints, None).unwrap();
+        let (audit, thread) = signed(&path, &key, 2);
         steps(&audit);
         let done = ask.map(|a| runtime.block_on(audit.prune(a)));
         runtime.block_on(audit.flush());
