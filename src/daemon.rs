@@ -60,7 +60,7 @@ pub(crate) async fn serve(
     let identity = crate::keys::load_or_generate(&config.identity_path())?;
     // Opening the database and repairing what a crash left (`audit::recover`)
     // is file I/O: off the runtime, as all of it is.
-    let (db, policy) = (config.audit_db_path(), config.audit.on_failure);
+    let policy = config.audit.on_failure;
     let node = config.node_name();
     let (state, a) = (config.state_dir().to_path_buf(), &config.audit);
     let (every_events, every) = (
@@ -77,6 +77,7 @@ pub(crate) async fn serve(
         Some((f, s)) => (Some(f), s),
         None => (None, Vec::new()),
     };
+    let store = crate::audit::Store::of(&config, tokio::runtime::Handle::current())?;
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
         let checkpoints = crate::audit::chain::Checkpoints {
@@ -84,7 +85,7 @@ pub(crate) async fn serve(
             every_events,
             every,
         };
-        Audit::start((&db, &node), policy, checkpoints, forward)
+        Audit::open((store, &node), policy, checkpoints, forward)
     })
     .await
     .map_err(|e| format!("cannot open the audit: {e}"))??;

@@ -129,6 +129,19 @@ enum Cmd {
         /// its node: the machine whose walissh carries it.
         #[arg(long)]
         active: bool,
+        /// End in the audit the sessions NODE left open when it died
+        /// (`session_end`, reason `node_reaped`), where several bastions
+        /// share a PostgreSQL audit and NODE will not start again. A node
+        /// that starts again ends its own.
+        #[arg(long, value_name = "NODE", conflicts_with = "active")]
+        reap: Option<String>,
+    },
+    /// Bring the audit database's schema to this version's (PostgreSQL's
+    /// versioned migrations; SQLite's file is made or updated). walissh
+    /// serve does this too at every start.
+    Migrate {
+        #[command(flatten)]
+        config: ConfigFile,
     },
     /// List the agent's commands waiting for a second approval
     /// (four-eyes), oldest first.
@@ -397,7 +410,11 @@ fn load(given: Option<PathBuf>) -> Result<Config, String> {
 fn load_reader(given: Option<PathBuf>) -> Result<Config, String> {
     let named = given.is_some();
     let config = load(given)?;
-    if named || config.embedded || config.audit_db_path().exists() {
+    if named
+        || config.embedded
+        || config.audit_postgres().is_some()
+        || config.audit_db_path().exists()
+    {
         return Ok(config);
     }
     let embedded = Config::load(None).map_err(|e| e.to_string())?;
@@ -544,6 +561,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
             no_recordings,
         } => {
             let config = load(config.path)?;
+            if config.audit_postgres().is_some() {
+                return Err("the audit is in PostgreSQL: back it up with pg_dump (docs/operations.md); walissh backup copies a SQLite audit".into());
+            }
             let from = audit::backup::Sources {
                 db: config.audit_db_path(),
                 recordings: (!no_recordings).then(|| config.recordings_dir()),
@@ -653,15 +673,31 @@ fn run(cmd: Cmd) -> Result<(), String> {
             config,
             json,
             active,
+            reap: None,
         } => {
             let config = load_reader(config.path)?;
+            let audit = audit::readable::Readable::open(&config)?;
             let mut out = Lines::new(json);
-            audit::db::sessions_json(
-                &config.audit_db_path(),
-                (active, &config.node_name()),
-                &mut out,
-            )?;
+            audit::db::sessions_json(audit.path(), (active, &config.node_name()), &mut out)?;
             out.finish()
+        }
+        Cmd::Sessions {
+            config,
+            reap: Some(node),
+            ..
+        } => {
+            let config = load(config.path)?;
+            let by = format!("unix:{}", crate::config::current_account()?.name);
+            let ended = audit::nodes::reap(&config, &node, &by)?;
+            println!("{ended} session(s) of node {node} ended (reason node_reaped)");
+            Ok(())
+        }
+        Cmd::Migrate { config } => {
+            let config = load(config.path)?;
+            for line in audit::nodes::migrate(&config)? {
+                println!("{line}");
+            }
+            Ok(())
         }
         Cmd::Play {
             config,
@@ -677,7 +713,8 @@ fn run(cmd: Cmd) -> Result<(), String> {
                 true => PathBuf::from(&session),
                 false => {
                     let config = load_reader(config.path)?;
-                    audit::query::recording(&config.audit_db_path(), &session)?
+                    let audit = audit::readable::Readable::open(&config)?;
+                    audit::query::recording(audit.path(), &session)?
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("session {session} has no recording"))?
                 }
@@ -709,7 +746,8 @@ fn run(cmd: Cmd) -> Result<(), String> {
             json,
         } => {
             let config = load_reader(config.path)?;
-            let db = config.audit_db_path();
+            let mut audit = audit::readable::Readable::open(&config)?;
+            let db = audit.path().to_path_buf();
             let mut emit = |v: serde_json::Value| {
                 let mut out = std::io::stdout().lock();
                 unless_reader_left(
@@ -731,7 +769,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
                         until: until.as_deref().map(audit::query::time_bound).transpose()?,
                     };
                     match follow {
-                        true => audit::query::follow(&db, &filter, &mut emit),
+                        true => {
+                            audit::query::follow(&db, &filter, &mut emit, &mut || audit.refresh())
+                        }
                         false => audit::query::events(&db, &filter, 0, &mut emit).map(|_| ()),
                     }
                 }
@@ -753,7 +793,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                         against,
                         recordings: Some(config.recordings_dir()),
                     };
-                    let report = audit::verify::verify(&config.audit_db_path(), &options)?;
+                    let report = audit::verify::verify(&db, &options)?;
                     match json {
                         true => println!("{}", report.to_json()),
                         false => println!("{}", report.line()),

@@ -197,6 +197,19 @@ impl Head {
         }
     }
 
+    /// The head as the last writer left it, where other bastions write
+    /// the same chain (PostgreSQL): the next rows link after `seq` and
+    /// `hash`, the next checkpoint names `last`. When `last` already signs
+    /// `seq`, nothing waits for a checkpoint.
+    pub(crate) fn resync(&mut self, seq: i64, hash: String, last: Option<(i64, String)>) {
+        self.seq = seq;
+        self.hash = hash;
+        self.last_checkpoint = last.unwrap_or_else(|| (0, genesis()));
+        if self.last_checkpoint.0 >= seq {
+            self.pending = 0;
+        }
+    }
+
     /// `n` events were committed after the head moved.
     pub(crate) fn committed(&mut self, seq: i64, hash: String, n: u64) {
         self.seq = seq;

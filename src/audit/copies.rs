@@ -171,6 +171,28 @@ pub(crate) fn check_head_at_start(conn: &Connection, db: &Path) -> Result<(), St
     ))
 }
 
+/// [`check_head_at_start`] for a store read through `checkpoint_at`
+/// (PostgreSQL, `name` in messages), which retention does not touch yet.
+pub(crate) fn check_head_in(
+    checkpoint_at: &dyn Fn(i64) -> Result<Option<Signed>, String>,
+    path: &Path,
+    name: &str,
+) -> Result<(), String> {
+    let Some(head) = read_head(path)? else {
+        return Ok(());
+    };
+    if checkpoint_at(head.seq)?.as_ref() == Some(&head) {
+        return Ok(());
+    }
+    Err(format!(
+        "{name}: the audit database lacks the checkpoint at seq {} that {} names: it was rolled back or cut; \
+         run `walissh audit verify`, and move {} aside to start on this database anyway",
+        head.seq,
+        path.display(),
+        path.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -341,13 +341,17 @@ pub(crate) fn checkpoint_at(
     conn.query_row(&sql, [seq], checkpoint_row).optional()
 }
 
-/// Inserts one event as the chain's next row; returns its seq and hash
-/// (the head moves only once the transaction commits).
-fn insert_event(
-    tx: &rusqlite::Transaction<'_>,
-    (seq, prev, node): (i64, &str, &str),
-    ev: &Event,
-) -> rusqlite::Result<(i64, String)> {
+/// An event as the chain's next row: its seq, time and fields as stored
+/// (the node's name among them), and its hash. Both stores insert these.
+pub(crate) struct Linked {
+    pub(crate) seq: i64,
+    pub(crate) ts: String,
+    pub(crate) fields: String,
+    pub(crate) hash: String,
+}
+
+/// Links `ev` after the row at `seq` with hash `prev`, written by `node`.
+pub(crate) fn link_event((seq, prev, node): (i64, &str, &str), ev: &Event) -> Linked {
     let mut fields = ev.fields.clone();
     if !node.is_empty() {
         fields.insert("node".into(), node.into());
@@ -364,6 +368,27 @@ fn insert_event(
         fields: &fields,
     };
     let hash = chain::link(prev, &row);
+    Linked {
+        seq,
+        ts,
+        fields,
+        hash,
+    }
+}
+
+/// Inserts one event as the chain's next row; returns its seq and hash
+/// (the head moves only once the transaction commits).
+fn insert_event(
+    tx: &rusqlite::Transaction<'_>,
+    after: (i64, &str, &str),
+    ev: &Event,
+) -> rusqlite::Result<(i64, String)> {
+    let Linked {
+        seq,
+        ts,
+        fields,
+        hash,
+    } = link_event(after, ev);
     tx.prepare_cached(
         "INSERT INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
@@ -423,45 +448,103 @@ pub(crate) struct Copies {
     pub(crate) forward: Option<Forward>,
 }
 
+/// What the writer writes to: the SQLite file here, or PostgreSQL
+/// (`pg`), where other bastions write the same chain.
+pub(crate) trait Sink: Send {
+    /// Writes `records` in one transaction as the chain's next rows and
+    /// moves `head`; returns each event's seq and hash, in order.
+    fn write(
+        &mut self,
+        records: &[Record],
+        head: &mut chain::Head,
+    ) -> Result<Vec<(i64, String)>, String>;
+
+    /// Stores the checkpoint `head` makes now (the one due, or with
+    /// `force` any that waits) and returns it; None when none is due.
+    fn checkpoint(
+        &mut self,
+        head: &mut chain::Head,
+        force: bool,
+    ) -> Option<Result<chain::Signed, String>>;
+
+    /// The retention pass's deletions (`prune::prune`): what went, and
+    /// the recordings' rows to chain before their files are deleted.
+    fn prune(
+        &mut self,
+        ask: &super::prune::Ask,
+        head: &chain::Head,
+    ) -> Result<(super::prune::Pruned, Vec<super::prune::Doomed>), String>;
+}
+
+impl Sink for Connection {
+    fn write(
+        &mut self,
+        records: &[Record],
+        head: &mut chain::Head,
+    ) -> Result<Vec<(i64, String)>, String> {
+        write_batch(self, records, head).map_err(|e| e.to_string())
+    }
+
+    fn checkpoint(
+        &mut self,
+        head: &mut chain::Head,
+        force: bool,
+    ) -> Option<Result<chain::Signed, String>> {
+        let ts = rfc3339(std::time::SystemTime::now());
+        let c = match head.checkpoint(&ts, force)? {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let prev = c.prev.clone().unzip();
+        // This one commit syncs the log (synchronous = FULL): with the
+        // usual NORMAL, a power cut could take back a checkpoint the head
+        // file, synced, already names, and walissh would then refuse to
+        // start. Syncing the log makes every earlier commit durable too.
+        let durable = self.pragma_update(None, "synchronous", "FULL");
+        let written = durable.and_then(|()| {
+            self.execute(
+                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
+            )
+        });
+        if let Err(e) = self.pragma_update(None, "synchronous", "NORMAL") {
+            tracing::warn!(error = %e, "audit database left at synchronous = FULL");
+        }
+        Some(written.map(|_| c).map_err(|e| e.to_string()))
+    }
+
+    fn prune(
+        &mut self,
+        ask: &super::prune::Ask,
+        head: &chain::Head,
+    ) -> Result<(super::prune::Pruned, Vec<super::prune::Doomed>), String> {
+        let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
+        super::prune::prune(self, ask, (&key, &|m: &str| head.sign(m)))
+    }
+}
+
 /// Writes the checkpoint that is due (or, with `force`, any that waits),
 /// then its copies: the head file only once the database holds it, so a
 /// head file never names a checkpoint the database has yet to commit.
-pub(crate) fn checkpoint(conn: &Connection, head: &mut chain::Head, force: bool, copies: &Copies) {
-    let ts = rfc3339(std::time::SystemTime::now());
-    match head.checkpoint(&ts, force) {
+pub(crate) fn checkpoint(
+    sink: &mut dyn Sink,
+    head: &mut chain::Head,
+    force: bool,
+    copies: &Copies,
+) {
+    match sink.checkpoint(head, force) {
         None => {}
-        Some(Err(e)) => tracing::error!(error = %e, "audit checkpoint not written"),
+        Some(Err(e)) => {
+            tracing::error!(error = %e, "audit checkpoint not written; tried again later")
+        }
         Some(Ok(c)) => {
-            let prev = c.prev.clone().unzip();
-            // This one commit syncs the log (synchronous = FULL): with the
-            // usual NORMAL, a power cut could take back a checkpoint the
-            // head file, synced, already names, and walissh would then
-            // refuse to start. Syncing the log makes every earlier commit
-            // durable too.
-            let durable = conn.pragma_update(None, "synchronous", "FULL");
-            let written = durable.and_then(|()| {
-                conn.execute(
-                    "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
-                )
-            });
-            if let Err(e) = conn.pragma_update(None, "synchronous", "NORMAL") {
-                tracing::warn!(error = %e, "audit database left at synchronous = FULL");
+            head.checkpointed(&c);
+            if let Err(e) = super::copies::write_head(&copies.head_file, &c) {
+                let file = copies.head_file.display();
+                tracing::error!(%file, error = %e, "audit head file not written");
             }
-            match written {
-                Ok(_) => {
-                    head.checkpointed(&c);
-                    if let Err(e) = super::copies::write_head(&copies.head_file, &c) {
-                        let file = copies.head_file.display();
-                        tracing::error!(%file, error = %e, "audit head file not written");
-                    }
-                    if let Some(f) = &copies.forward {
-                        f.offer(&Item::Checkpoint(c));
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "audit checkpoint not written; tried again later")
-                }
+            if let Some(f) = &copies.forward {
+                f.offer(&Item::Checkpoint(c));
             }
         }
     }
@@ -484,18 +567,11 @@ pub(crate) fn recover(
     let now = std::time::SystemTime::now();
     let (mut seq, mut hash) = (head.seq, head.hash.clone());
     for (id, user, target, recording) in &open {
-        let mut ev = Event::new(Kind::SessionEnd).field("reason", "bastion_restart");
-        // The recording repaired first, then its digest chained with the end.
-        if let Some((sha256, bytes)) = recording.as_deref().and_then(&mut *finish) {
-            ev = ev
-                .field("recording_sha256", sha256)
-                .field("recording_bytes", bytes);
-        }
-        (ev.ts, ev.session, ev.user, ev.target) = (
-            now,
-            Some(id.clone()),
-            Some(user.clone()),
-            Some(target.clone()),
+        let ev = left_open(
+            (now, "bastion_restart"),
+            (id, user, target),
+            recording.as_deref(),
+            finish,
         );
         // The event ends the row too (`session_row`).
         (seq, hash) = insert_event(&tx, (seq, &hash, &head.node), &ev)?;
@@ -503,6 +579,30 @@ pub(crate) fn recover(
     tx.commit()?;
     head.committed(seq, hash, open.len() as u64);
     Ok(open.len())
+}
+
+/// The `session_end` of a session a crash left open (`reason`
+/// `bastion_restart`, or `node_reaped` from another node): its recording
+/// repaired first by `finish`, then the digest chained with the end.
+pub(crate) fn left_open(
+    (now, reason): (std::time::SystemTime, &str),
+    (id, user, target): (&str, &str, &str),
+    recording: Option<&str>,
+    finish: &mut dyn FnMut(&str) -> Option<(String, u64)>,
+) -> Event {
+    let mut ev = Event::new(Kind::SessionEnd).field("reason", reason);
+    if let Some((sha256, bytes)) = recording.and_then(finish) {
+        ev = ev
+            .field("recording_sha256", sha256)
+            .field("recording_bytes", bytes);
+    }
+    (ev.ts, ev.session, ev.user, ev.target) = (
+        now,
+        Some(id.to_string()),
+        Some(user.to_string()),
+        Some(target.to_string()),
+    );
+    ev
 }
 
 /// Bytes of records of failed writes kept to try again, at most (about:
@@ -520,7 +620,7 @@ pub(crate) const BATCH: usize = 512;
 /// logged, kept and written again every [`RETRY`] until it works, so the
 /// database catches up by itself once the storage is back.
 pub(crate) fn writer_loop(
-    mut conn: Connection,
+    mut sink: Box<dyn Sink>,
     mut rx: mpsc::Receiver<Record>,
     (health, metrics): (&Health, &super::metrics::Metrics),
     mut head: chain::Head,
@@ -542,24 +642,24 @@ pub(crate) fn writer_loop(
         // An empty batch is a wake-up: to retry what waits, or to sign.
         if !batch.is_empty() || !waiting.records.is_empty() {
             let began = std::time::Instant::now();
-            write_or_keep(&mut conn, batch, &mut waiting, to, &mut head);
+            write_or_keep(sink.as_mut(), batch, &mut waiting, to, &mut head);
             metrics.audit_written(began.elapsed());
         }
         if !prunes.is_empty() {
             // The pass acts only under a checkpoint: sign what is written.
-            checkpoint(&conn, &mut head, true, &copies);
+            checkpoint(sink.as_mut(), &mut head, true, &copies);
         }
         for (ask, answer) in prunes {
-            let _ = answer.send(prune(&mut conn, &ask, &mut head, &copies));
+            let _ = answer.send(prune(sink.as_mut(), &ask, &mut head, &copies));
         }
-        checkpoint(&conn, &mut head, false, &copies);
+        checkpoint(sink.as_mut(), &mut head, false, &copies);
     }
     // The senders are gone: one last try for what waits, and the head
     // signed, so a clean stop leaves nothing unsigned.
     if !waiting.records.is_empty() {
-        write_or_keep(&mut conn, Batch::default(), &mut waiting, to, &mut head);
+        write_or_keep(sink.as_mut(), Batch::default(), &mut waiting, to, &mut head);
     }
-    checkpoint(&conn, &mut head, true, &copies);
+    checkpoint(sink.as_mut(), &mut head, true, &copies);
 }
 
 /// Runs a retention pass (`prune`) as the writer: the chain checked and
@@ -567,13 +667,12 @@ pub(crate) fn writer_loop(
 /// after it and signed at once (a `recording_pruned` row counts only
 /// under a checkpoint).
 fn prune(
-    conn: &mut Connection,
+    sink: &mut dyn Sink,
     ask: &super::prune::Ask,
     head: &mut chain::Head,
     copies: &Copies,
 ) -> Result<super::prune::Pruned, String> {
-    let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
-    let (mut done, doomed) = super::prune::prune(conn, ask, (&key, &|m: &str| head.sign(m)))?;
+    let (mut done, doomed) = sink.prune(ask, head)?;
     if !doomed.is_empty() {
         // The rows chained and signed first: a file is never gone without
         // its row saying why.
@@ -581,8 +680,8 @@ fn prune(
             .iter()
             .map(|(ev, _)| Record::Event(ev.clone()))
             .collect();
-        write_batch(conn, &records, head).map_err(|e| e.to_string())?;
-        checkpoint(conn, head, true, copies);
+        sink.write(&records, head)?;
+        checkpoint(sink, head, true, copies);
         done.recordings += super::prune::delete(&doomed);
     }
     Ok(done)
@@ -654,7 +753,7 @@ fn next_batch(
 /// for events written ahead under `on_failure = "refuse"`: their caller
 /// did not act, so they must never be written.
 fn write_or_keep(
-    conn: &mut Connection,
+    sink: &mut dyn Sink,
     batch: Batch,
     waiting: &mut Unwritten,
     (health, forward): (&Health, Option<&Forward>),
@@ -670,7 +769,7 @@ fn write_or_keep(
     }
     records.extend(waiting.records.drain(..));
     records.extend(batch.records);
-    let result = write_batch(conn, &records, head);
+    let result = sink.write(&records, head);
     for written in batch.committed {
         let _ = written.send(result.is_ok());
     }

@@ -13,9 +13,12 @@ pub(crate) mod db;
 pub(crate) mod forward;
 pub(crate) mod kind;
 pub(crate) mod metrics;
+pub(crate) mod nodes;
+pub(crate) mod pg;
 pub(crate) mod play;
 pub(crate) mod prune;
 pub(crate) mod query;
+pub(crate) mod readable;
 pub(crate) mod recording;
 pub(crate) mod tally;
 pub(crate) mod verify;
@@ -187,46 +190,127 @@ impl Health {
 pub(crate) struct Audit {
     tx: mpsc::Sender<Record>,
     pub(crate) health: Arc<Health>,
-    path: Arc<std::path::PathBuf>,
+    /// Where conversations are read back from.
+    store: Arc<Store>,
     /// What the events say, counted (`/metrics`).
     pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
+/// Where the audit lives, as `[audit] database` says.
+pub(crate) enum Store {
+    Sqlite(std::path::PathBuf),
+    /// Several bastions' one trail; the head file (`copies`) is this
+    /// node's own.
+    Postgres {
+        pg: pg::Pg,
+        head_file: std::path::PathBuf,
+    },
+}
+
+impl Store {
+    /// The store `config` names, a PostgreSQL one driven on `rt` (its
+    /// password read now: `$WALISSH_DATABASE_PASSWORD`, else
+    /// `[audit] database_password_file`).
+    pub(crate) fn of(
+        config: &crate::config::Config,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Store, String> {
+        let Some(url) = config.audit_postgres() else {
+            return Ok(Store::Sqlite(config.audit_db_path()));
+        };
+        let password = match (
+            std::env::var(pg::PASSWORD_ENV).ok(),
+            &config.audit.database_password_file,
+        ) {
+            (Some(p), _) => Some(p),
+            (None, Some(file)) => Some(password_file(file.get_ref())?),
+            (None, None) => None,
+        };
+        Ok(Store::Postgres {
+            pg: pg::Pg::new(url, password.as_deref(), rt)?,
+            head_file: config.state_dir().join("audit-postgres.head"),
+        })
+    }
+}
+
+/// The database's password from `path`: its first line, from a file that
+/// only its owner may read (as ssh asks of a private key).
+fn password_file(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{}: the database password file may be read by others; chmod 600 it",
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
 impl Audit {
-    /// Opens (creating if needed) the database, checks it still holds the
-    /// checkpoint its head file names (`copies`), ends what a crash left
-    /// open (`recover`), and starts its writer thread.
+    /// [`Audit::open`] on a SQLite file.
+    #[cfg(test)]
     pub(crate) fn start(
         (path, node): (&Path, &str),
         policy: OnFailure,
         checkpoints: chain::Checkpoints,
         forward: Option<forward::Forward>,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
-        let mut conn = db::open_writer(path)?;
-        copies::check_head_at_start(&conn, path)?;
-        let mut head = db::head(&conn, checkpoints)
-            .map_err(|e| format!("{}: cannot read the chain's head: {e}", path.display()))?;
-        head.node = node.to_string();
-        recover(&mut conn, path, &mut head)?;
+        let store = Store::Sqlite(path.to_path_buf());
+        Audit::open((store, node), policy, checkpoints, forward)
+    }
+
+    /// Opens the store (creating or migrating its schema), checks it still
+    /// holds the checkpoint its head file names (`copies`), ends what a
+    /// crash of this node left open (`recover`), and starts its writer
+    /// thread. Blocking.
+    pub(crate) fn open(
+        (store, node): (Store, &str),
+        policy: OnFailure,
+        checkpoints: chain::Checkpoints,
+        forward: Option<forward::Forward>,
+    ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
+        let (sink, head, head_file): (Box<dyn db::Sink>, _, _) = match &store {
+            Store::Sqlite(path) => {
+                let mut conn = db::open_writer(path)?;
+                copies::check_head_at_start(&conn, path)?;
+                let mut head = db::head(&conn, checkpoints).map_err(|e| {
+                    format!("{}: cannot read the chain's head: {e}", path.display())
+                })?;
+                head.node = node.to_string();
+                recover(&mut conn, path, &mut head)?;
+                (Box::new(conn), head, copies::head_path(path))
+            }
+            Store::Postgres { pg, head_file } => {
+                let applied = pg.migrate()?;
+                if !applied.is_empty() {
+                    tracing::info!(migrations = ?applied, "the audit's schema was migrated");
+                }
+                copies::check_head_in(&|seq| pg.checkpoint_at(seq), head_file, &pg.name)?;
+                let mut head = pg.head(checkpoints)?;
+                head.node = node.to_string();
+                let mut sink = pg.clone();
+                recover_node(&mut sink, &mut head)?;
+                (Box::new(sink), head, head_file.clone())
+            }
+        };
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
         let metrics = Arc::new(metrics::Metrics::new());
-        let copies = db::Copies {
-            head_file: copies::head_path(path),
-            forward,
-        };
+        let copies = db::Copies { head_file, forward };
         let m = metrics.clone();
         let thread = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || db::writer_loop(conn, rx, (&h, &m), head, copies))
+            .spawn(move || db::writer_loop(sink, rx, (&h, &m), head, copies))
             .map_err(|e| format!("cannot start the audit writer: {e}"))?;
-        let path = Arc::new(path.to_path_buf());
         Ok((
             Audit {
                 tx,
                 health,
-                path,
+                store: Arc::new(store),
                 metrics,
             },
             thread,
@@ -291,11 +375,17 @@ impl Audit {
     /// The conversation kept for a user and target, if any (read on a
     /// blocking thread).
     pub(crate) async fn load_conversation(&self, user: &str, target: &str) -> Option<String> {
-        let (path, user, target) = (self.path.clone(), user.to_string(), target.to_string());
-        tokio::task::spawn_blocking(move || db::conversation(&path, &user, &target))
-            .await
-            .ok()
-            .flatten()
+        let (store, user, target) = (self.store.clone(), user.to_string(), target.to_string());
+        match &*store {
+            Store::Postgres { pg, .. } => pg.conversation(&user, &target).await,
+            Store::Sqlite(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || db::conversation(&path, &user, &target))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        }
     }
 
     /// Waits until everything queued so far is written.
@@ -316,16 +406,48 @@ fn recover(
     head: &mut chain::Head,
 ) -> Result<(), String> {
     let mut repaired = 0;
-    let mut finish = |r: &str| {
-        match recording::repair(Path::new(r)) {
-            Ok(changed) => repaired += usize::from(changed),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => tracing::error!(recording = %r, error = %e, "cannot repair the recording"),
-        }
-        chain::file_digest(Path::new(r)).ok()
-    };
-    let ended = db::recover(conn, head, &mut finish)
+    let ended = db::recover(conn, head, &mut |r| repair(r, &mut repaired))
         .map_err(|e| format!("{}: cannot end the sessions left open: {e}", path.display()))?;
+    said_recovered(ended, repaired);
+    Ok(())
+}
+
+/// [`recover`] where several nodes share the store: only this node's
+/// sessions (another node's may be live).
+fn recover_node(pg: &mut pg::Pg, head: &mut chain::Head) -> Result<(), String> {
+    let open = pg.open_sessions(&head.node)?;
+    let (now, mut repaired) = (SystemTime::now(), 0);
+    let records: Vec<Record> = open
+        .iter()
+        .map(|s| {
+            let who = (s.id.as_str(), s.user.as_str(), s.target.as_str());
+            let mut finish = |r: &str| repair(r, &mut repaired);
+            Record::Event(db::left_open(
+                (now, "bastion_restart"),
+                who,
+                s.recording.as_deref(),
+                &mut finish,
+            ))
+        })
+        .collect();
+    db::Sink::write(pg, &records, head)
+        .map_err(|e| format!("cannot end the sessions left open: {e}"))?;
+    said_recovered(open.len(), repaired);
+    Ok(())
+}
+
+/// Cuts a recording a crash left back to its last whole event (counted in
+/// `repaired`); its digest after, if it is there.
+pub(crate) fn repair(r: &str, repaired: &mut usize) -> Option<(String, u64)> {
+    match recording::repair(Path::new(r)) {
+        Ok(changed) => *repaired += usize::from(changed),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => tracing::error!(recording = %r, error = %e, "cannot repair the recording"),
+    }
+    chain::file_digest(Path::new(r)).ok()
+}
+
+fn said_recovered(ended: usize, repaired: usize) {
     if ended > 0 {
         tracing::warn!(
             sessions = ended,
@@ -333,7 +455,6 @@ fn recover(
             "sessions left open by an unclean stop were ended (reason bastion_restart)"
         );
     }
-    Ok(())
 }
 
 /// For the writer threads while their storage fails: the next message

@@ -90,15 +90,19 @@ pub(crate) fn events(
 
 /// Like [`events`], then the new ones as they are written, until the
 /// output is closed (a pager quit) or the process is stopped.
+/// `refresh` brings the file up to the store before each look (a
+/// PostgreSQL audit's copy, `readable`).
 pub(crate) fn follow(
     path: &Path,
     filter: &Filter,
     emit: &mut dyn FnMut(Value) -> std::io::Result<()>,
+    refresh: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<(), String> {
     let mut last = 0;
     loop {
         last = events(path, filter, last, emit)?;
         std::thread::sleep(POLL);
+        refresh()?;
     }
 }
 

@@ -223,6 +223,12 @@ impl Config {
         self.state_dir().join(path)
     }
 
+    /// The PostgreSQL URL, when `[audit] database` names one.
+    pub(crate) fn audit_postgres(&self) -> Option<&str> {
+        let given = self.audit.database.as_ref()?.get_ref().as_str();
+        (given.starts_with("postgres://") || given.starts_with("postgresql://")).then_some(given)
+    }
+
     /// Where recordings are written (`[recordings] store`, a directory).
     pub(crate) fn recordings_dir(&self) -> PathBuf {
         let given = self.recordings.store.as_ref().map(|d| d.get_ref().as_str());
@@ -405,9 +411,25 @@ mod tests {
                 .replace("db1", "Web1"),
         );
         assert!(e.starts_with("t.toml:6: key `targets.name`:"), "{e}");
-        let e = team_error("[audit]\ndatabase = \"postgres://db/walissh\"\n");
+        let e = team_error("[audit]\ndatabase = \"postgres://u:hunter2@db/walissh\"\n");
         assert!(
-            e.starts_with("t.toml:2: key `audit.database`: PostgreSQL is not built yet"),
+            e.starts_with("t.toml:2: key `audit.database`: no password here"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = team_error("[audit]\ndatabase = \"postgres://db/w\"\nkeep_days = 9\n");
+        assert!(
+            e.starts_with("t.toml:3: key `audit.keep_days`: retention is not built for PostgreSQL"),
+            "{e}"
+        );
+        let e = team_error("[audit]\ndatabase_password_file = \"/p\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `audit.database_password_file`: only for"),
+            "{e}"
+        );
+        let e = team_error("[audit]\ndatabase = \"mysql://db/walissh\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `audit.database`: use sqlite:PATH or postgres://"),
             "{e}"
         );
         let e = team_error("[recordings]\nstore = \"s3://bucket/p\"\n");

@@ -533,8 +533,12 @@ pub(crate) struct AuditConfig {
     /// signed marker takes their place. None: keep everything.
     pub(crate) keep_days: Option<Spanned<u32>>,
     /// Where the audit lives: `sqlite:PATH` (absolute, or relative to the
-    /// state directory). None: `sqlite:audit.db`.
+    /// state directory), or `postgres://…` shared by several bastions.
+    /// None: `sqlite:audit.db`.
     pub(crate) database: Option<Spanned<String>>,
+    /// PostgreSQL's password, in a file only the bastion reads (or in
+    /// `$WALISSH_DATABASE_PASSWORD`); never in the config itself.
+    pub(crate) database_password_file: Option<Spanned<PathBuf>>,
 }
 
 /// `[recordings]`.
@@ -591,6 +595,7 @@ impl Default for AuditConfig {
             forward_queue: default_forward_queue(),
             keep_days: None,
             database: None,
+            database_password_file: None,
         }
     }
 }

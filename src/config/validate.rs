@@ -68,14 +68,29 @@ impl Config {
             let text = d.get_ref();
             let why = match text.split_once(':').map(|(scheme, _)| scheme) {
                 Some("sqlite") if text.len() > "sqlite:".len() => None,
-                Some("postgres" | "postgresql") => Some(
-                    "PostgreSQL is not built yet (one bastion per audit for now): use sqlite:PATH",
-                ),
-                _ => Some("use sqlite:PATH"),
+                Some("postgres" | "postgresql") => postgres_url(text),
+                _ => Some("use sqlite:PATH or postgres://USER@HOST/DB".into()),
             };
             if let Some(why) = why {
-                return Err(loc.error(d.span(), Some("audit.database"), why));
+                return Err(loc.error(d.span(), Some("audit.database"), &why));
             }
+            for (days, key) in [
+                (&self.audit.keep_days, "audit.keep_days"),
+                (&self.recordings.keep_days, "recordings.keep_days"),
+            ] {
+                if let Some(k) = days
+                    && self.audit_postgres().is_some()
+                {
+                    let why = "retention is not built for PostgreSQL yet: leave it out";
+                    return Err(loc.error(k.span(), Some(key), why));
+                }
+            }
+        }
+        if let Some(f) = &self.audit.database_password_file
+            && self.audit_postgres().is_none()
+        {
+            let why = "only for a postgres:// database";
+            return Err(loc.error(f.span(), Some("audit.database_password_file"), why));
         }
         if let Some(st) = &self.recordings.store {
             let text = st.get_ref();
@@ -464,6 +479,19 @@ pub(super) fn new_name<'a>(
         ));
     }
     Ok(())
+}
+
+/// Why a PostgreSQL URL cannot be used, if it cannot: it must parse, and
+/// hold no password (that goes in a file or the environment).
+fn postgres_url(text: &str) -> Option<String> {
+    match text.parse::<tokio_postgres::Config>() {
+        Err(e) => Some(format!("not a PostgreSQL URL: {e}")),
+        Ok(c) if c.get_password().is_some() => Some(
+            "no password here: put it in [audit] database_password_file or $WALISSH_DATABASE_PASSWORD"
+                .into(),
+        ),
+        Ok(_) => None,
+    }
 }
 
 pub(super) fn valid_name(name: &str) -> bool {

@@ -623,6 +623,8 @@ pub struct Opts {
     pub target_without: &'static [&'static str],
     /// WATCHDOG_USEC, as systemd's `WatchdogSec=` sets it.
     pub watchdog_usec: Option<u64>,
+    /// More keys of `[server]`.
+    pub server_toml: String,
 }
 
 impl Default for Opts {
@@ -649,6 +651,7 @@ impl Default for Opts {
             upstream_ca: false,
             target_without: &[],
             watchdog_usec: None,
+            server_toml: String::new(),
         }
     }
 }
@@ -717,6 +720,7 @@ login_grace_s = {lg}
 max_sessions_per_connection = {ms}
 max_sessions_per_user = {mu}
 max_connections_per_user = {mc}
+{server_toml}
 
 [upstream]
 host_key_policy = "{policy}"
@@ -801,6 +805,7 @@ timeout_s = {llm_timeout}
                     ms = opts.max_sessions,
                     mu = opts.max_user_sessions,
                     mc = opts.max_user_connections,
+                    server_toml = opts.server_toml,
                     policy = opts.host_key_policy,
                     ka = opts.keepalive.0,
                     km = opts.keepalive.1,
@@ -1389,6 +1394,79 @@ pub fn wait_until(done: impl Fn() -> bool, what: &str) {
     while !done() {
         assert!(Instant::now() < end, "{what}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A throwaway PostgreSQL cluster (Debian's server, run as its
+/// `postgres` account) on `port`, trusting local logins; stopped when
+/// dropped.
+pub struct Postgres {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    pg_ctl: std::path::PathBuf,
+}
+
+impl Postgres {
+    pub fn start(port: u16) -> Option<Postgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())?;
+        let dir = std::env::temp_dir().join(format!("walissh-pg-{port}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let chown = Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(&dir)
+            .status();
+        assert!(chown.unwrap().success());
+        let as_postgres = |program: &std::path::Path, args: &[&str]| {
+            let out = Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(program)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        };
+        let data = dir.join("data");
+        let data = data.to_str().unwrap();
+        as_postgres(
+            &bin.join("initdb"),
+            &["-D", data, "--auth=trust", "-U", "postgres"],
+        );
+        let pg_ctl = bin.join("pg_ctl");
+        let opts = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1",
+            dir.display()
+        );
+        as_postgres(
+            &pg_ctl,
+            &[
+                "-D",
+                data,
+                "-o",
+                &opts,
+                "-w",
+                "-l",
+                &format!("{}/log", dir.display()),
+                "start",
+            ],
+        );
+        Some(Postgres { port, dir, pg_ctl })
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(&self.pg_ctl)
+            .args(["-D", data.to_str().unwrap(), "-m", "fast", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -9,6 +9,7 @@ mod audit_read;
 mod certs;
 mod clean;
 mod cli;
+mod cluster;
 mod context;
 mod crash;
 mod four_eyes;

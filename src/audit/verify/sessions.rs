@@ -209,6 +209,11 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
             end["recording_sha256"].as_str(),
             end["recording_bytes"].as_u64(),
         ) else {
+            // Reaped from a node that could not reach the dead node's
+            // files: the chained end says so, and no digest is to be had.
+            if end["reason"] == "node_reaped" && end["recording_unreached"] == true {
+                continue;
+            }
             let what = format!("session {session} ended without its recording's digest");
             return Err(Stop::Broken(Some(seq), what));
         };

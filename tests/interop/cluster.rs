@@ -1,0 +1,188 @@
+//! Several bastions on one PostgreSQL audit (issue 37): two walissh nodes,
+//! each with its own state directory but the same host and audit keys,
+//! write one hash chain into a real PostgreSQL server (Debian's, a
+//! throwaway cluster), and every node's CLI reads every node's rows. A
+//! node killed with SIGKILL ends its own sessions when it starts again; a
+//! node that will not come back is reaped from another.
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// Two nodes, `n1` and `n2`, on the PostgreSQL at `pg`; n2 gets n1's host
+/// and audit keys before it starts, as an operator would copy them.
+fn two_nodes(pg: &Postgres) -> (Bastion, Bastion) {
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let opts = |node: &str| Opts {
+        audit_toml: format!("database = \"{url}\""),
+        server_toml: format!("node_name = \"{node}\""),
+        ..Opts::default()
+    };
+    let n1 = Bastion::start_with(opts("n1"));
+    let from = n1.state.clone();
+    let n2 = Bastion::start_with(Opts {
+        prepare: Some(Box::new(move |state, _| {
+            std::fs::create_dir_all(state).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o700)).unwrap();
+            for key in ["audit_key", "host_ed25519"] {
+                std::fs::copy(from.join(key), state.join(key)).unwrap();
+            }
+        })),
+        ..opts("n2")
+    });
+    (n1, n2)
+}
+
+fn nodes_of(rows: &[Value]) -> std::collections::BTreeSet<String> {
+    rows.iter()
+        .filter_map(|r| r["node"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn verifies(b: &Bastion) -> Value {
+    let out = b.cli_any(&["audit", "verify", "--json"]);
+    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["broken"], Value::Null, "{report}");
+    report
+}
+
+#[test]
+fn two_nodes_write_one_chain_into_postgresql() {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return;
+    }
+    let Some(pg) = Postgres::start(free_port()) else {
+        eprintln!("skipped: no PostgreSQL server installed");
+        return;
+    };
+    let (mut n1, mut n2) = two_nodes(&pg);
+    // Both nodes at once, so their batches interleave in the chain.
+    std::thread::scope(|s| {
+        for (name, b) in [("A", &n1), ("B", &n2)] {
+            s.spawn(move || {
+                for i in 0..8 {
+                    let out = exec(b.ssh_bob("bob:web1"), format!("echo {name}-$((40+{i}))"));
+                    assert_eq!(
+                        stdout(&out),
+                        format!("{name}-{}\n", 40 + i),
+                        "{}",
+                        stderr(&out)
+                    );
+                }
+            });
+        }
+    });
+    // Every node reads every node's rows, and the one chain verifies.
+    for b in [&n1, &n2] {
+        let execs: Vec<Value> = b
+            .audit()
+            .into_iter()
+            .filter(|e| e["kind"] == "exec")
+            .collect();
+        assert_eq!(execs.len(), 16, "{execs:?}");
+        assert_eq!(nodes_of(&execs), ["n1", "n2"].map(String::from).into());
+        let sessions = b.sessions();
+        assert_eq!(sessions.len(), 16, "{sessions:?}");
+        assert_eq!(nodes_of(&sessions), ["n1", "n2"].map(String::from).into());
+        let report = verifies(b);
+        assert!(report["events"].as_u64().unwrap() >= 16 * 3, "{report}");
+    }
+
+    // n1 dies with a session open: n2 still shows it live, as n1's; n1's
+    // next start ends it, and only it.
+    let mut t = Terminal::spawn(&n1.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo ON-N1-$((1+1))\r");
+    t.expect("ON-N1-2");
+    let mut t2 = Terminal::spawn(&n2.ssh_bob("bob:web1"), 24, 80);
+    t2.send("echo ON-N2-$((2+2))\r");
+    t2.expect("ON-N2-4");
+    n1.kill();
+    let _ = t.wait();
+    let live = json_lines(&n2.cli(&["sessions", "--active", "--json"]));
+    assert_eq!(
+        nodes_of(&live),
+        ["n1", "n2"].map(String::from).into(),
+        "{live:?}"
+    );
+    n1.restart();
+    let ended = n2.wait_event(|e| e["kind"] == "session_end" && e["reason"] == "bastion_restart");
+    assert_eq!(ended["node"], "n1", "{ended}");
+    let live = json_lines(&n1.cli(&["sessions", "--active", "--json"]));
+    assert_eq!(nodes_of(&live), ["n2"].map(String::from).into(), "{live:?}");
+
+    // n2 dies and stays down: reaped from n1, by name.
+    n2.kill();
+    let _ = t2.wait();
+    let refused = n1.cli_any(&["sessions", "--reap", "n1"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("n1 is this node"),
+        "{}",
+        stderr(&refused)
+    );
+    // Its recording is out of n1's reach (another machine's disk): the end
+    // says so instead of carrying a digest.
+    let open = json_lines(&n1.cli(&["sessions", "--active", "--json"]));
+    assert_eq!(open.len(), 1, "{open:?}");
+    std::fs::remove_file(open[0]["recording"].as_str().unwrap()).unwrap();
+    let out = n1.cli(&["sessions", "--reap", "n2"]);
+    assert!(
+        stdout(&out).starts_with("1 session(s) of node n2 ended"),
+        "{}",
+        stdout(&out)
+    );
+    let reaped = n1.wait_event(|e| e["reason"] == "node_reaped");
+    assert_eq!(
+        (reaped["reaped_node"].as_str(), reaped["node"].as_str()),
+        (Some("n2"), Some("n1"))
+    );
+    assert_eq!(reaped["recording_unreached"], true, "{reaped}");
+    assert_eq!(reaped["by"], format!("unix:{}", me()), "{reaped}");
+    assert!(json_lines(&n1.cli(&["sessions", "--active", "--json"])).is_empty());
+    verifies(&n1);
+}
+
+/// `walissh migrate` brings a new database to the schema and says so; a
+/// second run has nothing to do. A password in the URL is refused, naming
+/// the file, line and key, without echoing it.
+#[test]
+fn migrate_makes_the_schema_once() {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return;
+    }
+    let Some(pg) = Postgres::start(free_port()) else {
+        eprintln!("skipped: no PostgreSQL server installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("walissh.toml");
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let text = format!(
+        "[server]\nstate_dir = \"{}\"\n[audit]\ndatabase = \"{url}\"\n",
+        dir.path().join("state").display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    let migrate = || {
+        let out = std::process::Command::new(walissh_bin())
+            .args(["migrate", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert!(migrate().contains("applied V1__audit"));
+    assert!(migrate().contains("schema up to date"));
+    let with_password = text.replace("postgres@", "postgres:s3cret@");
+    let (code, said) = check_config(&with_password);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains(":4: key `audit.database`: no password here"),
+        "{said}"
+    );
+    assert!(!said.contains("s3cret"), "{said}");
+}
