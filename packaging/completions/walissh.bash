@@ -43,6 +43,9 @@ _walissh() {
             walissh,man)
                 cmd="walissh__subcmd__man"
                 ;;
+            walissh,migrate)
+                cmd="walissh__subcmd__migrate"
+                ;;
             walissh,play)
                 cmd="walissh__subcmd__play"
                 ;;
@@ -112,6 +115,9 @@ _walissh() {
             walissh__subcmd__help,man)
                 cmd="walissh__subcmd__help__subcmd__man"
                 ;;
+            walissh__subcmd__help,migrate)
+                cmd="walissh__subcmd__help__subcmd__migrate"
+                ;;
             walissh__subcmd__help,play)
                 cmd="walissh__subcmd__help__subcmd__play"
                 ;;
@@ -176,7 +182,7 @@ _walissh() {
 
     case "${cmd}" in
         walissh)
-            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions approvals approve man completions play redact backup audit help"
+            opts="-h -V --log-level --help --version serve check-config hash-password pubkey totp sessions migrate approvals approve man completions play redact backup audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -540,7 +546,7 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__help)
-            opts="serve check-config hash-password pubkey totp sessions approvals approve man completions play redact backup audit help"
+            opts="serve check-config hash-password pubkey totp sessions migrate approvals approve man completions play redact backup audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -721,6 +727,20 @@ _walissh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        walissh__subcmd__help__subcmd__migrate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         walissh__subcmd__help__subcmd__play)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -855,6 +875,32 @@ _walissh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        walissh__subcmd__migrate)
+            opts="-c -h --config --log-level --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         walissh__subcmd__play)
             opts="-c -h --config --speed --from --markers --log-level --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -968,7 +1014,7 @@ _walissh() {
             return 0
             ;;
         walissh__subcmd__sessions)
-            opts="-c -h --config --json --active --log-level --help kill help"
+            opts="-c -h --config --json --active --reap --log-level --help kill help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -979,6 +1025,10 @@ _walissh() {
                     return 0
                     ;;
                 -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reap)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -192,6 +192,9 @@ pub(crate) struct Audit {
     pub(crate) health: Arc<Health>,
     /// Where conversations are read back from.
     store: Arc<Store>,
+    /// This node's claim on its name in a shared store (`pg::NodeHold`),
+    /// released with the last handle.
+    _node: Option<Arc<pg::NodeHold>>,
     /// What the events say, counted (`/metrics`).
     pub(crate) metrics: Arc<metrics::Metrics>,
 }
@@ -272,6 +275,7 @@ impl Audit {
         checkpoints: chain::Checkpoints,
         forward: Option<forward::Forward>,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
+        let mut hold = None;
         let (sink, head, head_file): (Box<dyn db::Sink>, _, _) = match &store {
             Store::Sqlite(path) => {
                 let mut conn = db::open_writer(path)?;
@@ -289,6 +293,9 @@ impl Audit {
                     tracing::info!(migrations = ?applied, "the audit's schema was migrated");
                 }
                 copies::check_head_in(&|seq| pg.checkpoint_at(seq), head_file, &pg.name)?;
+                // The name first: what is open under it is then this
+                // process's to end.
+                hold = Some(Arc::new(pg.hold_node(node)?));
                 let mut head = pg.head(checkpoints)?;
                 head.node = node.to_string();
                 let mut sink = pg.clone();
@@ -311,6 +318,7 @@ impl Audit {
                 tx,
                 health,
                 store: Arc::new(store),
+                _node: hold,
                 metrics,
             },
             thread,

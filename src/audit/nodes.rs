@@ -46,42 +46,46 @@ pub(crate) fn reap(config: &Config, node: &str, by: &str) -> Result<usize, Strin
         ));
     }
     let rt = super::pg::runtime()?;
-    let Store::Postgres { mut pg, .. } = Store::of(config, rt.handle().clone())? else {
+    let Store::Postgres { pg, .. } = Store::of(config, rt.handle().clone())? else {
         return Err("--reap is for several bastions sharing a PostgreSQL audit".into());
     };
-    let open = pg.open_sessions(node)?;
-    let now = SystemTime::now();
-    let mut repaired = 0;
-    let records: Vec<Record> = open
-        .iter()
-        .map(|s| {
-            let who = (s.id.as_str(), s.user.as_str(), s.target.as_str());
-            // Its recording is digested where this machine reaches it (a
-            // shared directory); else the end says it was not.
-            let mut finish = |r: &str| super::repair(r, &mut repaired);
-            let ev = db::left_open(
-                (now, "node_reaped"),
-                who,
-                s.recording.as_deref(),
-                &mut finish,
-            );
-            let unreached = s.recording.is_some() && !ev.fields.contains_key("recording_sha256");
-            let ev = ev.field("reaped_node", node).field("by", by);
-            Record::Event(match unreached {
-                true => ev.field("recording_unreached", true),
-                false => ev,
+    let mut reaper = pg.clone();
+    pg.while_dead(node, || {
+        let open = reaper.open_sessions(node)?;
+        let now = SystemTime::now();
+        let mut repaired = 0;
+        let records: Vec<Record> = open
+            .iter()
+            .map(|s| {
+                let who = (s.id.as_str(), s.user.as_str(), s.target.as_str());
+                // Its recording is digested where this machine reaches it
+                // (a shared directory); else the end says it was not.
+                let mut finish = |r: &str| super::repair(r, &mut repaired);
+                let ev = db::left_open(
+                    (now, "node_reaped"),
+                    who,
+                    s.recording.as_deref(),
+                    &mut finish,
+                );
+                let unreached =
+                    s.recording.is_some() && !ev.fields.contains_key("recording_sha256");
+                let ev = ev.field("reaped_node", node).field("by", by);
+                Record::Event(match unreached {
+                    true => ev.field("recording_unreached", true),
+                    false => ev,
+                })
             })
-        })
-        .collect();
-    // No key here: the next checkpoint a running node signs covers these
-    // rows, as it covers any other node's.
-    let policy = chain::Checkpoints {
-        key: None,
-        every_events: 1,
-        every: Duration::from_secs(60),
-    };
-    let mut head = pg.head(policy)?;
-    head.node = config.node_name();
-    db::Sink::write(&mut pg, &records, &mut head)?;
-    Ok(open.len())
+            .collect();
+        // No key here: the next checkpoint a running node signs covers
+        // these rows, as it covers any other node's.
+        let policy = chain::Checkpoints {
+            key: None,
+            every_events: 1,
+            every: Duration::from_secs(60),
+        };
+        let mut head = reaper.head(policy)?;
+        head.node = config.node_name();
+        db::Sink::write(&mut reaper, &records, &mut head)?;
+        Ok(open.len())
+    })
 }

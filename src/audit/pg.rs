@@ -56,6 +56,8 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 #[derive(Clone)]
 pub(crate) struct Pg {
     pool: Pool,
+    /// For the one connection outside the pool (`hold_node`).
+    config: tokio_postgres::Config,
     rt: tokio::runtime::Handle,
     /// The URL without its password, for messages.
     pub(crate) name: String,
@@ -86,7 +88,7 @@ impl Pg {
         config.connect_timeout(WAIT);
         config.application_name("walissh");
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -101,6 +103,7 @@ impl Pg {
             .map_err(|e| format!("{url}: {e}"))?;
         Ok(Pg {
             pool,
+            config,
             rt,
             name: url.to_string(),
         })
@@ -342,6 +345,130 @@ impl Pg {
             .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+}
+
+/// The advisory locks' class for node names (two-key locks, a space of
+/// their own beside the head's one-key lock): "wali".
+const NODE_LOCK_CLASS: i32 = 0x7761_6c69;
+/// How long a node's name is waited for, at a start or a reap, before a
+/// bastion holding it counts as running.
+const NODE_WAIT: Duration = Duration::from_secs(3);
+/// How soon PostgreSQL notices a node's machine gone (its connection's
+/// keepalives: idle, interval, count), so that its lock is freed for a
+/// reap.
+const NODE_KEEPALIVE: &str =
+    "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3";
+
+/// A running node's claim on its name: a session-level advisory lock on
+/// a connection of its own, held while the node runs (and taken again
+/// after an outage). A node that dies, however, frees it when PostgreSQL
+/// sees the connection gone. Dropped: released.
+pub(crate) struct NodeHold {
+    keeper: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for NodeHold {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+impl Pg {
+    /// A connection of its own, with keepalives, holding `node`'s lock if
+    /// it was free or freed within `wait`: the client (dropping it releases
+    /// the lock), and whether it holds it. The wait lets a node that just
+    /// died go: PostgreSQL frees its lock when it reads the connection's
+    /// end, a moment after the kernel closed it.
+    async fn lock_node(
+        &self,
+        node: &str,
+        wait: Duration,
+    ) -> Result<(tokio_postgres::Client, bool), String> {
+        let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
+        let (client, connection) = self.config.connect(NoTls).await.map_err(err)?;
+        self.rt.spawn(async move {
+            let _ = connection.await;
+        });
+        client.batch_execute(NODE_KEEPALIVE).await.map_err(err)?;
+        let timeout = format!("SET lock_timeout = {}", wait.as_millis().max(1));
+        client.batch_execute(&timeout).await.map_err(err)?;
+        let locked = client
+            .execute(
+                "SELECT pg_advisory_lock($1, hashtext($2))",
+                &[&NODE_LOCK_CLASS, &node],
+            )
+            .await;
+        let held = match locked {
+            Ok(_) => true,
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                false
+            }
+            Err(e) => return Err(err(e)),
+        };
+        client
+            .batch_execute("RESET lock_timeout")
+            .await
+            .map_err(err)?;
+        Ok((client, held))
+    }
+
+    /// Claims `node`'s name for this bastion, refusing when a running one
+    /// holds it: two nodes of one name would end each other's sessions at
+    /// start. Blocking.
+    pub(crate) fn hold_node(&self, node: &str) -> Result<NodeHold, String> {
+        let (client, held) = self.block(self.lock_node(node, NODE_WAIT))?;
+        if !held {
+            return Err(format!(
+                "node name {node} is held by a running bastion on {}: give each node its own [server] node_name",
+                self.name
+            ));
+        }
+        let (this, node) = (self.clone(), node.to_string());
+        let keeper = self.rt.spawn(async move {
+            let mut client = client;
+            loop {
+                // Held until the connection ends (an outage, a restart of
+                // the server); then taken again once it can be.
+                while !client.is_closed() {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    match this.lock_node(&node, NODE_WAIT).await {
+                        Ok((c, true)) => {
+                            client = c;
+                            break;
+                        }
+                        Ok((_, false)) => tracing::error!(
+                            %node,
+                            "another bastion holds this node's name: give each node its own [server] node_name"
+                        ),
+                        Err(_) => {}
+                    }
+                }
+            }
+        });
+        Ok(NodeHold { keeper })
+    }
+
+    /// Runs `f` while holding dead `node`'s name, so that it cannot start
+    /// meanwhile; refused while a running bastion holds it. Blocking.
+    pub(crate) fn while_dead<T>(
+        &self,
+        node: &str,
+        f: impl FnOnce() -> Result<T, String>,
+    ) -> Result<T, String> {
+        let (client, held) = self.block(self.lock_node(node, NODE_WAIT))?;
+        if !held {
+            return Err(format!(
+                "node {node} is running (it holds its name on {}): stop it first; a node that starts again ends its own sessions",
+                self.name
+            ));
+        }
+        let out = f();
+        drop(client);
+        out
     }
 }
 

@@ -91,6 +91,27 @@ fn two_nodes_write_one_chain_into_postgresql() {
         assert!(report["events"].as_u64().unwrap() >= 16 * 3, "{report}");
     }
 
+    // A second bastion under a running node's name would end that node's
+    // live sessions at its start: it is refused.
+    let twin = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&n1.config).unwrap();
+    let text = text.replace(
+        &n1.state.display().to_string(),
+        &twin.path().join("state").display().to_string(),
+    );
+    std::fs::write(twin.path().join("w.toml"), text).unwrap();
+    let out = std::process::Command::new(walissh_bin())
+        .args(["serve", "--config"])
+        .arg(twin.path().join("w.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("node name n1 is held by a running bastion"),
+        "{}",
+        stderr(&out)
+    );
+
     // n1 dies with a session open: n2 still shows it live, as n1's; n1's
     // next start ends it, and only it.
     let mut t = Terminal::spawn(&n1.ssh_bob("bob:web1"), 24, 80);
@@ -113,7 +134,14 @@ fn two_nodes_write_one_chain_into_postgresql() {
     let live = json_lines(&n1.cli(&["sessions", "--active", "--json"]));
     assert_eq!(nodes_of(&live), ["n2"].map(String::from).into(), "{live:?}");
 
-    // n2 dies and stays down: reaped from n1, by name.
+    // n2 dies and stays down: reaped from n1, by name; not while it runs.
+    let alive = n1.cli_any(&["sessions", "--reap", "n2"]);
+    assert!(!alive.status.success());
+    assert!(
+        stderr(&alive).contains("node n2 is running"),
+        "{}",
+        stderr(&alive)
+    );
     n2.kill();
     let _ = t2.wait();
     let refused = n1.cli_any(&["sessions", "--reap", "n1"]);
@@ -185,4 +213,77 @@ fn migrate_makes_the_schema_once() {
         "{said}"
     );
     assert!(!said.contains("s3cret"), "{said}");
+}
+
+/// PostgreSQL goes down under a live session and comes back: under
+/// `on_failure = "refuse"` new sessions are refused with one line and
+/// /healthz says 503 meanwhile; the rows of the outage are written once it
+/// is back, without a restart, and the chain verifies.
+#[test]
+fn a_postgresql_outage_is_refused_then_caught_up() {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return;
+    }
+    let Some(pg) = Postgres::start(free_port()) else {
+        eprintln!("skipped: no PostgreSQL server installed");
+        return;
+    };
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let b = Bastion::start_with(Opts {
+        audit_toml: format!("database = \"{url}\""),
+        extra_toml: "[web]\nlisten = \"127.0.0.1:0\"\n".to_string(),
+        ..Opts::default()
+    });
+    let mut t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo BEFORE-$((1+1))\r");
+    t.expect("BEFORE-2");
+    b.wait_event(|e| e["command"] == "echo BEFORE-$((1+1))");
+
+    pg.stop();
+    t.send("echo DURING-$((2+2))\r");
+    t.expect("DURING-4");
+    let broken = b.log.wait_for("audit database write failed");
+    let health = format!("{}/healthz", b.web_url());
+    let status = |url: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(status(&health), "503");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo NEW-$((3+3))");
+    assert!(!stdout(&out).contains("NEW-6"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("cannot be written"),
+        "{}",
+        stderr(&out)
+    );
+    // The readers say what is wrong in one line.
+    let down = b.cli_any(&["audit"]);
+    assert!(!down.status.success());
+    assert!(stderr(&down).contains(&url), "{}", stderr(&down));
+
+    pg.resume();
+    b.log
+        .wait_for_from("the audit database works again", broken);
+    wait_until(|| status(&health) == "200", "/healthz to say ok again");
+    assert_eq!(
+        stdout(&exec(
+            b.ssh_pw("alice:web1", ALICE_PW),
+            "echo AFTER-$((4+4))"
+        )),
+        "AFTER-8\n"
+    );
+    t.send("exit\r");
+    t.wait();
+    b.wait_event(|e| e["kind"] == "session_end" && e["user"] == "bob");
+    assert!(
+        b.audit()
+            .iter()
+            .any(|e| e["kind"] == "command" && e["command"] == "echo DURING-$((2+2))"),
+        "the outage's command row is missing"
+    );
+    verifies(&b);
 }

@@ -1421,41 +1421,69 @@ impl Postgres {
             .arg(&dir)
             .status();
         assert!(chown.unwrap().success());
-        let as_postgres = |program: &std::path::Path, args: &[&str]| {
-            let out = Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(program)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        };
         let data = dir.join("data");
-        let data = data.to_str().unwrap();
         as_postgres(
             &bin.join("initdb"),
-            &["-D", data, "--auth=trust", "-U", "postgres"],
-        );
-        let pg_ctl = bin.join("pg_ctl");
-        let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1",
-            dir.display()
-        );
-        as_postgres(
-            &pg_ctl,
             &[
                 "-D",
-                data,
+                data.to_str().unwrap(),
+                "--auth=trust",
+                "-U",
+                "postgres",
+            ],
+        );
+        let pg = Postgres {
+            port,
+            dir,
+            pg_ctl: bin.join("pg_ctl"),
+        };
+        pg.resume();
+        Some(pg)
+    }
+
+    /// Stops the server (fast: open connections are cut), as an outage.
+    pub fn stop(&self) {
+        let data = self.dir.join("data");
+        as_postgres(
+            &self.pg_ctl,
+            &["-D", data.to_str().unwrap(), "-m", "fast", "-w", "stop"],
+        );
+    }
+
+    /// Starts the server (again) on its port; returns once it accepts.
+    pub fn resume(&self) {
+        let data = self.dir.join("data");
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            self.port,
+            self.dir.display()
+        );
+        let log = format!("{}/log", self.dir.display());
+        as_postgres(
+            &self.pg_ctl,
+            &[
+                "-D",
+                data.to_str().unwrap(),
                 "-o",
                 &opts,
                 "-w",
                 "-l",
-                &format!("{}/log", dir.display()),
+                &log,
                 "start",
             ],
         );
-        Some(Postgres { port, dir, pg_ctl })
     }
+}
+
+/// Runs `program` as the `postgres` account, which must succeed.
+fn as_postgres(program: &std::path::Path, args: &[&str]) {
+    let out = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(program)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
 
 impl Drop for Postgres {
