@@ -57,7 +57,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 pub(crate) struct Pg {
     pool: Pool,
     /// For the one connection outside the pool (`hold_node`).
-    config: tokio_postgres::Config,
+    config: std::sync::Arc<tokio_postgres::Config>,
     rt: tokio::runtime::Handle,
     /// The URL without its password, for messages.
     pub(crate) name: String,
@@ -103,7 +103,7 @@ impl Pg {
             .map_err(|e| format!("{url}: {e}"))?;
         Ok(Pg {
             pool,
-            config,
+            config: std::sync::Arc::new(config),
             rt,
             name: url.to_string(),
         })
