@@ -192,6 +192,8 @@ pub(crate) struct Audit {
     pub(crate) health: Arc<Health>,
     /// Where conversations are read back from.
     store: Arc<Store>,
+    /// Where the console reads.
+    reader: Arc<Reader>,
     /// This node's claim on its name in a shared store (`pg::NodeHold`),
     /// released with the last handle.
     _node: Option<Arc<pg::NodeHold>>,
@@ -208,6 +210,13 @@ pub(crate) enum Store {
         pg: pg::Pg,
         head_file: std::path::PathBuf,
     },
+}
+
+/// What a reader inside the daemon (the console) reads: the SQLite file,
+/// or the mirror of PostgreSQL's rows.
+enum Reader {
+    Sqlite(std::path::PathBuf),
+    Mirror(readable::Mirror),
 }
 
 impl Store {
@@ -303,6 +312,13 @@ impl Audit {
                 (Box::new(sink), head, head_file.clone())
             }
         };
+        let reader = match &store {
+            Store::Sqlite(path) => Reader::Sqlite(path.clone()),
+            Store::Postgres { pg, head_file } => Reader::Mirror(readable::Mirror::new(
+                pg.clone(),
+                head_file.with_file_name("audit-mirror.db"),
+            )),
+        };
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
         let h = health.clone();
@@ -317,6 +333,7 @@ impl Audit {
             Audit {
                 tx,
                 health,
+                reader: Arc::new(reader),
                 store: Arc::new(store),
                 _node: hold,
                 metrics,
@@ -393,6 +410,15 @@ impl Audit {
                     .ok()
                     .flatten()
             }
+        }
+    }
+
+    /// The SQLite file the console reads: the database itself, or the
+    /// mirror of PostgreSQL's rows brought up to date now. Blocking.
+    pub(crate) fn readable(&self) -> Result<std::path::PathBuf, String> {
+        match &*self.reader {
+            Reader::Sqlite(path) => Ok(path.clone()),
+            Reader::Mirror(m) => m.fresh().map(Path::to_path_buf),
         }
     }
 

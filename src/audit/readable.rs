@@ -95,3 +95,33 @@ fn private_dir() -> Result<PathBuf, String> {
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(dir)
 }
+
+/// The daemon's copy of a PostgreSQL audit, for the console's pages: kept
+/// in the state directory and brought up to date before each read (only
+/// what is new is copied). Made anew at each start.
+pub(crate) struct Mirror {
+    pg: Pg,
+    path: PathBuf,
+    last: std::sync::Mutex<i64>,
+}
+
+impl Mirror {
+    /// A mirror of `pg` at `path`, which starts empty. Blocking.
+    pub(crate) fn new(pg: Pg, path: PathBuf) -> Mirror {
+        for stale in [path.clone(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
+            let _ = std::fs::remove_file(stale);
+        }
+        Mirror {
+            pg,
+            path,
+            last: std::sync::Mutex::new(0),
+        }
+    }
+
+    /// The copy, up to date with the database now. Blocking.
+    pub(crate) fn fresh(&self) -> Result<&Path, String> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        *last = self.pg.copy_into(&self.path, *last)?;
+        Ok(&self.path)
+    }
+}

@@ -393,9 +393,9 @@ async fn read_audit<T: Send + 'static>(
     c: &Console,
     read: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
 ) -> Result<T, Response> {
-    let path = c.bastion.live().config.audit_db_path();
+    let audit = c.bastion.audit.clone();
     let done = tokio::task::spawn_blocking(move || {
-        let conn = crate::audit::db::open_reader(&path)?;
+        let conn = crate::audit::db::open_reader(&audit.readable()?)?;
         read(&conn).map_err(|e| e.to_string())
     })
     .await;

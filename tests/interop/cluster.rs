@@ -16,6 +16,10 @@ fn two_nodes(pg: &Postgres) -> (Bastion, Bastion) {
     let opts = |node: &str| Opts {
         audit_toml: format!("database = \"{url}\""),
         server_toml: format!("node_name = \"{node}\""),
+        extra_toml: format!(
+            "[web]\nlisten = \"127.0.0.1:0\"\n\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
+            hash_of(crate::web::ERIN_PW)
+        ),
         ..Opts::default()
     };
     let n1 = Bastion::start_with(opts("n1"));
@@ -90,6 +94,20 @@ fn two_nodes_write_one_chain_into_postgresql() {
         let report = verifies(b);
         assert!(report["events"].as_u64().unwrap() >= 16 * 3, "{report}");
     }
+
+    // n1's console lists n2's sessions too.
+    let theirs: Vec<String> = n2
+        .sessions()
+        .iter()
+        .filter(|s| s["node"] == "n2")
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    let base = n1.web_url();
+    let login = crate::web::log_in(&base, "erin", crate::web::ERIN_PW);
+    let cookie = crate::web::cookie_of(&login);
+    let page = crate::web::curl(&format!("{base}/sessions"), &["-H", &format!("Cookie: {cookie}")]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(theirs.iter().all(|id| page.body.contains(id.as_str())), "{theirs:?}: {}", page.body);
 
     // A second bastion under a running node's name would end that node's
     // live sessions at its start: it is refused.
