@@ -77,7 +77,7 @@ pub(crate) async fn serve(
         Some((f, s)) => (Some(f), s),
         None => (None, Vec::new()),
     };
-    let store = crate::audit::Store::of(&config, tokio::runtime::Handle::current())?;
+    let store = crate::audit::Store::of(&config)?;
     let (audit, audit_thread) = tokio::task::spawn_blocking(move || {
         let key = crate::audit::chain::key(&state)?;
         let checkpoints = crate::audit::chain::Checkpoints {

@@ -207,6 +207,7 @@ impl Head {
         self.last_checkpoint = last.unwrap_or_else(|| (0, genesis()));
         if self.last_checkpoint.0 >= seq {
             self.pending = 0;
+            self.since = Instant::now();
         }
     }
 

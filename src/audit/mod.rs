@@ -220,13 +220,9 @@ enum Reader {
 }
 
 impl Store {
-    /// The store `config` names, a PostgreSQL one driven on `rt` (its
-    /// password read now: `$WALISSH_DATABASE_PASSWORD`, else
+    /// The store `config` names (a PostgreSQL one's password read now: `$WALISSH_DATABASE_PASSWORD`, else
     /// `[audit] database_password_file`).
-    pub(crate) fn of(
-        config: &crate::config::Config,
-        rt: tokio::runtime::Handle,
-    ) -> Result<Store, String> {
+    pub(crate) fn of(config: &crate::config::Config) -> Result<Store, String> {
         let Some(url) = config.audit_postgres() else {
             return Ok(Store::Sqlite(config.audit_db_path()));
         };
@@ -239,7 +235,7 @@ impl Store {
             (None, None) => None,
         };
         Ok(Store::Postgres {
-            pg: pg::Pg::new(url, password.as_deref(), rt)?,
+            pg: pg::Pg::new(url, password.as_deref())?,
             head_file: config.state_dir().join("audit-postgres.head"),
         })
     }

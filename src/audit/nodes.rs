@@ -13,8 +13,7 @@ use crate::config::Config;
 /// Migrates the schema; one line per migration applied, or one saying
 /// it was up to date. Blocking.
 pub(crate) fn migrate(config: &Config) -> Result<Vec<String>, String> {
-    let rt = super::pg::runtime()?;
-    match Store::of(config, rt.handle().clone())? {
+    match Store::of(config)? {
         Store::Sqlite(path) => {
             db::open_writer(&path)?;
             Ok(vec![format!(
@@ -45,10 +44,18 @@ pub(crate) fn reap(config: &Config, node: &str, by: &str) -> Result<usize, Strin
             "{node} is this node: its own start ends what it left open (restart walissh here)"
         ));
     }
-    let rt = super::pg::runtime()?;
-    let Store::Postgres { pg, .. } = Store::of(config, rt.handle().clone())? else {
+    let Store::Postgres { pg, .. } = Store::of(config)? else {
         return Err("--reap is for several bastions sharing a PostgreSQL audit".into());
     };
+    // Never made here: only a node's first start makes the audit key.
+    let key_file = config.state_dir().join(chain::KEY_FILE);
+    if !key_file.exists() {
+        return Err(format!(
+            "{}: no audit key: run --reap as walissh's account on a node (the head it writes is signed)",
+            key_file.display()
+        ));
+    }
+    let key = chain::key(config.state_dir())?;
     let mut reaper = pg.clone();
     pg.while_dead(node, || {
         let open = reaper.open_sessions(node)?;
@@ -76,10 +83,10 @@ pub(crate) fn reap(config: &Config, node: &str, by: &str) -> Result<usize, Strin
                 })
             })
             .collect();
-        // No key here: the next checkpoint a running node signs covers
-        // these rows, as it covers any other node's.
+        // The head is signed with the audit key, as every node signs it;
+        // the next checkpoint a running node signs covers these rows.
         let policy = chain::Checkpoints {
-            key: None,
+            key: Some(key),
             every_events: 1,
             every: Duration::from_secs(60),
         };

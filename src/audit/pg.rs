@@ -37,18 +37,38 @@ const POOL: usize = 4;
 /// How long a connection or a free pool slot is waited for before the
 /// store counts as down (`on_failure` then decides).
 const WAIT: Duration = Duration::from_secs(5);
+/// The longest any one piece of database work may take, whatever hangs
+/// (statements are cut at 60 s by the server first).
+const DEADLINE: Duration = Duration::from_secs(90);
 /// Rows fetched in one query when copying for the readers.
-const PAGE: i64 = 10_000;
+const PAGE: i64 = 1_000;
 
-/// A runtime for one command's database work (the CLI has none): with a
-/// worker thread, since the pool's connections are tasks of their own,
-/// which `Handle::block_on` on a current-thread runtime would never run.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))
+/// The runtime a PostgreSQL audit's connections run on: its own, with a
+/// worker thread, whoever uses it (the daemon's writer thread, the CLI):
+/// the pool's connections are tasks of their own, which must run whatever
+/// the caller's thread is doing, and the daemon's main runtime is for
+/// listening and signals. Shut down without waiting when the last handle
+/// goes (which may be on an async thread).
+struct Driver(Option<tokio::runtime::Runtime>);
+
+impl Driver {
+    fn start() -> Result<Driver, String> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("audit-pg")
+            .enable_all()
+            .build()
+            .map(|rt| Driver(Some(rt)))
+            .map_err(|e| format!("cannot start a runtime: {e}"))
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 /// A PostgreSQL audit: its pool, and the runtime its blocking callers
@@ -59,6 +79,7 @@ pub(crate) struct Pg {
     /// For the one connection outside the pool (`hold_node`).
     config: std::sync::Arc<tokio_postgres::Config>,
     rt: tokio::runtime::Handle,
+    _driver: std::sync::Arc<Driver>,
     /// The URL without its password, for messages.
     pub(crate) name: String,
 }
@@ -71,11 +92,7 @@ impl Pg {
     /// password), the password from `password` (read from the environment
     /// or a file by the caller). Connects lazily: a database down at start
     /// is found by the first write.
-    pub(crate) fn new(
-        url: &str,
-        password: Option<&str>,
-        rt: tokio::runtime::Handle,
-    ) -> Result<Pg, String> {
+    pub(crate) fn new(url: &str, password: Option<&str>) -> Result<Pg, String> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{url}: {e}"))?;
         if config.get_password().is_some() {
             return Err(format!(
@@ -87,6 +104,22 @@ impl Pg {
         }
         config.connect_timeout(WAIT);
         config.application_name("walissh");
+        // Nothing waits without end: a lock another node holds while it
+        // hangs, a statement on a stalled server, a transaction left open
+        // by a paused node (which would hold the head's lock for every
+        // node), a peer gone without a word (keepalives both ways).
+        config.keepalives(true);
+        config.keepalives_idle(Duration::from_secs(10));
+        config.keepalives_interval(Duration::from_secs(5));
+        config.keepalives_retries(3);
+        let ours = "-c lock_timeout=10s -c statement_timeout=60s \
+                    -c idle_in_transaction_session_timeout=30s \
+                    -c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3";
+        let options = match config.get_options() {
+            Some(given) => format!("{given} {ours}"),
+            None => ours.to_string(),
+        };
+        config.options(&options);
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -101,17 +134,34 @@ impl Pg {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| format!("{url}: {e}"))?;
+        let driver = Driver::start()?;
+        let rt = driver
+            .0
+            .as_ref()
+            .map(|r| r.handle().clone())
+            .ok_or("no runtime")?;
         Ok(Pg {
             pool,
             config: std::sync::Arc::new(config),
             rt,
+            _driver: std::sync::Arc::new(driver),
             name: url.to_string(),
         })
     }
 
-    /// Runs `f` to its end from a thread outside the runtime.
+    /// Runs `f` to its end, or [`DEADLINE`], from a thread outside the
+    /// runtime.
     fn block<T>(&self, f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
-        self.rt.block_on(f)
+        self.rt.block_on(async {
+            match tokio::time::timeout(DEADLINE, f).await {
+                Ok(done) => done,
+                Err(_) => Err(format!(
+                    "{}: no answer in {} s",
+                    self.name,
+                    DEADLINE.as_secs()
+                )),
+            }
+        })
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, String> {
@@ -173,13 +223,19 @@ impl Pg {
     }
 
     /// The sessions `node` left open, each with its user, target and
-    /// recording. Blocking.
+    /// recording: as the chain has them (a `session_start` of that node's
+    /// with no `session_end`), never from the sessions table, which is
+    /// not chained. Blocking.
     pub(crate) fn open_sessions(&self, node: &str) -> Result<Vec<OpenSession>, String> {
         self.block(async {
             let client = self.client().await?;
             let rows = client
                 .query(
-                    "SELECT id, \"user\", target, recording FROM sessions WHERE ended IS NULL AND node = $1 ORDER BY started",
+                    "SELECT s.session, s.\"user\", s.target, s.fields::json ->> 'recording' FROM events s
+                     WHERE s.kind = 'session_start' AND s.session IS NOT NULL
+                       AND s.fields::json ->> 'node' = $1
+                       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'session_end' AND e.session = s.session)
+                     ORDER BY s.seq",
                     &[&node],
                 )
                 .await
@@ -188,164 +244,183 @@ impl Pg {
                 .iter()
                 .map(|r| OpenSession {
                     id: r.get(0),
-                    user: r.get(1),
-                    target: r.get(2),
+                    user: r.get::<_, Option<String>>(1).unwrap_or_default(),
+                    target: r.get::<_, Option<String>>(2).unwrap_or_default(),
                     recording: r.get(3),
                 })
                 .collect())
         })
     }
 
-    /// The conversation kept for `user` on `target` (async: the runtime
-    /// awaits it).
+    /// The conversation kept for `user` on `target`, read on this store's
+    /// own runtime (so its connections stay there) while the caller's
+    /// awaits.
     pub(crate) async fn conversation(&self, user: &str, target: &str) -> Option<String> {
-        let client = self.client().await.ok()?;
-        let row = client
-            .query_opt(
-                "SELECT messages FROM conversations WHERE \"user\" = $1 AND target = $2",
-                &[&user, &target],
-            )
-            .await
-            .ok()??;
-        row.get(0)
+        let (this, user, target) = (self.clone(), user.to_string(), target.to_string());
+        let read = async move {
+            let client = this.client().await.ok()?;
+            let row = client
+                .query_opt(
+                    "SELECT messages FROM conversations WHERE \"user\" = $1 AND target = $2",
+                    &[&user, &target],
+                )
+                .await
+                .ok()??;
+            row.get(0)
+        };
+        self.rt.spawn(read).await.ok().flatten()
     }
 
     /// Copies into the SQLite file `into` (made with the store's schema if
     /// need be) the events after seq `after`, the checkpoints after its
-    /// newest, every session and the retention marker, exactly as stored:
-    /// the readers (`walissh audit`, `sessions`, `audit verify`) then read
+    /// newest, every session and the retention marker, exactly as stored,
+    /// all from one snapshot of the database (a read-only repeatable-read
+    /// transaction: what other nodes commit meanwhile is not half in it).
+    /// The readers (`walissh audit`, `sessions`, `audit verify`) then read
     /// every node's rows there. Returns the last seq copied. Blocking.
     pub(crate) fn copy_into(&self, into: &Path, after: i64) -> Result<i64, String> {
         let mut conn = super::db::open_writer(into)?;
-        let err = |e: rusqlite::Error| format!("{}: {e}", into.display());
-        let mut last = after;
-        loop {
-            let rows = self.block(async {
-                let client = self.client().await?;
-                client
+        let into_err = |e: rusqlite::Error| format!("{}: {e}", into.display());
+        let newest: i64 = conn
+            .query_row("SELECT COALESCE(MAX(seq), -1) FROM checkpoints", [], |r| {
+                r.get(0)
+            })
+            .map_err(into_err)?;
+        self.block(async {
+            let mut client = self.client().await?;
+            let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
+            let tx = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(err)?;
+            let mut last = after;
+            loop {
+                let rows = tx
                     .query(
                         "SELECT seq, ts, session, \"user\", target, kind, fields, hash FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
                         &[&last, &PAGE],
                     )
                     .await
-                    .map_err(|e| format!("{}: {e}", self.name))
-            })?;
-            let tx = conn.transaction().map_err(err)?;
-            for r in &rows {
-                let seq: i64 = r.get(0);
-                let (kind, fields): (String, String) = (r.get(5), r.get(6));
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .and_then(|mut st| {
-                    st.execute(rusqlite::params![
-                        seq,
-                        r.get::<_, String>(1),
-                        r.get::<_, Option<String>>(2),
-                        r.get::<_, Option<String>>(3),
-                        r.get::<_, Option<String>>(4),
-                        kind,
-                        fields,
-                        r.get::<_, Option<String>>(7)
-                    ])
-                })
-                .map_err(err)?;
-                let text = serde_json::from_str(&fields)
-                    .ok()
-                    .and_then(|f| Kind::parse(&kind).and_then(|k| super::query::searchable(k, &f)));
-                if let Some(text) = text {
-                    tx.prepare_cached(
-                        "INSERT OR REPLACE INTO events_text (rowid, text) VALUES (?1, ?2)",
-                    )
-                    .and_then(|mut st| st.execute(rusqlite::params![seq, text]))
                     .map_err(err)?;
+                let full = rows.len() as i64 == PAGE;
+                last = copy_events(&mut conn, &rows).map_err(into_err)?.unwrap_or(last);
+                if !full {
+                    break;
                 }
-                last = seq;
             }
-            tx.commit().map_err(err)?;
-            if (rows.len() as i64) < PAGE {
-                break;
-            }
-        }
-        self.copy_rest(&mut conn, into)?;
-        Ok(last)
-    }
-
-    /// The small tables, whole or from where the copy stands.
-    fn copy_rest(&self, conn: &mut rusqlite::Connection, into: &Path) -> Result<(), String> {
-        let err = |e: rusqlite::Error| format!("{}: {e}", into.display());
-        let newest: i64 = conn
-            .query_row("SELECT COALESCE(MAX(seq), -1) FROM checkpoints", [], |r| {
-                r.get(0)
-            })
-            .map_err(err)?;
-        let (checkpoints, sessions, pruned) = self.block(async {
-            let client = self.client().await?;
-            let e = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
-            let c = client
+            let checkpoints = tx
                 .query(
                     "SELECT seq, ts, head, prev_seq, prev, signature FROM checkpoints WHERE seq > $1 ORDER BY seq",
                     &[&newest],
                 )
                 .await
-                .map_err(e)?;
-            let s = client
+                .map_err(err)?;
+            let sessions = tx
                 .query(
-                    "SELECT id, \"user\", target, client_addr, started, ended, recording, start_seq FROM sessions",
+                    "SELECT id, \"user\", target, client_addr, started, ended, recording, start_seq FROM sessions ORDER BY start_seq, id",
                     &[],
                 )
                 .await
-                .map_err(e)?;
-            let p = client
+                .map_err(err)?;
+            let pruned = tx
                 .query_opt("SELECT seq, head, cp_seq, cp, ts, signature FROM pruned", &[])
                 .await
-                .map_err(e)?;
-            Ok((c, s, p))
-        })?;
-        let tx = conn.transaction().map_err(err)?;
-        for r in &checkpoints {
-            let c = signed(r);
-            let prev = c.prev.clone().unzip();
-            tx.execute(
-                "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                rusqlite::params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
-            )
-            .map_err(err)?;
-        }
-        for r in &sessions {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO sessions (id, user, target, client_addr, started, ended, recording, start_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .and_then(|mut st| {
-                st.execute(rusqlite::params![
-                    r.get::<_, String>(0),
-                    r.get::<_, String>(1),
-                    r.get::<_, String>(2),
-                    r.get::<_, String>(3),
-                    r.get::<_, String>(4),
-                    r.get::<_, Option<String>>(5),
-                    r.get::<_, Option<String>>(6),
-                    r.get::<_, Option<i64>>(7)
-                ])
-            })
-            .map_err(err)?;
-        }
-        if let Some(r) = pruned {
-            tx.execute(
-                "INSERT OR REPLACE INTO pruned (id, seq, head, cp_seq, cp, ts, signature) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
-                rusqlite::params![
-                    r.get::<_, i64>(0),
-                    r.get::<_, String>(1),
-                    r.get::<_, i64>(2),
-                    r.get::<_, String>(3),
-                    r.get::<_, String>(4),
-                    r.get::<_, String>(5)
-                ],
-            )
-            .map_err(err)?;
-        }
-        tx.commit().map_err(err)
+                .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+            copy_rest(&mut conn, (&checkpoints, &sessions, pruned.as_ref())).map_err(into_err)?;
+            Ok(last)
+        })
     }
+}
+
+/// One page of events into the copy, with their search index; the last
+/// seq among them.
+fn copy_events(
+    conn: &mut rusqlite::Connection,
+    rows: &[tokio_postgres::Row],
+) -> rusqlite::Result<Option<i64>> {
+    let tx = conn.transaction()?;
+    let mut last = None;
+    for r in rows {
+        let seq: i64 = r.get(0);
+        let (kind, fields): (String, String) = (r.get(5), r.get(6));
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO events (seq, ts, session, user, target, kind, fields, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(rusqlite::params![
+            seq,
+            r.get::<_, String>(1),
+            r.get::<_, Option<String>>(2),
+            r.get::<_, Option<String>>(3),
+            r.get::<_, Option<String>>(4),
+            kind,
+            fields,
+            r.get::<_, Option<String>>(7)
+        ])?;
+        let text = serde_json::from_str(&fields)
+            .ok()
+            .and_then(|f| Kind::parse(&kind).and_then(|k| super::query::searchable(k, &f)));
+        if let Some(text) = text {
+            tx.prepare_cached("INSERT OR REPLACE INTO events_text (rowid, text) VALUES (?1, ?2)")?
+                .execute(rusqlite::params![seq, text])?;
+        }
+        last = Some(seq);
+    }
+    tx.commit()?;
+    Ok(last)
+}
+
+/// The small tables into the copy: new checkpoints, every session (in
+/// the order their starts were chained), the retention marker.
+fn copy_rest(
+    conn: &mut rusqlite::Connection,
+    (checkpoints, sessions, pruned): (
+        &[tokio_postgres::Row],
+        &[tokio_postgres::Row],
+        Option<&tokio_postgres::Row>,
+    ),
+) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for r in checkpoints {
+        let c = signed(r);
+        let prev = c.prev.clone().unzip();
+        tx.execute(
+            "INSERT OR REPLACE INTO checkpoints (seq, ts, head, signature, prev_seq, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![c.seq, c.ts, c.head, c.signature, prev.0, prev.1],
+        )?;
+    }
+    for r in sessions {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO sessions (id, user, target, client_addr, started, ended, recording, start_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(rusqlite::params![
+            r.get::<_, String>(0),
+            r.get::<_, String>(1),
+            r.get::<_, String>(2),
+            r.get::<_, String>(3),
+            r.get::<_, String>(4),
+            r.get::<_, Option<String>>(5),
+            r.get::<_, Option<String>>(6),
+            r.get::<_, Option<i64>>(7)
+        ])?;
+    }
+    if let Some(r) = pruned {
+        tx.execute(
+            "INSERT OR REPLACE INTO pruned (id, seq, head, cp_seq, cp, ts, signature) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                r.get::<_, i64>(0),
+                r.get::<_, String>(1),
+                r.get::<_, i64>(2),
+                r.get::<_, String>(3),
+                r.get::<_, String>(4),
+                r.get::<_, String>(5)
+            ],
+        )?;
+    }
+    tx.commit()
 }
 
 /// The advisory locks' class for node names (two-key locks, a space of
@@ -547,10 +622,7 @@ impl Pg {
     async fn under_lock<T>(
         &self,
         head: &mut chain::Head,
-        f: impl AsyncFnOnce(
-            &deadpool_postgres::Transaction<'_>,
-            &mut chain::Head,
-        ) -> Result<T, tokio_postgres::Error>,
+        f: impl AsyncFnOnce(&deadpool_postgres::Transaction<'_>, &mut chain::Head) -> Result<T, String>,
     ) -> Result<T, String> {
         let mut client = self.client().await?;
         let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
@@ -559,11 +631,79 @@ impl Pg {
             .await
             .map_err(err)?;
         let (seq, hash, last) = read_head(&tx, &self.name).await?;
+        self.check_signed_head(&tx, head, (seq, &hash)).await?;
         head.resync(seq, hash, last);
-        let out = f(&tx, head).await.map_err(err)?;
+        let out = f(&tx, head).await?;
         tx.commit().await.map_err(err)?;
         Ok(out)
     }
+
+    /// The head the database holds must be the one the last writer signed
+    /// (`head` table), with the audit key this node has: else rows were
+    /// added, changed or removed around walissh, or a node runs with
+    /// another key, and nothing is linked after it.
+    async fn check_signed_head(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        head: &chain::Head,
+        (seq, hash): (i64, &str),
+    ) -> Result<(), String> {
+        let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
+        let key = head
+            .public_key()
+            .ok_or("no audit key: nothing is written to a shared audit without one")?;
+        let signed = tx
+            .query_opt("SELECT seq, hash, node, signature FROM head", &[])
+            .await
+            .map_err(err)?;
+        let fresh = seq == 0 && hash == chain::genesis();
+        let Some(row) = signed else {
+            return match fresh {
+                true => Ok(()),
+                false => Err(format!(
+                    "{}: the audit's head is not signed: rows were put there around walissh; nothing is linked after them (run walissh audit verify)",
+                    self.name
+                )),
+            };
+        };
+        let (s, h, node, sig): (i64, String, String, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        if !chain::signed_by(&key, &head_message(s, &h), &sig) {
+            return Err(format!(
+                "{}: the audit's head (seq {s}, by node {node}) is not signed with this node's audit key: copy <state_dir>/audit_key from the first node to every node",
+                self.name
+            ));
+        }
+        if (s, h.as_str()) != (seq, hash) {
+            return Err(format!(
+                "{}: the audit's rows end at seq {seq}, but node {node} signed its head at seq {s}: rows were added, changed or removed around walissh; nothing is linked after them (run walissh audit verify)",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a head's signature signs.
+fn head_message(seq: i64, hash: &str) -> String {
+    format!("walissh audit head\n{seq}\n{hash}\n")
+}
+
+/// Signs the head at `seq` and `hash` as this node's, in `tx`.
+async fn sign_head(
+    tx: &deadpool_postgres::Transaction<'_>,
+    head: &chain::Head,
+    (seq, hash): (i64, &str),
+) -> Result<(), String> {
+    let signature = head.sign(&head_message(seq, hash))?;
+    tx.execute(
+        "INSERT INTO head (id, seq, hash, node, signature) VALUES (1, $1, $2, $3, $4)
+         ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, node = EXCLUDED.node, signature = EXCLUDED.signature",
+        &[&seq, &hash, &head.node, &signature],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 impl Sink for Pg {
@@ -596,12 +736,16 @@ impl Sink for Pg {
                              ON CONFLICT (\"user\", target) DO UPDATE SET updated = EXCLUDED.updated, messages = EXCLUDED.messages",
                             &[user, target, &rfc3339(std::time::SystemTime::now()), messages],
                         )
-                        .await?;
+                        .await
+                        .map_err(|e| e.to_string())?;
                     }
                     Record::Flush(_) | Record::Prune(..) => {}
                 }
             }
-            rows.insert(tx, &head.node).await?;
+            if !linked.is_empty() {
+                rows.insert(tx, &head.node).await.map_err(|e| e.to_string())?;
+                sign_head(tx, head, (seq, &hash)).await?;
+            }
             moved = Some((seq, hash));
             Ok(linked)
         }))?;
@@ -616,8 +760,11 @@ impl Sink for Pg {
         head: &mut chain::Head,
         force: bool,
     ) -> Option<Result<chain::Signed, String>> {
-        // Nothing of this node's waits: no round trip.
-        head.due_in()?;
+        // No round trip unless one is due (or forced) for this node's rows.
+        let due = head.due_in()?;
+        if !force && !due.is_zero() {
+            return None;
+        }
         let this = self.clone();
         let ts = rfc3339(std::time::SystemTime::now());
         let mut made = None;
@@ -639,7 +786,8 @@ impl Sink for Pg {
                  ON CONFLICT (seq) DO NOTHING",
                 &[&c.seq, &c.ts, &c.head, &c.signature, &prev.0, &prev.1],
             )
-            .await?;
+            .await
+            .map_err(|e| e.to_string())?;
             made = Some(Ok(c));
             Ok(())
         }));

@@ -21,11 +21,9 @@ pub(crate) struct Readable {
     copy: Option<Copy>,
 }
 
-/// A PostgreSQL audit's copy: where it is, the runtime its pool runs on,
-/// and how far it goes.
+/// A PostgreSQL audit's copy: where it is, and how far it goes.
 struct Copy {
     pg: Pg,
-    _rt: tokio::runtime::Runtime,
     dir: PathBuf,
     last: i64,
 }
@@ -33,8 +31,7 @@ struct Copy {
 impl Readable {
     /// The audit `config` names; a PostgreSQL one is copied now. Blocking.
     pub(crate) fn open(config: &Config) -> Result<Readable, String> {
-        let rt = super::pg::runtime()?;
-        let store = super::Store::of(config, rt.handle().clone())?;
+        let store = super::Store::of(config)?;
         let (pg, head_file) = match store {
             super::Store::Sqlite(path) => return Ok(Readable { path, copy: None }),
             super::Store::Postgres { pg, head_file } => (pg, head_file),
@@ -48,12 +45,7 @@ impl Readable {
         }
         let mut r = Readable {
             path: dir.join("audit.db"),
-            copy: Some(Copy {
-                pg,
-                _rt: rt,
-                dir,
-                last: 0,
-            }),
+            copy: Some(Copy { pg, dir, last: 0 }),
         };
         r.refresh()?;
         Ok(r)
@@ -108,7 +100,11 @@ pub(crate) struct Mirror {
 impl Mirror {
     /// A mirror of `pg` at `path`, which starts empty. Blocking.
     pub(crate) fn new(pg: Pg, path: PathBuf) -> Mirror {
-        for stale in [path.clone(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
+        for stale in [
+            path.clone(),
+            path.with_extension("db-wal"),
+            path.with_extension("db-shm"),
+        ] {
             let _ = std::fs::remove_file(stale);
         }
         Mirror {

@@ -105,9 +105,16 @@ fn two_nodes_write_one_chain_into_postgresql() {
     let base = n1.web_url();
     let login = crate::web::log_in(&base, "erin", crate::web::ERIN_PW);
     let cookie = crate::web::cookie_of(&login);
-    let page = crate::web::curl(&format!("{base}/sessions"), &["-H", &format!("Cookie: {cookie}")]);
+    let page = crate::web::curl(
+        &format!("{base}/sessions"),
+        &["-H", &format!("Cookie: {cookie}")],
+    );
     assert_eq!(page.status, 200, "{}", page.body);
-    assert!(theirs.iter().all(|id| page.body.contains(id.as_str())), "{theirs:?}: {}", page.body);
+    assert!(
+        theirs.iter().all(|id| page.body.contains(id.as_str())),
+        "{theirs:?}: {}",
+        page.body
+    );
 
     // A second bastion under a running node's name would end that node's
     // live sessions at its start: it is refused.
@@ -304,4 +311,79 @@ fn a_postgresql_outage_is_refused_then_caught_up() {
         "the outage's command row is missing"
     );
     verifies(&b);
+}
+
+/// Runs `sql` on the test's PostgreSQL as its superuser, around walissh.
+fn psql(pg: &Postgres, sql: &str) -> String {
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let out = std::process::Command::new("psql")
+        .args([url.as_str(), "-Atqc", sql])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{sql}: {}", stderr(&out));
+    stdout(&out)
+}
+
+/// The hash chain has no secret: whoever can write the database can
+/// rewrite its unsigned tail and link it again. A node links after a head
+/// only when the last writer signed it with the audit key, so such a tail
+/// is refused (and new sessions with it, under `refuse`), never signed
+/// over; and a node with another audit key does not start.
+#[test]
+fn a_head_changed_around_walissh_is_never_linked_after() {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return;
+    }
+    let Some(pg) = Postgres::start(free_port()) else {
+        eprintln!("skipped: no PostgreSQL server installed");
+        return;
+    };
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let b = Bastion::start_with(Opts {
+        audit_toml: format!("database = \"{url}\""),
+        ..Opts::default()
+    });
+    let out = exec(b.ssh_bob("bob:web1"), "echo FIRST-$((1+1))");
+    assert_eq!(stdout(&out), "FIRST-2\n");
+    b.wait_count("session_end", 1);
+    // Another node's key: refused at its start, naming the fix.
+    let other = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let text = text.replace(
+        &b.state.display().to_string(),
+        &other.path().join("state").display().to_string(),
+    );
+    let text = text.replacen("[server]\n", "[server]\nnode_name = \"stranger\"\n", 1);
+    std::fs::write(other.path().join("w.toml"), text).unwrap();
+    let out = std::process::Command::new(walissh_bin())
+        .args(["serve", "--config"])
+        .arg(other.path().join("w.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not signed with this node's audit key"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The last row goes, behind walissh's back: the head no longer is the
+    // one signed, and nothing is linked after it.
+    let last = psql(
+        &pg,
+        "DELETE FROM events WHERE seq = (SELECT max(seq) FROM events) RETURNING kind",
+    );
+    assert_eq!(last.trim(), "session_end");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo NEW-$((3+3))");
+    assert!(!stdout(&out).contains("NEW-6"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("cannot be written"),
+        "{}",
+        stderr(&out)
+    );
+    b.log
+        .wait_for("rows were added, changed or removed around walissh");
+    let count = psql(&pg, "SELECT count(*) FROM events WHERE \"user\" = 'alice'");
+    assert_eq!(count.trim(), "0", "a row was linked after the changed head");
 }

@@ -29,6 +29,20 @@ struct SessionRow {
 /// Every row of the sessions table has its chained `session_start` (the
 /// one it names), starts at its time and ends at its `session_end`'s.
 pub(super) fn rows_follow_events(conn: &Connection) -> Checked<()> {
+    // A session ends once: a second end would stand for the first (the
+    // digest of its recording is read from its last).
+    let twice: Option<(String, i64)> = conn
+        .query_row(
+            "SELECT session, MAX(seq) FROM events WHERE kind = 'session_end' AND session IS NOT NULL
+             GROUP BY session HAVING COUNT(*) > 1 ORDER BY MAX(seq) LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((session, seq)) = twice {
+        let what = format!("session {session} ends twice");
+        return Err(Stop::Broken(Some(seq), what));
+    }
     let start_seq = crate::audit::db::column_or_null(conn, "sessions", "start_seq")?;
     let sql = format!("SELECT id, started, ended, {start_seq} FROM sessions ORDER BY rowid");
     let mut st = conn.prepare(&sql)?;
@@ -211,7 +225,13 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
         ) else {
             // Reaped from a node that could not reach the dead node's
             // files: the chained end says so, and no digest is to be had.
-            if end["reason"] == "node_reaped" && end["recording_unreached"] == true {
+            // Only from the node that carried it, only as its one end (a
+            // second end is broken, below).
+            if end["reason"] == "node_reaped"
+                && end["recording_unreached"] == true
+                && start.get("node").is_some()
+                && end["reaped_node"] == start["node"]
+            {
                 continue;
             }
             let what = format!("session {session} ended without its recording's digest");

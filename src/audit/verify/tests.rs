@@ -132,6 +132,50 @@ fn a_database_of_the_previous_version_opens_verifies_and_chains_on() {
     );
 }
 
+/// A session ends once: a second `session_end` (a reap of a session
+/// already ended, to put a digest-less end last) is broken, though every
+/// row is chained and signed.
+#[test]
+fn a_session_that_ends_twice_is_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let key = key();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let (audit, thread) = signed(&path, &key, 1000);
+        let ev = |kind| {
+            let mut e = Event::new(kind);
+            (e.session, e.user, e.target) =
+                (Some("s1".into()), Some("bob".into()), Some("web1".into()));
+            e
+        };
+        audit
+            .event(ev(Kind::SessionStart).field("client_addr", "127.0.0.1:1"))
+            .await;
+        audit
+            .event(ev(Kind::SessionEnd).field("reason", "client_closed"))
+            .await;
+        audit
+            .event(
+                ev(Kind::SessionEnd)
+                    .field("reason", "node_reaped")
+                    .field("recording_unreached", true),
+            )
+            .await;
+        audit.flush().await;
+        drop(audit);
+        thread.join().unwrap();
+    });
+    let report = verify(&path, &options(&key)).unwrap();
+    let (seq, what) = report.broken.clone().unwrap();
+    assert_eq!(
+        (seq, what.as_str()),
+        (Some(3), "session s1 ends twice"),
+        "{}",
+        report.line()
+    );
+}
+
 #[test]
 fn the_unsigned_tail_is_bounded_by_the_checkpoint_interval() {
     let f = Freshness::of(1000, Duration::from_secs(60));
