@@ -418,6 +418,15 @@ impl Audit {
         }
     }
 
+    /// The PostgreSQL store under this handle (tests and benchmarks).
+    #[cfg(test)]
+    pub(crate) fn pg_for_tests(&self) -> pg::Pg {
+        match &*self.store {
+            Store::Postgres { pg, .. } => pg.clone(),
+            Store::Sqlite(_) => panic!("not PostgreSQL"),
+        }
+    }
+
     /// Waits until everything queued so far is written.
     pub(crate) async fn flush(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();

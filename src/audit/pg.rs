@@ -889,3 +889,100 @@ impl Rows {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Audit, Event};
+    use crate::config::OnFailure;
+    use std::time::Instant;
+
+    /// What writing the audit costs in PostgreSQL against SQLite (run by
+    /// `bench/pg-audit`, which starts a throwaway server and sets
+    /// `WALISSH_BENCH_PG`): rows per second from one node and from two at
+    /// once (the head's lock between them), and the time one write-ahead
+    /// row takes to commit (what an exec waits before it starts). Prints
+    /// the figures; asserts only that every row was written.
+    #[test]
+    #[ignore]
+    fn audit_write_costs() {
+        let Ok(url) = std::env::var("WALISSH_BENCH_PG") else {
+            eprintln!("skipped: WALISSH_BENCH_PG is not set (bench/pg-audit sets it)");
+            return;
+        };
+        let key =
+            russh::keys::PrivateKey::random(&mut rand::rng(), russh::keys::Algorithm::Ed25519)
+                .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let n = 20_000;
+        let open = |store: crate::audit::Store, node: &str| {
+            let checkpoints = chain::Checkpoints {
+                key: Some(key.clone()),
+                every_events: 1000,
+                every: Duration::from_secs(60),
+            };
+            Audit::open((store, node), OnFailure::Refuse, checkpoints, None).unwrap()
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let flood = |audits: &[Audit]| {
+            let began = Instant::now();
+            runtime.block_on(async {
+                for i in 0..n {
+                    for a in audits {
+                        a.event(Event::new(Kind::Exec).field("command", format!("echo {i}")))
+                            .await;
+                    }
+                }
+                for a in audits {
+                    a.flush().await;
+                }
+            });
+            (n * audits.len()) as f64 / began.elapsed().as_secs_f64()
+        };
+        let ahead = |a: &Audit| {
+            let mut took: Vec<f64> = runtime.block_on(async {
+                let mut took = Vec::new();
+                for i in 0..200 {
+                    let began = Instant::now();
+                    a.ahead(Event::new(Kind::Exec).field("command", format!("ahead {i}")))
+                        .await
+                        .unwrap();
+                    took.push(began.elapsed().as_secs_f64() * 1000.0);
+                }
+                took
+            });
+            took.sort_by(f64::total_cmp);
+            (took[100], took[198])
+        };
+        let pg = || crate::audit::Store::Postgres {
+            pg: Pg::new(&url, None).unwrap(),
+            head_file: dir.path().join(format!("{}.head", rand::random::<u32>())),
+        };
+        let (sqlite, _t1) = open(
+            crate::audit::Store::Sqlite(dir.path().join("audit.db")),
+            "s",
+        );
+        let sqlite_rate = flood(std::slice::from_ref(&sqlite));
+        let sqlite_ahead = ahead(&sqlite);
+        let (a, _t2) = open(pg(), "a");
+        let one_rate = flood(std::slice::from_ref(&a));
+        let pg_ahead = ahead(&a);
+        let (b, _t3) = open(pg(), "b");
+        let two_rate = flood(&[a.clone(), b.clone()]);
+        println!(
+            "rows/s: sqlite {sqlite_rate:.0}, postgresql one node {one_rate:.0}, two nodes at once {two_rate:.0} (together)"
+        );
+        println!(
+            "a write-ahead row committed, p50/p99 ms: sqlite {:.2}/{:.2}, postgresql {:.2}/{:.2}",
+            sqlite_ahead.0, sqlite_ahead.1, pg_ahead.0, pg_ahead.1
+        );
+        let copy = dir.path().join("copy.db");
+        let began = Instant::now();
+        let last = a.pg_for_tests().copy_into(&copy, 0).unwrap();
+        println!(
+            "the readers' copy: {last} rows in {:.2} s",
+            began.elapsed().as_secs_f64()
+        );
+        assert!(last as usize >= 3 * n + 200);
+    }
+}
