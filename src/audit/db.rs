@@ -627,10 +627,17 @@ pub(crate) fn writer_loop(
     copies: Copies,
 ) {
     let mut waiting = Unwritten::default();
+    let waiter = match super::Waiter::new() {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(error = %e, "the audit writer cannot start");
+            return;
+        }
+    };
     let forward = copies.forward.as_ref();
     let to = (health, forward);
     loop {
-        let Some(mut batch) = next_batch(&mut rx, &waiting, head.due_in()) else {
+        let Some(mut batch) = next_batch((&mut rx, &waiter), &waiting, head.due_in()) else {
             break;
         };
         // What a full forward queue lost is said in the chain itself.
@@ -717,15 +724,15 @@ impl Batch {
 /// waits; while something does, waits at most [`RETRY`]. `None` when every
 /// sender is gone.
 fn next_batch(
-    rx: &mut mpsc::Receiver<Record>,
+    (rx, waiter): (&mut mpsc::Receiver<Record>, &super::Waiter),
     waiting: &Unwritten,
     checkpoint_in: Option<std::time::Duration>,
 ) -> Option<Batch> {
     let mut batch = Batch::default();
     let first = match (waiting.records.is_empty(), checkpoint_in) {
-        (false, _) => super::recv_within(rx, RETRY).ok()?,
+        (false, _) => waiter.recv_within(rx, RETRY).ok()?,
         // A checkpoint is due in a while: wake for it if nothing comes.
-        (true, Some(wait)) => super::recv_within(rx, wait).ok()?,
+        (true, Some(wait)) => waiter.recv_within(rx, wait).ok()?,
         (true, None) => Some(rx.blocking_recv()?),
     };
     let mut next = first;

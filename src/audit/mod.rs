@@ -496,23 +496,34 @@ fn said_recovered(ended: usize, repaired: usize) {
     }
 }
 
-/// For the writer threads while their storage fails: the next message
-/// within `wait` (they must wake to try the storage again even when nothing
-/// comes). Err once every sender is gone. A writer thread does nothing
-/// else, so waiting here holds up nothing; tokio's channel has no blocking
-/// receive with a timeout, hence the short naps.
-fn recv_within<T>(rx: &mut mpsc::Receiver<T>, wait: std::time::Duration) -> Result<Option<T>, ()> {
-    let deadline = std::time::Instant::now() + wait;
-    loop {
-        match rx.try_recv() {
-            Ok(m) => return Ok(Some(m)),
-            Err(mpsc::error::TryRecvError::Disconnected) => return Err(()),
-            Err(mpsc::error::TryRecvError::Empty) if std::time::Instant::now() >= deadline => {
-                return Ok(None);
-            }
-            Err(mpsc::error::TryRecvError::Empty) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
+/// A writer thread's clock for waiting on its queue with a deadline:
+/// tokio's channel has no blocking receive with a timeout, so the thread
+/// keeps a runtime of its own with only a timer, and blocks on it. (Naps
+/// and polls instead made every event that came while a checkpoint was
+/// pending wait up to a nap: 20 ms for each write-ahead row.)
+pub(crate) struct Waiter(tokio::runtime::Runtime);
+
+impl Waiter {
+    pub(crate) fn new() -> Result<Waiter, String> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map(Waiter)
+            .map_err(|e| format!("cannot start a writer's timer: {e}"))
+    }
+
+    /// The next message within `wait` (a writer must wake to sign, or to
+    /// try its storage again, even when nothing comes). Err once every
+    /// sender is gone.
+    pub(crate) fn recv_within<T>(
+        &self,
+        rx: &mut mpsc::Receiver<T>,
+        wait: std::time::Duration,
+    ) -> Result<Option<T>, ()> {
+        match self.0.block_on(tokio::time::timeout(wait, rx.recv())) {
+            Ok(Some(m)) => Ok(Some(m)),
+            Ok(None) => Err(()),
+            Err(_) => Ok(None),
         }
     }
 }

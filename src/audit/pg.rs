@@ -986,3 +986,4 @@ mod tests {
         assert!(last as usize >= 3 * n + 200);
     }
 }
+

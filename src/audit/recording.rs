@@ -614,6 +614,13 @@ impl Cast {
 fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Path) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut files: HashMap<Arc<str>, Cast> = HashMap::new();
+    let waiter = match super::Waiter::new() {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(error = %e, "the recorder cannot start");
+            return;
+        }
+    };
     loop {
         // While a recording is failing, or the last could not be created,
         // wake up to try again even when nothing comes: it resumes (and
@@ -628,7 +635,7 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Pa
                 Some(m) => Some(m),
                 None => break,
             },
-            true => match super::recv_within(&mut rx, RETRY) {
+            true => match waiter.recv_within(&mut rx, RETRY) {
                 Err(()) => break,
                 Ok(m) => m,
             },
