@@ -520,7 +520,8 @@ impl Waiter {
         rx: &mut mpsc::Receiver<T>,
         wait: std::time::Duration,
     ) -> Result<Option<T>, ()> {
-        match self.0.block_on(tokio::time::timeout(wait, rx.recv())) {
+        // The timer made inside: it needs the runtime it runs on.
+        match self.0.block_on(async { tokio::time::timeout(wait, rx.recv()).await }) {
             Ok(Some(m)) => Ok(Some(m)),
             Ok(None) => Err(()),
             Err(_) => Ok(None),
