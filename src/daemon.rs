@@ -89,10 +89,23 @@ pub(crate) async fn serve(
     })
     .await
     .map_err(|e| format!("cannot open the audit: {e}"))??;
+    // Recordings to a bucket: the uploader's thread ends with the last
+    // recording's handle; what it had not uploaded, the next start finds.
+    let uploads = match config.recordings_bucket() {
+        None => None,
+        Some(url) => {
+            let keep = config.recordings.keep_local_days.as_ref();
+            let keep = keep.map(|d| Duration::from_secs(u64::from(*d.get_ref()) * 86_400));
+            let bucket = crate::audit::upload::Bucket::new(url)?;
+            let (uploads, _thread) =
+                crate::audit::upload::start(bucket, config.recordings_dir(), keep)?;
+            Some(uploads)
+        }
+    };
     let (recorder, recorder_thread) = Recorder::start(
         config.recordings_dir(),
         config.audit.record_input,
-        Some(audit.metrics.clone()),
+        (Some(audit.metrics.clone()), uploads),
     )?;
     let methods = config.auth.methods.iter().map(|m| *m.get_ref());
     let russh_config = Arc::new(crate::server::russh_config(

@@ -709,14 +709,16 @@ fn run(cmd: Cmd) -> Result<(), String> {
             // A path says so (a slash, or .cast): a file named like a
             // session id in this directory is not taken for the session.
             let is_path = session.contains('/') || session.ends_with(".cast");
+            let scratch = audit::readable::Scratch::new()?;
             let path = match is_path {
                 true => PathBuf::from(&session),
                 false => {
                     let config = load_reader(config.path)?;
                     let audit = audit::readable::Readable::open(&config)?;
-                    audit::query::recording(audit.path(), &session)?
+                    let named = audit::query::recording(audit.path(), &session)?
                         .map(PathBuf::from)
-                        .ok_or_else(|| format!("session {session} has no recording"))?
+                        .ok_or_else(|| format!("session {session} has no recording"))?;
+                    audit::readable::recording_file(&config, named, &scratch)?
                 }
             };
             let cast = audit::play::load(&path)?;
@@ -783,6 +785,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     Ok(())
                 }
                 Some(AuditCmd::Verify { key, against }) => {
+                    let scratch = audit::readable::Scratch::new()?;
                     let a = &config.audit;
                     let options = audit::verify::Options {
                         key: audit_key(&config, key.as_deref())?,
@@ -792,6 +795,13 @@ fn run(cmd: Cmd) -> Result<(), String> {
                         ),
                         against,
                         recordings: Some(config.recordings_dir()),
+                        bucket: config
+                            .recordings_bucket()
+                            .map(|url| {
+                                let into = scratch.path().to_path_buf();
+                                audit::upload::Bucket::new(url).map(|b| (b, into))
+                            })
+                            .transpose()?,
                     };
                     let report = audit::verify::verify(&db, &options)?;
                     match json {

@@ -21,6 +21,7 @@ pub(crate) mod query;
 pub(crate) mod readable;
 pub(crate) mod recording;
 pub(crate) mod tally;
+pub(crate) mod upload;
 pub(crate) mod verify;
 
 use std::path::Path;
@@ -521,7 +522,10 @@ impl Waiter {
         wait: std::time::Duration,
     ) -> Result<Option<T>, ()> {
         // The timer made inside: it needs the runtime it runs on.
-        match self.0.block_on(async { tokio::time::timeout(wait, rx.recv()).await }) {
+        match self
+            .0
+            .block_on(async { tokio::time::timeout(wait, rx.recv()).await })
+        {
             Ok(Some(m)) => Ok(Some(m)),
             Ok(None) => Err(()),
             Err(_) => Ok(None),

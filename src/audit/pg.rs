@@ -986,4 +986,3 @@ mod tests {
         assert!(last as usize >= 3 * n + 200);
     }
 }
-

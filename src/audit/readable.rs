@@ -24,7 +24,7 @@ pub(crate) struct Readable {
 /// A PostgreSQL audit's copy: where it is, and how far it goes.
 struct Copy {
     pg: Pg,
-    dir: PathBuf,
+    _dir: Scratch,
     last: i64,
 }
 
@@ -36,16 +36,20 @@ impl Readable {
             super::Store::Sqlite(path) => return Ok(Readable { path, copy: None }),
             super::Store::Postgres { pg, head_file } => (pg, head_file),
         };
-        let dir = private_dir()?;
+        let dir = Scratch::new()?;
         // This node's head file beside the copy, where verify looks for
         // it: the database must still hold the checkpoint it names.
         if head_file.exists() {
-            let to = super::copies::head_path(&dir.join("audit.db"));
+            let to = super::copies::head_path(&dir.path().join("audit.db"));
             std::fs::copy(&head_file, &to).map_err(|e| format!("{}: {e}", head_file.display()))?;
         }
         let mut r = Readable {
-            path: dir.join("audit.db"),
-            copy: Some(Copy { pg, dir, last: 0 }),
+            path: dir.path().join("audit.db"),
+            copy: Some(Copy {
+                pg,
+                _dir: dir,
+                last: 0,
+            }),
         };
         r.refresh()?;
         Ok(r)
@@ -66,11 +70,23 @@ impl Readable {
     }
 }
 
-impl Drop for Readable {
+/// A directory only this account reads, for one command's files, removed
+/// with it.
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(crate) fn new() -> Result<Scratch, String> {
+        private_dir().map(Scratch)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
     fn drop(&mut self) {
-        if let Some(c) = &self.copy {
-            let _ = std::fs::remove_dir_all(&c.dir);
-        }
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -79,7 +95,7 @@ fn private_dir() -> Result<PathBuf, String> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let name = format!("walissh-audit-{}-{nanos}", std::process::id());
+    let name = format!("walissh-{}-{nanos}", std::process::id());
     let dir = std::env::temp_dir().join(name);
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -119,5 +135,33 @@ impl Mirror {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         *last = self.pg.copy_into(&self.path, *last)?;
         Ok(&self.path)
+    }
+}
+
+/// The file to read a recording the chain names as `path` from: the one
+/// of its name in the config's recordings directory, or `path`, or the
+/// object in the config's bucket, fetched into `scratch`. Blocking.
+pub(crate) fn recording_file(
+    config: &Config,
+    path: PathBuf,
+    scratch: &Scratch,
+) -> Result<PathBuf, String> {
+    let name = path.file_name().map(|n| n.to_os_string());
+    if let Some(n) = &name {
+        let local = config.recordings_dir().join(n);
+        if local.is_file() {
+            return Ok(local);
+        }
+    }
+    match (
+        config.recordings_bucket(),
+        name.as_ref().and_then(|n| n.to_str()),
+    ) {
+        (Some(url), Some(name)) if !path.is_file() => {
+            let to = scratch.path().join(name);
+            super::upload::Bucket::new(url)?.fetch_blocking(name, &to)?;
+            Ok(to)
+        }
+        _ => Ok(path),
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Recorder {
     dir: PathBuf,
     record_input: bool,
     spool: Arc<Spool>,
+    /// Where closed recordings go to be uploaded (`upload`), if anywhere.
+    uploads: Option<super::upload::Uploads>,
 }
 
 /// Whether recordings are being written, for `/healthz` and the watchdog.
@@ -130,7 +132,10 @@ impl Recorder {
     pub(crate) fn start(
         dir: PathBuf,
         record_input: bool,
-        metrics: Option<Arc<super::metrics::Metrics>>,
+        (metrics, uploads): (
+            Option<Arc<super::metrics::Metrics>>,
+            Option<super::upload::Uploads>,
+        ),
     ) -> Result<(Recorder, std::thread::JoinHandle<()>), String> {
         let (tx, rx) = mpsc::channel(1024);
         let spool = Arc::new(Spool {
@@ -148,6 +153,7 @@ impl Recorder {
                 dir,
                 record_input,
                 spool,
+                uploads,
             },
             thread,
         ))
@@ -187,6 +193,7 @@ impl Recorder {
             id,
             path,
             tx: self.tx.clone(),
+            uploads: self.uploads.clone(),
             start: Instant::now(),
             record_input: self.record_input,
             transfer,
@@ -201,6 +208,7 @@ pub(crate) struct Recording {
     id: Arc<str>,
     pub(crate) path: PathBuf,
     tx: mpsc::Sender<Msg>,
+    uploads: Option<super::upload::Uploads>,
     start: Instant,
     record_input: bool,
     /// Binary output is summarised (see [`Header::transfer`]).
@@ -325,10 +333,15 @@ impl Recording {
         closed.await.ok()?;
         let path = self.path.clone();
         // Read back whole: file I/O, off the runtime.
-        match tokio::task::spawn_blocking(move || super::chain::file_digest(&path)).await {
-            Ok(Ok(digest)) => Some(digest),
-            _ => None,
+        let digest =
+            match tokio::task::spawn_blocking(move || super::chain::file_digest(&path)).await {
+                Ok(Ok(digest)) => Some(digest),
+                _ => None,
+            };
+        if let Some(u) = &self.uploads {
+            u.closed(self.path.clone());
         }
+        digest
     }
 }
 

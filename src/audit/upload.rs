@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use object_store::ObjectStore;
 use object_store::aws::AmazonS3Builder;
+use object_store::{ObjectStore, ObjectStoreExt};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -57,7 +57,8 @@ impl Bucket {
     /// `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`;
     /// `AWS_ALLOW_HTTP=true` for an endpoint without TLS).
     pub(crate) fn new(url: &str) -> Result<Bucket, String> {
-        let (bucket, prefix) = split(url).ok_or_else(|| format!("{url}: not s3://BUCKET/PREFIX"))?;
+        let (bucket, prefix) = crate::config::bucket_and_prefix(url)
+            .ok_or_else(|| format!("{url}: not s3://BUCKET/PREFIX"))?;
         let store = AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
             .build()
@@ -142,17 +143,6 @@ impl Bucket {
     }
 }
 
-/// `s3://bucket/prefix` as its bucket and prefix.
-pub(crate) fn split(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("s3://")?;
-    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-    let ok = !bucket.is_empty()
-        && bucket
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    ok.then_some((bucket, prefix))
-}
-
 fn file_name(file: &Path) -> Result<&str, String> {
     file.file_name()
         .and_then(|n| n.to_str())
@@ -178,17 +168,22 @@ impl Uploads {
     }
 }
 
-/// Starts the uploader for `dir` on the current runtime; it runs until
-/// `stop` fires.
+/// Starts the uploader for `dir`, on a thread and runtime of its own (its
+/// reading and hashing stay off the bastion's); it runs until every
+/// [`Uploads`] handle is gone. What it had not uploaded then is found by
+/// the next start's scan.
 pub(crate) fn start(
     bucket: Bucket,
     dir: PathBuf,
     keep_local: Option<Duration>,
-    mut stop: crate::shutdown::Watcher,
-) -> Uploads {
+) -> Result<(Uploads, std::thread::JoinHandle<()>), String> {
     let (tx, mut rx) = mpsc::channel(QUEUE);
     let started = SystemTime::now();
-    tokio::spawn(async move {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the uploader: {e}"))?;
+    let run = async move {
         let mut u = Uploader {
             bucket,
             dir,
@@ -207,7 +202,6 @@ pub(crate) fn start(
                 .unwrap_or(next_scan)
                 .min(next_scan);
             tokio::select! {
-                _ = stop.wait() => break,
                 file = rx.recv() => match file {
                     Some(file) => u.upload(file, 0).await,
                     None => break,
@@ -221,8 +215,12 @@ pub(crate) fn start(
                 }
             }
         }
-    });
-    Uploads(tx)
+    };
+    let thread = std::thread::Builder::new()
+        .name("uploader".into())
+        .spawn(move || rt.block_on(run))
+        .map_err(|e| format!("cannot start the uploader: {e}"))?;
+    Ok((Uploads(tx), thread))
 }
 
 struct Retry {
@@ -242,7 +240,11 @@ impl Uploader {
         self.retry.remove(&file);
         match self.bucket.upload(&file).await {
             Ok((sha256, bytes)) => {
-                let text = format!("{}/{}\n{sha256} {bytes}\n", self.bucket.url, file_name(&file).unwrap_or(""));
+                let text = format!(
+                    "{}/{}\n{sha256} {bytes}\n",
+                    self.bucket.url,
+                    file_name(&file).unwrap_or("")
+                );
                 if let Err(e) = tokio::fs::write(marker(&file), text).await {
                     tracing::warn!(file = %file.display(), error = %e, "uploaded, but its marker is not written");
                 }
@@ -307,8 +309,12 @@ fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
         if file.extension().is_none_or(|e| e != "cast") {
             continue;
         }
-        let Ok(meta) = std::fs::symlink_metadata(&file) else { continue };
-        let Ok(modified) = meta.modified() else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        let Ok(modified) = meta.modified() else {
+            continue;
+        };
         if !meta.is_file() {
             continue;
         }
@@ -330,18 +336,4 @@ fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
         }
     }
     found
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_name_a_bucket_and_a_prefix() {
-        assert_eq!(split("s3://casts/walissh/prod"), Some(("casts", "walissh/prod")));
-        assert_eq!(split("s3://casts"), Some(("casts", "")));
-        for bad in ["s3://", "s3:///p", "s3://Bad_Bucket/p", "file:///x", "casts"] {
-            assert_eq!(split(bad), None, "{bad}");
-        }
-    }
 }

@@ -229,10 +229,18 @@ impl Config {
         (given.starts_with("postgres://") || given.starts_with("postgresql://")).then_some(given)
     }
 
-    /// Where recordings are written (`[recordings] store`, a directory).
+    /// Where recordings are written (`[recordings] store`, a directory;
+    /// with a bucket, `recordings` in the state directory, the spool).
     pub(crate) fn recordings_dir(&self) -> PathBuf {
         let given = self.recordings.store.as_ref().map(|d| d.get_ref().as_str());
-        self.state_dir().join(given.unwrap_or("recordings"))
+        let dir = given.filter(|_| self.recordings_bucket().is_none());
+        self.state_dir().join(dir.unwrap_or("recordings"))
+    }
+
+    /// The bucket recordings are uploaded to (`s3://…`), if any.
+    pub(crate) fn recordings_bucket(&self) -> Option<&str> {
+        let given = self.recordings.store.as_ref()?.get_ref().as_str();
+        given.starts_with("s3://").then_some(given)
     }
 
     pub(crate) fn listen_addrs(&self) -> Vec<SocketAddr> {
@@ -261,8 +269,38 @@ impl Config {
     }
 }
 
+/// `s3://bucket/prefix` as its bucket and prefix.
+pub(crate) fn bucket_and_prefix(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("s3://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let ok = !bucket.is_empty()
+        && bucket
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    ok.then_some((bucket, prefix))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bucket_urls_name_a_bucket_and_a_prefix() {
+        use super::bucket_and_prefix as split;
+        assert_eq!(
+            split("s3://casts/walissh/prod"),
+            Some(("casts", "walissh/prod"))
+        );
+        assert_eq!(split("s3://casts"), Some(("casts", "")));
+        for bad in [
+            "s3://",
+            "s3:///p",
+            "s3://Bad_Bucket/p",
+            "file:///x",
+            "casts",
+        ] {
+            assert_eq!(split(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
 
     /// The keys a table of the config accepts, as serde lists them when
@@ -432,9 +470,19 @@ mod tests {
             e.starts_with("t.toml:2: key `audit.database`: use sqlite:PATH or postgres://"),
             "{e}"
         );
-        let e = team_error("[recordings]\nstore = \"s3://bucket/p\"\n");
+        let e = team_error("[recordings]\nstore = \"s3://Bucket_X/p\"\n");
         assert!(
-            e.starts_with("t.toml:2: key `recordings.store`: S3 storage is not built yet"),
+            e.starts_with("t.toml:2: key `recordings.store`: write s3://BUCKET/PREFIX"),
+            "{e}"
+        );
+        let e = team_error("[recordings]\nstore = \"s3://b/p\"\nkeep_days = 3\n");
+        assert!(
+            e.starts_with("t.toml:3: key `recordings.keep_days`: with an s3:// store"),
+            "{e}"
+        );
+        let e = team_error("[recordings]\nkeep_local_days = 3\n");
+        assert!(
+            e.starts_with("t.toml:2: key `recordings.keep_local_days`: only with"),
             "{e}"
         );
         let c = Config::parse(

@@ -551,6 +551,10 @@ pub(crate) struct RecordingsConfig {
     /// Recordings of sessions that ended more than this many days ago are
     /// deleted by the daily pass. None: keep everything.
     pub(crate) keep_days: Option<Spanned<u32>>,
+    /// With an `s3://` store: local copies of uploaded recordings are
+    /// deleted this many days after their last write (0: once uploaded).
+    /// None: kept.
+    pub(crate) keep_local_days: Option<Spanned<u32>>,
 }
 
 /// A key that takes one string or a list of them (`[audit] forward`,

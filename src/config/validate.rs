@@ -95,16 +95,29 @@ impl Config {
         if let Some(st) = &self.recordings.store {
             let text = st.get_ref();
             let why = match text.split_once("://") {
-                Some(("s3", _)) => Some(
-                    "S3 storage is not built yet (recordings are local files for now): use a directory",
+                Some(("s3", _)) if super::bucket_and_prefix(text).is_none() => Some(
+                    "write s3://BUCKET/PREFIX (a bucket's name: lowercase letters, digits, '-' and '.')",
                 ),
-                Some(_) => Some("use a directory"),
+                Some(("s3", _)) => None,
+                Some(_) => Some("use a directory or s3://BUCKET/PREFIX"),
                 None if text.is_empty() => Some("use a directory"),
                 None => None,
             };
             if let Some(why) = why {
                 return Err(loc.error(st.span(), Some("recordings.store"), why));
             }
+            if let Some(k) = &self.recordings.keep_days
+                && self.recordings_bucket().is_some()
+            {
+                let why = "with an s3:// store, the bucket's lifecycle rules keep or delete recordings (keep_local_days: the local copies)";
+                return Err(loc.error(k.span(), Some("recordings.keep_days"), why));
+            }
+        }
+        if let Some(k) = &self.recordings.keep_local_days
+            && self.recordings_bucket().is_none()
+        {
+            let why = "only with an s3:// store";
+            return Err(loc.error(k.span(), Some("recordings.keep_local_days"), why));
         }
         if let Some(n) = &s.node_name
             && (n.get_ref().len() > 64 || !valid_name(n.get_ref()))

@@ -625,6 +625,9 @@ pub struct Opts {
     pub watchdog_usec: Option<u64>,
     /// More keys of `[server]`.
     pub server_toml: String,
+    /// More environment for walissh and its CLI (an object store's
+    /// endpoint and credentials).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Opts {
@@ -652,6 +655,7 @@ impl Default for Opts {
             target_without: &[],
             watchdog_usec: None,
             server_toml: String::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -685,6 +689,7 @@ pub struct Bastion {
     on_a_terminal: bool,
     nofile_soft: Option<u64>,
     watchdog_usec: Option<u64>,
+    env: Vec<(String, String)>,
 }
 
 impl Bastion {
@@ -904,6 +909,7 @@ timeout_s = {llm_timeout}
             on_a_terminal: opts.on_a_terminal,
             nofile_soft: opts.nofile_soft,
             watchdog_usec: opts.watchdog_usec,
+            env: opts.env,
         };
         b.spawn();
         b
@@ -922,6 +928,7 @@ timeout_s = {llm_timeout}
             .env("WALISSH_TEST_TARGET_PW", JAIL_PW)
             .env("WALISSH_TEST_METRICS", "metrics-token-for-the-test")
             .env_remove("WALISSH_TEST_UNSET_PW")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -1126,7 +1133,8 @@ timeout_s = {llm_timeout}
         c.args(&args[..1])
             .arg("--config")
             .arg(&self.config)
-            .args(&args[1..]);
+            .args(&args[1..])
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         c.output().unwrap()
     }
 
@@ -1496,6 +1504,154 @@ impl Drop for Postgres {
             .output();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A real S3-compatible server: Garage (from crates.io, `tools/test-peers`
+/// installs it), one node on loopback in a temp dir, with a bucket
+/// `casts` and a key that may read and write it; stopped when dropped.
+pub struct Garage {
+    pub port: u16,
+    pub key_id: String,
+    pub secret: String,
+    config: PathBuf,
+    child: Option<Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Garage {
+    pub fn start() -> Option<Garage> {
+        garage_bin()?;
+        let dir = tempfile::tempdir().unwrap();
+        let (port, rpc) = (free_port(), free_port());
+        let config = dir.path().join("garage.toml");
+        let secret: String = (0..32)
+            .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
+            .collect();
+        std::fs::write(
+            &config,
+            format!(
+                "metadata_dir = \"{d}/meta\"\ndata_dir = \"{d}/data\"\ndb_engine = \"sqlite\"\n\
+                 replication_factor = 1\nrpc_bind_addr = \"127.0.0.1:{rpc}\"\n\
+                 rpc_public_addr = \"127.0.0.1:{rpc}\"\nrpc_secret = \"{secret}\"\n\
+                 [s3_api]\ns3_region = \"garage\"\napi_bind_addr = \"127.0.0.1:{port}\"\n\
+                 root_domain = \".s3.garage.localhost\"\n",
+                d = dir.path().display()
+            ),
+        )
+        .unwrap();
+        let mut g = Garage {
+            port,
+            key_id: String::new(),
+            secret: String::new(),
+            config,
+            child: None,
+            _dir: dir,
+        };
+        g.resume();
+        let id = g.cli(&["node", "id", "-q"]);
+        let id = id.trim().split('@').next().unwrap().to_string();
+        g.cli(&["layout", "assign", "-z", "dc1", "-c", "1G", &id]);
+        g.cli(&["layout", "apply", "--version", "1"]);
+        g.cli(&["bucket", "create", "casts"]);
+        let key = g.cli(&["key", "create", "walissh"]);
+        let field = |name: &str| {
+            key.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| panic!("no {name} in {key}"))
+        };
+        (g.key_id, g.secret) = (field("Key ID:"), field("Secret key:"));
+        g.cli(&[
+            "bucket", "allow", "--read", "--write", "--owner", "casts", "--key", "walissh",
+        ]);
+        Some(g)
+    }
+
+    /// The server, started (again); returns once it answers.
+    pub fn resume(&mut self) {
+        let child = Command::new(garage_bin().unwrap())
+            .args(["-c"])
+            .arg(&self.config)
+            .arg("server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        wait_until(
+            || {
+                let out = self.command(&["status"]).output().unwrap();
+                out.status.success()
+            },
+            "garage to answer",
+        );
+    }
+
+    /// Kills the server, as an outage.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(garage_bin().unwrap());
+        c.arg("-c").arg(&self.config).args(args);
+        c
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().unwrap();
+        assert!(out.status.success(), "garage {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+
+    /// What walissh needs to reach the bucket.
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            (
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", self.port),
+            ),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_REGION", "garage".into()),
+            ("AWS_ACCESS_KEY_ID", self.key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret.clone()),
+        ]
+        .map(|(k, v)| (k.to_string(), v))
+        .to_vec()
+    }
+
+    /// The object at `key` in `casts`, if there is one (curl's SigV4).
+    pub fn object(&self, key: &str) -> Option<Vec<u8>> {
+        let out = Command::new("curl")
+            .args(["-s", "--fail", "--aws-sigv4", "aws:amz:garage:s3", "--user"])
+            .arg(format!("{}:{}", self.key_id, self.secret))
+            .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
+            .arg(format!("http://127.0.0.1:{}/casts/{key}", self.port))
+            .output()
+            .unwrap();
+        out.status.success().then_some(out.stdout)
+    }
+}
+
+impl Drop for Garage {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Garage's binary: on PATH, or where `cargo install` puts it.
+fn garage_bin() -> Option<PathBuf> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(PathBuf::from)
+        .chain([PathBuf::from(home).join(".cargo/bin")])
+        .map(|d| d.join("garage"))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -97,6 +97,9 @@ pub(crate) struct Options {
     /// restored or moved elsewhere), then where its `session_start` says.
     /// Its digest decides either way.
     pub(crate) recordings: Option<PathBuf>,
+    /// The bucket recordings are uploaded to: one that is in neither
+    /// place is fetched from there, by its file name, into `fetched`.
+    pub(crate) bucket: Option<(crate::audit::upload::Bucket, PathBuf)>,
 }
 
 impl Options {
@@ -109,6 +112,7 @@ impl Options {
             freshness: Freshness::of(1000, Duration::from_secs(60)),
             against: None,
             recordings: None,
+            bucket: None,
         }
     }
 }
@@ -184,7 +188,11 @@ pub(crate) fn verify(path: &Path, options: &Options) -> Result<Report, String> {
         }
         sessions::rows_follow_events(&conn)?;
         let signed = cps.last().map_or(0, |c| c.seq);
-        report.recordings = sessions::recordings(&conn, options.recordings.as_deref(), signed)?;
+        report.recordings = sessions::recordings(
+            &conn,
+            (options.recordings.as_deref(), options.bucket.as_ref()),
+            signed,
+        )?;
         Ok(())
     })();
     match checked {

@@ -153,7 +153,14 @@ fn start_of(conn: &Connection, row: &SessionRow) -> Checked<(i64, String)> {
 /// says; each recording its `session_start` names is hashed again against
 /// its `session_end`'s digest. A session without its end yet (still
 /// running) is left. Returns how many recordings were checked.
-pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> Checked<u64> {
+/// Where recordings are looked for besides where their rows say: the
+/// config's directory, and a bucket (with a directory to fetch into).
+pub(super) type Places<'a> = (
+    Option<&'a Path>,
+    Option<&'a (crate::audit::upload::Bucket, std::path::PathBuf)>,
+);
+
+pub(super) fn recordings(conn: &Connection, places: Places<'_>, signed: i64) -> Checked<u64> {
     let mut count = 0;
     let mut st = conn.prepare(
         "SELECT e.seq, e.session, e.user, e.target, e.fields,
@@ -237,7 +244,13 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
             let what = format!("session {session} ended without its recording's digest");
             return Err(Stop::Broken(Some(seq), what));
         };
-        let path = here(&path, dir);
+        let path = match here(&path, places) {
+            Ok(path) => path,
+            Err(e) => {
+                let what = format!("the recording of session {session} cannot be fetched: {e}");
+                return Err(Stop::Broken(Some(seq), what));
+            }
+        };
         let what = match chain::file_digest(Path::new(&path)) {
             Err(e) => Some(format!(
                 "the recording of session {session} ({path}) cannot be read: {e}"
@@ -260,11 +273,19 @@ pub(super) fn recordings(conn: &Connection, dir: Option<&Path>, signed: i64) -> 
 
 /// Where the recording the chain names as `path` is read: the file of
 /// that name in `dir` (the recordings of the config in use) when there is
-/// one, else `path` itself.
-fn here(path: &str, dir: Option<&Path>) -> String {
-    let local = dir.zip(Path::new(path).file_name()).map(|(d, n)| d.join(n));
-    match local {
-        Some(l) if l.is_file() => l.display().to_string(),
-        _ => path.to_string(),
+/// one, else `path` itself, else the object of that name in the bucket,
+/// fetched (Err: why it could not be).
+fn here(path: &str, (dir, bucket): Places<'_>) -> Result<String, String> {
+    let name = Path::new(path).file_name();
+    let local = dir.zip(name).map(|(d, n)| d.join(n));
+    match (local, bucket, name.and_then(|n| n.to_str())) {
+        (Some(l), _, _) if l.is_file() => Ok(l.display().to_string()),
+        _ if Path::new(path).is_file() => Ok(path.to_string()),
+        (_, Some((bucket, into)), Some(name)) => {
+            let to = into.join(name);
+            bucket.fetch_blocking(name, &to)?;
+            Ok(to.display().to_string())
+        }
+        _ => Ok(path.to_string()),
     }
 }
