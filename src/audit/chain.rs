@@ -167,6 +167,8 @@ pub(crate) struct Head {
     /// Events since the last checkpoint.
     pending: u64,
     since: Instant,
+    /// No checkpoint is tried before this, after one failed.
+    not_before: Option<Instant>,
     policy: Checkpoints,
 }
 
@@ -193,6 +195,7 @@ impl Head {
             last_checkpoint: last.unwrap_or_else(|| (0, genesis())),
             pending: 0,
             since: Instant::now(),
+            not_before: None,
             policy,
         }
     }
@@ -223,10 +226,18 @@ impl Head {
         if self.pending == 0 || self.policy.key.is_none() {
             return None;
         }
+        let later = self.not_before.map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(Instant::now())
+        });
         if self.pending >= self.policy.every_events {
-            return Some(Duration::ZERO);
+            return Some(later);
         }
-        Some(self.policy.every.saturating_sub(self.since.elapsed()))
+        Some(
+            self.policy
+                .every
+                .saturating_sub(self.since.elapsed())
+                .max(later),
+        )
     }
 
     /// The checkpoint to write now, when one is due or `force`d and any
@@ -265,8 +276,15 @@ impl Head {
         sign(key, message)
     }
 
+    /// A checkpoint could not be written: the next try waits `wait`, so a
+    /// failing store is not asked again at once, and again.
+    pub(crate) fn retry_in(&mut self, wait: Duration) {
+        self.not_before = Some(Instant::now() + wait);
+    }
+
     /// `c` was written: the next checkpoint names it.
     pub(crate) fn checkpointed(&mut self, c: &Signed) {
+        self.not_before = None;
         self.pending = 0;
         self.since = Instant::now();
         self.last_checkpoint = (c.seq, c.id());

@@ -535,7 +535,8 @@ pub(crate) fn checkpoint(
     match sink.checkpoint(head, force) {
         None => {}
         Some(Err(e)) => {
-            tracing::error!(error = %e, "audit checkpoint not written; tried again later")
+            tracing::error!(error = %e, "audit checkpoint not written; tried again later");
+            head.retry_in(RETRY);
         }
         Some(Ok(c)) => {
             head.checkpointed(&c);

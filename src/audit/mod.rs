@@ -49,11 +49,16 @@ pub(crate) struct Event {
     pub(crate) target: Option<String>,
     pub(crate) kind: Kind,
     pub(crate) fields: Map<String, Value>,
+    /// Its own id, random, kept through retries: a store where a commit's
+    /// answer can be lost (PostgreSQL) finds by it what is already written.
+    /// Not chained, not shown.
+    pub(crate) rid: u128,
 }
 
 impl Event {
     pub(crate) fn new(kind: Kind) -> Event {
         Event {
+            rid: rand::random(),
             ts: SystemTime::now(),
             session: None,
             user: None,

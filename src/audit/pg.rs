@@ -149,6 +149,12 @@ impl Pg {
         })
     }
 
+    /// Runs `f` to its end, however long (each statement in it is bounded
+    /// by the server's timeouts), from a thread outside the runtime.
+    fn block_long<T>(&self, f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+        self.rt.block_on(f)
+    }
+
     /// Runs `f` to its end, or [`DEADLINE`], from a thread outside the
     /// runtime.
     fn block<T>(&self, f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
@@ -286,7 +292,7 @@ impl Pg {
                 r.get(0)
             })
             .map_err(into_err)?;
-        self.block(async {
+        self.block_long(async {
             let mut client = self.client().await?;
             let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
             let tx = client
@@ -656,7 +662,16 @@ impl Pg {
             .query_opt("SELECT seq, hash, node, signature FROM head", &[])
             .await
             .map_err(err)?;
-        let fresh = seq == 0 && hash == chain::genesis();
+        // Never backwards: rows this node wrote are gone (a restore of an
+        // older copy, rows deleted with an old head's signature put back).
+        if seq < head.seq {
+            return Err(format!(
+                "{}: the audit's rows end at seq {seq}, before seq {} this node wrote: rows were removed around walissh; nothing is linked after them (run walissh audit verify)",
+                self.name, head.seq
+            ));
+        }
+        // An empty chain is new only to a node that has written nothing.
+        let fresh = seq == 0 && hash == chain::genesis() && head.seq == 0;
         let Some(row) = signed else {
             return match fresh {
                 true => Ok(()),
@@ -715,12 +730,18 @@ impl Sink for Pg {
         let this = self.clone();
         let mut moved = None;
         let linked = self.block(this.under_lock(head, async |tx, head| {
+            let written = already_written(tx, records).await?;
             let (mut seq, mut hash) = (head.seq, head.hash.clone());
             let mut linked = Vec::new();
             let mut rows = Rows::default();
             for record in records {
                 match record {
                     Record::Event(ev) | Record::Committed { event: ev, .. } => {
+                        // Written by an earlier try whose answer was lost.
+                        if let Some(there) = written.get(&rid(ev)) {
+                            linked.push(there.clone());
+                            continue;
+                        }
                         let l = super::db::link_event((seq, &hash, &head.node), ev);
                         (seq, hash) = (l.seq, l.hash.clone());
                         linked.push((l.seq, l.hash.clone()));
@@ -742,7 +763,7 @@ impl Sink for Pg {
                     Record::Flush(_) | Record::Prune(..) => {}
                 }
             }
-            if !linked.is_empty() {
+            if !rows.seq.is_empty() {
                 rows.insert(tx, &head.node).await.map_err(|e| e.to_string())?;
                 sign_head(tx, head, (seq, &hash)).await?;
             }
@@ -788,6 +809,14 @@ impl Sink for Pg {
             )
             .await
             .map_err(|e| e.to_string())?;
+            // One was there at this seq already: it must sign this head.
+            let there = tx
+                .query_one("SELECT head FROM checkpoints WHERE seq = $1", &[&c.seq])
+                .await
+                .map_err(|e| e.to_string())?;
+            if there.get::<_, String>(0) != c.head {
+                return Err(format!("a checkpoint at seq {} signs another head", c.seq));
+            }
             made = Some(Ok(c));
             Ok(())
         }));
@@ -808,6 +837,45 @@ impl Sink for Pg {
     }
 }
 
+/// An event's id as stored.
+fn rid(ev: &Event) -> String {
+    format!("{:032x}", ev.rid)
+}
+
+/// The seq and hash of each of `records`' events already in the database,
+/// by id.
+async fn already_written(
+    tx: &deadpool_postgres::Transaction<'_>,
+    records: &[Record],
+) -> Result<std::collections::HashMap<String, (i64, String)>, String> {
+    let ids: Vec<String> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(ev) | Record::Committed { event: ev, .. } => Some(rid(ev)),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows = tx
+        .query(
+            "SELECT rid, seq, hash FROM events WHERE rid = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                r.get(0),
+                (r.get(1), r.get::<_, Option<String>>(2).unwrap_or_default()),
+            )
+        })
+        .collect())
+}
+
 /// A batch's rows as columns, inserted by one statement each (UNNEST), so
 /// a batch of 512 events is one round trip, not 512.
 #[derive(Default)]
@@ -820,6 +888,7 @@ struct Rows {
     kind: Vec<&'static str>,
     fields: Vec<String>,
     hash: Vec<String>,
+    rid: Vec<String>,
     /// `session_start` and `session_end` rows, which move `sessions`.
     starts: Vec<(String, Event, i64, String)>,
     ends: Vec<(String, String)>,
@@ -845,6 +914,7 @@ impl Rows {
         self.kind.push(ev.kind.as_str());
         self.fields.push(l.fields);
         self.hash.push(l.hash);
+        self.rid.push(rid(ev));
     }
 
     async fn insert(
@@ -856,9 +926,9 @@ impl Rows {
             return Ok(());
         }
         tx.execute(
-            "INSERT INTO events (seq, ts, session, \"user\", target, kind, fields, hash)
-             SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])",
-            &[&self.seq, &self.ts, &self.session, &self.user, &self.target, &self.kind, &self.fields, &self.hash],
+            "INSERT INTO events (seq, ts, session, \"user\", target, kind, fields, hash, rid)
+             SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])",
+            &[&self.seq, &self.ts, &self.session, &self.user, &self.target, &self.kind, &self.fields, &self.hash, &self.rid],
         )
         .await?;
         for (id, ev, seq, ts) in &self.starts {

@@ -76,6 +76,7 @@ pub(crate) struct Scratch(PathBuf);
 
 impl Scratch {
     pub(crate) fn new() -> Result<Scratch, String> {
+        sweep();
         private_dir().map(Scratch)
     }
 
@@ -87,6 +88,33 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes what earlier commands of this account left (one that ended by
+/// `exit`, as `walissh audit | head` does, or a signal): the directories
+/// of processes that are gone.
+fn sweep() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("walissh-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        use std::os::unix::fs::MetadataExt;
+        let mine = std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        if mine && !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -159,7 +187,10 @@ pub(crate) fn recording_file(
     ) {
         (Some(url), Some(name)) if !path.is_file() => {
             let to = scratch.path().join(name);
-            super::upload::Bucket::new(url)?.fetch_blocking(name, &to)?;
+            let bucket = super::upload::Bucket::new(url)?;
+            bucket
+                .fetch_blocking(name, &to, None)
+                .map_err(|e| e.to_string())?;
             Ok(to)
         }
         _ => Ok(path),

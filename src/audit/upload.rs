@@ -59,8 +59,11 @@ impl Bucket {
     pub(crate) fn new(url: &str) -> Result<Bucket, String> {
         let (bucket, prefix) = crate::config::bucket_and_prefix(url)
             .ok_or_else(|| format!("{url}: not s3://BUCKET/PREFIX"))?;
+        // A checksum on every part: a bucket with an object lock takes no
+        // upload without one.
         let store = AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
+            .with_checksum_algorithm(object_store::aws::Checksum::SHA256)
             .build()
             .map_err(|e| format!("{url}: {e}"))?;
         Ok(Bucket {
@@ -101,7 +104,10 @@ impl Bucket {
             digest.update(&buf[..n]);
             len += n as u64;
             // At most two parts in flight: memory stays bounded.
-            w.wait_for_capacity(2).await.map_err(|e| err(&e))?;
+            if let Err(e) = w.wait_for_capacity(2).await {
+                w.abort().await.ok();
+                return Err(err(&e));
+            }
             w.write(&buf[..n]);
         }
         w.finish().await.map_err(|e| err(&e))?;
@@ -116,30 +122,69 @@ impl Bucket {
         Ok((super::chain::hex(&digest.finalize()), len))
     }
 
-    /// Fetches the recording named `name` into `to`. Blocking callers use
-    /// [`Bucket::fetch_blocking`].
-    pub(crate) async fn fetch(&self, name: &str, to: &Path) -> Result<(), String> {
-        let got = self
-            .store
-            .get(&self.key(name))
-            .await
-            .map_err(|e| format!("{}/{name}: {e}", self.url))?;
-        let bytes = got
-            .bytes()
-            .await
-            .map_err(|e| format!("{}/{name}: {e}", self.url))?;
-        tokio::fs::write(to, &bytes)
-            .await
-            .map_err(|e| format!("{}: {e}", to.display()))
+    /// Fetches the recording named `name` into `to`, streamed, never more
+    /// than `max` bytes of it (its length in the chain, when known: a
+    /// longer object is not the recording, and is not read whole). Blocking
+    /// callers use [`Bucket::fetch_blocking`].
+    pub(crate) async fn fetch(&self, name: &str, to: &Path, max: Option<u64>) -> Result<(), Fetch> {
+        use futures_util::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let failed = |e: &dyn std::fmt::Display| Fetch::Failed(format!("{}/{name}: {e}", self.url));
+        let got = match self.store.get(&self.key(name)).await {
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(Fetch::Missing(format!(
+                    "{}/{name}: no such object",
+                    self.url
+                )));
+            }
+            Err(e) => return Err(failed(&e)),
+            Ok(got) => got,
+        };
+        if max.is_some_and(|m| got.meta.size > m) {
+            let what = format!(
+                "{}/{name}: {} bytes, more than the chain says",
+                self.url, got.meta.size
+            );
+            return Err(Fetch::Missing(what));
+        }
+        let mut f = tokio::fs::File::create(to).await.map_err(|e| failed(&e))?;
+        let mut body = got.into_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| failed(&e))?;
+            f.write_all(&chunk).await.map_err(|e| failed(&e))?;
+        }
+        f.flush().await.map_err(|e| failed(&e))
     }
 
     /// [`Bucket::fetch`] from a thread outside any runtime (the CLI).
-    pub(crate) fn fetch_blocking(&self, name: &str, to: &Path) -> Result<(), String> {
+    pub(crate) fn fetch_blocking(
+        &self,
+        name: &str,
+        to: &Path,
+        max: Option<u64>,
+    ) -> Result<(), Fetch> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start a runtime: {e}"))?;
-        rt.block_on(self.fetch(name, to))
+            .map_err(|e| Fetch::Failed(format!("cannot start a runtime: {e}")))?;
+        rt.block_on(self.fetch(name, to, max))
+    }
+}
+
+/// Why a recording could not be fetched: it is not there (or not the
+/// recording: longer than the chain says), or the store could not be
+/// asked.
+#[derive(Debug)]
+pub(crate) enum Fetch {
+    Missing(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for Fetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fetch::Missing(e) | Fetch::Failed(e) => f.write_str(e),
+        }
     }
 }
 
@@ -154,6 +199,52 @@ fn marker(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".uploaded");
     PathBuf::from(name)
+}
+
+/// What a marker says: the object's digest and length, and whether it is
+/// the recording's last state.
+struct Marker {
+    sha256: String,
+    bytes: u64,
+    last: bool,
+}
+
+impl Marker {
+    fn text(&self, url: &str, name: &str) -> String {
+        let state = if self.last { "last" } else { "so far" };
+        format!("{url}/{name}\n{} {}\n{state}\n", self.sha256, self.bytes)
+    }
+
+    /// The marker at `path`, if it is one (a small regular file).
+    fn read(path: &Path) -> Option<Marker> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.is_file() || meta.len() > 4096 {
+            return None;
+        }
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut lines = text.lines().skip(1);
+        let (sha256, bytes) = lines.next()?.split_once(' ')?;
+        Some(Marker {
+            sha256: sha256.to_string(),
+            bytes: bytes.parse().ok()?,
+            last: lines.next() == Some("last"),
+        })
+    }
+}
+
+/// Writes `text` to `path` afresh, never through a link someone left
+/// there. Blocking.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }
 
 /// Where closed recordings are handed to the uploader.
@@ -203,7 +294,7 @@ pub(crate) fn start(
                 .min(next_scan);
             tokio::select! {
                 file = rx.recv() => match file {
-                    Some(file) => u.upload(file, 0).await,
+                    Some(file) => u.upload(file, (0, Last::Yes)).await,
                     None => break,
                 },
                 _ = tokio::time::sleep_until(wake.into()) => {
@@ -226,6 +317,16 @@ pub(crate) fn start(
 struct Retry {
     at: Instant,
     tries: u32,
+    last: Last,
+}
+
+/// Whether an upload is of a recording's last state (its session closed
+/// it, or it is from before this start), or of its file so far (a quiet
+/// live session's): only the last lets the local copy go.
+#[derive(Clone, Copy, PartialEq)]
+enum Last {
+    Yes,
+    SoFar,
 }
 
 struct Uploader {
@@ -236,19 +337,29 @@ struct Uploader {
 }
 
 impl Uploader {
-    async fn upload(&mut self, file: PathBuf, tries: u32) {
+    async fn upload(&mut self, file: PathBuf, (tries, last): (u32, Last)) {
         self.retry.remove(&file);
         match self.bucket.upload(&file).await {
             Ok((sha256, bytes)) => {
-                let text = format!(
-                    "{}/{}\n{sha256} {bytes}\n",
-                    self.bucket.url,
-                    file_name(&file).unwrap_or("")
-                );
-                if let Err(e) = tokio::fs::write(marker(&file), text).await {
-                    tracing::warn!(file = %file.display(), error = %e, "uploaded, but its marker is not written");
+                let done = Marker {
+                    sha256,
+                    bytes,
+                    last: last == Last::Yes,
+                };
+                let text = done.text(&self.bucket.url, file_name(&file).unwrap_or(""));
+                let written = tokio::task::spawn_blocking({
+                    let to = marker(&file);
+                    move || write_new(&to, &text)
+                })
+                .await;
+                if !matches!(written, Ok(Ok(()))) {
+                    tracing::warn!(file = %file.display(), "uploaded, but its marker is not written");
                 }
                 tracing::debug!(file = %file.display(), bytes, "recording uploaded");
+            }
+            // Gone (retention, by hand): nothing to try again.
+            Err(e) if !file.exists() => {
+                tracing::warn!(error = %e, "recording gone before it was uploaded");
             }
             Err(e) => {
                 let wait = Duration::from_secs(5 << tries.min(7)).min(MAX_BACKOFF);
@@ -258,6 +369,7 @@ impl Uploader {
                     Retry {
                         at: Instant::now() + wait,
                         tries: tries + 1,
+                        last,
                     },
                 );
             }
@@ -266,14 +378,14 @@ impl Uploader {
 
     async fn retry_due(&mut self) {
         let now = Instant::now();
-        let due: Vec<(PathBuf, u32)> = self
+        let due: Vec<(PathBuf, (u32, Last))> = self
             .retry
             .iter()
             .filter(|(_, r)| r.at <= now)
-            .map(|(f, r)| (f.clone(), r.tries))
+            .map(|(f, r)| (f.clone(), (r.tries, r.last)))
             .collect();
-        for (file, tries) in due {
-            self.upload(file, tries).await;
+        for (file, again) in due {
+            self.upload(file, again).await;
         }
     }
 
@@ -289,7 +401,8 @@ impl Uploader {
             let quiet = now.duration_since(modified).unwrap_or_default() >= QUIET;
             let old = before.is_some_and(|b| modified < b);
             if (quiet || old) && !self.retry.contains_key(&file) {
-                self.upload(file, 0).await;
+                let last = if old { Last::Yes } else { Last::SoFar };
+                self.upload(file, (0, last)).await;
             }
         }
     }
@@ -318,14 +431,15 @@ fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
         if !meta.is_file() {
             continue;
         }
-        // A marker older than the file is a copy of it so far (a quiet
-        // live session's): not its last.
-        let uploaded = std::fs::metadata(marker(&file))
-            .and_then(|m| m.modified())
-            .is_ok_and(|m| m >= modified);
+        // Uploaded at the length it has now; and as its last state (only
+        // then may the local copy go: a quiet live session's file so far
+        // is uploaded, and must stay).
+        let done = Marker::read(&marker(&file)).filter(|m| m.bytes == meta.len());
+        let uploaded = done.is_some();
+        let last = done.is_some_and(|m| m.last);
         let age = now.duration_since(modified).unwrap_or_default();
         match (uploaded, keep) {
-            (true, Some(keep)) if age >= keep => {
+            (true, Some(keep)) if last && age >= keep => {
                 // Gone here, kept in the bucket; the marker goes last.
                 if std::fs::remove_file(&file).is_ok() {
                     let _ = std::fs::remove_file(marker(&file));
@@ -336,4 +450,59 @@ fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(file: &Path, bytes: u64, last: bool) {
+        let m = Marker {
+            sha256: "00".into(),
+            bytes,
+            last,
+        };
+        write_new(&marker(file), &m.text("s3://b/p", "x.cast")).unwrap();
+    }
+
+    /// Only a recording uploaded as its last state, at the length it has
+    /// now, lets its local copy go; one uploaded so far (a quiet live
+    /// session's) or grown since is kept, and listed to upload again.
+    #[test]
+    fn only_a_last_upload_lets_the_local_copy_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let f = dir.path().join(name);
+            std::fs::write(&f, text).unwrap();
+            f
+        };
+        let ended = file("ended.cast", "abc");
+        mark(&ended, 3, true);
+        let live = file("live.cast", "abcd");
+        mark(&live, 4, false);
+        let grown = file("grown.cast", "abcdef");
+        mark(&grown, 3, true);
+        let never = file("never.cast", "ab");
+        let found = spooled(dir.path(), Some(Duration::ZERO));
+        let mut names: Vec<String> = found
+            .iter()
+            .map(|(f, _)| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["grown.cast", "never.cast"]);
+        assert!(!ended.exists() && !marker(&ended).exists());
+        assert!(live.exists() && grown.exists() && never.exists());
+    }
+
+    /// A marker is never written through a link left in the spool.
+    #[test]
+    fn markers_do_not_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let cast = dir.path().join("s.cast");
+        std::os::unix::fs::symlink(&victim, marker(&cast)).unwrap();
+        assert!(write_new(&marker(&cast), "x").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
 }

@@ -244,12 +244,13 @@ pub(super) fn recordings(conn: &Connection, places: Places<'_>, signed: i64) -> 
             let what = format!("session {session} ended without its recording's digest");
             return Err(Stop::Broken(Some(seq), what));
         };
-        let path = match here(&path, places) {
-            Ok(path) => path,
-            Err(e) => {
-                let what = format!("the recording of session {session} cannot be fetched: {e}");
+        let (path, fetched) = match here(&path, places, len) {
+            Ok(found) => found,
+            Err(crate::audit::upload::Fetch::Missing(e)) => {
+                let what = format!("the recording of session {session} is not in the bucket: {e}");
                 return Err(Stop::Broken(Some(seq), what));
             }
+            Err(crate::audit::upload::Fetch::Failed(e)) => return Err(Stop::Unreadable(e)),
         };
         let what = match chain::file_digest(Path::new(&path)) {
             Err(e) => Some(format!(
@@ -263,6 +264,10 @@ pub(super) fn recordings(conn: &Connection, places: Places<'_>, signed: i64) -> 
             )),
             Ok(_) => None,
         };
+        // One fetched copy at a time on the scratch disk.
+        if fetched {
+            let _ = std::fs::remove_file(&path);
+        }
         if let Some(what) = what {
             return Err(Stop::Broken(Some(seq), what));
         }
@@ -274,18 +279,23 @@ pub(super) fn recordings(conn: &Connection, places: Places<'_>, signed: i64) -> 
 /// Where the recording the chain names as `path` is read: the file of
 /// that name in `dir` (the recordings of the config in use) when there is
 /// one, else `path` itself, else the object of that name in the bucket,
-/// fetched (Err: why it could not be).
-fn here(path: &str, (dir, bucket): Places<'_>) -> Result<String, String> {
+/// fetched, at most `len` bytes of it (then the second is true: the copy
+/// is the caller's to delete).
+fn here(
+    path: &str,
+    (dir, bucket): Places<'_>,
+    len: u64,
+) -> Result<(String, bool), crate::audit::upload::Fetch> {
     let name = Path::new(path).file_name();
     let local = dir.zip(name).map(|(d, n)| d.join(n));
     match (local, bucket, name.and_then(|n| n.to_str())) {
-        (Some(l), _, _) if l.is_file() => Ok(l.display().to_string()),
-        _ if Path::new(path).is_file() => Ok(path.to_string()),
+        (Some(l), _, _) if l.is_file() => Ok((l.display().to_string(), false)),
+        _ if Path::new(path).is_file() => Ok((path.to_string(), false)),
         (_, Some((bucket, into)), Some(name)) => {
             let to = into.join(name);
-            bucket.fetch_blocking(name, &to)?;
-            Ok(to.display().to_string())
+            bucket.fetch_blocking(name, &to, Some(len))?;
+            Ok((to.display().to_string(), true))
         }
-        _ => Ok(path.to_string()),
+        _ => Ok((path.to_string(), false)),
     }
 }
