@@ -9,10 +9,23 @@ use serde_json::Value;
 
 use crate::harness::*;
 
-/// Two nodes, `n1` and `n2`, on the PostgreSQL at `pg`; n2 gets n1's host
-/// and audit keys before it starts, as an operator would copy them.
-fn two_nodes(pg: &Postgres) -> (Bastion, Bastion) {
+/// A throwaway PostgreSQL and its URL; None (said) where it cannot run.
+fn postgres() -> Option<(Postgres, String)> {
+    if !is_root() {
+        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
+        return None;
+    }
+    let Some(pg) = Postgres::start(free_port()) else {
+        eprintln!("skipped: no PostgreSQL server installed");
+        return None;
+    };
     let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    Some((pg, url))
+}
+
+/// Two nodes, `n1` and `n2`, on the PostgreSQL at `url`; n2 gets n1's host
+/// and audit keys before it starts, as an operator would copy them.
+fn two_nodes(url: &str) -> (Bastion, Bastion) {
     let opts = |node: &str| Opts {
         audit_toml: format!("database = \"{url}\""),
         server_toml: format!("node_name = \"{node}\""),
@@ -54,15 +67,10 @@ fn verifies(b: &Bastion) -> Value {
 
 #[test]
 fn two_nodes_write_one_chain_into_postgresql() {
-    if !is_root() {
-        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
-        return;
-    }
-    let Some(pg) = Postgres::start(free_port()) else {
-        eprintln!("skipped: no PostgreSQL server installed");
+    let Some((_pg, url)) = postgres() else {
         return;
     };
-    let (mut n1, mut n2) = two_nodes(&pg);
+    let (mut n1, mut n2) = two_nodes(&url);
     // Both nodes at once, so their batches interleave in the chain.
     std::thread::scope(|s| {
         for (name, b) in [("A", &n1), ("B", &n2)] {
@@ -203,17 +211,11 @@ fn two_nodes_write_one_chain_into_postgresql() {
 /// the file, line and key, without echoing it.
 #[test]
 fn migrate_makes_the_schema_once() {
-    if !is_root() {
-        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
-        return;
-    }
-    let Some(pg) = Postgres::start(free_port()) else {
-        eprintln!("skipped: no PostgreSQL server installed");
+    let Some((_pg, url)) = postgres() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("walissh.toml");
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
     let text = format!(
         "[server]\nstate_dir = \"{}\"\n[audit]\ndatabase = \"{url}\"\n",
         dir.path().join("state").display()
@@ -246,15 +248,9 @@ fn migrate_makes_the_schema_once() {
 /// is back, without a restart, and the chain verifies.
 #[test]
 fn a_postgresql_outage_is_refused_then_caught_up() {
-    if !is_root() {
-        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
-        return;
-    }
-    let Some(pg) = Postgres::start(free_port()) else {
-        eprintln!("skipped: no PostgreSQL server installed");
+    let Some((pg, url)) = postgres() else {
         return;
     };
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
     let b = Bastion::start_with(Opts {
         audit_toml: format!("database = \"{url}\""),
         extra_toml: "[web]\nlisten = \"127.0.0.1:0\"\n".to_string(),
@@ -270,14 +266,7 @@ fn a_postgresql_outage_is_refused_then_caught_up() {
     t.expect("DURING-4");
     let broken = b.log.wait_for("audit database write failed");
     let health = format!("{}/healthz", b.web_url());
-    let status = |url: &str| {
-        let out = std::process::Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    assert_eq!(status(&health), "503");
+    assert_eq!(http_status(&health), "503");
     let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo NEW-$((3+3))");
     assert!(!stdout(&out).contains("NEW-6"), "{}", stdout(&out));
     assert!(
@@ -293,7 +282,7 @@ fn a_postgresql_outage_is_refused_then_caught_up() {
     pg.resume();
     b.log
         .wait_for_from("the audit database works again", broken);
-    wait_until(|| status(&health) == "200", "/healthz to say ok again");
+    wait_until(|| http_status(&health) == "200", "/healthz to say ok again");
     assert_eq!(
         stdout(&exec(
             b.ssh_pw("alice:web1", ALICE_PW),
@@ -314,10 +303,9 @@ fn a_postgresql_outage_is_refused_then_caught_up() {
 }
 
 /// Runs `sql` on the test's PostgreSQL as its superuser, around walissh.
-fn psql(pg: &Postgres, sql: &str) -> String {
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+fn psql(url: &str, sql: &str) -> String {
     let out = std::process::Command::new("psql")
-        .args([url.as_str(), "-Atqc", sql])
+        .args([url, "-Atqc", sql])
         .output()
         .unwrap();
     assert!(out.status.success(), "{sql}: {}", stderr(&out));
@@ -331,15 +319,9 @@ fn psql(pg: &Postgres, sql: &str) -> String {
 /// over; and a node with another audit key does not start.
 #[test]
 fn a_head_changed_around_walissh_is_never_linked_after() {
-    if !is_root() {
-        eprintln!("skipped: running PostgreSQL as its own account needs root (CI runs as root)");
-        return;
-    }
-    let Some(pg) = Postgres::start(free_port()) else {
-        eprintln!("skipped: no PostgreSQL server installed");
+    let Some((_pg, url)) = postgres() else {
         return;
     };
-    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
     let b = Bastion::start_with(Opts {
         audit_toml: format!("database = \"{url}\""),
         ..Opts::default()
@@ -371,7 +353,7 @@ fn a_head_changed_around_walissh_is_never_linked_after() {
     // The last row goes, behind walissh's back: the head no longer is the
     // one signed, and nothing is linked after it.
     let last = psql(
-        &pg,
+        &url,
         "DELETE FROM events WHERE seq = (SELECT max(seq) FROM events) RETURNING kind",
     );
     assert_eq!(last.trim(), "session_end");
@@ -384,7 +366,7 @@ fn a_head_changed_around_walissh_is_never_linked_after() {
     );
     b.log
         .wait_for("around walissh; nothing is linked after them");
-    let count = psql(&pg, "SELECT count(*) FROM events WHERE \"user\" = 'alice'");
+    let count = psql(&url, "SELECT count(*) FROM events WHERE \"user\" = 'alice'");
     assert_eq!(count.trim(), "0", "a row was linked after the changed head");
 }
 

@@ -1397,6 +1397,15 @@ pub fn visible_dir() -> tempfile::TempDir {
 /// Polls `done` until it holds (for events no pipe reports to a test: a
 /// process's exit, a line flushed to a file); fails with `what` after a
 /// generous bound.
+/// The HTTP status curl gets for `url`, as text (`000`: no answer).
+pub fn http_status(url: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn wait_until(done: impl Fn() -> bool, what: &str) {
     let end = Instant::now() + Duration::from_secs(30);
     while !done() {

@@ -125,14 +125,7 @@ fn storage_fault(policy: &'static str, fault: Fault) {
     // The console's health check says so (and the systemd watchdog, fed
     // by the same check, goes hungry).
     let health = format!("{}/healthz", b.web_url());
-    let status = |url: &str| {
-        let out = std::process::Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", url])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    assert_eq!(status(&health), "503");
+    assert_eq!(http_status(&health), "503");
     // A new session meets the policy.
     let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo NEW-$((3+3))");
     match policy {
@@ -158,7 +151,7 @@ fn storage_fault(policy: &'static str, fault: Fault) {
     // resumes at its next try, and one that could not be created (a new
     // session's, when it was admitted before the fault was seen) is tried
     // again every second, until it can be. It says ok by itself.
-    wait_until(|| status(&health) == "200", "/healthz to say ok again");
+    wait_until(|| http_status(&health) == "200", "/healthz to say ok again");
     assert_eq!(
         stdout(&exec(
             b.ssh_pw("alice:web1", ALICE_PW),
