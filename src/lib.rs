@@ -718,7 +718,19 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     let named = audit::query::recording(audit.path(), &session)?
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("session {session} has no recording"))?;
-                    audit::readable::recording_file(&config, named, &scratch)?
+                    let file = audit::readable::recording_file(&config, named, &scratch)?;
+                    // A copy from the bucket is played only if it is the
+                    // recording the chain holds.
+                    if file.starts_with(scratch.path()) {
+                        let said = audit::query::recording_digest(audit.path(), &session)?;
+                        let got = audit::chain::file_digest(&file).map_err(|e| e.to_string())?;
+                        if said.as_ref() != Some(&got) {
+                            return Err(format!(
+                                "session {session}: the bucket's copy is not the recording the audit holds (its digest differs)"
+                            ));
+                        }
+                    }
+                    file
                 }
             };
             let cast = audit::play::load(&path)?;

@@ -191,6 +191,21 @@ pub(crate) fn recording(path: &Path, id: &str) -> Result<Option<String>, String>
     }
 }
 
+/// The digest and length of session `id`'s recording as its chained
+/// `session_end` holds them, if it has ended with one.
+pub(crate) fn recording_digest(path: &Path, id: &str) -> Result<Option<(String, u64)>, String> {
+    let conn = super::db::open_reader(path)?;
+    conn.query_row(
+        "SELECT json_extract(fields, '$.recording_sha256'), json_extract(fields, '$.recording_bytes')
+         FROM events WHERE kind = 'session_end' AND session = ?1 ORDER BY seq LIMIT 1",
+        [id],
+        |r| Ok(r.get::<_, Option<String>>(0)?.zip(r.get::<_, Option<i64>>(1)?)),
+    )
+    .optional()
+    .map(|d| d.flatten().map(|(sha, len)| (sha, len.max(0) as u64)))
+    .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// What of an event `audit search` finds it by: a command's line, a
 /// question's text, an agent's call. None for other kinds.
 pub(crate) fn searchable(kind: Kind, fields: &Map<String, Value>) -> Option<String> {

@@ -51,6 +51,24 @@ fn two_nodes(url: &str) -> (Bastion, Bastion) {
     (n1, n2)
 }
 
+/// `walissh serve` on `b`'s config (changed by `edit`) with a state
+/// directory of its own, as a second machine would: it must refuse to
+/// start, saying `why`.
+fn refused_twin(b: &Bastion, edit: impl Fn(String) -> String, why: &str) {
+    let twin = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&b.config).unwrap();
+    let state = twin.path().join("state");
+    let text = edit(text.replace(&b.state.display().to_string(), &state.display().to_string()));
+    std::fs::write(twin.path().join("w.toml"), text).unwrap();
+    let out = std::process::Command::new(walissh_bin())
+        .args(["serve", "--config"])
+        .arg(twin.path().join("w.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(why), "{}", stderr(&out));
+}
+
 fn nodes_of(rows: &[Value]) -> std::collections::BTreeSet<String> {
     rows.iter()
         .filter_map(|r| r["node"].as_str().map(str::to_string))
@@ -126,24 +144,7 @@ fn two_nodes_write_one_chain_into_postgresql() {
 
     // A second bastion under a running node's name would end that node's
     // live sessions at its start: it is refused.
-    let twin = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(&n1.config).unwrap();
-    let text = text.replace(
-        &n1.state.display().to_string(),
-        &twin.path().join("state").display().to_string(),
-    );
-    std::fs::write(twin.path().join("w.toml"), text).unwrap();
-    let out = std::process::Command::new(walissh_bin())
-        .args(["serve", "--config"])
-        .arg(twin.path().join("w.toml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("node name n1 is held by a running bastion"),
-        "{}",
-        stderr(&out)
-    );
+    refused_twin(&n1, |t| t, "node name n1 is held by a running bastion");
 
     // n1 dies with a session open: n2 still shows it live, as n1's; n1's
     // next start ends it, and only it.
@@ -280,16 +281,7 @@ fn a_postgresql_outage_is_refused_then_caught_up() {
     assert!(stderr(&down).contains(&url), "{}", stderr(&down));
 
     pg.resume();
-    b.log
-        .wait_for_from("the audit database works again", broken);
-    wait_until(|| http_status(&health) == "200", "/healthz to say ok again");
-    assert_eq!(
-        stdout(&exec(
-            b.ssh_pw("alice:web1", ALICE_PW),
-            "echo AFTER-$((4+4))"
-        )),
-        "AFTER-8\n"
-    );
+    caught_up(&b, broken, &health);
     t.send("exit\r");
     t.wait();
     b.wait_event(|e| e["kind"] == "session_end" && e["user"] == "bob");
@@ -330,25 +322,8 @@ fn a_head_changed_around_walissh_is_never_linked_after() {
     assert_eq!(stdout(&out), "FIRST-2\n");
     b.wait_count("session_end", 1);
     // Another node's key: refused at its start, naming the fix.
-    let other = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(&b.config).unwrap();
-    let text = text.replace(
-        &b.state.display().to_string(),
-        &other.path().join("state").display().to_string(),
-    );
-    let text = text.replacen("[server]\n", "[server]\nnode_name = \"stranger\"\n", 1);
-    std::fs::write(other.path().join("w.toml"), text).unwrap();
-    let out = std::process::Command::new(walissh_bin())
-        .args(["serve", "--config"])
-        .arg(other.path().join("w.toml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("is not signed with this node's audit key"),
-        "{}",
-        stderr(&out)
-    );
+    let stranger = |t: String| t.replacen("[server]\n", "[server]\nnode_name = \"stranger\"\n", 1);
+    refused_twin(&b, stranger, "is not signed with this node's audit key");
 
     // The last row goes, behind walissh's back: the head no longer is the
     // one signed, and nothing is linked after it.
@@ -450,5 +425,27 @@ fn recordings_go_to_a_real_object_store() {
         (report["broken"].clone(), report["recordings"].as_u64()),
         (Value::Null, Some(2)),
         "{report}"
+    );
+    // An object changed in the bucket is neither played nor verified.
+    let forged = b.dir.path().join("forged.cast");
+    let text = String::from_utf8(object)
+        .unwrap()
+        .replace("UPLOADED-42", "UPLOADED-43");
+    std::fs::write(&forged, text).unwrap();
+    garage.put(&format!("walissh/{name}"), &forged);
+    let refused = b.cli_any(&["play", &session]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("is not the recording the audit holds"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!stdout(&refused).contains("UPLOADED-43"));
+    let broken = b.cli_any(&["audit", "verify", "--json"]);
+    assert!(!broken.status.success());
+    assert!(
+        stdout(&broken).contains("was changed after it closed"),
+        "{}",
+        stdout(&broken)
     );
 }

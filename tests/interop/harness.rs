@@ -1397,6 +1397,17 @@ pub fn visible_dir() -> tempfile::TempDir {
 /// Polls `done` until it holds (for events no pipe reports to a test: a
 /// process's exit, a line flushed to a file); fails with `what` after a
 /// generous bound.
+/// After a storage fault found at log offset `broken`: walissh says it
+/// writes again, `health` (its /healthz) says ok by itself, and alice
+/// logs in and runs a command.
+pub fn caught_up(b: &Bastion, broken: usize, health: &str) {
+    b.log
+        .wait_for_from("the audit database works again", broken);
+    wait_until(|| http_status(health) == "200", "/healthz to say ok again");
+    let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo AFTER-$((4+4))");
+    assert_eq!(stdout(&out), "AFTER-8\n", "{}", stderr(&out));
+}
+
 /// The HTTP status curl gets for `url`, as text (`000`: no answer).
 pub fn http_status(url: &str) -> String {
     let out = Command::new("curl")
@@ -1634,14 +1645,23 @@ impl Garage {
 
     /// The object at `key` in `casts`, if there is one (curl's SigV4).
     pub fn object(&self, key: &str) -> Option<Vec<u8>> {
-        let out = Command::new("curl")
-            .args(["-s", "--fail", "--aws-sigv4", "aws:amz:garage:s3", "--user"])
+        let out = self.curl(key).output().unwrap();
+        out.status.success().then_some(out.stdout)
+    }
+
+    /// Puts `body` at `key` in `casts`, around walissh.
+    pub fn put(&self, key: &str, body: &Path) {
+        let out = self.curl(key).arg("-T").arg(body).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    fn curl(&self, key: &str) -> Command {
+        let mut c = Command::new("curl");
+        c.args(["-s", "--fail", "--aws-sigv4", "aws:amz:garage:s3", "--user"])
             .arg(format!("{}:{}", self.key_id, self.secret))
             .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
-            .arg(format!("http://127.0.0.1:{}/casts/{key}", self.port))
-            .output()
-            .unwrap();
-        out.status.success().then_some(out.stdout)
+            .arg(format!("http://127.0.0.1:{}/casts/{key}", self.port));
+        c
     }
 }
 
