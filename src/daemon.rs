@@ -203,6 +203,14 @@ pub(crate) async fn serve(
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     tokio::spawn(watchdog(bastion.clone()));
     tokio::spawn(retention(bastion.clone(), sessions.watcher()));
+    let node = bastion.live().config.node_name();
+    if let Some(stops) = bastion.audit.stops(&node) {
+        tokio::spawn(stops_from_other_nodes(
+            bastion.clone(),
+            stops,
+            sessions.watcher(),
+        ));
+    }
 
     while signals.wait().await == Signal::Reload {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
@@ -272,6 +280,26 @@ async fn web_listener(
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %bound, scheme, "web console listening");
     Ok(Some((l, tls)))
+}
+
+/// Stops asked on other nodes for sessions this one carries (`audit::stops`),
+/// done as if asked here, until shutdown.
+async fn stops_from_other_nodes(
+    bastion: Arc<Bastion>,
+    mut stops: crate::audit::stops::Stops,
+    mut stop: crate::shutdown::Watcher,
+) {
+    loop {
+        let asked = tokio::select! {
+            _ = stop.requested() => return,
+            asked = stops.rx.recv() => asked,
+        };
+        let Some(s) = asked else { return };
+        let via = if s.via == "console" { "console" } else { "cli" };
+        if let Err(why) = crate::session::kill(&bastion, &s.session, &s.by, &s.reason, via).await {
+            tracing::info!(session = %s.session, %why, "a stop from another node was not done");
+        }
+    }
 }
 
 /// How often the retention pass runs (and once at start).

@@ -20,6 +20,7 @@ pub(crate) mod prune;
 pub(crate) mod query;
 pub(crate) mod readable;
 pub(crate) mod recording;
+pub(crate) mod stops;
 pub(crate) mod tally;
 pub(crate) mod upload;
 pub(crate) mod verify;
@@ -413,6 +414,43 @@ impl Audit {
                     .flatten()
             }
         }
+    }
+
+    /// Where stops of this node's sessions asked on other nodes arrive
+    /// (`stops`); none without a shared store.
+    pub(crate) fn stops(&self, node: &str) -> Option<stops::Stops> {
+        match &*self.store {
+            Store::Postgres { pg, .. } => Some(pg.listen_stops(node)),
+            Store::Sqlite(_) => None,
+        }
+    }
+
+    /// Asks the node that carries session `id` to stop it, where several
+    /// share the store: its user and target, or None when no other node
+    /// has it open (or there are no other nodes).
+    pub(crate) async fn stop_elsewhere(
+        &self,
+        id: &str,
+        (here, by, reason, via): (&str, &str, &str, &str),
+    ) -> Result<Option<(String, String)>, String> {
+        let Store::Postgres { pg, .. } = &*self.store else {
+            return Ok(None);
+        };
+        let Some((node, user, target)) = pg.open_session(id).await? else {
+            return Ok(None);
+        };
+        if node == here {
+            return Ok(None);
+        }
+        let stop = stops::Stop {
+            node,
+            session: id.to_string(),
+            by: by.to_string(),
+            reason: reason.to_string(),
+            via: via.to_string(),
+        };
+        pg.send_stop(&stop).await?;
+        Ok(Some((user, target)))
     }
 
     /// The SQLite file the console reads: the database itself, or the

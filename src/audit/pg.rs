@@ -170,6 +170,36 @@ impl Pg {
         })
     }
 
+    /// Runs `f` on this store's runtime.
+    pub(super) fn spawn<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = T> + Send + 'static,
+    ) -> tokio::task::JoinHandle<T> {
+        self.rt.spawn(f)
+    }
+
+    /// A connection outside the pool, whose driving is the caller's (to
+    /// hold a lock, or to read notifications).
+    pub(super) async fn connect(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+        ),
+        String,
+    > {
+        self.config
+            .connect(NoTls)
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// A connection from the pool.
+    pub(super) async fn pooled(&self) -> Result<deadpool_postgres::Object, String> {
+        self.client().await
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, String> {
         self.pool
             .get()
@@ -467,7 +497,7 @@ impl Pg {
         wait: Duration,
     ) -> Result<(tokio_postgres::Client, bool), String> {
         let err = |e: tokio_postgres::Error| format!("{}: {e}", self.name);
-        let (client, connection) = self.config.connect(NoTls).await.map_err(err)?;
+        let (client, connection) = self.connect().await?;
         self.rt.spawn(async move {
             let _ = connection.await;
         });

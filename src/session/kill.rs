@@ -35,7 +35,17 @@ pub(crate) async fn kill(
         return Err("a reason is needed: the user is told it".into());
     }
     let Some(ids) = bastion.sessions.get(id) else {
-        return Err(format!("no session {id} is open on this bastion"));
+        // Another node's, where several share the audit: it is asked to.
+        let here = bastion.live().config.node_name();
+        let asked = (here.as_str(), by, reason.as_str(), via);
+        return match bastion.audit.stop_elsewhere(id, asked).await? {
+            Some((user, target)) => Ok(Ids {
+                session: id.to_string(),
+                user,
+                target,
+            }),
+            None => Err(format!("no session {id} is open on this bastion")),
+        };
     };
     let row = ids
         .event(Kind::SessionKilled)

@@ -142,6 +142,29 @@ fn two_nodes_write_one_chain_into_postgresql() {
         page.body
     );
 
+    // A session on n2 is stopped from n1 (the database carries the ask).
+    let mut on2 = Terminal::spawn(&n2.ssh_bob("bob:web1"), 24, 80);
+    on2.send("echo ON-TWO-$((1+2))\r");
+    on2.expect("ON-TWO-3");
+    let live = json_lines(&n1.cli(&["sessions", "--active", "--json"]));
+    let id = live
+        .iter()
+        .find(|s| s["node"] == "n2")
+        .and_then(|s| s["id"].as_str())
+        .unwrap_or_else(|| panic!("n2's session is not listed live on n1: {live:?}"))
+        .to_string();
+    let out = n1.cli(&["sessions", "kill", &id, "--reason", "moved to n1"]);
+    assert!(stdout(&out).contains(&id), "{}", stdout(&out));
+    on2.expect("ended by an administrator: moved to n1");
+    assert!(on2.wait().is_some());
+    let killed = n1.wait_event(|e| e["kind"] == "session_killed" && e["session"] == id.as_str());
+    assert_eq!(
+        (killed["node"].as_str(), killed["via"].as_str()),
+        (Some("n2"), Some("cli")),
+        "{killed}"
+    );
+    assert_eq!(killed["by"], format!("unix:{}", me()), "{killed}");
+
     // A second bastion under a running node's name would end that node's
     // live sessions at its start: it is refused.
     refused_twin(&n1, |t| t, "node name n1 is held by a running bastion");
