@@ -57,6 +57,35 @@ pub(crate) struct Live {
 }
 
 impl Bastion {
+    /// A login attempt from `ip`, counted with the failures other nodes
+    /// sharing the audit saw from its address; None while it is locked out.
+    pub(crate) async fn begin_attempt(
+        &self,
+        ip: std::net::IpAddr,
+    ) -> Option<crate::throttle::Attempt<'_>> {
+        let addr = crate::throttle::Throttle::key_of(ip).to_string();
+        let node = self.live().config.node_name();
+        let lockout = self.throttle.lockout();
+        let elsewhere = self.audit.failures_elsewhere(&addr, &node, lockout).await;
+        self.throttle.set_elsewhere(ip, elsewhere);
+        self.throttle.begin(ip)
+    }
+
+    /// `attempt` from `ip` failed: counted here and told to the other
+    /// nodes; how long to wait before answering.
+    pub(crate) async fn attempt_failed(
+        &self,
+        attempt: crate::throttle::Attempt<'_>,
+        ip: std::net::IpAddr,
+    ) -> std::time::Duration {
+        let delay = attempt.failed();
+        let addr = crate::throttle::Throttle::key_of(ip).to_string();
+        self.audit
+            .failed_login(&addr, &self.live().config.node_name())
+            .await;
+        delay
+    }
+
     /// What stops the bastion from working as it should, if anything: the
     /// checks `/healthz` answers and the systemd watchdog is fed by.
     pub(crate) fn problem(&self) -> Option<&'static str> {

@@ -45,6 +45,9 @@ pub(crate) struct Throttle {
     windows: Mutex<HashMap<IpAddr, Window>>,
     /// Failed passwords per account, whatever the address.
     accounts: Mutex<HashMap<String, Failures>>,
+    /// Failures other nodes saw lately, per address, as last asked (a
+    /// shared PostgreSQL audit; see [`Throttle::set_elsewhere`]).
+    elsewhere: Mutex<HashMap<IpAddr, u32>>,
 }
 
 /// Connections one address may hold open before logging in: enough for a
@@ -195,6 +198,7 @@ impl Throttle {
             logged_in: Mutex::default(),
             windows: Mutex::default(),
             accounts: Mutex::default(),
+            elsewhere: Mutex::new(HashMap::new()),
         }
     }
 
@@ -383,7 +387,8 @@ impl Throttle {
             e.failures = 0;
             e.locked_until = None;
         }
-        if e.failures + e.in_flight >= self.max_failures {
+        let elsewhere = self.elsewhere_of(key);
+        if e.failures + elsewhere + e.in_flight >= self.max_failures {
             return None;
         }
         e.in_flight += 1;
@@ -391,6 +396,35 @@ impl Throttle {
             throttle: self,
             key,
         })
+    }
+}
+
+impl Throttle {
+    /// How the throttle counts `ip`: IPv4 as is, IPv6 by /64.
+    pub(crate) fn key_of(ip: IpAddr) -> IpAddr {
+        key(ip)
+    }
+
+    /// `n` failures from `ip`'s address were seen by other nodes within
+    /// the lockout: they count with this node's before the next try.
+    pub(crate) fn set_elsewhere(&self, ip: IpAddr, n: u32) {
+        let mut seen = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() >= PRUNE_AT {
+            seen.clear();
+        }
+        match n {
+            0 => seen.remove(&key(ip)),
+            n => seen.insert(key(ip), n),
+        };
+    }
+
+    fn elsewhere_of(&self, key: IpAddr) -> u32 {
+        let seen = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        seen.get(&key).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn lockout(&self) -> Duration {
+        self.lockout
     }
 }
 

@@ -453,6 +453,39 @@ impl Audit {
         Ok(Some((user, target)))
     }
 
+    /// Failed logins from `addr` that other nodes saw within `within`
+    /// (0 without a shared store, or when it cannot be asked: each node
+    /// still counts its own).
+    pub(crate) async fn failures_elsewhere(
+        &self,
+        addr: &str,
+        node: &str,
+        within: std::time::Duration,
+    ) -> u32 {
+        let Store::Postgres { pg, .. } = &*self.store else {
+            return 0;
+        };
+        match pg
+            .failures_elsewhere(addr.into(), node.into(), within)
+            .await
+        {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(error = %e, "other nodes' failed logins could not be read");
+                0
+            }
+        }
+    }
+
+    /// Tells the other nodes of a failed login from `addr`.
+    pub(crate) async fn failed_login(&self, addr: &str, node: &str) {
+        if let Store::Postgres { pg, .. } = &*self.store
+            && let Err(e) = pg.failed_login(addr.into(), node.into()).await
+        {
+            tracing::warn!(error = %e, "a failed login could not be shared with the other nodes");
+        }
+    }
+
     /// The SQLite file the console reads: the database itself, or the
     /// mirror of PostgreSQL's rows brought up to date now. Blocking.
     pub(crate) fn readable(&self) -> Result<std::path::PathBuf, String> {

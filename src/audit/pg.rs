@@ -583,6 +583,61 @@ impl Pg {
     }
 }
 
+impl Pg {
+    /// How many failed logins from `addr` other nodes than `node` saw in
+    /// the last `within`. Async: run on this store's runtime.
+    pub(crate) async fn failures_elsewhere(
+        &self,
+        addr: String,
+        node: String,
+        within: Duration,
+    ) -> Result<u32, String> {
+        let this = self.clone();
+        let secs = within.as_secs_f64();
+        let asked = async move {
+            let client = this.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM login_failures
+                     WHERE addr = $1 AND node <> $2 AND at > now() - make_interval(secs => $3)",
+                    &[&addr, &node, &secs],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX))
+        };
+        self.rt.spawn(asked).await.map_err(|e| e.to_string())?
+    }
+
+    /// Records a failed login from `addr` on `node` (and forgets what is
+    /// older than a day, for that address; now and then for all).
+    pub(crate) async fn failed_login(&self, addr: String, node: String) -> Result<(), String> {
+        let this = self.clone();
+        let sweep_all = rand::random::<u8>() == 0;
+        let done = async move {
+            let client = this.client().await?;
+            let e = |e: tokio_postgres::Error| e.to_string();
+            client
+                .execute(
+                    "INSERT INTO login_failures (addr, node) VALUES ($1, $2)",
+                    &[&addr, &node],
+                )
+                .await
+                .map_err(e)?;
+            let old = "DELETE FROM login_failures WHERE at < now() - interval '1 day'";
+            match sweep_all {
+                true => client.execute(old, &[]).await.map_err(e)?,
+                false => client
+                    .execute(&format!("{old} AND addr = $1"), &[&addr])
+                    .await
+                    .map_err(e)?,
+            };
+            Ok(())
+        };
+        self.rt.spawn(done).await.map_err(|e| e.to_string())?
+    }
+}
+
 /// A session a node left open, as its row names it.
 pub(crate) struct OpenSession {
     pub(crate) id: String,

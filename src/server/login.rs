@@ -193,7 +193,7 @@ impl Connection {
     pub(super) async fn signed(&mut self, raw: &str, signer: Signer<'_>) -> Auth {
         let login = Login::parse(raw);
         let bastion = self.bastion.clone();
-        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+        let Some(attempt) = bastion.begin_attempt(self.peer.ip()).await else {
             return self.refuse(&login, locked_out("publickey")).await;
         };
         match self.check_signer(&login, signer) {
@@ -386,7 +386,7 @@ impl Connection {
             }
         };
         let bastion = self.bastion.clone();
-        let Some(attempt) = bastion.throttle.begin(self.peer.ip()) else {
+        let Some(attempt) = bastion.begin_attempt(self.peer.ip()).await else {
             self.progress.first = Some(first);
             return self.refuse_code(login, locked_out(method)).await;
         };
@@ -524,7 +524,7 @@ impl Connection {
             self.bastion.audit.event(ev).await;
         }
         let delay = match (attempt, reason) {
-            (Some(a), _) => a.failed(),
+            (Some(a), _) => self.bastion.attempt_failed(a, self.peer.ip()).await,
             (None, "locked_out") => super::LOCKED_OUT_DELAY,
             (None, _) => failure.wait,
         };
@@ -544,7 +544,7 @@ async fn check_password<'a>(
     password: &str,
 ) -> Result<String, Refused<'a>> {
     let name = method.name();
-    let Some(attempt) = bastion.throttle.begin(peer.ip()) else {
+    let Some(attempt) = bastion.begin_attempt(peer.ip()).await else {
         return Err(locked_out(name));
     };
     let live = bastion.live();

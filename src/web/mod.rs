@@ -284,7 +284,7 @@ async fn check(
     password: String,
 ) -> Result<Role, &'static str> {
     let b = &c.bastion;
-    let Some(attempt) = b.throttle.begin(peer.ip()) else {
+    let Some(attempt) = b.begin_attempt(peer.ip()).await else {
         return Err("locked_out");
     };
     let live = b.live();
@@ -301,7 +301,7 @@ async fn check(
         return Ok(role);
     }
     b.throttle.account_failed(name);
-    tokio::time::sleep(attempt.failed()).await;
+    tokio::time::sleep(b.attempt_failed(attempt, peer.ip()).await).await;
     // A good password with no console access is a failure too, and looks
     // like any other to the browser.
     Err(if good {

@@ -472,3 +472,31 @@ fn recordings_go_to_a_real_object_store() {
         stdout(&broken)
     );
 }
+
+/// Wrong passwords count across nodes: a guesser who spreads tries over
+/// the nodes behind the load balancer is locked out when the failures of
+/// all of them reach `auth_max_failures` (5 here), on every node.
+#[test]
+fn failed_logins_count_across_nodes() {
+    let Some((_pg, url)) = postgres() else {
+        return;
+    };
+    let (n1, n2) = two_nodes(&url);
+    for (b, n) in [(&n1, 3), (&n2, 2)] {
+        for _ in 0..n {
+            let out = exec(b.ssh_pw("alice:web1", "wrong"), "true");
+            assert_eq!(out.status.code(), Some(255));
+        }
+    }
+    for b in [&n1, &n2] {
+        let out = exec(b.ssh_pw("alice:web1", ALICE_PW), "echo should-not-run");
+        assert_eq!(out.status.code(), Some(255), "{}", stdout(&out));
+        assert!(!stdout(&out).contains("should-not-run"));
+    }
+    let locked = n1.wait_event(|e| e["kind"] == "auth_fail" && e["reason"] == "locked_out");
+    assert_eq!(locked["user"], "alice", "{locked}");
+    // Another address is not affected.
+    let mut c = n2.ssh_pw("alice:web1", ALICE_PW);
+    c.args(["-b", "127.0.0.2", "echo other-address"]);
+    assert_eq!(stdout(&run(c, b"")), "other-address\n");
+}

@@ -1,0 +1,9 @@
+-- Failed logins by address (IPv4, or an IPv6 /64), from every node: a
+-- node counts the others' recent ones with its own before it lets an
+-- address try again, so a guesser gains nothing by changing node.
+CREATE TABLE login_failures (
+    addr TEXT NOT NULL,
+    at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    node TEXT NOT NULL
+);
+CREATE INDEX login_failures_addr ON login_failures (addr, at);
