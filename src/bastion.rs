@@ -57,33 +57,40 @@ pub(crate) struct Live {
 }
 
 impl Bastion {
-    /// A login attempt from `ip`, counted with the failures other nodes
-    /// sharing the audit saw from its address; None while it is locked out.
+    /// A login attempt from `ip`; None while its address is locked out.
+    /// Where several nodes share the audit, the attempt is counted there
+    /// as a failure until it succeeds (so attempts under way on other
+    /// nodes count too), and the others' count with this node's. An
+    /// address locked out here asks nothing of the database; one whose
+    /// count cannot be had in time gets one try at a time.
     pub(crate) async fn begin_attempt(
         &self,
         ip: std::net::IpAddr,
     ) -> Option<crate::throttle::Attempt<'_>> {
+        if self.throttle.locked(ip) {
+            return None;
+        }
         let addr = crate::throttle::Throttle::key_of(ip).to_string();
-        let node = self.live().config.node_name();
-        let lockout = self.throttle.lockout();
-        let elsewhere = self.audit.failures_elsewhere(&addr, &node, lockout).await;
-        self.throttle.set_elsewhere(ip, elsewhere);
-        self.throttle.begin(ip)
-    }
-
-    /// `attempt` from `ip` failed: counted here and told to the other
-    /// nodes; how long to wait before answering.
-    pub(crate) async fn attempt_failed(
-        &self,
-        attempt: crate::throttle::Attempt<'_>,
-        ip: std::net::IpAddr,
-    ) -> std::time::Duration {
-        let delay = attempt.failed();
-        let addr = crate::throttle::Throttle::key_of(ip).to_string();
-        self.audit
-            .failed_login(&addr, &self.live().config.node_name())
-            .await;
-        delay
+        let within = self.throttle.lockout();
+        let (elsewhere, reserved) = match self.audit.reserve_attempt(&addr, within).await {
+            Ok(None) => (0, None),
+            Ok(Some((id, others))) => (others, Some(id)),
+            Err(()) => (self.throttle.max_failures().saturating_sub(1), None),
+        };
+        let Some(attempt) = self.throttle.begin_with(ip, elsewhere) else {
+            if let Some(id) = reserved {
+                self.audit.release_attempt(id);
+            }
+            return None;
+        };
+        Some(match reserved {
+            None => attempt,
+            Some(id) => attempt.settled_by(move |failed| {
+                if !failed {
+                    self.audit.release_attempt(id);
+                }
+            }),
+        })
     }
 
     /// What stops the bastion from working as it should, if anything: the

@@ -203,8 +203,7 @@ pub(crate) async fn serve(
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     tokio::spawn(watchdog(bastion.clone()));
     tokio::spawn(retention(bastion.clone(), sessions.watcher()));
-    let node = bastion.live().config.node_name();
-    if let Some(stops) = bastion.audit.stops(&node) {
+    if let Some(stops) = bastion.audit.stops() {
         tokio::spawn(stops_from_other_nodes(
             bastion.clone(),
             stops,
@@ -296,7 +295,8 @@ async fn stops_from_other_nodes(
         };
         let Some(s) = asked else { return };
         let via = if s.via == "console" { "console" } else { "cli" };
-        if let Err(why) = crate::session::kill(&bastion, &s.session, &s.by, &s.reason, via).await {
+        let asked = (s.by.as_str(), s.reason.as_str(), via);
+        if let Err(why) = crate::session::kill_here(&bastion, &s.session, asked).await {
             tracing::info!(session = %s.session, %why, "a stop from another node was not done");
         }
     }

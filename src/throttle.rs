@@ -45,9 +45,6 @@ pub(crate) struct Throttle {
     windows: Mutex<HashMap<IpAddr, Window>>,
     /// Failed passwords per account, whatever the address.
     accounts: Mutex<HashMap<String, Failures>>,
-    /// Failures other nodes saw lately, per address, as last asked (a
-    /// shared PostgreSQL audit; see [`Throttle::set_elsewhere`]).
-    elsewhere: Mutex<HashMap<IpAddr, u32>>,
 }
 
 /// Connections one address may hold open before logging in: enough for a
@@ -121,6 +118,10 @@ impl Caps {
 pub(crate) struct Attempt<'a> {
     throttle: &'a Throttle,
     key: IpAddr,
+    /// Told how the attempt ended (true: it failed) when it does: where
+    /// other nodes count it too (a shared store), its row is kept or
+    /// taken back.
+    settle: Option<Box<dyn FnOnce(bool) + Send + 'a>>,
 }
 
 /// The name an account is counted under: cut to a bound.
@@ -198,7 +199,6 @@ impl Throttle {
             logged_in: Mutex::default(),
             windows: Mutex::default(),
             accounts: Mutex::default(),
-            elsewhere: Mutex::new(HashMap::new()),
         }
     }
 
@@ -365,7 +365,14 @@ impl Throttle {
 
     /// Starts an attempt from `ip`, or `None` when the address is locked
     /// out or already has as many attempts in flight as it has guesses left.
+    #[cfg(test)]
     pub(crate) fn begin(&self, ip: IpAddr) -> Option<Attempt<'_>> {
+        self.begin_with(ip, 0)
+    }
+
+    /// [`Throttle::begin`], with `elsewhere` failures (and attempts under
+    /// way) that other nodes sharing the audit saw from the address.
+    pub(crate) fn begin_with(&self, ip: IpAddr, elsewhere: u32) -> Option<Attempt<'_>> {
         let now = Instant::now();
         let key = key(ip);
         let mut entries = self.entries();
@@ -387,15 +394,35 @@ impl Throttle {
             e.failures = 0;
             e.locked_until = None;
         }
-        let elsewhere = self.elsewhere_of(key);
-        if e.failures + elsewhere + e.in_flight >= self.max_failures {
+        if e.failures
+            .saturating_add(elsewhere)
+            .saturating_add(e.in_flight)
+            >= self.max_failures
+        {
             return None;
         }
         e.in_flight += 1;
         Some(Attempt {
             throttle: self,
             key,
+            settle: None,
         })
+    }
+
+    /// Whether `ip` is locked out here now (nothing reserved, nothing
+    /// asked of other nodes).
+    pub(crate) fn locked(&self, ip: IpAddr) -> bool {
+        let now = Instant::now();
+        let entries = self.entries();
+        entries.get(&key(ip)).is_some_and(|e| {
+            e.locked_until.is_some_and(|until| until > now)
+                || (now.duration_since(e.last) < self.lockout
+                    && e.failures.saturating_add(e.in_flight) >= self.max_failures)
+        })
+    }
+
+    pub(crate) fn max_failures(&self) -> u32 {
+        self.max_failures
     }
 }
 
@@ -405,32 +432,23 @@ impl Throttle {
         key(ip)
     }
 
-    /// `n` failures from `ip`'s address were seen by other nodes within
-    /// the lockout: they count with this node's before the next try.
-    pub(crate) fn set_elsewhere(&self, ip: IpAddr, n: u32) {
-        let mut seen = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.len() >= PRUNE_AT {
-            seen.clear();
-        }
-        match n {
-            0 => seen.remove(&key(ip)),
-            n => seen.insert(key(ip), n),
-        };
-    }
-
-    fn elsewhere_of(&self, key: IpAddr) -> u32 {
-        let seen = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
-        seen.get(&key).copied().unwrap_or(0)
-    }
-
     pub(crate) fn lockout(&self) -> Duration {
         self.lockout
     }
 }
 
-impl Attempt<'_> {
+impl<'a> Attempt<'a> {
+    /// `settle` is told how the attempt ends (true: it failed).
+    pub(crate) fn settled_by(mut self, settle: impl FnOnce(bool) + Send + 'a) -> Attempt<'a> {
+        self.settle = Some(Box::new(settle));
+        self
+    }
+
     /// Records the failure; returns how long to wait before answering it.
-    pub(crate) fn failed(self) -> Duration {
+    pub(crate) fn failed(mut self) -> Duration {
+        if let Some(settle) = self.settle.take() {
+            settle(true);
+        }
         let now = Instant::now();
         let mut entries = self.throttle.entries();
         let Some(e) = entries.get_mut(&self.key) else {
@@ -448,6 +466,9 @@ impl Attempt<'_> {
 
 impl Drop for Attempt<'_> {
     fn drop(&mut self) {
+        if let Some(settle) = self.settle.take() {
+            settle(false);
+        }
         if let Some(e) = self.throttle.entries().get_mut(&self.key) {
             e.in_flight = e.in_flight.saturating_sub(1);
         }
@@ -457,6 +478,35 @@ impl Drop for Attempt<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Other nodes' failures count with this one's; an attempt settled as
+    /// failed keeps its shared row, one that succeeds gives it back.
+    #[test]
+    fn other_nodes_failures_count_and_attempts_settle() {
+        let t = Throttle::new(3, Duration::from_secs(60));
+        let a = ip("192.0.2.9");
+        assert!(t.begin_with(a, 3).is_none(), "three elsewhere: locked");
+        let settled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = settled.clone();
+        let first = t
+            .begin_with(a, 1)
+            .unwrap()
+            .settled_by(move |failed| s.lock().unwrap().push(failed));
+        // One elsewhere and one in flight here: one more may still try.
+        assert!(t.begin_with(a, 1).is_some());
+        first.failed();
+        let s = settled.clone();
+        drop(
+            t.begin_with(a, 1)
+                .unwrap()
+                .settled_by(move |failed| s.lock().unwrap().push(failed)),
+        );
+        assert_eq!(*settled.lock().unwrap(), [true, false]);
+        assert!(!t.locked(a));
+        t.begin_with(a, 0).unwrap().failed();
+        t.begin_with(a, 0).unwrap().failed();
+        assert!(t.locked(a));
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

@@ -36,6 +36,10 @@ use tokio::sync::mpsc;
 use crate::config::OnFailure;
 pub(crate) use kind::Kind;
 
+/// How long a login waits for the other nodes' count of failures before
+/// it goes on without it (one try at a time).
+const ASK_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Events waiting for the writer. Large enough to absorb a burst (a login
 /// flood), small enough that a dead disk is noticed as back-pressure on the
 /// sessions producing events rather than as unbounded memory.
@@ -199,6 +203,10 @@ pub(crate) struct Audit {
     pub(crate) health: Arc<Health>,
     /// Where conversations are read back from.
     store: Arc<Store>,
+    /// This node's name, as it started (rows, locks and stops use it).
+    node: Arc<str>,
+    /// The audit key, to sign stops sent to other nodes (`stops`).
+    key: Option<Arc<russh::keys::PrivateKey>>,
     /// Where the console reads.
     reader: Arc<Reader>,
     /// This node's claim on its name in a shared store (`pg::NodeHold`),
@@ -288,6 +296,7 @@ impl Audit {
         forward: Option<forward::Forward>,
     ) -> Result<(Audit, std::thread::JoinHandle<()>), String> {
         let mut hold = None;
+        let signing = checkpoints.key.clone().map(Arc::new);
         let (sink, head, head_file): (Box<dyn db::Sink>, _, _) = match &store {
             Store::Sqlite(path) => {
                 let mut conn = db::open_writer(path)?;
@@ -338,6 +347,8 @@ impl Audit {
                 health,
                 reader: Arc::new(reader),
                 store: Arc::new(store),
+                node: Arc::from(node),
+                key: signing,
                 _node: hold,
                 metrics,
             },
@@ -417,72 +428,89 @@ impl Audit {
     }
 
     /// Where stops of this node's sessions asked on other nodes arrive
-    /// (`stops`); none without a shared store.
-    pub(crate) fn stops(&self, node: &str) -> Option<stops::Stops> {
-        match &*self.store {
-            Store::Postgres { pg, .. } => Some(pg.listen_stops(node)),
-            Store::Sqlite(_) => None,
+    /// (`stops`); none without a shared store (or an audit key).
+    pub(crate) fn stops(&self) -> Option<stops::Stops> {
+        match (&*self.store, &self.key) {
+            (Store::Postgres { pg, .. }, Some(key)) => {
+                Some(pg.listen_stops(&self.node, key.public_key().clone()))
+            }
+            _ => None,
         }
     }
 
     /// Asks the node that carries session `id` to stop it, where several
-    /// share the store: its user and target, or None when no other node
-    /// has it open (or there are no other nodes).
+    /// share the store, and waits a while for it to say it did: its user
+    /// and target; None when no other node has it open (or there are no
+    /// other nodes); Err when that node is not running (reap it) or did
+    /// not stop it in time.
     pub(crate) async fn stop_elsewhere(
         &self,
         id: &str,
-        (here, by, reason, via): (&str, &str, &str, &str),
+        (by, reason, via): (&str, &str, &str),
     ) -> Result<Option<(String, String)>, String> {
-        let Store::Postgres { pg, .. } = &*self.store else {
+        let (Store::Postgres { pg, .. }, Some(key)) = (&*self.store, &self.key) else {
             return Ok(None);
         };
         let Some((node, user, target)) = pg.open_session(id).await? else {
             return Ok(None);
         };
-        if node == here {
+        if node == *self.node {
             return Ok(None);
         }
+        if !pg.node_running(&node).await? {
+            return Err(format!(
+                "session {id} is open on node {node}, which is not running: end its sessions with `walissh sessions --reap {node}`"
+            ));
+        }
         let stop = stops::Stop {
-            node,
+            node: node.clone(),
             session: id.to_string(),
             by: by.to_string(),
             reason: reason.to_string(),
             via: via.to_string(),
-        };
+            from: self.node.to_string(),
+            at: stops::now(),
+            signature: String::new(),
+        }
+        .sign(key)?;
         pg.send_stop(&stop).await?;
-        Ok(Some((user, target)))
-    }
-
-    /// Failed logins from `addr` that other nodes saw within `within`
-    /// (0 without a shared store, or when it cannot be asked: each node
-    /// still counts its own).
-    pub(crate) async fn failures_elsewhere(
-        &self,
-        addr: &str,
-        node: &str,
-        within: std::time::Duration,
-    ) -> u32 {
-        let Store::Postgres { pg, .. } = &*self.store else {
-            return 0;
-        };
-        match pg
-            .failures_elsewhere(addr.into(), node.into(), within)
-            .await
-        {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!(error = %e, "other nodes' failed logins could not be read");
-                0
-            }
+        match pg.stopped(id, stops::CONFIRM).await? {
+            true => Ok(Some((user, target))),
+            false => Err(format!(
+                "asked node {node} to stop session {id}; it has not said it did within {} s",
+                stops::CONFIRM.as_secs()
+            )),
         }
     }
 
-    /// Tells the other nodes of a failed login from `addr`.
-    pub(crate) async fn failed_login(&self, addr: &str, node: &str) {
-        if let Store::Postgres { pg, .. } = &*self.store
-            && let Err(e) = pg.failed_login(addr.into(), node.into()).await
-        {
-            tracing::warn!(error = %e, "a failed login could not be shared with the other nodes");
+    /// Counts a login attempt from `addr` where several nodes share the
+    /// store, as a failure until [`Audit::release_attempt`] takes it
+    /// back: its row's id, and how many failures and attempts other nodes
+    /// had from the address within `within`. Ok(None) without a shared
+    /// store; Err when it cannot be had within [`ASK_WITHIN`].
+    pub(crate) async fn reserve_attempt(
+        &self,
+        addr: &str,
+        within: std::time::Duration,
+    ) -> Result<Option<(i64, u32)>, ()> {
+        let Store::Postgres { pg, .. } = &*self.store else {
+            return Ok(None);
+        };
+        let asked = pg.reserve_attempt(addr.into(), self.node.to_string(), within);
+        match tokio::time::timeout(ASK_WITHIN, asked).await {
+            Ok(Ok(found)) => Ok(Some(found)),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "other nodes' failed logins could not be read");
+                Err(())
+            }
+            Err(_) => Err(()),
+        }
+    }
+
+    /// Takes back an attempt's row (it succeeded, or was not made).
+    pub(crate) fn release_attempt(&self, id: i64) {
+        if let Store::Postgres { pg, .. } = &*self.store {
+            pg.release_attempt(id);
         }
     }
 

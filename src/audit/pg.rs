@@ -34,6 +34,8 @@ const HEAD_LOCK: i64 = 0x0077_616c_6973_7368;
 const MIGRATE_LOCK: i64 = HEAD_LOCK + 1;
 /// Connections per bastion: the writer, a reader or two, and a spare.
 const POOL: usize = 4;
+/// Connections for what logins and stops ask.
+const AUX_POOL: usize = 2;
 /// How long a connection or a free pool slot is waited for before the
 /// store counts as down (`on_failure` then decides).
 const WAIT: Duration = Duration::from_secs(5);
@@ -76,6 +78,9 @@ impl Drop for Driver {
 #[derive(Clone)]
 pub(crate) struct Pg {
     pool: Pool,
+    /// A small pool of its own for what logins and stops ask, so that a
+    /// flood of them never takes the writer's connections.
+    aux: Pool,
     /// For the one connection outside the pool (`hold_node`).
     config: std::sync::Arc<tokio_postgres::Config>,
     rt: tokio::runtime::Handle,
@@ -120,20 +125,23 @@ impl Pg {
             None => ours.to_string(),
         };
         config.options(&options);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(POOL)
-            .wait_timeout(Some(WAIT))
-            .create_timeout(Some(WAIT))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| format!("{url}: {e}"))?;
+        let pool_of = |size: usize| {
+            let manager = Manager::from_config(
+                config.clone(),
+                NoTls,
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            Pool::builder(manager)
+                .max_size(size)
+                .wait_timeout(Some(WAIT))
+                .create_timeout(Some(WAIT))
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .build()
+                .map_err(|e| format!("{url}: {e}"))
+        };
+        let (pool, aux) = (pool_of(POOL)?, pool_of(AUX_POOL)?);
         let driver = Driver::start()?;
         let rt = driver
             .0
@@ -142,6 +150,7 @@ impl Pg {
             .ok_or("no runtime")?;
         Ok(Pg {
             pool,
+            aux,
             config: std::sync::Arc::new(config),
             rt,
             _driver: std::sync::Arc::new(driver),
@@ -195,9 +204,23 @@ impl Pg {
             .map_err(|e| format!("{}: {e}", self.name))
     }
 
-    /// A connection from the pool.
-    pub(super) async fn pooled(&self) -> Result<deadpool_postgres::Object, String> {
-        self.client().await
+    /// A connection from the small pool (logins, stops).
+    pub(super) async fn aux(&self) -> Result<deadpool_postgres::Object, String> {
+        self.aux
+            .get()
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// Whether a running bastion holds `node`'s name now (asked at once).
+    pub(crate) async fn node_running(&self, node: &str) -> Result<bool, String> {
+        let (this, node) = (self.clone(), node.to_string());
+        let asked = async move {
+            let (client, held) = this.lock_node(&node, Duration::from_millis(1)).await?;
+            drop(client);
+            Ok(!held)
+        };
+        self.rt.spawn(asked).await.map_err(|e| e.to_string())?
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, String> {
@@ -584,57 +607,54 @@ impl Pg {
 }
 
 impl Pg {
-    /// How many failed logins from `addr` other nodes than `node` saw in
-    /// the last `within`. Async: run on this store's runtime.
-    pub(crate) async fn failures_elsewhere(
+    /// Counts an attempt from `addr` on `node` (a row, kept if it fails)
+    /// and returns its id with how many rows other nodes have from the
+    /// address within `within`, in one statement. Now and then, rows older
+    /// than a day go.
+    pub(crate) async fn reserve_attempt(
         &self,
         addr: String,
         node: String,
         within: Duration,
-    ) -> Result<u32, String> {
+    ) -> Result<(i64, u32), String> {
         let this = self.clone();
         let secs = within.as_secs_f64();
+        let sweep = rand::random::<u8>() == 0;
         let asked = async move {
-            let client = this.client().await?;
+            let client = this.aux().await?;
+            let e = |e: tokio_postgres::Error| e.to_string();
             let row = client
                 .query_one(
-                    "SELECT count(*) FROM login_failures
-                     WHERE addr = $1 AND node <> $2 AND at > now() - make_interval(secs => $3)",
+                    "WITH others AS (SELECT count(*) AS n FROM login_failures
+                                     WHERE addr = $1 AND node <> $2 AND at > now() - make_interval(secs => $3))
+                     INSERT INTO login_failures (addr, node) VALUES ($1, $2)
+                     RETURNING id, (SELECT n FROM others)",
                     &[&addr, &node, &secs],
                 )
                 .await
-                .map_err(|e| e.to_string())?;
-            Ok(u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX))
+                .map_err(e)?;
+            if sweep {
+                let old = "DELETE FROM login_failures WHERE at < now() - interval '1 day'";
+                client.execute(old, &[]).await.map_err(e)?;
+            }
+            Ok((
+                row.get(0),
+                u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
+            ))
         };
         self.rt.spawn(asked).await.map_err(|e| e.to_string())?
     }
 
-    /// Records a failed login from `addr` on `node` (and forgets what is
-    /// older than a day, for that address; now and then for all).
-    pub(crate) async fn failed_login(&self, addr: String, node: String) -> Result<(), String> {
+    /// Takes an attempt's row back, in the background.
+    pub(crate) fn release_attempt(&self, id: i64) {
         let this = self.clone();
-        let sweep_all = rand::random::<u8>() == 0;
-        let done = async move {
-            let client = this.client().await?;
-            let e = |e: tokio_postgres::Error| e.to_string();
-            client
-                .execute(
-                    "INSERT INTO login_failures (addr, node) VALUES ($1, $2)",
-                    &[&addr, &node],
-                )
-                .await
-                .map_err(e)?;
-            let old = "DELETE FROM login_failures WHERE at < now() - interval '1 day'";
-            match sweep_all {
-                true => client.execute(old, &[]).await.map_err(e)?,
-                false => client
-                    .execute(&format!("{old} AND addr = $1"), &[&addr])
-                    .await
-                    .map_err(e)?,
-            };
-            Ok(())
-        };
-        self.rt.spawn(done).await.map_err(|e| e.to_string())?
+        self.rt.spawn(async move {
+            if let Ok(client) = this.aux().await {
+                let _ = client
+                    .execute("DELETE FROM login_failures WHERE id = $1", &[&id])
+                    .await;
+            }
+        });
     }
 }
 

@@ -125,6 +125,11 @@ impl Config {
             let why = "use at most 64 letters, digits, '.', '-' and '_'";
             return Err(loc.error(n.span(), Some("server.node_name"), why));
         }
+        if *s.auth_lockout_s.get_ref() > 86_400 {
+            // Shared failures (several nodes) are kept a day.
+            let why = "must be at most 86400 (a day)";
+            return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));
+        }
         if *s.auth_lockout_s.get_ref() == 0 {
             let why = "must be at least 1 (0 would disable the lockout)";
             return Err(loc.error(s.auth_lockout_s.span(), Some("server.auth_lockout_s"), why));

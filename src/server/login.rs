@@ -524,7 +524,7 @@ impl Connection {
             self.bastion.audit.event(ev).await;
         }
         let delay = match (attempt, reason) {
-            (Some(a), _) => self.bastion.attempt_failed(a, self.peer.ip()).await,
+            (Some(a), _) => a.failed(),
             (None, "locked_out") => super::LOCKED_OUT_DELAY,
             (None, _) => failure.wait,
         };

@@ -22,6 +22,24 @@ pub(crate) async fn kill(
     reason: &str,
     via: &'static str,
 ) -> Result<Ids, String> {
+    kill_where(bastion, id, (by, reason, via), true).await
+}
+
+/// [`kill`] of a session this bastion carries, as another node asked.
+pub(crate) async fn kill_here(
+    bastion: &Bastion,
+    id: &str,
+    (by, reason, via): (&str, &str, &'static str),
+) -> Result<Ids, String> {
+    kill_where(bastion, id, (by, reason, via), false).await
+}
+
+async fn kill_where(
+    bastion: &Bastion,
+    id: &str,
+    (by, reason, via): (&str, &str, &'static str),
+    forward: bool,
+) -> Result<Ids, String> {
     // One line, as it reads: no control character (an escape sequence
     // into the user's terminal), no invisible one (a bidi override that
     // reorders it).
@@ -35,9 +53,12 @@ pub(crate) async fn kill(
         return Err("a reason is needed: the user is told it".into());
     }
     let Some(ids) = bastion.sessions.get(id) else {
-        // Another node's, where several share the audit: it is asked to.
-        let here = bastion.live().config.node_name();
-        let asked = (here.as_str(), by, reason.as_str(), via);
+        // Another node's, where several share the audit: it is asked to
+        // (never when the ask came from another node: it goes no further).
+        if !forward {
+            return Err(format!("no session {id} is open on this bastion"));
+        }
+        let asked = (by, reason.as_str(), via);
         return match bastion.audit.stop_elsewhere(id, asked).await? {
             Some((user, target)) => Ok(Ids {
                 session: id.to_string(),

@@ -17,7 +17,7 @@ mod kill;
 mod seat;
 mod shared;
 
-pub(crate) use kill::kill;
+pub(crate) use kill::{kill, kill_here};
 pub(crate) use shared::Shared;
 
 use crate::audit::Kind;

@@ -301,7 +301,7 @@ async fn check(
         return Ok(role);
     }
     b.throttle.account_failed(name);
-    tokio::time::sleep(b.attempt_failed(attempt, peer.ip()).await).await;
+    tokio::time::sleep(attempt.failed()).await;
     // A good password with no console access is a failure too, and looks
     // like any other to the browser.
     Err(if good {

@@ -212,6 +212,16 @@ fn two_nodes_write_one_chain_into_postgresql() {
     // says so instead of carrying a digest.
     let open = json_lines(&n1.cli(&["sessions", "--active", "--json"]));
     assert_eq!(open.len(), 1, "{open:?}");
+    // A stop cannot reach a node that is down: said, with what to do.
+    let id2 = open[0]["id"].as_str().unwrap();
+    let down = n1.cli_any(&["sessions", "kill", id2, "--reason", "x"]);
+    assert!(!down.status.success());
+    assert!(
+        stderr(&down)
+            .contains("which is not running: end its sessions with `walissh sessions --reap n2`"),
+        "{}",
+        stderr(&down)
+    );
     std::fs::remove_file(open[0]["recording"].as_str().unwrap()).unwrap();
     let out = n1.cli(&["sessions", "--reap", "n2"]);
     assert!(
