@@ -160,18 +160,23 @@ enum Seal {
 /// Checked as `walissh audit verify` checks it (`chain::file_digest`:
 /// read in pieces, not whole into memory).
 fn seal(file: Option<&Path>, replay: &Replay) -> Seal {
-    if replay.ended.is_none() {
+    sealed_as(file, (replay.ended.is_some(), replay.sealed.as_deref()))
+}
+
+/// [`seal`] of `file`, for a session that has `ended` with digest `sealed`.
+fn sealed_as(file: Option<&Path>, (ended, sealed): (bool, Option<&str>)) -> Seal {
+    if !ended {
         return Seal::Live;
     }
     let Some(file) = file else {
         return Seal::Missing;
     };
-    let Some(sealed) = &replay.sealed else {
+    let Some(sealed) = sealed else {
         return Seal::Unsealed;
     };
     match crate::audit::chain::file_digest(file) {
         Err(_) => Seal::Missing,
-        Ok((digest, _)) if digest == *sealed => Seal::Verified(digest),
+        Ok((digest, _)) if digest == sealed => Seal::Verified(digest),
         Ok(_) => Seal::Differs,
     }
 }
@@ -188,15 +193,87 @@ async fn load(
         return Err(StatusCode::NOT_FOUND.into_response());
     };
     let state = c.bastion.live().config.state_dir().to_path_buf();
+    let bucket = c
+        .bastion
+        .live()
+        .config
+        .recordings_bucket()
+        .map(str::to_string);
+    let here = state.clone();
     let found = read_audit(c, move |conn| {
         Ok(read(conn, &id)?.map(|r| {
-            let file = recording_file(&state, &r);
+            let file = recording_file(&here, &r);
             let seal = sealed.then(|| seal(file.as_deref(), &r));
             (r, file, seal)
         }))
     })
     .await?;
-    found.ok_or_else(|| (StatusCode::NOT_FOUND, "no such session").into_response())
+    let (r, file, checked) =
+        found.ok_or_else(|| (StatusCode::NOT_FOUND, "no such session").into_response())?;
+    // Gone from the disk, kept in the bucket: fetched, and sealed as ever.
+    let (Some(url), None, Some(_)) = (bucket, &file, &r.ended) else {
+        return Ok((r, file, checked));
+    };
+    let Some(fetched) = fetched(&state, &url, &r).await else {
+        return Ok((r, file, checked));
+    };
+    let checked = match sealed {
+        false => None,
+        true => {
+            let (f, digest) = (fetched.clone(), r.sealed.clone());
+            let check = move || sealed_as(Some(&f), (true, digest.as_deref()));
+            tokio::task::spawn_blocking(check).await.ok()
+        }
+    };
+    Ok((r, Some(fetched), checked))
+}
+
+/// The session's recording fetched from the bucket into
+/// `<state>/fetched` (kept an hour, for the player's request that
+/// follows the page's), if the bucket has it.
+async fn fetched(state: &Path, url: &str, r: &Replay) -> Option<PathBuf> {
+    let name = r.recording.as_ref()?.file_name()?.to_str()?.to_string();
+    let dir = state.join("fetched");
+    let made = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || {
+            crate::keys::create_private_dir(&dir)?;
+            sweep_fetched(&dir);
+            Ok::<_, String>(())
+        }
+    })
+    .await;
+    if !matches!(made, Ok(Ok(()))) {
+        return None;
+    }
+    let to = dir.join(&name);
+    if !to.is_file() {
+        let bucket = crate::audit::upload::Bucket::new(url).ok()?;
+        if let Err(e) = bucket.fetch(&name, &to, None).await {
+            tracing::warn!(error = %e, "the console could not fetch a recording");
+            let _ = tokio::fs::remove_file(&to).await;
+            return None;
+        }
+    }
+    Some(to)
+}
+
+/// Deletes fetched recordings older than an hour. Blocking.
+fn sweep_fetched(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 pub(super) async fn session(

@@ -399,7 +399,11 @@ fn recordings_go_to_a_real_object_store() {
         return;
     };
     let mut b = Bastion::start_with(Opts {
-        extra_toml: "[recordings]\nstore = \"s3://casts/walissh\"\n".into(),
+        extra_toml: format!(
+            "[recordings]\nstore = \"s3://casts/walissh\"\n\n[web]\nlisten = \"127.0.0.1:0\"\n\n\
+             [[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
+            hash_of(crate::web::ERIN_PW)
+        ),
         env: garage.env(),
         ..Opts::default()
     });
@@ -459,6 +463,17 @@ fn recordings_go_to_a_real_object_store() {
         (Value::Null, Some(2)),
         "{report}"
     );
+    // The console replays it from the bucket, sealed.
+    let base = b.web_url();
+    let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
+    let with = ["-H".to_string(), format!("Cookie: {cookie}")];
+    let with: Vec<&str> = with.iter().map(String::as_str).collect();
+    let page = crate::web::curl(&format!("{base}/sessions/{session}"), &with);
+    assert!(page.body.contains("Recording verified"), "{}", page.body);
+    let cast = crate::web::curl(&format!("{base}/sessions/{session}/cast"), &with);
+    assert_eq!(cast.status, 200);
+    assert!(cast.body.contains("UPLOADED-42"));
+
     // An object changed in the bucket is neither played nor verified.
     let forged = b.dir.path().join("forged.cast");
     let text = String::from_utf8(object)
@@ -474,6 +489,9 @@ fn recordings_go_to_a_real_object_store() {
         stderr(&refused)
     );
     assert!(!stdout(&refused).contains("UPLOADED-43"));
+    std::fs::remove_dir_all(b.state.join("fetched")).unwrap();
+    let page = crate::web::curl(&format!("{base}/sessions/{session}"), &with);
+    assert!(page.body.contains("does NOT match"), "{}", page.body);
     let broken = b.cli_any(&["audit", "verify", "--json"]);
     assert!(!broken.status.success());
     assert!(
