@@ -290,11 +290,10 @@ impl Pg {
             let client = self.client().await?;
             let rows = client
                 .query(
-                    "SELECT s.session, s.\"user\", s.target, s.fields::json ->> 'recording' FROM events s
-                     WHERE s.kind = 'session_start' AND s.session IS NOT NULL
-                       AND s.fields::json ->> 'node' = $1
-                       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'session_end' AND e.session = s.session)
-                     ORDER BY s.seq",
+                    &format!(
+                        "SELECT s.session, s.\"user\", s.target, s.fields::json ->> 'recording'
+                         {OPEN_STARTS} AND s.fields::json ->> 'node' = $1 ORDER BY s.seq"
+                    ),
                     &[&node],
                 )
                 .await
@@ -332,7 +331,8 @@ impl Pg {
 
     /// Copies into the SQLite file `into` (made with the store's schema if
     /// need be) the events after seq `after`, the checkpoints after its
-    /// newest, every session and the retention marker, exactly as stored,
+    /// newest, the sessions started since or still open in it, and the
+    /// retention marker, exactly as stored,
     /// all from one snapshot of the database (a read-only repeatable-read
     /// transaction: what other nodes commit meanwhile is not half in it).
     /// The readers (`walissh audit`, `sessions`, `audit verify`) then read
@@ -344,6 +344,12 @@ impl Pg {
             .query_row("SELECT COALESCE(MAX(seq), -1) FROM checkpoints", [], |r| {
                 r.get(0)
             })
+            .map_err(into_err)?;
+        // Of the sessions, only what can have changed since: the ones
+        // started after `after`, and the ones the copy has still open.
+        let open: Vec<String> = conn
+            .prepare("SELECT id FROM sessions WHERE ended IS NULL")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
             .map_err(into_err)?;
         self.block_long(async {
             let mut client = self.client().await?;
@@ -379,8 +385,9 @@ impl Pg {
                 .map_err(err)?;
             let sessions = tx
                 .query(
-                    "SELECT id, \"user\", target, client_addr, started, ended, recording, start_seq FROM sessions ORDER BY start_seq, id",
-                    &[],
+                    "SELECT id, \"user\", target, client_addr, started, ended, recording, start_seq FROM sessions
+                     WHERE start_seq > $1 OR id = ANY($2) ORDER BY start_seq, id",
+                    &[&after, &open],
                 )
                 .await
                 .map_err(err)?;
@@ -481,6 +488,12 @@ fn copy_rest(
     }
     tx.commit()
 }
+
+/// The `session_start` rows (as `s`) the chain has not ended: the open
+/// sessions, whatever the unchained sessions table says.
+pub(super) const OPEN_STARTS: &str =
+    "FROM events s WHERE s.kind = 'session_start' AND s.session IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'session_end' AND e.session = s.session)";
 
 /// The advisory locks' class for node names (two-key locks, a space of
 /// their own beside the head's one-key lock): "wali".

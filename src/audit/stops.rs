@@ -207,9 +207,10 @@ impl Pg {
             let client = this.aux().await?;
             let row = client
                 .query_opt(
-                    "SELECT s.fields::json ->> 'node', s.\"user\", s.target FROM events s
-                     WHERE s.kind = 'session_start' AND s.session = $1
-                       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'session_end' AND e.session = $1)",
+                    &format!(
+                        "SELECT s.fields::json ->> 'node', s.\"user\", s.target {} AND s.session = $1",
+                        super::pg::OPEN_STARTS
+                    ),
                     &[&id],
                 )
                 .await

@@ -234,20 +234,21 @@ async fn load(
 async fn fetched(state: &Path, url: &str, r: &Replay) -> Option<PathBuf> {
     let name = r.recording.as_ref()?.file_name()?.to_str()?.to_string();
     let dir = state.join("fetched");
-    let made = tokio::task::spawn_blocking({
-        let dir = dir.clone();
+    let to = dir.join(&name);
+    // File work off the runtime: the directory, its sweep, what is there.
+    let there = tokio::task::spawn_blocking({
+        let (dir, to) = (dir.clone(), to.clone());
         move || {
             crate::keys::create_private_dir(&dir)?;
             sweep_fetched(&dir);
-            Ok::<_, String>(())
+            Ok::<_, String>(to.is_file())
         }
     })
     .await;
-    if !matches!(made, Ok(Ok(()))) {
+    let Ok(Ok(there)) = there else {
         return None;
-    }
-    let to = dir.join(&name);
-    if !to.is_file() {
+    };
+    if !there {
         let bucket = crate::audit::upload::Bucket::new(url).ok()?;
         if let Err(e) = bucket.fetch(&name, &to, None).await {
             tracing::warn!(error = %e, "the console could not fetch a recording");

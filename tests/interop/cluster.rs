@@ -153,10 +153,19 @@ fn two_nodes_write_one_chain_into_postgresql() {
         .and_then(|s| s["id"].as_str())
         .unwrap_or_else(|| panic!("n2's session is not listed live on n1: {live:?}"))
         .to_string();
+    // n1's console copy has it live; once it ends, the next page says so
+    // (the copy takes again what it had open).
+    let page_of = |id: &str| {
+        let cookie = format!("Cookie: {cookie}");
+        crate::web::curl(&format!("{base}/sessions/{id}"), &["-H", &cookie]).body
+    };
+    assert!(page_of(&id).contains("Live:"));
     let out = n1.cli(&["sessions", "kill", &id, "--reason", "moved to n1"]);
     assert!(stdout(&out).contains(&id), "{}", stdout(&out));
     on2.expect("ended by an administrator: moved to n1");
     assert!(on2.wait().is_some());
+    n1.wait_event(|e| e["kind"] == "session_end" && e["session"] == id.as_str());
+    assert!(!page_of(&id).contains("Live:"));
     let killed = n1.wait_event(|e| e["kind"] == "session_killed" && e["session"] == id.as_str());
     assert_eq!(
         (killed["node"].as_str(), killed["via"].as_str()),

@@ -220,6 +220,50 @@ fn a_database_behind_its_head_file_does_not_start() {
     assert!(e.contains("rolled back or cut"), "{e}");
 }
 
+/// A state directory for the retention tests: the database's path, the
+/// recordings' directory with one recording (`s1.cast`) and its digest,
+/// and the audit key.
+struct Aged {
+    dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    recordings: std::path::PathBuf,
+    key: PrivateKey,
+    cast: std::path::PathBuf,
+    sha: String,
+    bytes: u64,
+}
+
+fn aged() -> Aged {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir(&recordings).unwrap();
+    let cast = recordings.join("s1.cast");
+    std::fs::write(&cast, "{\"version\": 2}\n").unwrap();
+    let (sha, bytes) = chain::file_digest(&cast).unwrap();
+    Aged {
+        dir,
+        path,
+        recordings,
+        key: key(),
+        cast,
+        sha,
+        bytes,
+    }
+}
+
+/// `days` days ago.
+fn ago(days: u32) -> std::time::SystemTime {
+    std::time::SystemTime::now() - Duration::from_secs(86_400) * days
+}
+
+/// An event of bob's session `id` on web1, of `kind`, `days` old.
+fn aged_event(id: &str, kind: Kind, days: u32) -> Event {
+    let mut ev = Event::new(kind).user("bob");
+    (ev.session, ev.target, ev.ts) = (Some(id.into()), Some("web1".into()), ago(days));
+    ev
+}
+
 /// Retention: rows older than the cutoff go, with their checkpoints and
 /// sessions, and a signed marker takes their place; an open session keeps
 /// its rows whatever their age; a recording deleted by retention is said
@@ -228,22 +272,16 @@ fn a_database_behind_its_head_file_does_not_start() {
 #[test]
 fn a_pruned_chain_verifies_from_its_marker() {
     use crate::audit::prune::Ask;
-    use std::time::SystemTime;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.db");
-    let recordings = dir.path().join("recordings");
-    std::fs::create_dir(&recordings).unwrap();
-    let key = key();
-    let day = Duration::from_secs(86_400);
-    let ago = |days: u32| SystemTime::now() - day * days;
-    let session = |id: &str, kind: Kind, days: u32| {
-        let mut ev = Event::new(kind).user("bob");
-        (ev.session, ev.target, ev.ts) = (Some(id.into()), Some("web1".into()), ago(days));
-        ev
-    };
-    let cast = recordings.join("s1.cast");
-    std::fs::write(&cast, "{\"version\": 2}\n").unwrap();
-    let (sha, bytes) = chain::file_digest(&cast).unwrap();
+    let Aged {
+        dir,
+        path,
+        recordings,
+        key,
+        cast,
+        sha,
+        bytes,
+    } = aged();
+    let session = aged_event;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let run = |steps: &dyn Fn(&Audit) -> Vec<crate::audit::prune::Pruned>| {
         let (audit, thread) = signed(&path, &key, 2);
@@ -361,7 +399,6 @@ fn a_pruned_chain_verifies_from_its_marker() {
 #[test]
 fn retention_goes_by_the_chain_and_survives_deleting_everything() {
     use crate::audit::prune::Ask;
-    use std::time::SystemTime;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.db");
     let recordings = dir.path().join("recordings");
@@ -369,13 +406,7 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
     let victim = dir.path().join("victim.txt");
     std::fs::write(&victim, "keep me").unwrap();
     let key = key();
-    let day = Duration::from_secs(86_400);
-    let ago = |days: u32| SystemTime::now() - day * days;
-    let old = |kind: Kind| {
-        let mut ev = Event::new(kind).user("bob");
-        (ev.session, ev.target, ev.ts) = (Some("s1".into()), Some("web1".into()), ago(10));
-        ev
-    };
+    let old = |kind: Kind| aged_event("s1", kind, 10);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let start = || signed(&path, &key, 2);
     // Old rows, then new ones; a clean stop signs the head.
@@ -548,22 +579,16 @@ fn retention_costs() {
 #[test]
 fn retention_is_not_fooled_by_what_is_not_chained() {
     use crate::audit::prune::Ask;
-    use std::time::SystemTime;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.db");
-    let recordings = dir.path().join("recordings");
-    std::fs::create_dir(&recordings).unwrap();
-    let key = key();
-    let day = Duration::from_secs(86_400);
-    let ago = |days: u32| SystemTime::now() - day * days;
-    let at = |id: &str, kind: Kind, days: u32| {
-        let mut ev = Event::new(kind).user("bob");
-        (ev.session, ev.target, ev.ts) = (Some(id.into()), Some("web1".into()), ago(days));
-        ev
-    };
-    let cast = recordings.join("s1.cast");
-    std::fs::write(&cast, "{\"version\": 2}\n").unwrap();
-    let (sha, bytes) = chain::file_digest(&cast).unwrap();
+    let Aged {
+        dir: _dir,
+        path,
+        recordings,
+        key,
+        cast,
+        sha,
+        bytes,
+    } = aged();
+    let at = aged_event;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let session = |ask: Option<Ask>, steps: &dyn Fn(&Audit)| {
         let (audit, thread) = signed(&path, &key, 2);
