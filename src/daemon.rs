@@ -96,9 +96,11 @@ pub(crate) async fn serve(
         Some(url) => {
             let keep = config.recordings.keep_local_days.as_ref();
             let keep = keep.map(|d| Duration::from_secs(u64::from(*d.get_ref()) * 86_400));
+            let every = config.recordings.upload_every_s.as_ref();
+            let every = Duration::from_secs(every.map_or(120, |s| u64::from(*s.get_ref())));
             let bucket = crate::audit::upload::Bucket::new(url)?;
             let (uploads, _thread) =
-                crate::audit::upload::start(bucket, config.recordings_dir(), keep)?;
+                crate::audit::upload::start(bucket, config.recordings_dir(), (keep, every))?;
             Some(uploads)
         }
     };
@@ -210,6 +212,13 @@ pub(crate) async fn serve(
             sessions.watcher(),
         ));
     }
+    if let Some(views) = bastion.audit.views().cloned() {
+        tokio::spawn(views_for_other_nodes(
+            bastion.clone(),
+            views,
+            sessions.watcher(),
+        ));
+    }
 
     while signals.wait().await == Signal::Reload {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
@@ -302,6 +311,35 @@ async fn stops_from_other_nodes(
     }
 }
 
+/// Live views other nodes' consoles ask of sessions this one carries
+/// (`audit::views`), each served until it ends or shutdown (which tells
+/// its watcher).
+async fn views_for_other_nodes(
+    bastion: Arc<Bastion>,
+    views: Arc<crate::audit::views::Views>,
+    mut stop: crate::shutdown::Watcher,
+) {
+    let Some(mut asks) = views.take_asks() else {
+        return;
+    };
+    loop {
+        let asked = tokio::select! {
+            _ = stop.requested() => return,
+            asked = asks.recv() => asked,
+        };
+        let Some(ask) = asked else { return };
+        let (bastion, views, mut stop) = (bastion.clone(), views.clone(), stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = crate::web::live::serve_other_node(&bastion, &views, &ask) => {}
+                _ = stop.requested() => {
+                    views.end(&ask.view, Some("the bastion is shutting down")).await;
+                }
+            }
+        });
+    }
+}
+
 /// How often the retention pass runs (and once at start).
 const RETENTION_EVERY: Duration = Duration::from_secs(24 * 3600);
 
@@ -324,18 +362,24 @@ async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
         let recordings =
             ago(&live.config.recordings.keep_days).map(|t| (live.config.recordings_dir(), t));
         // The rows a chunk at a time (each pass deletes at most
-        // `prune::MAX_ROWS`), other writes between them; then recordings.
+        // `prune::MAX_ROWS`), other writes between them.
+        let bucket = live.config.recordings_bucket().map(str::to_string);
         let mut asks: Vec<crate::audit::prune::Ask> = Vec::new();
-        if audit_before.is_some() {
-            asks.push(crate::audit::prune::Ask {
-                audit_before,
-                recordings: None,
-            });
-        }
+        // Recordings first: while their sessions' rows are there, each
+        // goes with a chained row (and from the bucket); after, only by
+        // its file's age.
         if recordings.is_some() {
             asks.push(crate::audit::prune::Ask {
                 audit_before: None,
                 recordings,
+                bucket: bucket.is_some(),
+            });
+        }
+        if audit_before.is_some() {
+            asks.push(crate::audit::prune::Ask {
+                audit_before,
+                recordings: None,
+                bucket: bucket.is_some(),
             });
         }
         // A pass that finds the chain broken stops the rest: nothing is
@@ -362,15 +406,46 @@ async fn retention(bastion: Arc<Bastion>, mut stop: crate::shutdown::Watcher) {
                     }
                 }
             }
+            let objects = match &bucket {
+                Some(url) => delete_objects(url, &total.names).await,
+                None => 0,
+            };
             tracing::info!(
                 through = total.through,
                 events = total.events,
                 sessions = total.sessions,
                 recordings = total.recordings,
+                objects,
                 "retention: what was older is deleted"
             );
         }
     }
+}
+
+/// Deletes from the bucket at `url` the recordings `names`, whose rows
+/// say they were pruned (chained and signed already): how many went. A
+/// bucket that refuses (an object lock) keeps them, and the log says so
+/// once.
+async fn delete_objects(url: &str, names: &[String]) -> u64 {
+    let bucket = match crate::audit::upload::Bucket::new(url) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(error = %e, "retention: the bucket cannot be reached");
+            return 0;
+        }
+    };
+    let mut gone = 0;
+    let mut refused = None;
+    for name in names {
+        match bucket.delete(name).await {
+            Ok(()) => gone += 1,
+            Err(e) => refused = Some(e),
+        }
+    }
+    if let Some(e) = refused {
+        tracing::warn!(error = %e, kept = names.len() as u64 - gone, "retention: recordings kept in the bucket");
+    }
+    gone
 }
 
 /// At most this many chunks of rows a day.

@@ -171,10 +171,16 @@ pub(crate) fn check_head_at_start(conn: &Connection, db: &Path) -> Result<(), St
     ))
 }
 
+/// The checkpoint a store holds at a seq, if any.
+pub(crate) type CheckpointAt<'a> = &'a dyn Fn(i64) -> Result<Option<Signed>, String>;
+
 /// [`check_head_at_start`] for a store read through `checkpoint_at`
-/// (PostgreSQL, `name` in messages), which retention does not touch yet.
+/// (PostgreSQL, `name` in messages) that several nodes write and prune:
+/// a checkpoint gone is fine only below the seq a marker signed with the
+/// audit key says was pruned (`pruned`: another node's pass may have gone
+/// further than this one's checkpoint).
 pub(crate) fn check_head_in(
-    checkpoint_at: &dyn Fn(i64) -> Result<Option<Signed>, String>,
+    (checkpoint_at, pruned): (CheckpointAt<'_>, Option<i64>),
     path: &Path,
     name: &str,
 ) -> Result<(), String> {
@@ -182,6 +188,9 @@ pub(crate) fn check_head_in(
         return Ok(());
     };
     if checkpoint_at(head.seq)?.as_ref() == Some(&head) {
+        return Ok(());
+    }
+    if pruned.is_some_and(|through| head.seq <= through) {
         return Ok(());
     }
     Err(format!(

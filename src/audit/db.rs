@@ -138,12 +138,12 @@ pub(crate) fn column_or_null(
 /// retention pass link again.
 pub(crate) struct Stored {
     pub(crate) seq: i64,
-    ts: String,
-    session: Option<String>,
-    user: Option<String>,
-    target: Option<String>,
-    kind: String,
-    fields: String,
+    pub(crate) ts: String,
+    pub(crate) session: Option<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) target: Option<String>,
+    pub(crate) kind: String,
+    pub(crate) fields: String,
     pub(crate) hash: Option<String>,
 }
 
@@ -472,7 +472,7 @@ pub(crate) trait Sink: Send {
     fn prune(
         &mut self,
         ask: &super::prune::Ask,
-        head: &chain::Head,
+        head: &mut chain::Head,
     ) -> Result<(super::prune::Pruned, Vec<super::prune::Doomed>), String>;
 }
 
@@ -516,7 +516,7 @@ impl Sink for Connection {
     fn prune(
         &mut self,
         ask: &super::prune::Ask,
-        head: &chain::Head,
+        head: &mut chain::Head,
     ) -> Result<(super::prune::Pruned, Vec<super::prune::Doomed>), String> {
         let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
         super::prune::prune(self, ask, (&key, &|m: &str| head.sign(m)))
@@ -691,6 +691,10 @@ fn prune(
         sink.write(&records, head)?;
         checkpoint(sink, head, true, copies);
         done.recordings += super::prune::delete(&doomed);
+        done.names = doomed
+            .iter()
+            .filter_map(|(_, path)| path.file_name()?.to_str().map(str::to_string))
+            .collect();
     }
     Ok(done)
 }

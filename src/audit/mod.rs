@@ -24,6 +24,7 @@ pub(crate) mod stops;
 pub(crate) mod tally;
 pub(crate) mod upload;
 pub(crate) mod verify;
+pub(crate) mod views;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -212,6 +213,8 @@ pub(crate) struct Audit {
     /// This node's claim on its name in a shared store (`pg::NodeHold`),
     /// released with the last handle.
     _node: Option<Arc<pg::NodeHold>>,
+    /// Live views relayed between nodes (`views`), in a shared store.
+    views: Option<Arc<views::Views>>,
     /// What the events say, counted (`/metrics`).
     pub(crate) metrics: Arc<metrics::Metrics>,
 }
@@ -313,7 +316,10 @@ impl Audit {
                 if !applied.is_empty() {
                     tracing::info!(migrations = ?applied, "the audit's schema was migrated");
                 }
-                copies::check_head_in(&|seq| pg.checkpoint_at(seq), head_file, &pg.name)?;
+                let key = checkpoints.key.as_ref().map(|k| k.public_key().clone());
+                let pruned = pg.pruned_through(key.as_ref())?;
+                let at = |seq| pg.checkpoint_at(seq);
+                copies::check_head_in((&at, pruned), head_file, &pg.name)?;
                 // The name first: what is open under it is then this
                 // process's to end.
                 hold = Some(Arc::new(pg.hold_node(node)?));
@@ -330,6 +336,10 @@ impl Audit {
                 pg.clone(),
                 head_file.with_file_name("audit-mirror.db"),
             )),
+        };
+        let views = match (&store, &signing) {
+            (Store::Postgres { pg, .. }, Some(key)) => Some(Arc::new(pg.views(node, key)?)),
+            _ => None,
         };
         let health = Arc::new(Health::new(policy));
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -350,6 +360,7 @@ impl Audit {
                 node: Arc::from(node),
                 key: signing,
                 _node: hold,
+                views,
                 metrics,
             },
             thread,
@@ -438,6 +449,63 @@ impl Audit {
         }
     }
 
+    /// This node's side of the live views relayed between nodes; none
+    /// without a shared store (or an audit key).
+    pub(crate) fn views(&self) -> Option<&Arc<views::Views>> {
+        self.views.as_ref()
+    }
+
+    /// Watches session `id` on the node that carries it, where several
+    /// share the store, for console login `by` at `addr`: None when no
+    /// other node has it open; Err when that node is not running, or the
+    /// relay cannot be had.
+    pub(crate) async fn watch_elsewhere(
+        &self,
+        id: &str,
+        (by, addr): (&str, &str),
+    ) -> Result<Option<views::Remote>, String> {
+        let (Store::Postgres { pg, .. }, Some(views)) = (&*self.store, &self.views) else {
+            return Ok(None);
+        };
+        let Some((node, _, _)) = self.node_elsewhere(pg, id).await? else {
+            return Ok(None);
+        };
+        views.watch((&node, id), (by, addr)).await.map(Some)
+    }
+
+    /// The node other than this one that carries session `id` now, where
+    /// several share the store: None when none does; Err (why) when its
+    /// node is not running.
+    pub(crate) async fn carried_elsewhere(&self, id: &str) -> Result<Option<String>, String> {
+        let Store::Postgres { pg, .. } = &*self.store else {
+            return Ok(None);
+        };
+        Ok(self.node_elsewhere(pg, id).await?.map(|(node, _, _)| node))
+    }
+
+    /// The running node other than this one that has session `id` open,
+    /// as the chain says, with the session's user and target: None when
+    /// none does; Err when that node is not running.
+    async fn node_elsewhere(
+        &self,
+        pg: &pg::Pg,
+        id: &str,
+    ) -> Result<Option<(String, String, String)>, String> {
+        let Some(found) = pg.open_session(id).await? else {
+            return Ok(None);
+        };
+        if found.0 == *self.node {
+            return Ok(None);
+        }
+        if !pg.node_running(&found.0).await? {
+            return Err(format!(
+                "session {id} is open on node {}, which is not running: end its sessions with `walissh sessions --reap {}`",
+                found.0, found.0
+            ));
+        }
+        Ok(Some(found))
+    }
+
     /// Asks the node that carries session `id` to stop it, where several
     /// share the store, and waits a while for it to say it did: its user
     /// and target; None when no other node has it open (or there are no
@@ -451,17 +519,9 @@ impl Audit {
         let (Store::Postgres { pg, .. }, Some(key)) = (&*self.store, &self.key) else {
             return Ok(None);
         };
-        let Some((node, user, target)) = pg.open_session(id).await? else {
+        let Some((node, user, target)) = self.node_elsewhere(pg, id).await? else {
             return Ok(None);
         };
-        if node == *self.node {
-            return Ok(None);
-        }
-        if !pg.node_running(&node).await? {
-            return Err(format!(
-                "session {id} is open on node {node}, which is not running: end its sessions with `walissh sessions --reap {node}`"
-            ));
-        }
         let stop = stops::Stop {
             node: node.clone(),
             session: id.to_string(),

@@ -22,6 +22,8 @@ use tokio_postgres::NoTls;
 use super::db::{Linked, Sink};
 use super::{Event, Kind, Record, chain, rfc3339};
 
+mod prune;
+
 mod embedded {
     refinery::embed_migrations!("migrations/postgres");
 }
@@ -281,6 +283,20 @@ impl Pg {
         })
     }
 
+    /// The last seq retention pruned, when the marker that says so is
+    /// signed with `key`. Blocking.
+    pub(crate) fn pruned_through(
+        &self,
+        key: Option<&russh::keys::PublicKey>,
+    ) -> Result<Option<i64>, String> {
+        let Some(key) = key else { return Ok(None) };
+        self.block(async {
+            let client = self.client().await?;
+            let m = prune::marker(&client).await?;
+            Ok(m.filter(|m| m.signed_by(key)).map(|m| m.seq))
+        })
+    }
+
     /// The sessions `node` left open, each with its user, target and
     /// recording: as the chain has them (a `session_start` of that node's
     /// with no `session_end`), never from the sessions table, which is
@@ -440,7 +456,8 @@ fn copy_events(
 }
 
 /// The small tables into the copy: new checkpoints, every session (in
-/// the order their starts were chained), the retention marker.
+/// the order their starts were chained), the retention marker (and what
+/// it pruned goes from the copy).
 fn copy_rest(
     conn: &mut rusqlite::Connection,
     (checkpoints, sessions, pruned): (
@@ -474,6 +491,9 @@ fn copy_rest(
         ])?;
     }
     if let Some(r) = pruned {
+        // What the database pruned goes from the copy too (a mirror kept
+        // from before the pass holds it still).
+        super::prune::drop_through(&tx, 0, r.get::<_, i64>(0))?;
         tx.execute(
             "INSERT OR REPLACE INTO pruned (id, seq, head, cp_seq, cp, ts, signature) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
             rusqlite::params![
@@ -946,12 +966,10 @@ impl Sink for Pg {
 
     fn prune(
         &mut self,
-        _ask: &super::prune::Ask,
-        _head: &chain::Head,
+        ask: &super::prune::Ask,
+        head: &mut chain::Head,
     ) -> Result<(super::prune::Pruned, Vec<super::prune::Doomed>), String> {
-        // The config refuses keep_days with PostgreSQL; this is the wall
-        // behind it.
-        Err("retention is not built for PostgreSQL yet: nothing is pruned".into())
+        self.clone().prune_pass(ask, head)
     }
 }
 

@@ -35,10 +35,10 @@ use super::{Event, Kind, rfc3339};
 
 /// At most this many recordings are deleted by one pass: the writer
 /// thread does it, and the audit waits meanwhile.
-const MAX_RECORDINGS: usize = 10_000;
+pub(super) const MAX_RECORDINGS: usize = 10_000;
 /// At most this many rows are deleted by one pass (the daemon asks again
 /// while a pass deletes some), so the writer is never held for long.
-const MAX_ROWS: i64 = 50_000;
+pub(super) const MAX_ROWS: i64 = 50_000;
 
 /// What the rows before a pruned chain ended at, signed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +66,19 @@ impl Marker {
 
     pub(crate) fn signed_by(&self, key: &PublicKey) -> bool {
         chain::signed_by(key, &self.message(), &self.signature)
+    }
+
+    /// The marker of a chain pruned through checkpoint `c`, signed now.
+    pub(super) fn at(c: &Signed, sign: Signer<'_>) -> Result<Marker, String> {
+        let mut m = Marker {
+            seq: c.seq,
+            head: c.head.clone(),
+            checkpoint: (c.seq, c.id()),
+            ts: rfc3339(SystemTime::now()),
+            signature: String::new(),
+        };
+        m.signature = sign(&m.message())?;
+        Ok(m)
     }
 }
 
@@ -104,6 +117,10 @@ pub(crate) struct Ask {
     /// Delete the recordings, in this directory, of sessions that ended
     /// before this time.
     pub(crate) recordings: Option<(PathBuf, SystemTime)>,
+    /// The recordings are in a bucket too, where every node reaches them:
+    /// a shared (PostgreSQL) audit's pass prunes every node's; without
+    /// one, only this node's own (the others' are on their disks).
+    pub(crate) bucket: bool,
 }
 
 /// What one pass did.
@@ -114,6 +131,10 @@ pub(crate) struct Pruned {
     pub(crate) events: u64,
     pub(crate) sessions: u64,
     pub(crate) recordings: u64,
+    /// The file names of the recordings whose rows say they were pruned:
+    /// their objects go from the bucket too, when there is one (by the
+    /// daemon, off the writer).
+    pub(crate) names: Vec<String>,
 }
 
 impl Pruned {
@@ -123,6 +144,7 @@ impl Pruned {
         self.events += more.events;
         self.sessions += more.sessions;
         self.recordings += more.recordings;
+        self.names.extend(more.names);
     }
 }
 
@@ -253,12 +275,56 @@ fn target(tx: &Connection, floor: i64, mut limit: i64) -> rusqlite::Result<Optio
 /// The marker, when its signature is the audit key's: a marker put there
 /// by hand must not become the start of what the pass trusts.
 fn trusted_marker(tx: &Connection, key: &PublicKey) -> Result<Option<Marker>, Failed> {
-    match marker(tx)? {
-        Some(m) if !m.signed_by(key) => Err(Failed::Refused(
+    trusted(marker(tx)?, key).map_err(Failed::Refused)
+}
+
+/// `m`, when its signature is `key`'s.
+pub(super) fn trusted(m: Option<Marker>, key: &PublicKey) -> Result<Option<Marker>, String> {
+    match m {
+        Some(m) if !m.signed_by(key) => Err(
             "the pruned marker is not signed by the audit key; nothing pruned: run `walissh audit verify`".into(),
-        )),
+        ),
         m => Ok(m),
     }
+}
+
+/// Walks the rows a pass would delete, from the marker's head to the
+/// checkpoint it stops at: each must link to the last.
+pub(super) struct Relink {
+    last: i64,
+    prev: String,
+}
+
+impl Relink {
+    pub(super) fn from((floor, prev): (i64, String)) -> Relink {
+        Relink { last: floor, prev }
+    }
+
+    /// `row`, the next in seq order, links to the one before.
+    pub(super) fn next(&mut self, row: &Stored) -> Result<(), String> {
+        let linked = row.linked(&self.prev);
+        if row.seq != self.last + 1 || row.hash.as_deref() != Some(linked.as_str()) {
+            return Err(refused(format!("the chain is broken at seq {}", row.seq)));
+        }
+        (self.last, self.prev) = (row.seq, linked);
+        Ok(())
+    }
+
+    /// The walk ended at `c`, whose signature is `key`'s over the head
+    /// reached.
+    pub(super) fn reaches(&self, c: &Signed, key: &PublicKey) -> Result<(), String> {
+        if self.last != c.seq || self.prev != c.head || !c.signed_by(key) {
+            return Err(refused(format!(
+                "the checkpoint at seq {} does not hold",
+                c.seq
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn refused(what: String) -> String {
+    format!("{what}; nothing pruned: run `walissh audit verify`")
 }
 
 /// The rows after `floor` relink from `prev` up to `c`, whose signature
@@ -274,27 +340,11 @@ fn relinks(
         Stored::COLUMNS
     ))?;
     let mut rows = st.query([floor, c.seq])?;
-    let (mut last, mut prev) = (floor, prev);
-    let refused = |what: String| {
-        Failed::Refused(format!(
-            "{what}; nothing pruned: run `walissh audit verify`"
-        ))
-    };
+    let mut walk = Relink::from((floor, prev));
     while let Some(r) = rows.next()? {
-        let row = Stored::read(r)?;
-        let linked = row.linked(&prev);
-        if row.seq != last + 1 || row.hash.as_deref() != Some(linked.as_str()) {
-            return Err(refused(format!("the chain is broken at seq {}", row.seq)));
-        }
-        (last, prev) = (row.seq, linked);
+        walk.next(&Stored::read(r)?).map_err(Failed::Refused)?;
     }
-    if last != c.seq || prev != c.head || !c.signed_by(key) {
-        return Err(refused(format!(
-            "the checkpoint at seq {} does not hold",
-            c.seq
-        )));
-    }
-    Ok(())
+    walk.reaches(c, key).map_err(Failed::Refused)
 }
 
 /// The rows before `cutoff` (RFC 3339, as stored) and all that goes with
@@ -317,24 +367,8 @@ fn prune_rows(
     };
     relinks(&tx, (floor, prev), &c, key)?;
     let through = c.seq;
-    let mut m = Marker {
-        seq: through,
-        head: c.head.clone(),
-        checkpoint: (c.seq, c.id()),
-        ts: rfc3339(SystemTime::now()),
-        signature: String::new(),
-    };
-    m.signature = sign(&m.message()).map_err(Failed::Refused)?;
-    unindex(&tx, floor, through)?;
-    let events = tx.execute("DELETE FROM events WHERE seq <= ?1", [through])?;
-    tx.execute("DELETE FROM checkpoints WHERE seq <= ?1", [through])?;
-    // A session whose start is gone goes from the table too (its end,
-    // if kept, still says it ended).
-    let sessions = tx.execute(
-        "DELETE FROM sessions WHERE NOT EXISTS
-           (SELECT 1 FROM events e WHERE e.kind = 'session_start' AND e.session = sessions.id)",
-        [],
-    )?;
+    let m = Marker::at(&c, sign).map_err(Failed::Refused)?;
+    let (events, sessions) = drop_through(&tx, floor, through)?;
     tx.execute(
         "INSERT OR REPLACE INTO pruned (id, seq, head, cp_seq, cp, ts, signature)
          VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
@@ -352,8 +386,30 @@ fn prune_rows(
         through: Some(through),
         events: events as u64,
         sessions: sessions as u64,
-        recordings: 0,
+        ..Pruned::default()
     })
+}
+
+/// Deletes the rows after `floor` up to `through`, with their search
+/// index, the checkpoints among them, and the sessions whose start went:
+/// how many rows and sessions. A readers' copy of a pruned PostgreSQL
+/// audit drops the same.
+pub(super) fn drop_through(
+    tx: &Connection,
+    floor: i64,
+    through: i64,
+) -> rusqlite::Result<(usize, usize)> {
+    unindex(tx, floor, through)?;
+    let events = tx.execute("DELETE FROM events WHERE seq <= ?1", [through])?;
+    tx.execute("DELETE FROM checkpoints WHERE seq <= ?1", [through])?;
+    // A session whose start is gone goes from the table too (its end,
+    // if kept, still says it ended).
+    let sessions = tx.execute(
+        "DELETE FROM sessions WHERE NOT EXISTS
+           (SELECT 1 FROM events e WHERE e.kind = 'session_start' AND e.session = sessions.id)",
+        [],
+    )?;
+    Ok((events, sessions))
 }
 
 /// Takes the rows after `from` up to `through` out of the search index
@@ -408,20 +464,10 @@ fn recordings(
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let mut doomed = Vec::new();
-    for (id, user, target, recording) in found {
-        // Only a recording of the directory's own, by its name.
-        let Some(path) = in_dir(dir, &recording) else {
-            continue;
-        };
-        // The cutoff goes into the row: verify holds the chained end to it,
-        // so rows made to look old for this pass show once put back.
-        let mut ev = Event::new(Kind::RecordingPruned)
-            .field("recording", recording)
-            .field("before", cutoff.as_str());
-        (ev.session, ev.user, ev.target) = (Some(id), user, target);
-        doomed.push((ev, path));
-    }
+    let doomed: Vec<Doomed> = found
+        .into_iter()
+        .filter_map(|found| doom(found, dir, &cutoff))
+        .collect();
     let files = orphans(
         conn,
         dir,
@@ -431,9 +477,27 @@ fn recordings(
     Ok((doomed, files))
 }
 
+/// The `recording_pruned` row and file of a session found to prune (its
+/// id, user, target and recording), when the recording is `dir`'s own.
+pub(super) fn doom(
+    (id, user, target, recording): (String, Option<String>, Option<String>, String),
+    dir: &Path,
+    cutoff: &str,
+) -> Option<Doomed> {
+    // Only a recording of the directory's own, by its name.
+    let path = in_dir(dir, &recording)?;
+    // The cutoff goes into the row: verify holds the chained end to it,
+    // so rows made to look old for this pass show once put back.
+    let mut ev = Event::new(Kind::RecordingPruned)
+        .field("recording", recording)
+        .field("before", cutoff);
+    (ev.session, ev.user, ev.target) = (Some(id), user, target);
+    Some((ev, path))
+}
+
 /// `dir`'s file of the name `recording` ends in, when it is a plain
 /// recording's name (`ID.cast`).
-fn in_dir(dir: &Path, recording: &str) -> Option<PathBuf> {
+pub(super) fn in_dir(dir: &Path, recording: &str) -> Option<PathBuf> {
     let name = Path::new(recording).file_name()?.to_str()?;
     let plain = name.ends_with(".cast")
         && !name.starts_with('.')
@@ -452,16 +516,28 @@ fn orphans(
     before: SystemTime,
     max: usize,
 ) -> rusqlite::Result<usize> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(0);
-    };
     let mut started =
         conn.prepare("SELECT 1 FROM events WHERE session = ?1 AND kind = 'session_start'")?;
     let mut n = 0;
-    for entry in entries.flatten() {
+    for (id, path) in old_files(dir, before) {
         if n >= max {
             break;
         }
+        if !started.exists([&id])? {
+            n += usize::from(std::fs::remove_file(&path).is_ok());
+        }
+    }
+    Ok(n)
+}
+
+/// The recordings in `dir` (regular files `ID.cast`) last written before
+/// `before`: each one's session id and path.
+pub(super) fn old_files(dir: &Path, before: SystemTime) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let regular = entry.file_type().is_ok_and(|t| t.is_file());
         let old = entry
@@ -471,9 +547,9 @@ fn orphans(
         let (Some(path), Some(id)) = (in_dir(dir, &name), name.strip_suffix(".cast")) else {
             continue;
         };
-        if regular && old && !started.exists([id])? {
-            n += usize::from(std::fs::remove_file(&path).is_ok());
+        if regular && old {
+            found.push((id.to_string(), path));
         }
     }
-    Ok(n)
+    found
 }

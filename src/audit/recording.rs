@@ -781,9 +781,41 @@ pub(crate) fn repair(path: &std::path::Path) -> std::io::Result<bool> {
     Ok(true)
 }
 
+/// The recording's first `upto` bytes as lines: its header, then its last
+/// whole events within `max` bytes (what a live view is sent first).
+/// Blocking file I/O.
+pub(crate) fn history(path: &std::path::Path, upto: u64, max: u64) -> std::io::Result<Vec<String>> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path)?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut header = String::new();
+    (&mut reader).take(64 * 1024).read_line(&mut header)?;
+    let header_len = header.len() as u64;
+    let mut lines = vec![header.trim_end().to_string()];
+    let from = header_len.max(upto.saturating_sub(max));
+    reader.seek(std::io::SeekFrom::Start(from))?;
+    let mut rest = reader.take(upto.saturating_sub(from));
+    let mut first = from > header_len;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if rest.read_line(&mut line)? == 0 {
+            break;
+        }
+        // Cut in the middle of an event: start at the next whole one.
+        if std::mem::take(&mut first) {
+            continue;
+        }
+        if line.ends_with('\n') {
+            lines.push(line.trim_end().to_string());
+        }
+    }
+    Ok(lines)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{repair, take_utf8};
+    use super::{history, repair, take_utf8};
 
     #[test]
     fn a_recording_cut_by_a_crash_ends_at_its_last_whole_event() {
@@ -813,5 +845,26 @@ mod tests {
         assert_eq!(take_utf8(&mut carry, &bytes[3..]), "€");
         assert_eq!(take_utf8(&mut carry, b"a\xffb"), "a\u{FFFD}b");
         assert!(carry.is_empty());
+    }
+
+    #[test]
+    fn history_is_the_header_and_the_last_whole_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.cast");
+        let mut text = String::from("{\"version\":2}\n");
+        for i in 0..10 {
+            text.push_str(&format!("[{i}.0,\"o\",\"line {i}\"]\n"));
+        }
+        text.push_str("[10.0,\"o\",\"cut");
+        std::fs::write(&path, &text).unwrap();
+        let whole = text.rfind('\n').unwrap() as u64 + 1;
+        let all = history(&path, whole, 4 << 20).unwrap();
+        assert_eq!(all.len(), 11);
+        assert_eq!(all[0], "{\"version\":2}");
+        assert_eq!(all[10], "[9.0,\"o\",\"line 9\"]");
+        // Only what was whole when the view joined.
+        let third = text.match_indices('\n').nth(2).unwrap().0 as u64 + 1;
+        let early = history(&path, third, 4 << 20).unwrap();
+        assert_eq!(early.len(), 3, "{early:?}");
     }
 }

@@ -1,16 +1,22 @@
 //! Recordings to S3-compatible object storage (`[recordings] store =
 //! "s3://bucket/prefix"`), so that they outlive the node that made them.
 //!
-//! Recordings are written to the local directory as ever (the spool). Each
-//! one is uploaded when its session closes it, streamed in parts, to
-//! `prefix/<file name>`; the object is then read back by size and a marker
-//! beside the local file (`<file>.uploaded`) says where it went and with
-//! which digest, the one its `session_end` holds. What fails is tried again
-//! with a growing wait; at every start, and every few minutes, the spool is
-//! scanned for what has no marker (a restart's, a full queue's, a session
-//! quiet so long that its file so far is worth a copy: uploaded again at
-//! its close). Local copies that are uploaded go after `[recordings]
-//! keep_local_days`.
+//! Recordings are written to the local directory as ever (the spool).
+//! While a session runs, what its recording gained is sent every
+//! `[recordings] upload_every_s` as a part object of its own (`prefix/parts/<file name>/<offset>`),
+//! so a node that dies loses at most that much of it. When the session
+//! closes the file, the whole of it is uploaded, streamed in parts, to
+//! `prefix/<file name>`, read back by size, and a marker beside the local
+//! file (`<file>.uploaded`) says where it went and with which digest, the
+//! one its `session_end` holds; its part objects are deleted then (a
+//! bucket that refuses deletes keeps them, for its lifecycle rule). What
+//! fails is tried again with a growing wait; at every start, and as
+//! often as parts are sent, the spool is scanned for what has no marker (a restart's, a
+//! full queue's, a session quiet so long that its file so far is worth a
+//! copy: uploaded again at its close). Local copies that are uploaded go
+//! after `[recordings] keep_local_days`. Reading a recording back takes
+//! the whole object, or, where its parts reach further (a dead node's
+//! session), the parts joined.
 //!
 //! What it owns: the bucket's client (object_store, credentials and
 //! endpoint from the environment), uploads, markers, local retention, and
@@ -18,7 +24,7 @@
 //! leaves to others: writing recordings (`recording`), their digests in
 //! the chain (`db`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -31,8 +37,6 @@ use tokio::sync::mpsc;
 
 /// Bytes read from the file and sent as one part (S3's least is 5 MiB).
 const PART: usize = 8 << 20;
-/// How often the spool is scanned for what has no marker.
-const SCAN: Duration = Duration::from_secs(300);
 /// A file left unchanged this long, without a marker, is uploaded as it
 /// stands by the scan (a restart's; or a live session's so far).
 const QUIET: Duration = Duration::from_secs(600);
@@ -122,38 +126,166 @@ impl Bucket {
         Ok((super::chain::hex(&digest.finalize()), len))
     }
 
+    /// Where the part of the recording `name` from byte `offset` goes:
+    /// under `parts/`, so that one lifecycle rule can expire what a
+    /// bucket would not let walissh delete.
+    fn part_key(&self, name: &str, offset: u64) -> object_store::path::Path {
+        self.key(&format!("parts/{name}/{offset:020}"))
+    }
+
+    /// Sends what `file` holds from byte `*from` on, as part objects of
+    /// at most [`PART`] bytes each, moving `from` past each one sent.
+    async fn upload_parts(&self, file: &Path, from: &mut u64) -> Result<(), String> {
+        use tokio::io::AsyncSeekExt;
+        let name = file_name(file)?;
+        let err = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
+        let mut f = tokio::fs::File::open(file).await.map_err(|e| err(&e))?;
+        f.seek(std::io::SeekFrom::Start(*from))
+            .await
+            .map_err(|e| err(&e))?;
+        loop {
+            let mut buf = Vec::with_capacity(PART.min(1 << 20));
+            (&mut f)
+                .take(PART as u64)
+                .read_to_end(&mut buf)
+                .await
+                .map_err(|e| err(&e))?;
+            if buf.is_empty() {
+                return Ok(());
+            }
+            let n = buf.len() as u64;
+            let key = self.part_key(name, *from);
+            self.store
+                .put(&key, buf.into())
+                .await
+                .map_err(|e| err(&e))?;
+            *from += n;
+        }
+    }
+
+    /// The part objects of the recording `name` that join up from byte 0,
+    /// in order: each one's key, offset and size.
+    async fn parts(&self, name: &str) -> Result<Vec<(object_store::path::Path, u64, u64)>, String> {
+        use futures_util::StreamExt;
+        let prefix = self.key(&format!("parts/{name}"));
+        let mut listed = self.store.list(Some(&prefix));
+        let mut found = Vec::new();
+        while let Some(meta) = listed.next().await {
+            let meta = meta.map_err(|e| format!("{}/parts/{name}: {e}", self.url))?;
+            let offset = meta.location.filename().and_then(|f| f.parse::<u64>().ok());
+            if let Some(offset) = offset {
+                found.push((meta.location, offset, meta.size));
+            }
+        }
+        found.sort_by_key(|p| p.1);
+        // Only the run that starts at 0 and has no gap: past a gap, the
+        // bytes are not the recording's next ones.
+        let mut end = 0;
+        found.retain(|(_, offset, size)| {
+            let joins = *offset == end;
+            end += if joins { *size } else { 0 };
+            joins
+        });
+        Ok(found)
+    }
+
+    /// Deletes the part objects of the recording `name` (its whole object
+    /// is there): a bucket that refuses leaves them to its lifecycle rule.
+    async fn drop_parts(&self, name: &str) {
+        let Ok(parts) = self.parts(name).await else {
+            return;
+        };
+        for (key, _, _) in parts {
+            if let Err(e) = self.store.delete(&key).await {
+                tracing::debug!(error = %e, "a recording's part not deleted");
+                return;
+            }
+        }
+    }
+
+    /// Deletes the recording named `name` and its parts (retention; its
+    /// row says so already). An object already gone counts as deleted.
+    pub(crate) async fn delete(&self, name: &str) -> Result<(), String> {
+        match self.store.delete(&self.key(name)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(format!("{}/{name}: {e}", self.url)),
+        }
+        self.drop_parts(name).await;
+        Ok(())
+    }
+
     /// Fetches the recording named `name` into `to`, streamed, never more
     /// than `max` bytes of it (its length in the chain, when known: a
-    /// longer object is not the recording, and is not read whole). Blocking
-    /// callers use [`Bucket::fetch_blocking`].
+    /// longer object is not the recording, and is not read whole): the
+    /// whole object, or its parts joined where they reach further (the
+    /// session of a node that died before it could upload the whole).
+    /// Blocking callers use [`Bucket::fetch_blocking`].
     pub(crate) async fn fetch(&self, name: &str, to: &Path, max: Option<u64>) -> Result<(), Fetch> {
-        use futures_util::StreamExt;
-        use tokio::io::AsyncWriteExt;
         let failed = |e: &dyn std::fmt::Display| Fetch::Failed(format!("{}/{name}: {e}", self.url));
-        let got = match self.store.get(&self.key(name)).await {
-            Err(object_store::Error::NotFound { .. }) => {
+        let whole = match self.store.head(&self.key(name)).await {
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(failed(&e)),
+            Ok(meta) => Some(meta.size),
+        };
+        let parts = self.parts(name).await.map_err(Fetch::Failed)?;
+        let joined: u64 = parts.iter().map(|p| p.2).sum();
+        let size = match whole {
+            Some(w) if w >= joined => w,
+            _ if parts.is_empty() => {
                 return Err(Fetch::Missing(format!(
                     "{}/{name}: no such object",
                     self.url
                 )));
             }
-            Err(e) => return Err(failed(&e)),
-            Ok(got) => got,
+            _ => joined,
         };
-        if max.is_some_and(|m| got.meta.size > m) {
+        if max.is_some_and(|m| size > m) {
             let what = format!(
-                "{}/{name}: {} bytes, more than the chain says",
-                self.url, got.meta.size
+                "{}/{name}: {size} bytes, more than the chain says",
+                self.url
             );
             return Err(Fetch::Missing(what));
         }
         let mut f = tokio::fs::File::create(to).await.map_err(|e| failed(&e))?;
+        // Never more than was sized up: an object changed since is not
+        // read whole either.
+        let mut budget = size;
+        match whole {
+            Some(w) if w == size => self.copy_to(&self.key(name), &mut f, &mut budget).await?,
+            _ => {
+                for (key, _, _) in &parts {
+                    self.copy_to(key, &mut f, &mut budget).await?;
+                }
+            }
+        }
+        use tokio::io::AsyncWriteExt;
+        f.flush().await.map_err(|e| failed(&e))
+    }
+
+    /// Streams the object at `key` onto the end of `f`, taking what it
+    /// writes from `budget`: an object longer than that is refused.
+    async fn copy_to(
+        &self,
+        key: &object_store::path::Path,
+        f: &mut tokio::fs::File,
+        budget: &mut u64,
+    ) -> Result<(), Fetch> {
+        use futures_util::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let failed = |e: &dyn std::fmt::Display| Fetch::Failed(format!("{key}: {e}"));
+        let got = self.store.get(key).await.map_err(|e| match e {
+            object_store::Error::NotFound { .. } => Fetch::Missing(format!("{key}: gone")),
+            e => failed(&e),
+        })?;
         let mut body = got.into_stream();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| failed(&e))?;
+            *budget = budget
+                .checked_sub(chunk.len() as u64)
+                .ok_or_else(|| Fetch::Missing(format!("{key}: changed while read")))?;
             f.write_all(&chunk).await.map_err(|e| failed(&e))?;
         }
-        f.flush().await.map_err(|e| failed(&e))
+        Ok(())
     }
 
     /// [`Bucket::fetch`] from a thread outside any runtime (the CLI).
@@ -266,7 +398,7 @@ impl Uploads {
 pub(crate) fn start(
     bucket: Bucket,
     dir: PathBuf,
-    keep_local: Option<Duration>,
+    (keep_local, every): (Option<Duration>, Duration),
 ) -> Result<(Uploads, std::thread::JoinHandle<()>), String> {
     let (tx, mut rx) = mpsc::channel(QUEUE);
     let started = SystemTime::now();
@@ -280,10 +412,11 @@ pub(crate) fn start(
             dir,
             keep_local,
             retry: BTreeMap::new(),
+            sent: HashMap::new(),
         };
         // What a restart left: every file from before this start.
         u.scan(Some(started)).await;
-        let mut next_scan = Instant::now() + SCAN;
+        let mut next_scan = Instant::now() + every;
         loop {
             let wake = u
                 .retry
@@ -301,7 +434,7 @@ pub(crate) fn start(
                     u.retry_due().await;
                     if Instant::now() >= next_scan {
                         u.scan(None).await;
-                        next_scan = Instant::now() + SCAN;
+                        next_scan = Instant::now() + every;
                     }
                 }
             }
@@ -334,6 +467,8 @@ struct Uploader {
     dir: PathBuf,
     keep_local: Option<Duration>,
     retry: BTreeMap<PathBuf, Retry>,
+    /// How much of each live recording its part objects hold.
+    sent: HashMap<PathBuf, u64>,
 }
 
 impl Uploader {
@@ -354,6 +489,11 @@ impl Uploader {
                 .await;
                 if !matches!(written, Ok(Ok(()))) {
                     tracing::warn!(file = %file.display(), "uploaded, but its marker is not written");
+                }
+                // The whole is there: its parts are not needed any more.
+                if last == Last::Yes {
+                    self.sent.remove(&file);
+                    self.bucket.drop_parts(file_name(&file).unwrap_or("")).await;
                 }
                 tracing::debug!(file = %file.display(), bytes, "recording uploaded");
             }
@@ -391,27 +531,45 @@ impl Uploader {
 
     /// Uploads the recordings without a marker that were last written
     /// before `before` (at start: every one), or that have been quiet for
-    /// [`QUIET`]; deletes uploaded ones past `keep_local`.
+    /// [`QUIET`]; sends what the others gained as parts; deletes uploaded
+    /// ones past `keep_local`.
     async fn scan(&mut self, before: Option<SystemTime>) {
         let (dir, keep) = (self.dir.clone(), self.keep_local);
         let found = tokio::task::spawn_blocking(move || spooled(&dir, keep)).await;
         let Ok(found) = found else { return };
+        // Recordings gone (retention, by hand) are not tracked further.
+        self.sent.retain(|f, _| f.exists());
         let now = SystemTime::now();
-        for (file, modified) in found {
+        for (file, modified, len) in found {
+            if self.retry.contains_key(&file) {
+                continue;
+            }
             let quiet = now.duration_since(modified).unwrap_or_default() >= QUIET;
             let old = before.is_some_and(|b| modified < b);
-            if (quiet || old) && !self.retry.contains_key(&file) {
+            if quiet || old {
                 let last = if old { Last::Yes } else { Last::SoFar };
                 self.upload(file, (0, last)).await;
+            } else if len > self.sent.get(&file).copied().unwrap_or(0) {
+                self.send_parts(file).await;
             }
         }
     }
+
+    /// Sends what the live recording `file` gained since its last part.
+    async fn send_parts(&mut self, file: PathBuf) {
+        let mut at = self.sent.get(&file).copied().unwrap_or(0);
+        let sent = self.bucket.upload_parts(&file, &mut at).await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "a live recording's part not uploaded; tried at the next scan");
+        }
+        self.sent.insert(file, at);
+    }
 }
 
-/// The spool's recordings without a marker, with their last write;
-/// deletes, first, those uploaded and last written before `keep`.
+/// The spool's recordings without a marker, with their last write and
+/// length; deletes, first, those uploaded and last written before `keep`.
 /// Blocking.
-fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
+fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime, u64)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -446,7 +604,7 @@ fn spooled(dir: &Path, keep: Option<Duration>) -> Vec<(PathBuf, SystemTime)> {
                 }
             }
             (true, _) => {}
-            (false, _) => found.push((file, modified)),
+            (false, _) => found.push((file, modified, meta.len())),
         }
     }
     found
@@ -486,7 +644,7 @@ mod tests {
         let found = spooled(dir.path(), Some(Duration::ZERO));
         let mut names: Vec<String> = found
             .iter()
-            .map(|(f, _)| f.file_name().unwrap().to_string_lossy().into_owned())
+            .map(|(f, _, _)| f.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         names.sort();
         assert_eq!(names, ["grown.cast", "never.cast"]);

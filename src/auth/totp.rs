@@ -31,10 +31,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
-use aes_gcm::{Aes256Gcm, Key, Nonce};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as B64;
+use aes_gcm::{Aes256Gcm, Key};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use totp_rs::{Algorithm, Totp};
@@ -340,29 +337,13 @@ fn totp(secret: &[u8], user: &str) -> Result<Totp, String> {
 }
 
 fn seal(key: &Key<Aes256Gcm>, user: &str, secret: &[u8]) -> Result<String, String> {
-    let nonce: [u8; 12] = rand::random();
-    let payload = Payload {
-        msg: secret,
-        aad: user.as_bytes(),
-    };
-    let sealed = Aes256Gcm::new(key)
-        .encrypt(&Nonce::from(nonce), payload)
-        .map_err(|_| "cannot seal the secret".to_string())?;
-    Ok(B64.encode([nonce.as_slice(), &sealed].concat()))
+    crate::sealed::seal(key, user.as_bytes(), secret)
+        .ok_or_else(|| "cannot seal the secret".to_string())
 }
 
 fn open(key: &Key<Aes256Gcm>, user: &str, sealed: &str) -> Result<Vec<u8>, String> {
-    let bad = || format!("the TOTP secret of {user} cannot be opened (wrong totp.key?)");
-    let bytes = B64.decode(sealed).map_err(|_| bad())?;
-    let (nonce, sealed) = bytes.split_at_checked(12).ok_or_else(bad)?;
-    let nonce = <[u8; 12]>::try_from(nonce).map_err(|_| bad())?;
-    let payload = Payload {
-        msg: sealed,
-        aad: user.as_bytes(),
-    };
-    Aes256Gcm::new(key)
-        .decrypt(&Nonce::from(nonce), payload)
-        .map_err(|_| bad())
+    crate::sealed::open(key, user.as_bytes(), sealed)
+        .ok_or_else(|| format!("the TOTP secret of {user} cannot be opened (wrong totp.key?)"))
 }
 
 /// The code for `uri`'s secret at `now`: for tests, which answer prompts

@@ -455,11 +455,6 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("hunter2"), "{e}");
-        let e = team_error("[audit]\ndatabase = \"postgres://db/w\"\nkeep_days = 9\n");
-        assert!(
-            e.starts_with("t.toml:3: key `audit.keep_days`: retention is not built for PostgreSQL"),
-            "{e}"
-        );
         let e = team_error("[audit]\ndatabase_password_file = \"/p\"\n");
         assert!(
             e.starts_with("t.toml:2: key `audit.database_password_file`: only for"),
@@ -475,14 +470,19 @@ mod tests {
             e.starts_with("t.toml:2: key `recordings.store`: write s3://BUCKET/PREFIX"),
             "{e}"
         );
-        let e = team_error("[recordings]\nstore = \"s3://b/p\"\nkeep_days = 3\n");
-        assert!(
-            e.starts_with("t.toml:3: key `recordings.keep_days`: with an s3:// store"),
-            "{e}"
-        );
         let e = team_error("[recordings]\nkeep_local_days = 3\n");
         assert!(
             e.starts_with("t.toml:2: key `recordings.keep_local_days`: only with"),
+            "{e}"
+        );
+        let e = team_error("[recordings]\nupload_every_s = 30\n");
+        assert!(
+            e.starts_with("t.toml:2: key `recordings.upload_every_s`: only with"),
+            "{e}"
+        );
+        let e = team_error("[recordings]\nstore = \"s3://b/p\"\nupload_every_s = 0\n");
+        assert!(
+            e.starts_with("t.toml:3: key `recordings.upload_every_s`: must be between 1 and 3600"),
             "{e}"
         );
         let c = Config::parse(

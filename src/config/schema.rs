@@ -555,6 +555,9 @@ pub(crate) struct RecordingsConfig {
     /// deleted this many days after their last write (0: once uploaded).
     /// None: kept.
     pub(crate) keep_local_days: Option<Spanned<u32>>,
+    /// With an `s3://` store: how often a live session's recording sends
+    /// what it gained (the most of it a node that dies loses). None: 120.
+    pub(crate) upload_every_s: Option<Spanned<u32>>,
 }
 
 /// A key that takes one string or a list of them (`[audit] forward`,

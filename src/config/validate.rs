@@ -74,17 +74,6 @@ impl Config {
             if let Some(why) = why {
                 return Err(loc.error(d.span(), Some("audit.database"), &why));
             }
-            for (days, key) in [
-                (&self.audit.keep_days, "audit.keep_days"),
-                (&self.recordings.keep_days, "recordings.keep_days"),
-            ] {
-                if let Some(k) = days
-                    && self.audit_postgres().is_some()
-                {
-                    let why = "retention is not built for PostgreSQL yet: leave it out";
-                    return Err(loc.error(k.span(), Some(key), why));
-                }
-            }
         }
         if let Some(f) = &self.audit.database_password_file
             && self.audit_postgres().is_none()
@@ -106,18 +95,25 @@ impl Config {
             if let Some(why) = why {
                 return Err(loc.error(st.span(), Some("recordings.store"), why));
             }
-            if let Some(k) = &self.recordings.keep_days
-                && self.recordings_bucket().is_some()
+        }
+        for (k, name) in [
+            (
+                &self.recordings.keep_local_days,
+                "recordings.keep_local_days",
+            ),
+            (&self.recordings.upload_every_s, "recordings.upload_every_s"),
+        ] {
+            if let Some(k) = k
+                && self.recordings_bucket().is_none()
             {
-                let why = "with an s3:// store, the bucket's lifecycle rules keep or delete recordings (keep_local_days: the local copies)";
-                return Err(loc.error(k.span(), Some("recordings.keep_days"), why));
+                return Err(loc.error(k.span(), Some(name), "only with an s3:// store"));
             }
         }
-        if let Some(k) = &self.recordings.keep_local_days
-            && self.recordings_bucket().is_none()
+        if let Some(k) = &self.recordings.upload_every_s
+            && !(1..=3600).contains(k.get_ref())
         {
-            let why = "only with an s3:// store";
-            return Err(loc.error(k.span(), Some("recordings.keep_local_days"), why));
+            let why = "must be between 1 and 3600 seconds";
+            return Err(loc.error(k.span(), Some("recordings.upload_every_s"), why));
         }
         if let Some(n) = &s.node_name
             && (n.get_ref().len() > 64 || !valid_name(n.get_ref()))

@@ -8,7 +8,6 @@
 //! stream (`audit::recording::Recorder::watch`), ending the session and
 //! its row (`session::kill`), the page around the player (`replay`).
 
-use std::io::{BufRead, Read, Seek};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::{Console, Peer, Shared, forbidden, require, require_form, same_origin, signed_in};
 use crate::audit::Kind;
+use crate::audit::views::Next;
 use crate::config::Role;
 
 /// Live views open at once, over the whole console.
@@ -71,19 +71,40 @@ pub(super) async fn watch(
     let Some((token, _)) = signed_in(&c, &headers) else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
-    let Some(ids) = c.bastion.sessions.get(&id) else {
-        return (
-            StatusCode::NOT_FOUND,
-            "no such session is live on this bastion",
-        )
-            .into_response();
-    };
     let Ok(seat) = c.viewers.clone().try_acquire_owned() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "too many live views: try again later",
         )
             .into_response();
+    };
+    let Some(ids) = c.bastion.sessions.get(&id) else {
+        // Another node's, where several share the audit: relayed.
+        let asker = (login.user.as_str(), peer.to_string());
+        let mut remote = match c
+            .bastion
+            .audit
+            .watch_elsewhere(&id, (asker.0, &asker.1))
+            .await
+        {
+            Ok(Some(remote)) => remote,
+            Ok(None) => {
+                let why = "no such session is live on this bastion";
+                return (StatusCode::NOT_FOUND, why).into_response();
+            }
+            Err(why) => return (StatusCode::NOT_FOUND, why).into_response(),
+        };
+        let history = match remote.history().await {
+            Ok(h) => h,
+            Err(why) => return (StatusCode::BAD_GATEWAY, why).into_response(),
+        };
+        let c = c.clone();
+        return upgrade
+            .protocols(["v2.asciicast"])
+            .on_upgrade(move |socket| async move {
+                let _seat = seat;
+                stream_to(socket, history, Feed::Remote(Box::new(remote)), &c, &token).await;
+            });
     };
     let Some(stream) = c.bastion.recorder.watch(&id).await else {
         return (StatusCode::NOT_FOUND, "this session is not recorded").into_response();
@@ -96,27 +117,92 @@ pub(super) async fn watch(
     let c = c.clone();
     upgrade
         .protocols(["v2.asciicast"])
-        .on_upgrade(move |socket| async move {
+        .on_upgrade(move |mut socket| async move {
             let _seat = seat;
-            stream_to(socket, stream, &c, &token).await;
+            let (path, upto) = (stream.path.clone(), stream.upto);
+            let read = move || crate::audit::recording::history(&path, upto, HISTORY_MAX);
+            let Ok(Ok(history)) = tokio::task::spawn_blocking(read).await else {
+                close(&mut socket, POLICY, "the recording cannot be read").await;
+                return;
+            };
+            stream_to(socket, history, Feed::Local(stream.lines), &c, &token).await;
         })
 }
 
-/// Sends what the recording holds so far, then each event as it comes,
+/// Serves a view that another node's console asked of a session this
+/// node carries (`audit::views`): its `session_watched` row (`via_node`:
+/// the node that asked), the recording so far, then each event, until
+/// the session ends or the watcher leaves.
+pub(crate) async fn serve_other_node(
+    bastion: &crate::bastion::Bastion,
+    views: &crate::audit::views::Views,
+    ask: &crate::audit::views::Ask,
+) {
+    let Some(ids) = bastion.sessions.get(&ask.session) else {
+        let why = "the session is not live on its node any more";
+        return views.end(&ask.view, Some(why)).await;
+    };
+    let Some(stream) = bastion.recorder.watch(&ask.session).await else {
+        return views
+            .end(&ask.view, Some("this session is not recorded"))
+            .await;
+    };
+    let row = ids
+        .event(Kind::SessionWatched)
+        .field("by", ask.by.as_str())
+        .field("client_addr", ask.addr.as_str())
+        .field("via_node", ask.from.as_str());
+    bastion.audit.event(row).await;
+    let (path, upto) = (stream.path.clone(), stream.upto);
+    let max = crate::audit::views::HISTORY_MAX;
+    let read = move || crate::audit::recording::history(&path, upto, max);
+    let Ok(Ok(history)) = tokio::task::spawn_blocking(read).await else {
+        return views
+            .end(&ask.view, Some("the recording cannot be read"))
+            .await;
+    };
+    views.serve(ask, history, stream.lines).await;
+}
+
+/// Where a view's lines come from: this node's recorder, or another
+/// node's through the relay (`audit::views`).
+enum Feed {
+    Local(tokio::sync::broadcast::Receiver<Arc<str>>),
+    Remote(Box<crate::audit::views::Remote>),
+}
+
+impl Feed {
+    /// The next line, a skip, or the end. Cancel-safe.
+    async fn next(&mut self) -> Next {
+        match self {
+            Feed::Local(lines) => match lines.recv().await {
+                Ok(line) => Next::Line(line),
+                Err(RecvError::Lagged(n)) => Next::Skipped(n),
+                Err(RecvError::Closed) => Next::Ended("the session ended".into()),
+            },
+            Feed::Remote(r) => r.next().await,
+        }
+    }
+
+    /// A line already waiting, if one is.
+    fn try_line(&mut self) -> Option<Arc<str>> {
+        match self {
+            Feed::Local(lines) => lines.try_recv().ok(),
+            Feed::Remote(r) => r.try_line(),
+        }
+    }
+}
+
+/// Sends the recording so far (`history`), then each line as it comes,
 /// until the session ends, the viewer leaves, falls behind, loses their
 /// login, or the bastion stops.
 async fn stream_to(
     mut socket: WebSocket,
-    mut stream: crate::audit::recording::Watch,
+    history: Vec<String>,
+    mut feed: Feed,
     c: &Arc<Console>,
     token: &str,
 ) {
-    let (path, upto) = (stream.path.clone(), stream.upto);
-    let history = tokio::task::spawn_blocking(move || history(&path, upto)).await;
-    let Ok(Ok(history)) = history else {
-        close(&mut socket, POLICY, "the recording cannot be read").await;
-        return;
-    };
     for line in history {
         if !send(&mut socket, Message::Text(line.into())).await {
             return;
@@ -127,13 +213,13 @@ async fn stream_to(
     let mut shutdown = c.shutdown.clone();
     loop {
         tokio::select! {
-            line = stream.lines.recv() => match line {
-                Ok(line) => {
-                    if !send_batch(&mut socket, line, &mut stream.lines).await {
+            next = feed.next() => match next {
+                Next::Line(line) => {
+                    if !send_batch(&mut socket, line, &mut feed).await {
                         return;
                     }
                 }
-                Err(RecvError::Lagged(n)) => {
+                Next::Skipped(n) => {
                     // A session printing faster than the viewer reads: the
                     // view skips to what is newest, and says so on its
                     // screen (the next redraw mends it).
@@ -145,8 +231,8 @@ async fn stream_to(
                         return;
                     }
                 }
-                Err(RecvError::Closed) => {
-                    close(&mut socket, NORMAL, "the session ended").await;
+                Next::Ended(why) => {
+                    close(&mut socket, NORMAL, &why).await;
                     return;
                 }
             },
@@ -171,16 +257,12 @@ async fn stream_to(
 /// Sends `first` and the lines already waiting after it (at most
 /// [`BATCH`]) in one write, within [`SEND`]: a busy session's events go
 /// out as fast as they come, not one write each.
-async fn send_batch(
-    socket: &mut WebSocket,
-    first: Arc<str>,
-    lines: &mut tokio::sync::broadcast::Receiver<Arc<str>>,
-) -> bool {
+async fn send_batch(socket: &mut WebSocket, first: Arc<str>, feed: &mut Feed) -> bool {
     use futures_util::SinkExt;
     let batch = async {
         socket.feed(Message::Text(first.as_ref().into())).await?;
         for _ in 0..BATCH {
-            let Ok(line) = lines.try_recv() else { break };
+            let Some(line) = feed.try_line() else { break };
             socket.feed(Message::Text(line.as_ref().into())).await?;
         }
         socket.flush().await
@@ -210,36 +292,6 @@ async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
     send(socket, Message::Close(Some(frame))).await;
 }
 
-/// The recording's first `upto` bytes as lines: its header, then its last
-/// whole events within [`HISTORY_MAX`]. Blocking file I/O.
-fn history(path: &std::path::Path, upto: u64) -> std::io::Result<Vec<String>> {
-    let file = std::fs::File::open(path)?;
-    let mut reader = std::io::BufReader::new(file);
-    let mut header = String::new();
-    (&mut reader).take(64 * 1024).read_line(&mut header)?;
-    let header_len = header.len() as u64;
-    let mut lines = vec![header.trim_end().to_string()];
-    let from = header_len.max(upto.saturating_sub(HISTORY_MAX));
-    reader.seek(std::io::SeekFrom::Start(from))?;
-    let mut rest = reader.take(upto.saturating_sub(from));
-    let mut first = from > header_len;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if rest.read_line(&mut line)? == 0 {
-            break;
-        }
-        // Cut in the middle of an event: start at the next whole one.
-        if std::mem::take(&mut first) {
-            continue;
-        }
-        if line.ends_with('\n') {
-            lines.push(line.trim_end().to_string());
-        }
-    }
-    Ok(lines)
-}
-
 #[derive(Deserialize)]
 pub(super) struct Stop {
     csrf: String,
@@ -263,31 +315,5 @@ pub(super) async fn stop(
     match crate::session::kill(&c.bastion, &id, &login.user, &f.reason, "console").await {
         Ok(_) => Redirect::to(&format!("/sessions/{id}")).into_response(),
         Err(why) => (StatusCode::CONFLICT, why).into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn history_is_the_header_and_the_last_whole_events() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.cast");
-        let mut text = String::from("{\"version\":2}\n");
-        for i in 0..10 {
-            text.push_str(&format!("[{i}.0,\"o\",\"line {i}\"]\n"));
-        }
-        text.push_str("[10.0,\"o\",\"cut");
-        std::fs::write(&path, &text).unwrap();
-        let whole = text.rfind('\n').unwrap() as u64 + 1;
-        let all = history(&path, whole).unwrap();
-        assert_eq!(all.len(), 11);
-        assert_eq!(all[0], "{\"version\":2}");
-        assert_eq!(all[10], "[9.0,\"o\",\"line 9\"]");
-        // Only what was whole when the view joined.
-        let third = text.match_indices('\n').nth(2).unwrap().0 as u64 + 1;
-        let early = history(&path, third).unwrap();
-        assert_eq!(early.len(), 3, "{early:?}");
     }
 }

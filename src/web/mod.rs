@@ -11,7 +11,7 @@
 
 mod approvals;
 mod listen;
-mod live;
+pub(crate) mod live;
 mod logins;
 mod pages;
 mod replay;

@@ -291,17 +291,21 @@ pub(super) async fn session(
         Ok(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         Err(response) => return response,
     };
-    // Live here: watched, and stopped by an admin. Unended in the audit
-    // but not here: another node's, or one a crash left open.
+    // Live here, or on another running node (relayed): watched, and
+    // stopped by an admin. Unended in the audit but on no running node:
+    // a dead node's, or one a crash left open.
+    let stop_csrf = (login.role >= crate::config::Role::Admin).then_some(login.csrf.as_str());
     let live = match (
         replay.ended.is_some(),
         c.bastion.sessions.get(&id).is_some(),
     ) {
         (true, _) => Live::No,
-        (false, true) => Live::Here {
-            stop_csrf: (login.role >= crate::config::Role::Admin).then_some(login.csrf.as_str()),
+        (false, true) => Live::Here { stop_csrf },
+        (false, false) => match c.bastion.audit.carried_elsewhere(&id).await {
+            Ok(Some(_)) => Live::Here { stop_csrf },
+            Ok(None) => Live::Elsewhere(None),
+            Err(why) => Live::Elsewhere(Some(why)),
         },
-        (false, false) => Live::Elsewhere,
     };
     let body = body(&id, &replay, file.is_some(), &seal, &live);
     let title = format!("{}@{}", replay.user, replay.target);
@@ -311,12 +315,14 @@ pub(super) async fn session(
 /// Whether the session runs now, and where.
 enum Live<'a> {
     No,
-    /// On this bastion; with an admin's CSRF token, the stop form.
+    /// On this bastion, or another running one; with an admin's CSRF
+    /// token, the stop form.
     Here {
         stop_csrf: Option<&'a str>,
     },
-    /// Not ended in the audit, but not on this bastion.
-    Elsewhere,
+    /// Not ended in the audit, but on no running bastion (and why, when
+    /// known).
+    Elsewhere(Option<String>),
 }
 
 fn body(id: &str, r: &Replay, playable: bool, seal: &Seal, live: &Live) -> String {
@@ -331,12 +337,14 @@ fn body(id: &str, r: &Replay, playable: bool, seal: &Seal, live: &Live) -> Strin
         Seal::Missing => r#"<p class="seal bad">The recording is missing.</p>"#.to_string(),
     };
     let player = match (playable, live) {
-        (true, Live::Here { .. }) => format!(
+        // Live on another node: its file is there, the relay streams it.
+        (_, Live::Here { .. }) => format!(
             r#"<div id="player" data-live="/sessions/{id}/watch"></div>"#,
             id = escape(id)
         ),
-        (true, Live::Elsewhere) => format!(
-            r#"<p class="none">Not live on this bastion: another node's session, or one left open by a crash. The recording so far:</p><div id="player" data-cast="/sessions/{id}/cast"></div>"#,
+        (true, Live::Elsewhere(why)) => format!(
+            r#"<p class="none">Not live on a running bastion: {why}. The recording so far:</p><div id="player" data-cast="/sessions/{id}/cast"></div>"#,
+            why = escape(why.as_deref().unwrap_or("left open by a crash")),
             id = escape(id)
         ),
         (true, Live::No) => format!(

@@ -23,21 +23,24 @@ fn postgres() -> Option<(Postgres, String)> {
     Some((pg, url))
 }
 
-/// Two nodes, `n1` and `n2`, on the PostgreSQL at `url`; n2 gets n1's host
-/// and audit keys before it starts, as an operator would copy them.
-fn two_nodes(url: &str) -> (Bastion, Bastion) {
-    let opts = |node: &str| Opts {
+/// A node named `node` on the PostgreSQL at `url`, with the console and
+/// an auditor (erin), and `extra` config.
+fn node(url: &str, node: &str, extra: &str) -> Opts {
+    Opts {
         audit_toml: format!("database = \"{url}\""),
         server_toml: format!("node_name = \"{node}\""),
         extra_toml: format!(
-            "[web]\nlisten = \"127.0.0.1:0\"\n\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
+            "{extra}\n[web]\nlisten = \"127.0.0.1:0\"\n\n[[users]]\nname = \"erin\"\npassword_hash = \"{}\"\nrole = \"auditor\"\n",
             hash_of(crate::web::ERIN_PW)
         ),
         ..Opts::default()
-    };
-    let n1 = Bastion::start_with(opts("n1"));
-    let from = n1.state.clone();
-    let n2 = Bastion::start_with(Opts {
+    }
+}
+
+/// `opts`, with the host and audit keys of the node whose state is `from`
+/// copied in before it starts, as an operator would copy them.
+fn keys_of(from: std::path::PathBuf, opts: Opts) -> Opts {
+    Opts {
         prepare: Some(Box::new(move |state, _| {
             std::fs::create_dir_all(state).unwrap();
             use std::os::unix::fs::PermissionsExt;
@@ -46,8 +49,15 @@ fn two_nodes(url: &str) -> (Bastion, Bastion) {
                 std::fs::copy(from.join(key), state.join(key)).unwrap();
             }
         })),
-        ..opts("n2")
-    });
+        ..opts
+    }
+}
+
+/// Two nodes, `n1` and `n2`, on the PostgreSQL at `url`; n2 gets n1's host
+/// and audit keys.
+fn two_nodes(url: &str) -> (Bastion, Bastion) {
+    let n1 = Bastion::start_with(node(url, "n1", ""));
+    let n2 = Bastion::start_with(keys_of(n1.state.clone(), node(url, "n2", "")));
     (n1, n2)
 }
 
@@ -508,6 +518,312 @@ fn recordings_go_to_a_real_object_store() {
         "{}",
         stdout(&broken)
     );
+}
+
+/// A live session's recording reaches the bucket in parts while it runs
+/// (every `upload_every_s`), so a node killed mid-session loses at most
+/// that much of it: the session is played from its parts joined. The
+/// node's next start ends the session, uploads the whole recording (the
+/// digest its end holds) and deletes the parts.
+#[test]
+fn a_live_recording_reaches_the_bucket_in_parts() {
+    let Some(garage) = Garage::start() else {
+        eprintln!("skipped: no garage (tools/test-peers installs it)");
+        return;
+    };
+    let mut b = Bastion::start_with(Opts {
+        extra_toml: "[recordings]\nstore = \"s3://casts/walissh\"\nupload_every_s = 1\n".into(),
+        env: garage.env(),
+        ..Opts::default()
+    });
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo LIVE-$((6*7))\r");
+    t.expect("LIVE-42");
+    let session = b.wait_kind("session_start")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let name = format!("{session}.cast");
+    let parts = format!("walissh/parts/{name}/");
+    let joined = || -> String {
+        let keys = garage.list(&parts);
+        let bytes: Vec<u8> = keys
+            .iter()
+            .flat_map(|k| garage.object(k).unwrap())
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    wait_until(
+        || joined().contains("LIVE-42"),
+        "the live output in the parts",
+    );
+    assert!(garage.object(&format!("walissh/{name}")).is_none());
+
+    // The node dies with the session open, and its disk with it: the
+    // parts are what is left, and play joins them.
+    b.kill();
+    drop(t);
+    let local = b.state.join("recordings").join(&name);
+    let aside = b.dir.path().join("aside.cast");
+    std::fs::rename(&local, &aside).unwrap();
+    let played = b.cli(&["play", &session, "--speed", "1000"]);
+    assert!(stdout(&played).contains("LIVE-42"), "{}", stdout(&played));
+    assert!(
+        stderr(&played).contains("played unverified"),
+        "{}",
+        stderr(&played)
+    );
+
+    // The disk comes back: the next start ends the session and uploads
+    // the whole, and the parts go.
+    std::fs::rename(&aside, &local).unwrap();
+    b.restart();
+    let end = b.wait_kind("session_end");
+    let key = format!("walissh/{name}");
+    wait_until(|| garage.object(&key).is_some(), "the whole recording");
+    assert_eq!(
+        sha256(&garage.object(&key).unwrap()),
+        end["recording_sha256"].as_str().unwrap()
+    );
+    wait_until(|| garage.list(&parts).is_empty(), "the parts deleted");
+}
+
+/// A session on n2, watched from n1's console: relayed through the
+/// database (sealed with a key drawn from the shared audit key), the
+/// recording so far, then a line typed over SSH as it comes, then the end
+/// with the session. The page shows it live; n2, which carries it, writes
+/// `session_watched` with the node that asked.
+#[test]
+fn a_session_on_another_node_is_watched_from_this_ones_console() {
+    use crate::live::{closed, read_until, rt, view_request};
+    let Some((_pg, url)) = postgres() else {
+        return;
+    };
+    let (n1, n2) = two_nodes(&url);
+    let t = Terminal::spawn(&n2.ssh_bob("bob:web1"), 24, 80);
+    t.send("echo THERE-$((2*5))\r");
+    t.expect("THERE-10");
+    let id = n2.wait_kind("session_start")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let base = n1.web_url();
+    let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
+    let page = crate::web::curl(
+        &format!("{base}/sessions/{id}"),
+        &["-H", &format!("Cookie: {cookie}")],
+    );
+    assert!(
+        page.body
+            .contains(&format!("data-live=\"/sessions/{id}/watch\"")),
+        "{}",
+        page.body
+    );
+    rt().block_on(async {
+        let (mut view, _) =
+            tokio_tungstenite::connect_async(view_request((&base, &id), Some(&cookie), &base))
+                .await
+                .expect("the view of n2's session opens on n1");
+        let mut seen = String::new();
+        read_until(&mut view, &mut seen, "THERE-10").await;
+        t.send("echo RELAYED-$((4*4))\r");
+        read_until(&mut view, &mut seen, "RELAYED-16").await;
+        t.send("exit\r");
+        assert_eq!(closed(&mut view).await, 1000);
+    });
+    let watched = n2.wait_kind("session_watched");
+    assert_eq!(
+        (
+            watched["session"].as_str(),
+            watched["by"].as_str(),
+            watched["via_node"].as_str(),
+            watched["node"].as_str()
+        ),
+        (Some(id.as_str()), Some("erin"), Some("n1"), Some("n2")),
+        "{watched}"
+    );
+}
+
+/// The whole deployment at once: PostgreSQL, Garage, two nodes sharing
+/// the host and audit keys and the bucket, HAProxy in TCP mode in front.
+/// Logins through HAProxy reach both nodes; commands and an agent
+/// question run; n1 is killed with SIGKILL and logins go on through n2;
+/// every session and command row is in PostgreSQL, every recording in the
+/// bucket with the chain's digest, and `audit verify` passes.
+#[test]
+fn the_cluster_behind_haproxy_outlives_a_node() {
+    use crate::model::{Model, Reply, answer};
+    let Some((_pg, url)) = postgres() else {
+        return;
+    };
+    let Some(garage) = Garage::start() else {
+        eprintln!("skipped: no garage (tools/test-peers installs it)");
+        return;
+    };
+    let model = Model::start(vec![Reply::Sse(answer("Both nodes answer."))]);
+    let opts = |name: &str| Opts {
+        env: garage.env(),
+        llm_url: Some(model.url()),
+        ..node(&url, name, "[recordings]\nstore = \"s3://casts/walissh\"\n")
+    };
+    let mut n1 = Bastion::start_with(opts("n1"));
+    // The same config on both: bob's key too.
+    let n2 = Bastion::start_with(Opts {
+        bob_key: Some(n1.bob_key.clone()),
+        ..keys_of(n1.state.clone(), opts("n2"))
+    });
+    let Some(lb) = Haproxy::start(&[n1.port, n2.port]) else {
+        eprintln!("skipped: no haproxy (tools/test-peers installs it)");
+        return;
+    };
+    let through = |i: usize| {
+        let out = exec(n2.ssh_bob_at(lb.port, "bob:web1"), format!("echo LB-{i}"));
+        assert_eq!(stdout(&out), format!("LB-{i}\n"), "{}", stderr(&out));
+    };
+    for i in 0..8 {
+        through(i);
+    }
+    let mut t = crate::agent::ready(&n2.ssh_bob_at(lb.port, "bob:web1"));
+    let at = crate::agent::ask(&t, "? are both nodes up");
+    t.expect_from("Both nodes answer.", at);
+    t.send("exit\r");
+    assert!(t.wait().is_some());
+    let ends = n2.wait_count("session_end", 9);
+    assert_eq!(
+        nodes_of(&ends),
+        ["n1", "n2"].map(String::from).into(),
+        "{ends:?}"
+    );
+    n2.wait_kind("ai_answer");
+    let object = |id: &str| garage.object(&format!("walissh/{id}.cast"));
+    for end in &ends {
+        let id = end["session"].as_str().unwrap();
+        wait_until(|| object(id).is_some(), "every recording in the bucket");
+    }
+
+    // n1 dies: HAProxy sends the next logins on to n2.
+    n1.kill();
+    for i in 8..12 {
+        through(i);
+    }
+    let ends = n2.wait_count("session_end", 13);
+    assert_eq!(psql(&url, "SELECT count(*) FROM sessions").trim(), "13");
+    let commands = psql(&url, "SELECT count(*) FROM events WHERE kind = 'exec'");
+    assert_eq!(commands.trim(), "12");
+    for end in &ends {
+        let id = end["session"].as_str().unwrap();
+        wait_until(|| object(id).is_some(), "every recording in the bucket");
+        assert_eq!(
+            sha256(&object(id).unwrap()),
+            end["recording_sha256"].as_str().unwrap(),
+            "{end}"
+        );
+    }
+    let report = verifies(&n2);
+    assert_eq!(report["recordings"].as_u64(), Some(13), "{report}");
+}
+
+/// Retention on the shared audit and the bucket (`[audit] keep_days`,
+/// `[recordings] keep_days`): a node whose clock is three days on
+/// (libfaketime; Garage on the same clock, as S3 refuses a skewed
+/// signature) prunes, at its start, what the other node wrote: the rows up
+/// to the last signed checkpoint, replaced by one signed marker, and the
+/// recordings' objects, each with a chained `recording_pruned` row.
+/// `audit verify` still passes, and the first node's console copy drops
+/// what went.
+#[test]
+fn retention_prunes_the_shared_audit_and_the_bucket() {
+    let Some((_pg, url)) = postgres() else {
+        return;
+    };
+    let Some(clock) = faked_clock("+3d") else {
+        eprintln!("skipped: no libfaketime (tools/test-peers installs faketime)");
+        return;
+    };
+    let Some(mut garage) = Garage::start() else {
+        eprintln!("skipped: no garage (tools/test-peers installs it)");
+        return;
+    };
+    let store = "[recordings]\nstore = \"s3://casts/walissh\"\n";
+    let mut n1 = Bastion::start_with(Opts {
+        env: garage.env(),
+        ..node(&url, "n1", store)
+    });
+    for word in ["OLD-1", "OLD-2"] {
+        exec(n1.ssh_bob("bob:web1"), format!("echo {word}"));
+    }
+    let ids: Vec<String> = n1
+        .wait_count("session_end", 2)
+        .iter()
+        .map(|e| e["session"].as_str().unwrap().to_string())
+        .collect();
+    let key = |id: &str| format!("walissh/{id}.cast");
+    for id in &ids {
+        wait_until(
+            || garage.object(&key(id)).is_some(),
+            "the recording's object",
+        );
+    }
+    let listed = |b: &Bastion| {
+        let base = b.web_url();
+        let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
+        let with = ["-H".to_string(), format!("Cookie: {cookie}")];
+        let with: Vec<&str> = with.iter().map(String::as_str).collect();
+        crate::web::curl(&format!("{base}/sessions"), &with).body
+    };
+    assert!(listed(&n1).contains(&ids[0]));
+    // Its last head signed as it stops: what it wrote is under a
+    // checkpoint.
+    assert!(n1.terminate().success());
+
+    garage.on_clock(clock.clone());
+    let mut env = garage.env();
+    env.extend(clock);
+    let n2 = Bastion::start_with(Opts {
+        env,
+        audit_toml: format!("database = \"{url}\"\nkeep_days = 1"),
+        ..keys_of(
+            n1.state.clone(),
+            node(&url, "n2", &format!("{store}keep_days = 1\n")),
+        )
+    });
+    // The recordings first (while their sessions' rows are there), then
+    // the rows.
+    let line = n2.log.wait_line_from(&["retention:"], 0);
+    assert!(line.contains("what was older is deleted"), "{line}");
+    assert!(line.contains("objects=2"), "{line}");
+    let line = n2
+        .log
+        .wait_line_from(&["retention: what was older is deleted through="], 0);
+    assert!(!line.contains("events=0"), "{line}");
+    for id in &ids {
+        assert!(
+            garage.object(&key(id)).is_none(),
+            "{id} is still in the bucket"
+        );
+        let starts = psql(
+            &url,
+            &format!(
+                "SELECT count(*) FROM events WHERE session = '{id}' AND kind <> 'recording_pruned'"
+            ),
+        );
+        assert_eq!(starts.trim(), "0");
+    }
+    assert_eq!(psql(&url, "SELECT count(*) FROM pruned").trim(), "1");
+    let pruned = psql(
+        &url,
+        "SELECT count(*) FROM events WHERE kind = 'recording_pruned'",
+    );
+    assert_eq!(pruned.trim(), "2");
+    let report = verifies(&n2);
+    assert!(report["pruned_through"].as_i64().is_some(), "{report}");
+
+    // n1's console copy, kept from before, drops what went.
+    n1.restart();
+    let page = listed(&n1);
+    for id in &ids {
+        assert!(!page.contains(id.as_str()), "{id} still listed");
+    }
 }
 
 /// Wrong passwords count across nodes: a guesser who spreads tries over

@@ -628,6 +628,9 @@ pub struct Opts {
     /// More environment for walissh and its CLI (an object store's
     /// endpoint and credentials).
     pub env: Vec<(String, String)>,
+    /// bob's key (its `.pub` beside it), as another node of the same
+    /// deployment has it; None: a new one.
+    pub bob_key: Option<PathBuf>,
 }
 
 impl Default for Opts {
@@ -648,6 +651,7 @@ impl Default for Opts {
             record_exec: true,
             max_user_sessions: 50,
             max_user_connections: 32,
+            bob_key: None,
             keepalive: (15, 3),
             nofile_soft: None,
             audit_toml: String::new(),
@@ -701,7 +705,15 @@ impl Bastion {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let bob_key = dir.path().join("bob_ed25519");
-        let bob_pub = keygen(&bob_key);
+        let bob_pub = match &opts.bob_key {
+            None => keygen(&bob_key),
+            Some(from) => {
+                std::fs::copy(from, &bob_key).unwrap();
+                let public = std::fs::read_to_string(from.with_extension("pub")).unwrap();
+                std::fs::write(bob_key.with_extension("pub"), &public).unwrap();
+                public.trim().to_string()
+            }
+        };
         let config = dir.path().join("walissh.toml");
         let (closed_down, down) = closed_port();
         // Accepts TCP connections (the kernel does) but never answers.
@@ -1087,7 +1099,13 @@ timeout_s = {llm_timeout}
 
     /// `ssh` logging in as bob with his key.
     pub fn ssh_bob(&self, login: &str) -> Command {
-        let mut c = self.ssh_base();
+        self.ssh_bob_at(self.port, login)
+    }
+
+    /// `ssh` logging in as bob with his key, through `port` (a load
+    /// balancer in front of this bastion and others).
+    pub fn ssh_bob_at(&self, port: u16, login: &str) -> Command {
+        let mut c = ssh_to(port);
         c.args(["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i"])
             .arg(&self.bob_key)
             .arg(format!("{login}@127.0.0.1"));
@@ -1535,10 +1553,89 @@ pub struct Garage {
     pub secret: String,
     config: PathBuf,
     child: Option<Child>,
+    /// The clock it (and the requests to it) run on: `faked_clock`'s.
+    clock: Vec<(String, String)>,
     _dir: tempfile::TempDir,
 }
 
+/// HAProxy (Debian's) in TCP mode in front of bastions: round robin, a
+/// refused connection sent on to the next (`option redispatch`), as a
+/// deployment would run it; killed when dropped.
+pub struct Haproxy {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Haproxy {
+    /// In front of the bastions on `ports`; None where HAProxy is not
+    /// installed. Returns once it answers.
+    pub fn start(ports: &[u16]) -> Option<Haproxy> {
+        let bin = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut cfg = format!(
+            "global\n    maxconn 400\ndefaults\n    mode tcp\n    timeout connect 2s\n    timeout client 1h\n    timeout server 1h\n    retries 3\n    option redispatch\nfrontend ssh\n    bind 127.0.0.1:{port}\n    default_backend nodes\nbackend nodes\n    balance roundrobin\n"
+        );
+        for (i, p) in ports.iter().enumerate() {
+            cfg.push_str(&format!("    server n{i} 127.0.0.1:{p}\n"));
+        }
+        let path = dir.path().join("haproxy.cfg");
+        std::fs::write(&path, cfg).unwrap();
+        let child = Command::new(bin)
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(
+            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            "haproxy to listen",
+        );
+        Some(Haproxy {
+            port,
+            child,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What runs a program on a clock `offset` away from the real one
+/// (libfaketime, e.g. "+3d"), its monotonic clock left alone; None where
+/// libfaketime is not installed.
+pub fn faked_clock(offset: &str) -> Option<Vec<(String, String)>> {
+    let lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+    Path::new(lib).exists().then(|| {
+        [
+            ("LD_PRELOAD", lib),
+            ("FAKETIME", offset),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    })
+}
+
 impl Garage {
+    /// Restarts the server on `clock` (`faked_clock`'s), and signs the
+    /// tests' own requests on it too (S3 refuses a skewed signature).
+    pub fn on_clock(&mut self, clock: Vec<(String, String)>) {
+        self.stop();
+        self.clock = clock;
+        self.resume();
+    }
+
     pub fn start() -> Option<Garage> {
         garage_bin()?;
         let dir = tempfile::tempdir().unwrap();
@@ -1565,6 +1662,7 @@ impl Garage {
             secret: String::new(),
             config,
             child: None,
+            clock: Vec::new(),
             _dir: dir,
         };
         g.resume();
@@ -1593,6 +1691,7 @@ impl Garage {
             .args(["-c"])
             .arg(&self.config)
             .arg("server")
+            .envs(self.clock.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -1618,6 +1717,7 @@ impl Garage {
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(garage_bin().unwrap());
         c.arg("-c").arg(&self.config).args(args);
+        c.envs(self.clock.iter().map(|(k, v)| (k, v)));
         c
     }
 
@@ -1649,6 +1749,31 @@ impl Garage {
         out.status.success().then_some(out.stdout)
     }
 
+    /// The keys in `casts` under `prefix`, in order (S3's ListObjectsV2,
+    /// one page: tests list a handful).
+    pub fn list(&self, prefix: &str) -> Vec<String> {
+        let encoded: String = prefix
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let mut c = self.curl_at(&format!("casts?list-type=2&prefix={encoded}"));
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{:?} {}", out.status, stdout(&out));
+        let xml = stdout(&out);
+        let mut keys: Vec<String> = xml
+            .split("<Key>")
+            .skip(1)
+            .filter_map(|k| k.split_once("</Key>").map(|(k, _)| k.to_string()))
+            .collect();
+        keys.sort();
+        keys
+    }
+
     /// Puts `body` at `key` in `casts`, around walissh.
     pub fn put(&self, key: &str, body: &Path) {
         let out = self.curl(key).arg("-T").arg(body).output().unwrap();
@@ -1656,11 +1781,22 @@ impl Garage {
     }
 
     fn curl(&self, key: &str) -> Command {
+        self.curl_at(&format!("casts/{key}"))
+    }
+
+    fn curl_at(&self, path: &str) -> Command {
         let mut c = Command::new("curl");
-        c.args(["-s", "--fail", "--aws-sigv4", "aws:amz:garage:s3", "--user"])
-            .arg(format!("{}:{}", self.key_id, self.secret))
-            .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
-            .arg(format!("http://127.0.0.1:{}/casts/{key}", self.port));
+        c.envs(self.clock.iter().map(|(k, v)| (k, v)));
+        c.args([
+            "-sS",
+            "--fail-with-body",
+            "--aws-sigv4",
+            "aws:amz:garage:s3",
+            "--user",
+        ])
+        .arg(format!("{}:{}", self.key_id, self.secret))
+        .args(["-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
+        .arg(format!("http://127.0.0.1:{}/{path}", self.port));
         c
     }
 }

@@ -41,11 +41,59 @@ fn bob_live(b: &Bastion) -> (Terminal, String) {
     (t, start["session"].as_str().unwrap().to_string())
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The live view's upgrade request for session `id` on the console at
+/// `base`, with a login's cookie and a page's origin.
+pub(crate) fn view_request(
+    (base, id): (&str, &str),
+    cookie: Option<&str>,
+    origin: &str,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let ws = format!("{}/sessions/{id}/watch", base.replacen("http", "ws", 1));
+    let mut req = ws.as_str().into_client_request().unwrap();
+    let h = req.headers_mut();
+    h.insert("sec-websocket-protocol", "v2.asciicast".parse().unwrap());
+    h.insert("origin", origin.parse().unwrap());
+    if let Some(c) = cookie {
+        h.insert("cookie", c.parse().unwrap());
+    }
+    req
+}
+
+type View =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Reads a live view's output events onto `seen` until it holds `want`.
+pub(crate) async fn read_until(stream: &mut View, seen: &mut String, want: &str) {
+    while !seen.contains(want) {
+        let msg = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("{want} never came: {seen}"))
+            .unwrap()
+            .unwrap();
+        let Message::Text(line) = msg else { continue };
+        let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if event[1] == "o" {
+            seen.push_str(event[2].as_str().unwrap());
+        }
+    }
+}
+
+/// Waits for a live view's close frame: its code.
+pub(crate) async fn closed(stream: &mut View) -> u16 {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => return u16::from(frame.unwrap().code),
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("the stream did not end cleanly: {other:?}"),
+        }
+    }
 }
 
 /// The live view over a real WebSocket: refused without a login, from
@@ -58,18 +106,8 @@ fn rt() -> tokio::runtime::Runtime {
 fn a_live_session_streams_over_a_websocket() {
     let (b, base) = console_with("", Opts::default());
     let (t, id) = bob_live(&b);
-    let ws = format!("{}/sessions/{id}/watch", base.replacen("http", "ws", 1));
     let cookie = cookie_of(&log_in(&base, "erin", ERIN_PW));
-    let upgrade = |cookie: Option<&str>, origin: &str| {
-        let mut req = ws.as_str().into_client_request().unwrap();
-        let h = req.headers_mut();
-        h.insert("sec-websocket-protocol", "v2.asciicast".parse().unwrap());
-        h.insert("origin", origin.parse().unwrap());
-        if let Some(c) = cookie {
-            h.insert("cookie", c.parse().unwrap());
-        }
-        req
-    };
+    let upgrade = |cookie: Option<&str>, origin: &str| view_request((&base, &id), cookie, origin);
     let own = base.clone();
     rt().block_on(async {
         // No login, another site's page: no stream.
@@ -112,14 +150,7 @@ fn a_live_session_streams_over_a_websocket() {
         let _ = stream.send(Message::Text("rm -rf /\r".into())).await;
         t.send("exit\r");
         // The stream ends with the session, as the player reads an end.
-        let end = loop {
-            match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
-                Ok(Some(Ok(Message::Close(frame)))) => break frame,
-                Ok(Some(Ok(_))) => continue,
-                other => panic!("the stream did not end cleanly: {other:?}"),
-            }
-        };
-        assert_eq!(u16::from(end.unwrap().code), 1000);
+        assert_eq!(closed(&mut stream).await, 1000);
     });
     let watched = b.wait_kind("session_watched");
     assert_eq!(

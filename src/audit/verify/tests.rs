@@ -312,6 +312,7 @@ fn a_pruned_chain_verifies_from_its_marker() {
             let none = Ask {
                 audit_before: None,
                 recordings: None,
+                bucket: false,
             };
             audit.prune(none).await.unwrap();
             audit
@@ -329,6 +330,7 @@ fn a_pruned_chain_verifies_from_its_marker() {
                 .prune(Ask {
                     audit_before: None,
                     recordings,
+                    bucket: false,
                 })
                 .await
                 .unwrap();
@@ -342,6 +344,7 @@ fn a_pruned_chain_verifies_from_its_marker() {
                 .prune(Ask {
                     audit_before: Some(ago(5)),
                     recordings: None,
+                    bucket: false,
                 })
                 .await
                 .unwrap();
@@ -435,6 +438,7 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
     let refused = runtime.block_on(audit.prune(Ask {
         audit_before: Some(ago(5)),
         recordings: None,
+        bucket: false,
     }));
     drop(audit);
     thread.join().unwrap();
@@ -471,6 +475,7 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
             .prune(Ask {
                 audit_before: None,
                 recordings,
+                bucket: false,
             })
             .await
             .unwrap();
@@ -478,6 +483,7 @@ fn retention_goes_by_the_chain_and_survives_deleting_everything() {
             .prune(Ask {
                 audit_before: Some(ago(5)),
                 recordings: None,
+                bucket: false,
             })
             .await
             .unwrap();
@@ -547,6 +553,7 @@ fn retention_costs() {
             .prune(Ask {
                 audit_before: before,
                 recordings: None,
+                bucket: false,
             })
             .await
             .unwrap()
@@ -606,6 +613,7 @@ fn retention_is_not_fooled_by_what_is_not_chained() {
     let rows = Ask {
         audit_before: Some(ago(5)),
         recordings: None,
+        bucket: false,
     };
     let done = session(Some(rows.clone()), &|audit| {
         runtime.block_on(async {
@@ -670,6 +678,7 @@ fn retention_is_not_fooled_by_what_is_not_chained() {
     let recordings_ask = Ask {
         audit_before: None,
         recordings: Some((recordings.clone(), ago(5))),
+        bucket: false,
     };
     session(Some(recordings_ask), &|_| {}).unwrap().unwrap();
     for (seq, ts) in &times {

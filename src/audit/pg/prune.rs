@@ -1,0 +1,272 @@
+//! Retention on a PostgreSQL audit: the pass `prune` makes on SQLite,
+//! made in one transaction under the head's lock, so that two nodes'
+//! passes (each runs its own, daily) never delete past one another, and
+//! rows are never linked by one node while another deletes.
+//!
+//! The rules are the SQLite pass's, and so are the pieces that decide
+//! them (`prune::Relink`, `prune::Marker`, `prune::doom`): only the
+//! leading run of rows older than the cutoff, up to a signed checkpoint
+//! the rows relink to, never past a session left open; one signed marker
+//! in their place. Recordings: with a bucket, any node prunes any
+//! session's (the daemon deletes the objects once the rows are chained);
+//! without one, each node only its own sessions', on its own disk.
+//!
+//! What it owns: the pass's SQL on PostgreSQL. What it leaves to others:
+//! the rules and the marker (`prune`), chaining the rows and deleting the
+//! files (`db`), the objects (the daemon, through `upload`).
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use russh::keys::PublicKey;
+use tokio_postgres::Row;
+
+use super::{Pg, signed};
+use crate::audit::chain::{self, Signed};
+use crate::audit::db::Stored;
+use crate::audit::prune::{self, Ask, Doomed, Marker, Pruned, Relink};
+use crate::audit::rfc3339;
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+fn db(e: tokio_postgres::Error) -> String {
+    e.to_string()
+}
+
+impl Pg {
+    /// One retention pass as `ask` says: the rows, then the recordings,
+    /// in one transaction under the head's lock. Returns what it did and
+    /// the recordings' rows to chain before their files go.
+    pub(super) fn prune_pass(
+        self,
+        ask: &Ask,
+        head: &mut chain::Head,
+    ) -> Result<(Pruned, Vec<Doomed>), String> {
+        let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
+        // Without a bucket, only this node's recordings are on its disk.
+        let mine = (!ask.bucket).then(|| head.node.clone());
+        let this = self.clone();
+        self.block(this.under_lock(head, async |tx, head| {
+            let mut done = Pruned::default();
+            if let Some(before) = ask.audit_before {
+                let sign = |m: &str| head.sign(m);
+                done = rows(tx, &rfc3339(before), (&key, &sign)).await?;
+            }
+            let mut doomed = Vec::new();
+            if let Some((dir, before)) = &ask.recordings {
+                let files;
+                (doomed, files) = recordings(tx, &key, (dir, *before), mine.as_deref()).await?;
+                done.recordings = files as u64;
+            }
+            Ok((done, doomed))
+        }))
+    }
+}
+
+/// The retention marker, if the audit was ever pruned.
+pub(super) async fn marker(
+    tx: &impl deadpool_postgres::GenericClient,
+) -> Result<Option<Marker>, String> {
+    let row = tx
+        .query_opt(
+            "SELECT seq, head, cp_seq, cp, ts, signature FROM pruned",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    Ok(row.map(|r| Marker {
+        seq: r.get(0),
+        head: r.get(1),
+        checkpoint: (r.get(2), r.get(3)),
+        ts: r.get(4),
+        signature: r.get(5),
+    }))
+}
+
+/// The first row at or after `cutoff`, after `floor`.
+async fn first_new(tx: &Tx<'_>, floor: i64, cutoff: &str) -> Result<Option<i64>, String> {
+    let row = tx
+        .query_opt(
+            "SELECT seq FROM events WHERE seq > $1 AND ts >= $2 ORDER BY seq LIMIT 1",
+            &[&floor, &cutoff],
+        )
+        .await
+        .map_err(db)?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// The rows before `cutoff` and all that goes with them, up to a signed
+/// checkpoint.
+async fn rows(
+    tx: &Tx<'_>,
+    cutoff: &str,
+    (key, sign): (&PublicKey, prune::Signer<'_>),
+) -> Result<Pruned, String> {
+    let before = prune::trusted(marker(tx).await?, key)?;
+    let (floor, prev) = before
+        .as_ref()
+        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
+    let last: i64 = tx
+        .query_one("SELECT COALESCE(MAX(seq), 0) FROM events", &[])
+        .await
+        .map_err(db)?
+        .get(0);
+    let limit = first_new(tx, floor, cutoff).await?.map_or(last, |s| s - 1);
+    let Some(c) = target(tx, floor, limit).await? else {
+        return Ok(Pruned::default());
+    };
+    let found = tx
+        .query(
+            "SELECT seq, ts, session, \"user\", target, kind, fields, hash FROM events
+             WHERE seq > $1 AND seq <= $2 ORDER BY seq",
+            &[&floor, &c.seq],
+        )
+        .await
+        .map_err(db)?;
+    let mut walk = Relink::from((floor, prev));
+    for r in &found {
+        walk.next(&stored(r))?;
+    }
+    walk.reaches(&c, key)?;
+    let m = Marker::at(&c, sign)?;
+    let events = tx
+        .execute("DELETE FROM events WHERE seq <= $1", &[&c.seq])
+        .await
+        .map_err(db)?;
+    tx.execute("DELETE FROM checkpoints WHERE seq <= $1", &[&c.seq])
+        .await
+        .map_err(db)?;
+    let sessions = tx
+        .execute(
+            "DELETE FROM sessions s WHERE NOT EXISTS
+               (SELECT 1 FROM events e WHERE e.kind = 'session_start' AND e.session = s.id)",
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    tx.execute(
+        "INSERT INTO pruned (id, seq, head, cp_seq, cp, ts, signature) VALUES (1, $1, $2, $3, $4, $5, $6)
+         ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, head = EXCLUDED.head, cp_seq = EXCLUDED.cp_seq,
+           cp = EXCLUDED.cp, ts = EXCLUDED.ts, signature = EXCLUDED.signature",
+        &[&m.seq, &m.head, &m.checkpoint.0, &m.checkpoint.1, &m.ts, &m.signature],
+    )
+    .await
+    .map_err(db)?;
+    Ok(Pruned {
+        through: Some(c.seq),
+        events,
+        sessions,
+        ..Pruned::default()
+    })
+}
+
+/// A row as the chain links it.
+fn stored(r: &Row) -> Stored {
+    Stored {
+        seq: r.get(0),
+        ts: r.get(1),
+        session: r.get(2),
+        user: r.get(3),
+        target: r.get(4),
+        kind: r.get(5),
+        fields: r.get(6),
+        hash: r.get(7),
+    }
+}
+
+/// The checkpoint to prune up to, as `prune::target` picks it.
+async fn target(tx: &Tx<'_>, floor: i64, mut limit: i64) -> Result<Option<Signed>, String> {
+    let at = async |order: &str, hi: i64| {
+        let sql = format!(
+            "SELECT seq, ts, head, prev_seq, prev, signature FROM checkpoints
+             WHERE seq > $1 AND seq <= $2 ORDER BY seq {order} LIMIT 1"
+        );
+        let row = tx.query_opt(&sql, &[&floor, &hi]).await.map_err(db)?;
+        Ok::<_, String>(row.as_ref().map(signed))
+    };
+    loop {
+        let near = at("DESC", limit.min(floor.saturating_add(prune::MAX_ROWS))).await?;
+        let c = match near {
+            Some(c) => c,
+            None => match at("ASC", limit).await? {
+                Some(c) => c,
+                None => return Ok(None),
+            },
+        };
+        let open: Option<i64> = tx
+            .query_one(
+                "SELECT MIN(e.seq) FROM events e
+                 WHERE e.kind = 'session_start' AND e.seq > $1 AND e.seq <= $2
+                   AND NOT EXISTS (SELECT 1 FROM events x WHERE x.session = e.session
+                                   AND x.kind = 'session_end' AND x.seq > e.seq AND x.seq <= $2)",
+                &[&floor, &c.seq],
+            )
+            .await
+            .map_err(db)?
+            .get(0);
+        match open {
+            Some(s) => limit = s - 1,
+            None => return Ok(Some(c)),
+        }
+    }
+}
+
+/// The recordings to delete, as `prune::recordings` finds them; `mine`:
+/// only the sessions of this node (no bucket). Then this node's files
+/// older than the cutoff whose session has no chained start (deleted
+/// here): the rows, and how many such files.
+async fn recordings(
+    tx: &Tx<'_>,
+    key: &PublicKey,
+    (dir, before): (&Path, SystemTime),
+    mine: Option<&str>,
+) -> Result<(Vec<Doomed>, usize), String> {
+    let cutoff = rfc3339(before);
+    let floor = prune::trusted(marker(tx).await?, key)?.map_or(0, |m| m.seq);
+    let signed: i64 = tx
+        .query_one("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", &[])
+        .await
+        .map_err(db)?
+        .get(0);
+    let bound = first_new(tx, floor, &cutoff)
+        .await?
+        .map_or(signed, |s| signed.min(s - 1));
+    let found = tx
+        .query(
+            "SELECT e.session, e.\"user\", e.target, s.fields::jsonb->>'recording'
+             FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
+             WHERE e.seq > $1 AND e.seq <= $2 AND e.kind = 'session_end' AND e.ts < $3
+               AND s.fields::jsonb->>'recording' IS NOT NULL
+               AND ($5::text IS NULL OR s.fields::jsonb->>'node' = $5)
+               AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
+             ORDER BY e.seq LIMIT $4",
+            &[&floor, &bound, &cutoff, &(prune::MAX_RECORDINGS as i64), &mine],
+        )
+        .await
+        .map_err(db)?;
+    let doomed: Vec<Doomed> = found
+        .iter()
+        .filter_map(|r| prune::doom((r.get(0), r.get(1), r.get(2), r.get(3)), dir, &cutoff))
+        .collect();
+    // This node's files whose session has no chained start any more.
+    let old = prune::old_files(dir, before);
+    let ids: Vec<&str> = old.iter().map(|(id, _)| id.as_str()).collect();
+    let started: std::collections::HashSet<String> = tx
+        .query(
+            "SELECT session FROM events WHERE kind = 'session_start' AND session = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let room = prune::MAX_RECORDINGS.saturating_sub(doomed.len());
+    let files = old
+        .iter()
+        .filter(|(id, _)| !started.contains(id))
+        .take(room)
+        .filter(|(_, path)| std::fs::remove_file(path).is_ok())
+        .count();
+    Ok((doomed, files))
+}
