@@ -719,13 +719,14 @@ fn run(cmd: Cmd) -> Result<(), String> {
                     let named = audit::query::recording(audit.path(), &session)?
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("session {session} has no recording"))?;
-                    let file = audit::readable::recording_file(&config, named, &scratch)?;
+                    let said = audit::query::recording_digest(audit.path(), &session)?;
+                    let sealed = said.as_ref().map(|(_, len)| *len);
+                    let file = audit::readable::recording_file(&config, (named, sealed), &scratch)?;
                     // A copy from the bucket is played only if it is the
                     // recording the chain holds; one the chain has no
                     // digest for (its session did not end on its node) is
                     // played as unsealed, and said so.
                     if file.starts_with(scratch.path()) {
-                        let said = audit::query::recording_digest(audit.path(), &session)?;
                         let got = audit::chain::file_digest(&file).map_err(|e| e.to_string())?;
                         if said.is_none() {
                             eprintln!(

@@ -187,11 +187,11 @@ pub(crate) fn check_head_in(
     let Some(head) = read_head(path)? else {
         return Ok(());
     };
-    if checkpoint_at(head.seq)?.as_ref() == Some(&head) {
-        return Ok(());
-    }
-    if pruned.is_some_and(|through| head.seq <= through) {
-        return Ok(());
+    match checkpoint_at(head.seq)? {
+        Some(c) if c == head => return Ok(()),
+        // Pruned past it by a node's pass: gone, not replaced.
+        None if pruned.is_some_and(|through| head.seq <= through) => return Ok(()),
+        _ => {}
     }
     Err(format!(
         "{name}: the audit database lacks the checkpoint at seq {} that {} names: it was rolled back or cut; \

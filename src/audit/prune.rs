@@ -323,7 +323,7 @@ impl Relink {
     }
 }
 
-fn refused(what: String) -> String {
+pub(super) fn refused(what: String) -> String {
     format!("{what}; nothing pruned: run `walissh audit verify`")
 }
 
@@ -446,28 +446,37 @@ fn recordings(
     before: SystemTime,
 ) -> Result<(Vec<Doomed>, usize), Failed> {
     let cutoff = rfc3339(before);
-    let floor = trusted_marker(conn, key)?.map_or(0, |m| m.seq);
+    let marker = trusted_marker(conn, key)?;
+    let floor = marker
+        .as_ref()
+        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
     let signed: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", [], |r| {
         r.get(0)
     })?;
-    let bound = first_new(conn, floor, &cutoff)?.map_or(signed, |s| signed.min(s - 1));
+    let bound = first_new(conn, floor.0, &cutoff)?.map_or(signed, |s| signed.min(s - 1));
     let mut st = conn.prepare(
-        "SELECT e.session, e.user, e.target, json_extract(s.fields, '$.recording')
+        "SELECT e.session, e.user, e.target, s.fields, s.seq, e.seq
          FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
          WHERE e.seq > ?1 AND e.seq <= ?2 AND e.kind = 'session_end' AND e.ts < ?3
-           AND json_extract(s.fields, '$.recording') IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
          ORDER BY e.seq LIMIT ?4",
     )?;
-    let found: Vec<(String, Option<String>, Option<String>, String)> = st
-        .query_map(params![floor, bound, cutoff, MAX_RECORDINGS as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?
+    let found: Vec<Found> = st
+        .query_map(
+            params![floor.0, bound, cutoff, MAX_RECORDINGS as i64],
+            |r| {
+                Ok(Found {
+                    who: (r.get(0)?, r.get(1)?, r.get(2)?),
+                    start: r.get(3)?,
+                    seqs: (r.get(4)?, r.get(5)?),
+                })
+            },
+        )?
         .collect::<rusqlite::Result<_>>()?;
-    let doomed: Vec<Doomed> = found
-        .into_iter()
-        .filter_map(|found| doom(found, dir, &cutoff))
-        .collect();
+    let doomed = doomed(&found, dir, &cutoff, None);
+    // What is deleted on the word of these rows, the chain signed.
+    let seqs = found.iter().flat_map(|f| [f.seqs.0, f.seqs.1]).collect();
+    signed_rows(conn, key, floor, seqs)?;
     let files = orphans(
         conn,
         dir,
@@ -477,15 +486,130 @@ fn recordings(
     Ok((doomed, files))
 }
 
+/// A session the recordings pass found: its id, user and target, its
+/// `session_start`'s fields (as stored), and the seqs of its start and
+/// end.
+pub(super) struct Found {
+    pub(super) who: (String, Option<String>, Option<String>),
+    pub(super) start: String,
+    pub(super) seqs: (i64, i64),
+}
+
+/// The `recording_pruned` rows and files of `found`: each whose start
+/// names a recording (fields that do not parse are skipped, not fatal),
+/// of `node` when one is given.
+pub(super) fn doomed(found: &[Found], dir: &Path, cutoff: &str, node: Option<&str>) -> Vec<Doomed> {
+    found
+        .iter()
+        .filter_map(|f| {
+            let start: serde_json::Value = serde_json::from_str(&f.start).ok()?;
+            if node.is_some_and(|n| start["node"].as_str() != Some(n)) {
+                return None;
+            }
+            let recording = start["recording"].as_str()?.to_string();
+            let (id, user, target) = f.who.clone();
+            doom((id, user, target, recording), dir, cutoff)
+        })
+        .collect()
+}
+
+/// The rows at `seqs` are where the chain signed them: from each, the
+/// rows link up to the first checkpoint at or after it, which the audit
+/// key signed over the head they reach (a row changed, or a hash made
+/// again after it, does not; the first row's link back is to the stored
+/// hash before it, or `floor`, the marker's head). A stretch walked
+/// covers the seqs within it. Else nothing is pruned.
+fn signed_rows(
+    conn: &Connection,
+    key: &PublicKey,
+    floor: (i64, String),
+    seqs: Vec<i64>,
+) -> Result<(), Failed> {
+    let mut stretches = Stretches::new(seqs);
+    while let Some(from) = stretches.next_uncovered() {
+        let prev = match from - 1 == floor.0 {
+            true => Some(floor.1.clone()),
+            false => conn
+                .query_row("SELECT hash FROM events WHERE seq = ?1", [from - 1], |r| {
+                    r.get::<_, Option<String>>(0)
+                })
+                .optional()?
+                .flatten(),
+        };
+        let Some(prev) = prev else {
+            return Err(Failed::Refused(refused(format!(
+                "the chain is broken at seq {}",
+                from - 1
+            ))));
+        };
+        let columns = super::db::checkpoint_columns(conn)?;
+        let c = conn
+            .query_row(
+                &format!("SELECT {columns} FROM checkpoints WHERE seq >= ?1 ORDER BY seq LIMIT 1"),
+                [from],
+                super::db::checkpoint_row,
+            )
+            .optional()?
+            .ok_or_else(|| {
+                Failed::Refused(refused(format!("seq {from} is under no checkpoint")))
+            })?;
+        let mut st = conn.prepare(&format!(
+            "SELECT {} FROM events WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq",
+            Stored::COLUMNS
+        ))?;
+        let mut rows = st.query([from, c.seq])?;
+        let mut walk = Relink::from((from - 1, prev));
+        while let Some(r) = rows.next()? {
+            walk.next(&Stored::read(r)?).map_err(Failed::Refused)?;
+        }
+        walk.reaches(&c, key).map_err(Failed::Refused)?;
+        stretches.covered(from, c.seq);
+    }
+    Ok(())
+}
+
+/// Seqs to check, in order, and the stretch last walked.
+pub(super) struct Stretches {
+    seqs: std::vec::IntoIter<i64>,
+    walked: Option<(i64, i64)>,
+}
+
+impl Stretches {
+    pub(super) fn new(mut seqs: Vec<i64>) -> Stretches {
+        seqs.sort_unstable();
+        seqs.dedup();
+        Stretches {
+            seqs: seqs.into_iter(),
+            walked: None,
+        }
+    }
+
+    /// The next seq no stretch walked so far covers.
+    pub(super) fn next_uncovered(&mut self) -> Option<i64> {
+        self.seqs
+            .by_ref()
+            .find(|s| !self.walked.is_some_and(|(a, b)| (a..=b).contains(s)))
+    }
+
+    pub(super) fn covered(&mut self, from: i64, to: i64) {
+        self.walked = Some((from, to));
+    }
+}
+
 /// The `recording_pruned` row and file of a session found to prune (its
-/// id, user, target and recording), when the recording is `dir`'s own.
-pub(super) fn doom(
+/// id, user, target and recording), when the recording is `dir`'s own
+/// and the session's (`ID.cast`: a start row made to name another
+/// session's recording names none).
+fn doom(
     (id, user, target, recording): (String, Option<String>, Option<String>, String),
     dir: &Path,
     cutoff: &str,
 ) -> Option<Doomed> {
     // Only a recording of the directory's own, by its name.
     let path = in_dir(dir, &recording)?;
+    if path.file_name()? != std::ffi::OsStr::new(&format!("{id}.cast")) {
+        return None;
+    }
     // The cutoff goes into the row: verify holds the chained end to it,
     // so rows made to look old for this pass show once put back.
     let mut ev = Event::new(Kind::RecordingPruned)
@@ -552,4 +676,63 @@ pub(super) fn old_files(dir: &Path, before: SystemTime) -> Vec<(String, PathBuf)
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(id: &str, start: &str) -> Found {
+        Found {
+            who: (id.into(), Some("bob".into()), Some("web1".into())),
+            start: start.into(),
+            seqs: (1, 2),
+        }
+    }
+
+    /// Only a session's own recording (`ID.cast`, in the directory) is
+    /// doomed, of the node asked for; a start that does not parse is
+    /// skipped, not fatal to the pass.
+    #[test]
+    fn only_a_sessions_own_recording_goes() {
+        let dir = Path::new("/r");
+        let all = [
+            found("s1", r#"{"recording":"/elsewhere/s1.cast","node":"n1"}"#),
+            found("s2", r#"{"recording":"/r/s1.cast","node":"n1"}"#),
+            found("s3", r#"{"recording":"/r/s3.cast","node":"n2"}"#),
+            found("s4", "not json"),
+            found("s5", r#"{"node":"n1"}"#),
+            found("s6", r#"{"recording":"/r/../s6.cast","node":"n1"}"#),
+        ];
+        let paths = |node| -> Vec<PathBuf> {
+            doomed(&all, dir, "cut", node)
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect()
+        };
+        assert_eq!(
+            paths(Some("n1")),
+            [dir.join("s1.cast"), dir.join("s6.cast")]
+        );
+        assert_eq!(
+            paths(None),
+            [
+                dir.join("s1.cast"),
+                dir.join("s3.cast"),
+                dir.join("s6.cast")
+            ]
+        );
+    }
+
+    /// A stretch walked covers the seqs within it; the next seq past it
+    /// is walked from.
+    #[test]
+    fn stretches_skip_what_a_walk_covered() {
+        let mut s = Stretches::new(vec![9, 3, 5, 3, 12]);
+        assert_eq!(s.next_uncovered(), Some(3));
+        s.covered(3, 10);
+        assert_eq!(s.next_uncovered(), Some(12));
+        s.covered(12, 20);
+        assert_eq!(s.next_uncovered(), None);
+    }
 }

@@ -168,10 +168,12 @@ impl Mirror {
 
 /// The file to read a recording the chain names as `path` from: the one
 /// of its name in the config's recordings directory, or `path`, or the
-/// object in the config's bucket, fetched into `scratch`. Blocking.
+/// object in the config's bucket, fetched into `scratch` (`sealed`: its
+/// length in the chain, when the chain holds its digest; see
+/// `upload::Bucket::fetch`). Blocking.
 pub(crate) fn recording_file(
     config: &Config,
-    path: PathBuf,
+    (path, sealed): (PathBuf, Option<u64>),
     scratch: &Scratch,
 ) -> Result<PathBuf, String> {
     let name = path.file_name().map(|n| n.to_os_string());
@@ -189,7 +191,7 @@ pub(crate) fn recording_file(
             let to = scratch.path().join(name);
             let bucket = super::upload::Bucket::new(url)?;
             bucket
-                .fetch_blocking(name, &to, None)
+                .fetch_blocking(name, &to, sealed)
                 .map_err(|e| e.to_string())?;
             Ok(to)
         }

@@ -42,6 +42,9 @@ const PART: usize = 8 << 20;
 const QUIET: Duration = Duration::from_secs(600);
 /// The longest wait before an upload is tried again.
 const MAX_BACKOFF: Duration = Duration::from_secs(600);
+/// The most of a recording fetched without a length from the chain (a
+/// live or reaped session's): a bucket cannot fill the disk it lands on.
+pub(crate) const UNSEALED_MAX: u64 = 1 << 30;
 /// Closed recordings waiting for the uploader; past that, the scan finds
 /// them.
 const QUEUE: usize = 1024;
@@ -214,20 +217,28 @@ impl Bucket {
         Ok(())
     }
 
-    /// Fetches the recording named `name` into `to`, streamed, never more
-    /// than `max` bytes of it (its length in the chain, when known: a
-    /// longer object is not the recording, and is not read whole): the
-    /// whole object, or its parts joined where they reach further (the
-    /// session of a node that died before it could upload the whole).
-    /// Blocking callers use [`Bucket::fetch_blocking`].
-    pub(crate) async fn fetch(&self, name: &str, to: &Path, max: Option<u64>) -> Result<(), Fetch> {
+    /// Fetches the recording named `name` into `to`, streamed. `sealed`:
+    /// its length in the chain, when the chain holds its digest; then only
+    /// the whole object is the recording, and one longer is not read. Else
+    /// (a live session's, or a dead node's, reaped): the whole object, or
+    /// its parts joined where they reach further, never more than
+    /// [`UNSEALED_MAX`]. Blocking callers use [`Bucket::fetch_blocking`].
+    pub(crate) async fn fetch(
+        &self,
+        name: &str,
+        to: &Path,
+        sealed: Option<u64>,
+    ) -> Result<(), Fetch> {
         let failed = |e: &dyn std::fmt::Display| Fetch::Failed(format!("{}/{name}: {e}", self.url));
         let whole = match self.store.head(&self.key(name)).await {
             Err(object_store::Error::NotFound { .. }) => None,
             Err(e) => return Err(failed(&e)),
             Ok(meta) => Some(meta.size),
         };
-        let parts = self.parts(name).await.map_err(Fetch::Failed)?;
+        let parts = match sealed {
+            Some(_) => Vec::new(),
+            None => self.parts(name).await.map_err(Fetch::Failed)?,
+        };
         let joined: u64 = parts.iter().map(|p| p.2).sum();
         let size = match whole {
             Some(w) if w >= joined => w,
@@ -239,12 +250,15 @@ impl Bucket {
             }
             _ => joined,
         };
-        if max.is_some_and(|m| size > m) {
-            let what = format!(
-                "{}/{name}: {size} bytes, more than the chain says",
+        if size > sealed.unwrap_or(UNSEALED_MAX) {
+            let what = match sealed {
+                Some(_) => "more than the chain says",
+                None => "more than a recording is fetched",
+            };
+            return Err(Fetch::Missing(format!(
+                "{}/{name}: {size} bytes, {what}",
                 self.url
-            );
-            return Err(Fetch::Missing(what));
+            )));
         }
         let mut f = tokio::fs::File::create(to).await.map_err(|e| failed(&e))?;
         // Never more than was sized up: an object changed since is not

@@ -15,9 +15,13 @@
 //! Anyone who can connect to the database can listen and notify, and a
 //! terminal's output is not the database's to read: every request and
 //! frame is sealed (AES-256-GCM) with a key drawn from the audit key the
-//! nodes share, bound to its channel; frames are numbered, and a watcher
-//! that misses one ends the view rather than show a screen with a hole.
-//! Requests carry their time and are dropped when stale.
+//! nodes share, bound to its channel. Frames are numbered: one seen
+//! already is dropped, and a watcher that misses one ends the view rather
+//! than show a screen with a hole. The serving node sends a frame at
+//! least every [`RENEW`], and a watcher that hears nothing for [`LEASE`]
+//! ends the view (a node gone is not a quiet session). Requests carry
+//! their time and are dropped when stale, and a view is served once: its
+//! request played again opens nothing.
 //!
 //! What it owns: the relay's connections, requests, frames, seals and
 //! leases. What it leaves to others: the recording's stream
@@ -50,8 +54,10 @@ const FRESH: u64 = 60;
 const FIRST: Duration = Duration::from_secs(10);
 /// Frames a watcher may hold unread; past that the view fell behind.
 const FRAMES: usize = 1024;
-/// Notifications waiting for this node's relay connection.
+/// Notifications waiting for this node's relay connection: frames, and
+/// (sent first) requests.
 const OUT: usize = 1024;
+const REQUESTS_OUT: usize = 64;
 /// Requests from other nodes waiting for this node's daemon.
 const ASKS: usize = 64;
 /// Views this node serves to others at once.
@@ -105,6 +111,9 @@ pub(crate) struct Views {
     key: Key<Aes256Gcm>,
     cmd: mpsc::Sender<Cmd>,
     out: mpsc::Sender<(String, String)>,
+    /// Requests go apart from frames, so a node busy serving views still
+    /// renews the ones it watches.
+    requests: mpsc::Sender<String>,
     asks: Mutex<Option<mpsc::Receiver<Ask>>>,
     /// The views this node serves, and when each was last renewed.
     leases: Arc<Mutex<HashMap<String, Instant>>>,
@@ -152,6 +161,7 @@ impl Pg {
         let key = relay_key(audit_key)?;
         let (cmd_tx, cmd_rx) = mpsc::channel(64);
         let (out_tx, out_rx) = mpsc::channel(OUT);
+        let (req_tx, req_rx) = mpsc::channel(REQUESTS_OUT);
         let (ask_tx, ask_rx) = mpsc::channel(ASKS);
         let leases = Arc::new(Mutex::new(HashMap::new()));
         let hear = Hearing {
@@ -159,17 +169,20 @@ impl Pg {
             key,
             asks: ask_tx,
             leases: leases.clone(),
+            served: HashMap::new(),
+            dropped: 0,
             routes: HashMap::new(),
         };
         let tasks = vec![
             self.spawn(self.clone().listen_views(hear, cmd_rx)),
-            self.spawn(self.clone().send_all(out_rx)),
+            self.spawn(self.clone().send_all(req_rx, out_rx)),
         ];
         Ok(Views {
             node: node.to_string(),
             key,
             cmd: cmd_tx,
             out: out_tx,
+            requests: req_tx,
             asks: Mutex::new(Some(ask_rx)),
             leases,
             tasks,
@@ -252,11 +265,22 @@ impl Pg {
         }
     }
 
-    /// Sends every notification queued, in order, on one connection of
-    /// its own (so a view's frames arrive in the order sent).
-    async fn send_all(self, mut out: mpsc::Receiver<(String, String)>) {
+    /// Sends every notification queued, requests first, in order, on one
+    /// connection of its own (so a view's frames arrive in the order
+    /// sent).
+    async fn send_all(
+        self,
+        mut requests: mpsc::Receiver<String>,
+        mut out: mpsc::Receiver<(String, String)>,
+    ) {
         let mut client: Option<tokio_postgres::Client> = None;
-        while let Some((chan, payload)) = out.recv().await {
+        loop {
+            let next = tokio::select! {
+                biased;
+                r = requests.recv() => r.map(|r| (REQUESTS.to_string(), r)),
+                f = out.recv() => f,
+            };
+            let Some((chan, payload)) = next else { return };
             if client.is_none() {
                 match self.connect().await {
                     Ok((c, connection)) => {
@@ -292,6 +316,12 @@ struct Hearing {
     key: Key<Aes256Gcm>,
     asks: mpsc::Sender<Ask>,
     leases: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Every view this node agreed to serve within twice [`FRESH`]: a
+    /// request played again (after its bye, say) opens nothing.
+    served: HashMap<String, Instant>,
+    /// Notifications dropped (not sealed, stale): logged at the 1st, 2nd,
+    /// 4th, … so that whoever can notify cannot flood the log.
+    dropped: u64,
     /// The views this node watches: their channels, and where frames go.
     routes: HashMap<String, mpsc::Sender<Vec<u8>>>,
 }
@@ -318,10 +348,17 @@ impl Hearing {
         }
     }
 
+    /// Logs a dropped notification, fewer and fewer of them.
+    fn drop_one(&mut self, what: &str) {
+        self.dropped += 1;
+        if self.dropped.is_power_of_two() {
+            tracing::warn!(dropped = self.dropped, "{what} was dropped");
+        }
+    }
+
     fn request(&mut self, payload: &str) {
         let Some(plain) = crate::sealed::open(&self.key, REQUESTS.as_bytes(), payload) else {
-            tracing::warn!("a live view's request not sealed with the audit key was dropped");
-            return;
+            return self.drop_one("a live view's request not sealed with the audit key");
         };
         let Ok(r) = serde_json::from_slice::<Request>(&plain) else {
             return;
@@ -330,13 +367,17 @@ impl Hearing {
             return;
         }
         if super::stops::now().abs_diff(r.at) > FRESH {
-            tracing::warn!(from = %r.from, "a stale live view's request was dropped");
-            return;
+            return self.drop_one("a stale live view's request");
         }
+        // A request is fresh for FRESH either way of now: what was served
+        // is remembered twice that.
+        let forget = Duration::from_secs(2 * FRESH);
+        self.served.retain(|_, at| at.elapsed() < forget);
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         match r.t.as_str() {
             // Once per view: a request played again is not a second view.
-            "watch" if !leases.contains_key(&r.view) && leases.len() < MAX_SERVED => {
+            "watch" if !self.served.contains_key(&r.view) && leases.len() < MAX_SERVED => {
+                self.served.insert(r.view.clone(), Instant::now());
                 leases.insert(r.view.clone(), Instant::now());
                 let ask = Ask {
                     session: r.session,
@@ -399,7 +440,7 @@ impl Views {
         };
         let plain = serde_json::to_vec(&r).unwrap_or_default();
         if let Some(sealed) = crate::sealed::seal(&self.key, REQUESTS.as_bytes(), &plain) {
-            let _ = self.out.try_send((REQUESTS.to_string(), sealed));
+            let _ = self.requests.try_send(sealed);
         }
     }
 
@@ -419,23 +460,34 @@ impl Views {
             .send(Cmd::Listen(chan.clone(), tx, done))
             .await
             .map_err(|_| "the relay is not running".to_string())?;
-        if tokio::time::timeout(FIRST, listening).await.is_err() {
+        if !matches!(tokio::time::timeout(FIRST, listening).await, Ok(Ok(()))) {
             let _ = self.cmd.try_send(Cmd::Unlisten(chan));
             return Err("the database did not take the view's channel".into());
         }
+        let who = [node, &view, session, by, addr].map(str::to_string);
         self.request("watch", (node, &view, session), (by, addr));
-        let mut renew = tokio::time::interval(RENEW);
-        renew.tick().await;
+        // Renewed apart from how the view is read: a viewer slow to take
+        // the history still holds its lease.
+        let (views, w) = (self.clone(), who.clone());
+        let renewing = tokio::spawn(async move {
+            let mut every = tokio::time::interval(RENEW);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                views.request("renew", (&w[0], &w[1], &w[2]), (&w[3], &w[4]));
+            }
+        });
         Ok(Remote {
             views: self.clone(),
-            who: [node, &view, session, by, addr].map(str::to_string),
+            who,
             frames,
             seq: 0,
             buf: Vec::new(),
             lines: VecDeque::new(),
             live: false,
             ended: None,
-            renew,
+            heard: tokio::time::Instant::now(),
+            renewing,
         })
     }
 
@@ -477,10 +529,17 @@ impl Views {
                     }
                 },
                 _ = check.tick() => {
-                    let leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-                    if leases.get(&ask.view).is_none_or(|at| at.elapsed() > LEASE) {
+                    let held = {
+                        let leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+                        leases.get(&ask.view).is_some_and(|at| at.elapsed() <= LEASE)
+                    };
+                    if !held {
+                        out.frame(END, b"the view's lease ran out").await;
                         break;
                     }
+                    // A frame at least this often: the watcher tells a
+                    // quiet session from a node gone.
+                    out.frame(LIVE, b"").await;
                 }
             }
         }
@@ -561,11 +620,14 @@ pub(crate) struct Remote {
     lines: VecDeque<String>,
     live: bool,
     ended: Option<String>,
-    renew: tokio::time::Interval,
+    /// When the last frame came: none for [`LEASE`] ends the view.
+    heard: tokio::time::Instant,
+    renewing: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Remote {
     fn drop(&mut self) {
+        self.renewing.abort();
         let [node, view, session, by, addr] = &self.who;
         self.views.request("bye", (node, view, session), (by, addr));
         let _ = self.views.cmd.try_send(Cmd::Unlisten(channel(view)));
@@ -611,9 +673,8 @@ impl Remote {
                         self.ended = Some(format!("the view fell behind, or node {} stopped answering", self.who[0]));
                     }
                 },
-                _ = self.renew.tick() => {
-                    let [node, view, session, by, addr] = &self.who;
-                    self.views.request("renew", (node, view, session), (by, addr));
+                _ = tokio::time::sleep_until(self.heard + LEASE) => {
+                    self.ended = Some(format!("node {} stopped answering", self.who[0]));
                 }
             }
         }
@@ -624,7 +685,8 @@ impl Remote {
         self.lines.pop_front().map(Arc::from)
     }
 
-    /// One frame: its number must be the next, else the view ends.
+    /// One frame: its number must be the next (one seen already is
+    /// dropped), else the view ends.
     fn take(&mut self, frame: &[u8]) {
         let (Some(&kind), Some(seq)) = (
             frame.first(),
@@ -632,12 +694,17 @@ impl Remote {
         ) else {
             return;
         };
-        let data = &frame[9..];
-        if u64::from_be_bytes(seq) != self.seq + 1 {
+        let (data, seq) = (&frame[9..], u64::from_be_bytes(seq));
+        // One already taken, played again by whoever can notify: nothing.
+        if seq <= self.seq {
+            return;
+        }
+        if seq != self.seq + 1 {
             self.ended = Some("a frame of the relay was lost".into());
             return;
         }
-        self.seq += 1;
+        self.seq = seq;
+        self.heard = tokio::time::Instant::now();
         match kind {
             HISTORY | LIVE => {
                 self.live |= kind == LIVE;
@@ -688,6 +755,8 @@ mod tests {
             key,
             asks,
             leases: Arc::new(Mutex::new(HashMap::new())),
+            served: HashMap::new(),
+            dropped: 0,
             routes: HashMap::new(),
         };
         (h, rx)
@@ -733,6 +802,13 @@ mod tests {
         assert!(h.leases.lock().unwrap().contains_key("v3"));
         h.heard(REQUESTS, &sealed(&k, "bye", "n2", "v3", now));
         assert!(!h.leases.lock().unwrap().contains_key("v3"));
+        // Its watch played again after its bye: no second view.
+        h.heard(REQUESTS, &good);
+        assert!(
+            asks.try_recv().is_err(),
+            "a view served again after its bye"
+        );
+        assert!(!h.leases.lock().unwrap().contains_key("v3"));
     }
 
     /// A watcher takes frames in order only: one missing ends the view
@@ -752,11 +828,13 @@ mod tests {
         rt.block_on(async {
             let (cmd, _cmds) = mpsc::channel(4);
             let (out, _outs) = mpsc::channel(4);
+            let (requests, _reqs) = mpsc::channel(4);
             let views = Arc::new(Views {
                 node: "n1".into(),
                 key: relay_key(&key()).unwrap(),
                 cmd,
                 out,
+                requests,
                 asks: Mutex::new(None),
                 leases: Default::default(),
                 tasks: Vec::new(),
@@ -771,12 +849,17 @@ mod tests {
                 lines: VecDeque::new(),
                 live: false,
                 ended: None,
-                renew: tokio::time::interval(RENEW),
+                heard: tokio::time::Instant::now(),
+                renewing: tokio::spawn(async {}),
             };
             r.take(&frame(HISTORY, 1, "{\"version\":2}\n[0.1,\"o\",\"a"));
             r.take(&frame(LIVE, 2, "b\"]\n"));
             assert_eq!(r.lines, ["{\"version\":2}", "[0.1,\"o\",\"ab\"]"]);
             assert!(r.live && r.ended.is_none());
+            // Played again: dropped, the view goes on.
+            r.take(&frame(LIVE, 2, "b\"]\n"));
+            assert_eq!(r.lines.len(), 2);
+            assert!(r.ended.is_none());
             r.take(&frame(LIVE, 4, "[0.2,\"o\",\"c\"]\n"));
             assert_eq!(r.ended.as_deref(), Some("a frame of the relay was lost"));
         });

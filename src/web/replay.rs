@@ -31,6 +31,8 @@ struct Replay {
     recording: Option<PathBuf>,
     /// `recording_sha256` of its `session_end` row.
     sealed: Option<String>,
+    /// `recording_bytes` of its `session_end` row.
+    sealed_bytes: Option<u64>,
     rows: Vec<Row>,
 }
 
@@ -101,7 +103,7 @@ fn read(conn: &Connection, id: &str) -> rusqlite::Result<Option<Replay>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT ts, kind, fields FROM events WHERE session = ?1 ORDER BY seq LIMIT {MAX_ROWS}"
     ))?;
-    let mut sealed = None;
+    let (mut sealed, mut sealed_bytes) = (None, None);
     let rows = stmt
         .query_map([id], |r| {
             Ok((
@@ -119,6 +121,7 @@ fn read(conn: &Connection, id: &str) -> rusqlite::Result<Option<Replay>> {
                     .get("recording_sha256")
                     .and_then(Value::as_str)
                     .map(str::to_string);
+                sealed_bytes = fields.get("recording_bytes").and_then(Value::as_u64);
             }
             Row {
                 at: (seconds(&ts).unwrap_or(start) - start).max(0.0),
@@ -135,6 +138,7 @@ fn read(conn: &Connection, id: &str) -> rusqlite::Result<Option<Replay>> {
         ended,
         recording: recording.map(PathBuf::from),
         sealed,
+        sealed_bytes,
         rows,
     }))
 }
@@ -250,7 +254,7 @@ async fn fetched(state: &Path, url: &str, r: &Replay) -> Option<PathBuf> {
     };
     if !there {
         let bucket = crate::audit::upload::Bucket::new(url).ok()?;
-        if let Err(e) = bucket.fetch(&name, &to, None).await {
+        if let Err(e) = bucket.fetch(&name, &to, r.sealed_bytes).await {
             tracing::warn!(error = %e, "the console could not fetch a recording");
             let _ = tokio::fs::remove_file(&to).await;
             return None;

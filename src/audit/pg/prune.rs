@@ -212,9 +212,12 @@ async fn target(tx: &Tx<'_>, floor: i64, mut limit: i64) -> Result<Option<Signed
 }
 
 /// The recordings to delete, as `prune::recordings` finds them; `mine`:
-/// only the sessions of this node (no bucket). Then this node's files
-/// older than the cutoff whose session has no chained start (deleted
-/// here): the rows, and how many such files.
+/// only the sessions of this node (no bucket). Then, this node's files
+/// older than the cutoff whose session another node's pass pruned (a
+/// bucket's: its row says so; the local copy goes here): the rows, and
+/// how many such files. Files whose session's rows are gone are left (a
+/// row deleted around walissh must not delete a recording): keep the
+/// audit at least as long as the recordings.
 async fn recordings(
     tx: &Tx<'_>,
     key: &PublicKey,
@@ -222,51 +225,136 @@ async fn recordings(
     mine: Option<&str>,
 ) -> Result<(Vec<Doomed>, usize), String> {
     let cutoff = rfc3339(before);
-    let floor = prune::trusted(marker(tx).await?, key)?.map_or(0, |m| m.seq);
+    let marker = prune::trusted(marker(tx).await?, key)?;
+    let floor = marker
+        .as_ref()
+        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
     let signed: i64 = tx
         .query_one("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", &[])
         .await
         .map_err(db)?
         .get(0);
-    let bound = first_new(tx, floor, &cutoff)
+    let bound = first_new(tx, floor.0, &cutoff)
         .await?
         .map_or(signed, |s| signed.min(s - 1));
-    let found = tx
-        .query(
-            "SELECT e.session, e.\"user\", e.target, s.fields::jsonb->>'recording'
-             FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
-             WHERE e.seq > $1 AND e.seq <= $2 AND e.kind = 'session_end' AND e.ts < $3
-               AND s.fields::jsonb->>'recording' IS NOT NULL
-               AND ($5::text IS NULL OR s.fields::jsonb->>'node' = $5)
-               AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
-             ORDER BY e.seq LIMIT $4",
-            &[&floor, &bound, &cutoff, &(prune::MAX_RECORDINGS as i64), &mine],
-        )
-        .await
-        .map_err(db)?;
-    let doomed: Vec<Doomed> = found
-        .iter()
-        .filter_map(|r| prune::doom((r.get(0), r.get(1), r.get(2), r.get(3)), dir, &cutoff))
-        .collect();
-    // This node's files whose session has no chained start any more.
+    // A page at a time: the node's sessions are picked from the fields,
+    // parsed here (a row that does not parse is skipped, not fatal).
+    let (mut doomed, mut seqs, mut after) = (Vec::new(), Vec::new(), floor.0);
+    while doomed.len() < prune::MAX_RECORDINGS {
+        let page = tx
+            .query(
+                "SELECT e.session, e.\"user\", e.target, s.fields, s.seq, e.seq
+                 FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
+                 WHERE e.seq > $1 AND e.seq <= $2 AND e.kind = 'session_end' AND e.ts < $3
+                   AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
+                 ORDER BY e.seq LIMIT $4",
+                &[&after, &bound, &cutoff, &(PAGE as i64)],
+            )
+            .await
+            .map_err(db)?;
+        let found: Vec<prune::Found> = page
+            .iter()
+            .map(|r| prune::Found {
+                who: (r.get(0), r.get(1), r.get(2)),
+                start: r.get(3),
+                seqs: (r.get(4), r.get(5)),
+            })
+            .collect();
+        let Some(last) = found.last().map(|f| f.seqs.1) else {
+            break;
+        };
+        let more = prune::doomed(&found, dir, &cutoff, mine);
+        // Only the rows whose recordings go are checked.
+        for f in &found {
+            if more
+                .iter()
+                .any(|(ev, _)| ev.session.as_deref() == Some(f.who.0.as_str()))
+            {
+                seqs.extend([f.seqs.0, f.seqs.1]);
+            }
+        }
+        doomed.extend(more);
+        after = last;
+        if found.len() < PAGE {
+            break;
+        }
+    }
+    doomed.truncate(prune::MAX_RECORDINGS);
+    // This node's copies of recordings another node's pass pruned.
     let old = prune::old_files(dir, before);
     let ids: Vec<&str> = old.iter().map(|(id, _)| id.as_str()).collect();
-    let started: std::collections::HashSet<String> = tx
+    let pruned: Vec<(String, i64)> = tx
         .query(
-            "SELECT session FROM events WHERE kind = 'session_start' AND session = ANY($1)",
-            &[&ids],
+            "SELECT session, seq FROM events
+             WHERE kind = 'recording_pruned' AND session = ANY($1) AND seq > $2 AND seq <= $3",
+            &[&ids, &floor.0, &signed],
         )
         .await
         .map_err(db)?
         .iter()
-        .map(|r| r.get(0))
+        .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let room = prune::MAX_RECORDINGS.saturating_sub(doomed.len());
+    seqs.extend(pruned.iter().map(|(_, seq)| *seq));
+    // What is deleted on the word of these rows, the chain signed.
+    signed_rows(tx, key, floor, seqs).await?;
+    let gone: std::collections::HashSet<&str> = pruned.iter().map(|(id, _)| id.as_str()).collect();
     let files = old
         .iter()
-        .filter(|(id, _)| !started.contains(id))
-        .take(room)
+        .filter(|(id, _)| gone.contains(id.as_str()))
         .filter(|(_, path)| std::fs::remove_file(path).is_ok())
         .count();
     Ok((doomed, files))
+}
+
+/// Sessions read a page at a time by the recordings pass.
+const PAGE: usize = 1000;
+
+/// `prune`'s check that the rows at `seqs` are where the chain signed
+/// them, on PostgreSQL.
+async fn signed_rows(
+    tx: &Tx<'_>,
+    key: &PublicKey,
+    floor: (i64, String),
+    seqs: Vec<i64>,
+) -> Result<(), String> {
+    let mut stretches = prune::Stretches::new(seqs);
+    while let Some(from) = stretches.next_uncovered() {
+        let prev = match from - 1 == floor.0 {
+            true => Some(floor.1.clone()),
+            false => tx
+                .query_opt("SELECT hash FROM events WHERE seq = $1", &[&(from - 1)])
+                .await
+                .map_err(db)?
+                .and_then(|r| r.get::<_, Option<String>>(0)),
+        };
+        let Some(prev) = prev else {
+            let what = format!("the chain is broken at seq {}", from - 1);
+            return Err(prune::refused(what));
+        };
+        let c = tx
+            .query_opt(
+                "SELECT seq, ts, head, prev_seq, prev, signature FROM checkpoints
+                 WHERE seq >= $1 ORDER BY seq LIMIT 1",
+                &[&from],
+            )
+            .await
+            .map_err(db)?
+            .map(|r| signed(&r))
+            .ok_or_else(|| prune::refused(format!("seq {from} is under no checkpoint")))?;
+        let rows = tx
+            .query(
+                "SELECT seq, ts, session, \"user\", target, kind, fields, hash FROM events
+                 WHERE seq >= $1 AND seq <= $2 ORDER BY seq",
+                &[&from, &c.seq],
+            )
+            .await
+            .map_err(db)?;
+        let mut walk = Relink::from((from - 1, prev));
+        for r in &rows {
+            walk.next(&stored(r))?;
+        }
+        walk.reaches(&c, key)?;
+        stretches.covered(from, c.seq);
+    }
+    Ok(())
 }
