@@ -253,7 +253,17 @@ impl Store {
             (None, None) => None,
         };
         Ok(Store::Postgres {
-            pg: pg::Pg::new(url, password.as_deref())?,
+            pg: pg::Pg::new(
+                url,
+                (
+                    password.as_deref(),
+                    config
+                        .audit
+                        .database_ca_file
+                        .as_ref()
+                        .map(|f| f.get_ref().as_path()),
+                ),
+            )?,
             head_file: config.state_dir().join("audit-postgres.head"),
         })
     }

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::db::{Linked, Sink};
 use super::{Event, Kind, Record, chain, rfc3339};
@@ -83,12 +83,67 @@ pub(crate) struct Pg {
     /// A small pool of its own for what logins and stops ask, so that a
     /// flood of them never takes the writer's connections.
     aux: Pool,
-    /// For the one connection outside the pool (`hold_node`).
+    /// For the connections outside the pool (`hold_node`, listening).
     config: std::sync::Arc<tokio_postgres::Config>,
+    tls: MakeRustlsConnect,
     rt: tokio::runtime::Handle,
     _driver: std::sync::Arc<Driver>,
     /// The URL without its password, for messages.
     pub(crate) name: String,
+}
+
+/// An error with what caused it, on one line: a connection's
+/// ("error performing TLS handshake") says why only in its sources
+/// ("invalid peer certificate: UnknownIssuer").
+fn said(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// The TLS a connection may take: with `sslmode=require`, the server's
+/// certificate checked (its chain to `ca_file`'s certificates, or else
+/// the system's roots, and its name: the URL's host) by rustls; with
+/// `disable`, never asked. Blocking (reads the certificates).
+fn tls(
+    config: &tokio_postgres::Config,
+    ca_file: Option<&Path>,
+) -> Result<MakeRustlsConnect, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let asked = config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable;
+    match ca_file {
+        Some(f) => {
+            let err = |e: &dyn std::fmt::Display| format!("{}: {e}", f.display());
+            for cert in CertificateDer::pem_file_iter(f).map_err(|e| err(&e))? {
+                roots.add(cert.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
+            }
+            if roots.is_empty() {
+                return Err(err(&"no certificate in it"));
+            }
+        }
+        None if asked => {
+            for cert in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(cert);
+            }
+        }
+        None => {}
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(client))
 }
 
 /// Where the password comes from: never the config file.
@@ -97,10 +152,15 @@ pub(crate) const PASSWORD_ENV: &str = "WALISSH_DATABASE_PASSWORD";
 impl Pg {
     /// A pool for `url` (a libpq URL or key=value string, without a
     /// password), the password from `password` (read from the environment
-    /// or a file by the caller). Connects lazily: a database down at start
-    /// is found by the first write.
-    pub(crate) fn new(url: &str, password: Option<&str>) -> Result<Pg, String> {
+    /// or a file by the caller), the server's certificate checked against
+    /// `ca_file` or the system's roots when `sslmode=require`. Connects
+    /// lazily: a database down at start is found by the first write.
+    pub(crate) fn new(
+        url: &str,
+        (password, ca_file): (Option<&str>, Option<&Path>),
+    ) -> Result<Pg, String> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        let tls = tls(&config, ca_file)?;
         if config.get_password().is_some() {
             return Err(format!(
                 "{url}: the password goes in ${PASSWORD_ENV} or [audit] database_password_file, not the URL"
@@ -130,7 +190,7 @@ impl Pg {
         let pool_of = |size: usize| {
             let manager = Manager::from_config(
                 config.clone(),
-                NoTls,
+                tls.clone(),
                 ManagerConfig {
                     recycling_method: RecyclingMethod::Fast,
                 },
@@ -154,6 +214,7 @@ impl Pg {
             pool,
             aux,
             config: std::sync::Arc::new(config),
+            tls,
             rt,
             _driver: std::sync::Arc::new(driver),
             name: url.to_string(),
@@ -196,14 +257,19 @@ impl Pg {
     ) -> Result<
         (
             tokio_postgres::Client,
-            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+            tokio_postgres::Connection<
+                tokio_postgres::Socket,
+                <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+                    tokio_postgres::Socket,
+                >>::Stream,
+            >,
         ),
         String,
     > {
         self.config
-            .connect(NoTls)
+            .connect(self.tls.clone())
             .await
-            .map_err(|e| format!("{}: {e}", self.name))
+            .map_err(|e| format!("{}: {}", self.name, said(&e)))
     }
 
     /// A connection from the small pool (logins, stops).
@@ -211,7 +277,7 @@ impl Pg {
         self.aux
             .get()
             .await
-            .map_err(|e| format!("{}: {e}", self.name))
+            .map_err(|e| format!("{}: {}", self.name, said(&e)))
     }
 
     /// Whether a running bastion holds `node`'s name now (asked at once).
@@ -229,7 +295,7 @@ impl Pg {
         self.pool
             .get()
             .await
-            .map_err(|e| format!("{}: {e}", self.name))
+            .map_err(|e| format!("{}: {}", self.name, said(&e)))
     }
 
     /// Brings the schema to this version's (`walissh migrate`, and every
@@ -1161,7 +1227,7 @@ mod tests {
             (took[100], took[198])
         };
         let pg = || crate::audit::Store::Postgres {
-            pg: Pg::new(&url, None).unwrap(),
+            pg: Pg::new(&url, (None, None)).unwrap(),
             head_file: dir.path().join(format!("{}.head", rand::random::<u32>())),
         };
         let (sqlite, _t1) = open(

@@ -460,6 +460,34 @@ mod tests {
             e.starts_with("t.toml:2: key `audit.database_password_file`: only for"),
             "{e}"
         );
+        let e = team_error("[audit]\ndatabase_ca_file = \"/ca.pem\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `audit.database_ca_file`: only for"),
+            "{e}"
+        );
+        // A database elsewhere: TLS said, either way; prefer (the default)
+        // is refused, as whoever is in between could turn it off.
+        for url in [
+            "postgres://db/w",
+            "postgres://db/w?sslmode=prefer",
+            "postgres://10.0.0.5/w",
+        ] {
+            let e = team_error(&format!("[audit]\ndatabase = \"{url}\"\n"));
+            assert!(
+                e.starts_with("t.toml:2: key `audit.database`: say sslmode=require"),
+                "{url}: {e}"
+            );
+        }
+        for url in [
+            "postgres://db/w?sslmode=require",
+            "postgres://db/w?sslmode=disable",
+            "postgres://localhost/w",
+            "postgres://127.0.0.1:5433/w",
+            "postgres:///w?host=/run/postgresql",
+        ] {
+            let text = format!("[server]\nstate_dir = \"/s\"\n[audit]\ndatabase = \"{url}\"\n");
+            assert!(Config::parse(&text, "t.toml", false).is_ok(), "{url}");
+        }
         let e = team_error("[audit]\ndatabase = \"mysql://db/walissh\"\n");
         assert!(
             e.starts_with("t.toml:2: key `audit.database`: use sqlite:PATH or postgres://"),

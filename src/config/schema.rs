@@ -539,6 +539,9 @@ pub(crate) struct AuditConfig {
     /// PostgreSQL's password, in a file only the bastion reads (or in
     /// `$WALISSH_DATABASE_PASSWORD`); never in the config itself.
     pub(crate) database_password_file: Option<Spanned<PathBuf>>,
+    /// The certificates (PEM) of the CAs that sign the PostgreSQL
+    /// server's, with `sslmode=require`. None: the system's roots.
+    pub(crate) database_ca_file: Option<Spanned<PathBuf>>,
 }
 
 /// `[recordings]`.
@@ -603,6 +606,7 @@ impl Default for AuditConfig {
             keep_days: None,
             database: None,
             database_password_file: None,
+            database_ca_file: None,
         }
     }
 }

@@ -75,11 +75,18 @@ impl Config {
                 return Err(loc.error(d.span(), Some("audit.database"), &why));
             }
         }
-        if let Some(f) = &self.audit.database_password_file
-            && self.audit_postgres().is_none()
-        {
-            let why = "only for a postgres:// database";
-            return Err(loc.error(f.span(), Some("audit.database_password_file"), why));
+        for (f, key) in [
+            (
+                &self.audit.database_password_file,
+                "audit.database_password_file",
+            ),
+            (&self.audit.database_ca_file, "audit.database_ca_file"),
+        ] {
+            if let Some(f) = f
+                && self.audit_postgres().is_none()
+            {
+                return Err(loc.error(f.span(), Some(key), "only for a postgres:// database"));
+            }
         }
         if let Some(st) = &self.recordings.store {
             let text = st.get_ref();
@@ -504,7 +511,31 @@ fn postgres_url(text: &str) -> Option<String> {
             "no password here: put it in [audit] database_password_file or $WALISSH_DATABASE_PASSWORD"
                 .into(),
         ),
+        // prefer (the default) takes TLS only when the server offers it,
+        // and whoever is in between can say it does not.
+        Ok(c) if c.get_ssl_mode() == tokio_postgres::config::SslMode::Prefer
+            && c.get_hosts().iter().any(|h| !on_this_machine(h)) =>
+        {
+            Some(
+                "say sslmode=require (TLS, the server's certificate checked) or sslmode=disable (a network you trust): sslmode=prefer lets whoever is in between turn TLS off"
+                    .into(),
+            )
+        }
         Ok(_) => None,
+    }
+}
+
+/// A database host on this machine: a Unix socket, or loopback.
+fn on_this_machine(host: &tokio_postgres::config::Host) -> bool {
+    match host {
+        tokio_postgres::config::Host::Unix(_) => true,
+        tokio_postgres::config::Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
     }
 }
 

@@ -826,6 +826,53 @@ fn retention_prunes_the_shared_audit_and_the_bucket() {
     }
 }
 
+/// TLS to PostgreSQL: a server that takes no connection without TLS,
+/// with a certificate for `localhost` from a private CA. `sslmode=require`
+/// with `[audit] database_ca_file` checks it, chain and name, and the
+/// audit is written over TLS (`pg_stat_ssl` says so); a CA that did not
+/// sign it, or a host name it does not carry, stops the start in one
+/// line, and so does `sslmode=disable` against this server.
+#[test]
+fn the_audit_reaches_postgresql_over_verified_tls() {
+    let Some((pg, _)) = postgres() else {
+        return;
+    };
+    let ca = pg.with_tls();
+    let b = Bastion::start_with(Opts {
+        audit_toml: format!(
+            "database = \"postgres://postgres@localhost:{}/postgres?sslmode=require\"\ndatabase_ca_file = \"{}\"",
+            pg.port,
+            ca.display()
+        ),
+        ..Opts::default()
+    });
+    let out = exec(b.ssh_bob("bob:web1"), "echo OVER-TLS");
+    assert_eq!(stdout(&out), "OVER-TLS\n");
+    b.wait_kind("session_end");
+    let url = format!(
+        "postgres://postgres@localhost:{}/postgres?sslmode=require",
+        pg.port
+    );
+    let tls = psql(
+        &url,
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+         WHERE a.application_name = 'walissh' AND s.ssl",
+    );
+    assert_ne!(tls.trim(), "0", "no walissh connection over TLS");
+    verifies(&b);
+
+    // The same server, misnamed or signed by another CA, or asked
+    // without TLS: refused, said.
+    let other = make_ca(b.dir.path(), "other");
+    let ours = format!("@localhost:{}/postgres?sslmode=require", pg.port);
+    let (ca_line, other_line) = (ca.display().to_string(), other.display().to_string());
+    refused_twin(&b, |t| t.replace(&ca_line, &other_line), "certificate");
+    let misnamed = format!("@127.0.0.1:{}/postgres?sslmode=require", pg.port);
+    refused_twin(&b, |t| t.replace(&ours, &misnamed), "certificate");
+    let plain = format!("@localhost:{}/postgres?sslmode=disable", pg.port);
+    refused_twin(&b, |t| t.replace(&ours, &plain), "no encryption");
+}
+
 /// Wrong passwords count across nodes: a guesser who spreads tries over
 /// the nodes behind the load balancer is locked out when the failures of
 /// all of them reach `auth_max_failures` (5 here), on every node.

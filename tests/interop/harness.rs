@@ -1487,6 +1487,43 @@ impl Postgres {
         Some(pg)
     }
 
+    /// Turns TLS on, with a certificate for `localhost` (its only name)
+    /// from a CA of its own, and takes no connection without it
+    /// (`hostnossl … reject`); restarts the server. Returns the CA's
+    /// certificate (PEM).
+    pub fn with_tls(&self) -> PathBuf {
+        let ca = make_ca(&self.dir, "ca");
+        let (cert, key) = (self.dir.join("server.crt"), self.dir.join("server.key"));
+        sign_cert(
+            &self.dir,
+            "ca",
+            ("localhost", "DNS:localhost"),
+            (&cert, &key),
+        );
+        for f in [&cert, &key] {
+            let chown = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(f)
+                .status();
+            assert!(chown.unwrap().success());
+        }
+        let data = self.dir.join("data");
+        let conf = data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).unwrap();
+        text.push_str(&format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            cert.display(),
+            key.display()
+        ));
+        std::fs::write(&conf, text).unwrap();
+        let hba = data.join("pg_hba.conf");
+        let text = std::fs::read_to_string(&hba).unwrap();
+        std::fs::write(&hba, format!("hostnossl all all 0.0.0.0/0 reject\n{text}")).unwrap();
+        self.stop();
+        self.resume();
+        ca
+    }
+
     /// Stops the server (fast: open connections are cut), as an outage.
     pub fn stop(&self) {
         let data = self.dir.join("data");
@@ -1519,6 +1556,75 @@ impl Postgres {
             ],
         );
     }
+}
+
+/// A CA made with `openssl` in `dir` (`NAME.key`, `NAME.pem`): its
+/// certificate's path.
+pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
+    let (key, pem) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.pem")),
+    );
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&pem)
+        .args(["-days", "2", "-subj", &format!("/CN=walissh test {name}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    pem
+}
+
+/// A certificate for `(cn, san)` signed by the CA `ca` made in `dir`,
+/// written with its key to `(cert, key)` (the key 0600).
+pub fn sign_cert(dir: &Path, ca: &str, (cn, san): (&str, &str), (cert, key): (&Path, &Path)) {
+    let csr = dir.join("req.csr");
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .arg("-keyout")
+        .arg(key)
+        .arg("-out")
+        .arg(&csr)
+        .args(["-subj", &format!("/CN={cn}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ext = dir.join("san.ext");
+    std::fs::write(&ext, format!("subjectAltName={san}\n")).unwrap();
+    let out = Command::new("openssl")
+        .args(["x509", "-req", "-days", "2", "-in"])
+        .arg(&csr)
+        .arg("-CA")
+        .arg(dir.join(format!("{ca}.pem")))
+        .arg("-CAkey")
+        .arg(dir.join(format!("{ca}.key")))
+        .args(["-CAcreateserial", "-extfile"])
+        .arg(&ext)
+        .arg("-out")
+        .arg(cert)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 /// Runs `program` as the `postgres` account, which must succeed.
