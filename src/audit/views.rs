@@ -477,18 +477,7 @@ impl Views {
                 views.request("renew", (&w[0], &w[1], &w[2]), (&w[3], &w[4]));
             }
         });
-        Ok(Remote {
-            views: self.clone(),
-            who,
-            frames,
-            seq: 0,
-            buf: Vec::new(),
-            lines: VecDeque::new(),
-            live: false,
-            ended: None,
-            heard: tokio::time::Instant::now(),
-            renewing,
-        })
+        Ok(Remote::new(self.clone(), who, frames, renewing))
     }
 
     /// Streams to view `ask.view` the recording so far (`history`), then
@@ -635,6 +624,26 @@ impl Drop for Remote {
 }
 
 impl Remote {
+    fn new(
+        views: Arc<Views>,
+        who: [String; 5],
+        frames: mpsc::Receiver<Vec<u8>>,
+        renewing: tokio::task::JoinHandle<()>,
+    ) -> Remote {
+        Remote {
+            views,
+            who,
+            frames,
+            seq: 0,
+            buf: Vec::new(),
+            lines: VecDeque::new(),
+            live: false,
+            ended: None,
+            heard: tokio::time::Instant::now(),
+            renewing,
+        }
+    }
+
     /// The recording so far, as the other node sends it first; Err when
     /// it does not answer in time, or ends the view at once.
     pub(crate) async fn history(&mut self) -> Result<Vec<String>, String> {
@@ -840,18 +849,8 @@ mod tests {
                 tasks: Vec::new(),
             });
             let (_tx, frames) = mpsc::channel(4);
-            let mut r = Remote {
-                views,
-                who: ["n2", "v", "s", "erin", "a"].map(str::to_string),
-                frames,
-                seq: 0,
-                buf: Vec::new(),
-                lines: VecDeque::new(),
-                live: false,
-                ended: None,
-                heard: tokio::time::Instant::now(),
-                renewing: tokio::spawn(async {}),
-            };
+            let who = ["n2", "v", "s", "erin", "a"].map(str::to_string);
+            let mut r = Remote::new(views, who, frames, tokio::spawn(async {}));
             r.take(&frame(HISTORY, 1, "{\"version\":2}\n[0.1,\"o\",\"a"));
             r.take(&frame(LIVE, 2, "b\"]\n"));
             assert_eq!(r.lines, ["{\"version\":2}", "[0.1,\"o\",\"ab\"]"]);

@@ -1558,6 +1558,23 @@ impl Postgres {
     }
 }
 
+/// Runs `openssl` with `args` (each made text: paths here are temporary
+/// directories), which must succeed.
+fn openssl(args: &[&dyn std::fmt::Display]) {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = Command::new("openssl").args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// `openssl req`'s arguments for a new P-256 key, unencrypted.
+const NEW_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+];
+
 /// A CA made with `openssl` in `dir` (`NAME.key`, `NAME.pem`): its
 /// certificate's path.
 pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
@@ -1565,64 +1582,67 @@ pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
         dir.join(format!("{name}.key")),
         dir.join(format!("{name}.pem")),
     );
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&pem)
-        .args(["-days", "2", "-subj", &format!("/CN=walissh test {name}")])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let [a, b, c, d, e] = NEW_KEY;
+    let subject = format!("/CN=walissh test {name}");
+    openssl(&[
+        &"req",
+        &"-x509",
+        &a,
+        &b,
+        &c,
+        &d,
+        &e,
+        &"-keyout",
+        &key.display(),
+        &"-out",
+        &pem.display(),
+        &"-days",
+        &"2",
+        &"-subj",
+        &subject,
+    ]);
     pem
 }
 
 /// A certificate for `(cn, san)` signed by the CA `ca` made in `dir`,
 /// written with its key to `(cert, key)` (the key 0600).
 pub fn sign_cert(dir: &Path, ca: &str, (cn, san): (&str, &str), (cert, key): (&Path, &Path)) {
-    let csr = dir.join("req.csr");
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .arg("-keyout")
-        .arg(key)
-        .arg("-out")
-        .arg(&csr)
-        .args(["-subj", &format!("/CN={cn}")])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let ext = dir.join("san.ext");
+    let (csr, ext) = (dir.join("req.csr"), dir.join("san.ext"));
+    let [a, b, c, d, e] = NEW_KEY;
+    let subject = format!("/CN={cn}");
+    openssl(&[
+        &"req",
+        &a,
+        &b,
+        &c,
+        &d,
+        &e,
+        &"-keyout",
+        &key.display(),
+        &"-out",
+        &csr.display(),
+        &"-subj",
+        &subject,
+    ]);
     std::fs::write(&ext, format!("subjectAltName={san}\n")).unwrap();
-    let out = Command::new("openssl")
-        .args(["x509", "-req", "-days", "2", "-in"])
-        .arg(&csr)
-        .arg("-CA")
-        .arg(dir.join(format!("{ca}.pem")))
-        .arg("-CAkey")
-        .arg(dir.join(format!("{ca}.key")))
-        .args(["-CAcreateserial", "-extfile"])
-        .arg(&ext)
-        .arg("-out")
-        .arg(cert)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (ca_pem, ca_key) = (dir.join(format!("{ca}.pem")), dir.join(format!("{ca}.key")));
+    openssl(&[
+        &"x509",
+        &"-req",
+        &"-days",
+        &"2",
+        &"-in",
+        &csr.display(),
+        &"-CA",
+        &ca_pem.display(),
+        &"-CAkey",
+        &ca_key.display(),
+        &"-CAcreateserial",
+        &"-extfile",
+        &ext.display(),
+        &"-out",
+        &cert.display(),
+    ]);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o600)).unwrap();
 }

@@ -130,22 +130,9 @@ fn a_live_session_streams_over_a_websocket() {
         assert_eq!(header["width"], 80);
         // What was on screen before the viewer joined, then what comes.
         let mut seen = String::new();
-        let mut typed = false;
-        while !seen.contains("WATCHED-9") {
-            let msg = tokio::time::timeout(Duration::from_secs(30), stream.next())
-                .await
-                .expect("the line typed over SSH never came")
-                .unwrap()
-                .unwrap();
-            let Message::Text(line) = msg else { continue };
-            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if event[1] == "o" {
-                seen.push_str(event[2].as_str().unwrap());
-            }
-            if seen.contains("UP-2") && !std::mem::replace(&mut typed, true) {
-                t.send("echo WATCHED-$((3*3))\r");
-            }
-        }
+        read_until(&mut stream, &mut seen, "UP-2").await;
+        t.send("echo WATCHED-$((3*3))\r");
+        read_until(&mut stream, &mut seen, "WATCHED-9").await;
         // Read-only: what the viewer sends goes nowhere.
         let _ = stream.send(Message::Text("rm -rf /\r".into())).await;
         t.send("exit\r");

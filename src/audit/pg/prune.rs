@@ -83,6 +83,13 @@ pub(super) async fn marker(
     }))
 }
 
+/// Where the chain starts: the seq and head of the marker, when it is
+/// signed with `key` (else nothing is pruned), or the genesis.
+async fn floor(tx: &Tx<'_>, key: &PublicKey) -> Result<(i64, String), String> {
+    let m = prune::trusted(marker(tx).await?, key)?;
+    Ok(m.map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head)))
+}
+
 /// The first row at or after `cutoff`, after `floor`.
 async fn first_new(tx: &Tx<'_>, floor: i64, cutoff: &str) -> Result<Option<i64>, String> {
     let row = tx
@@ -102,10 +109,7 @@ async fn rows(
     cutoff: &str,
     (key, sign): (&PublicKey, prune::Signer<'_>),
 ) -> Result<Pruned, String> {
-    let before = prune::trusted(marker(tx).await?, key)?;
-    let (floor, prev) = before
-        .as_ref()
-        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
+    let (floor, prev) = floor(tx, key).await?;
     let last: i64 = tx
         .query_one("SELECT COALESCE(MAX(seq), 0) FROM events", &[])
         .await
@@ -225,10 +229,7 @@ async fn recordings(
     mine: Option<&str>,
 ) -> Result<(Vec<Doomed>, usize), String> {
     let cutoff = rfc3339(before);
-    let marker = prune::trusted(marker(tx).await?, key)?;
-    let floor = marker
-        .as_ref()
-        .map_or_else(|| (0, chain::genesis()), |m| (m.seq, m.head.clone()));
+    let floor = floor(tx, key).await?;
     let signed: i64 = tx
         .query_one("SELECT COALESCE(MAX(seq), 0) FROM checkpoints", &[])
         .await
