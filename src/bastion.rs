@@ -93,6 +93,38 @@ impl Bastion {
         })
     }
 
+    /// How long a password attempt for `user` from `ip` waits: the
+    /// account's slow path (`Throttle::account_wait`), counting every
+    /// node's failures where several share the audit.
+    pub(crate) async fn account_wait(
+        &self,
+        user: &str,
+        ip: std::net::IpAddr,
+    ) -> std::time::Duration {
+        let account = crate::throttle::Throttle::account_key(user);
+        let addr = crate::throttle::Throttle::key_of(ip).to_string();
+        let within = self.throttle.lockout();
+        let elsewhere = self.audit.account_elsewhere((account, &addr), within).await;
+        self.throttle
+            .account_wait_with(user, ip, elsewhere.unwrap_or((0, false)))
+    }
+
+    /// A wrong password for `user`, here and for the other nodes.
+    pub(crate) async fn account_failed(&self, user: &str) {
+        self.throttle.account_failed(user);
+        let account = crate::throttle::Throttle::account_key(user);
+        self.audit.account_failed(account).await;
+    }
+
+    /// `user` logged in from `ip`: spared its slow path there, on every
+    /// node.
+    pub(crate) fn account_ok(&self, user: &str, ip: std::net::IpAddr) {
+        self.throttle.account_ok(user, ip);
+        let account = crate::throttle::Throttle::account_key(user);
+        let addr = crate::throttle::Throttle::key_of(ip).to_string();
+        self.audit.account_known(account, &addr);
+    }
+
     /// What stops the bastion from working as it should, if anything: the
     /// checks `/healthz` answers and the systemd watchdog is fed by.
     pub(crate) fn problem(&self) -> Option<&'static str> {

@@ -206,29 +206,59 @@ impl Throttle {
         self.accounts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// [`Throttle::account_wait_with`] on a bastion alone.
+    #[cfg(test)]
+    pub(crate) fn account_wait(&self, user: &str, ip: IpAddr) -> Duration {
+        self.account_wait_with(user, ip, (0, false))
+    }
+
     /// How long a password attempt for `user` from `ip` waits before it
     /// is checked. Guesses spread over many addresses get past the
     /// per-address count, so each account has a slow path of its own:
     /// after 10 failures (forgotten `lockout` after the last) each attempt
     /// waits, 250 ms doubling up to 8 s. It slows, it never locks out, and
     /// it does not apply from an address the account has logged in from,
-    /// so a guesser cannot keep the real user out.
-    pub(crate) fn account_wait(&self, user: &str, ip: IpAddr) -> Duration {
+    /// so a guesser cannot keep the real user out. Where several nodes
+    /// share the audit, `elsewhere` is the account's failures on the
+    /// others (within `lockout`), and `known_elsewhere` whether it logged
+    /// in from `ip` on one of them.
+    pub(crate) fn account_wait_with(
+        &self,
+        user: &str,
+        ip: IpAddr,
+        (elsewhere, known_elsewhere): (u32, bool),
+    ) -> Duration {
         let key = key(ip);
         let mut accounts = self.accounts();
-        let Some(a) = accounts.get_mut(account(user)) else {
-            return Duration::ZERO;
+        let here = match accounts.get_mut(account(user)) {
+            None => 0,
+            Some(a) => {
+                if a.last.is_some_and(|t| t.elapsed() >= self.lockout) {
+                    a.failures = 0;
+                }
+                if a.known.contains(&key) {
+                    return Duration::ZERO;
+                }
+                a.failures
+            }
         };
-        if a.last.is_some_and(|t| t.elapsed() >= self.lockout) {
-            a.failures = 0;
-        }
-        let over = a.failures.saturating_sub(ACCOUNT_FREE);
-        if over == 0 || a.known.contains(&key) {
+        let over = here.saturating_add(elsewhere).saturating_sub(ACCOUNT_FREE);
+        if over == 0 || known_elsewhere {
             return Duration::ZERO;
+        }
+        // Said at the 1st, 2nd, 4th… slowed try: an account someone is
+        // guessing from many addresses, without a line per guess.
+        if over.is_power_of_two() {
+            tracing::warn!(user = ?account(user), failures = here + elsewhere, "an account's slow path: its password attempts wait");
         }
         BASE_DELAY
             .saturating_mul(1 << (over - 1).min(8))
             .min(ACCOUNT_MAX_DELAY)
+    }
+
+    /// The name `user`'s failures are counted under (cut to a bound).
+    pub(crate) fn account_key(user: &str) -> &str {
+        account(user)
     }
 
     /// A wrong password for `user`.
@@ -615,6 +645,29 @@ mod tests {
         assert!(t.admit(known).is_none(), "past the third, nobody");
         drop((more, held, theirs));
         assert!(t.admit(failed).is_some());
+    }
+
+    /// Several nodes: the account's failures on the others count with
+    /// this one's, and an address it logged in from on another is spared.
+    #[test]
+    fn other_nodes_failures_count_toward_an_accounts_slow_path() {
+        let t = Throttle::new(5, Duration::from_secs(60));
+        let there = ip("198.51.100.7");
+        for _ in 0..4 {
+            t.account_failed("alice");
+        }
+        assert_eq!(
+            t.account_wait_with("alice", there, (6, false)),
+            Duration::ZERO
+        );
+        t.account_failed("alice");
+        assert!(t.account_wait_with("alice", there, (6, false)) > Duration::ZERO);
+        assert_eq!(
+            t.account_wait_with("alice", there, (6, true)),
+            Duration::ZERO
+        );
+        assert!(t.account_wait_with("carol", there, (11, false)) > Duration::ZERO);
+        assert_eq!(t.account_wait("carol", there), Duration::ZERO);
     }
 
     #[test]

@@ -577,6 +577,42 @@ impl Audit {
         }
     }
 
+    /// Failed passwords of `account` on other nodes within `within`, and
+    /// whether it logged in from `addr` on one lately, where several
+    /// share the store; None without one, or when it cannot be had within
+    /// [`ASK_WITHIN`] (the account's slow path then counts this node's).
+    pub(crate) async fn account_elsewhere(
+        &self,
+        (account, addr): (&str, &str),
+        within: std::time::Duration,
+    ) -> Option<(u32, bool)> {
+        let Store::Postgres { pg, .. } = &*self.store else {
+            return None;
+        };
+        let who = (account.into(), self.node.to_string(), addr.into());
+        match tokio::time::timeout(ASK_WITHIN, pg.account_elsewhere(who, within)).await {
+            Ok(Ok(found)) => Some(found),
+            _ => None,
+        }
+    }
+
+    /// A failed password of `account`, written for the other nodes where
+    /// several share the store (waited for, within [`ASK_WITHIN`]).
+    pub(crate) async fn account_failed(&self, account: &str) {
+        if let Store::Postgres { pg, .. } = &*self.store {
+            let written = pg.account_failed((account.into(), self.node.to_string()));
+            let _ = tokio::time::timeout(ASK_WITHIN, written).await;
+        }
+    }
+
+    /// `account` logged in from `addr`: told to the other nodes where
+    /// several share the store, in the background.
+    pub(crate) fn account_known(&self, account: &str, addr: &str) {
+        if let Store::Postgres { pg, .. } = &*self.store {
+            pg.account_known(account.into(), addr.into());
+        }
+    }
+
     /// Takes back an attempt's row (it succeeded, or was not made).
     pub(crate) fn release_attempt(&self, id: i64) {
         if let Store::Postgres { pg, .. } = &*self.store {

@@ -122,7 +122,9 @@ fn tls(
     let asked = config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable;
     match ca_file {
         Some(f) => {
-            let err = |e: &dyn std::fmt::Display| format!("{}: {e}", f.display());
+            let err = |e: &dyn std::fmt::Display| {
+                format!("[audit] database_ca_file {}: {e}", f.display())
+            };
             for cert in CertificateDer::pem_file_iter(f).map_err(|e| err(&e))? {
                 roots.add(cert.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
             }
@@ -160,6 +162,12 @@ impl Pg {
         (password, ca_file): (Option<&str>, Option<&Path>),
     ) -> Result<Pg, String> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        // prefer is accepted only on this machine (the config's check): no
+        // TLS tried there, so a local server's self-signed certificate
+        // (Debian's "snakeoil") is no failure.
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Prefer {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+        }
         let tls = tls(&config, ca_file)?;
         if config.get_password().is_some() {
             return Err(format!(
@@ -742,6 +750,71 @@ impl Pg {
             ))
         };
         self.rt.spawn(asked).await.map_err(|e| e.to_string())?
+    }
+
+    /// Failed passwords of `account` on nodes other than `node` within
+    /// `within`, and whether it logged in from `addr` on any node lately.
+    pub(crate) async fn account_elsewhere(
+        &self,
+        (account, node, addr): (String, String, String),
+        within: Duration,
+    ) -> Result<(u32, bool), String> {
+        let this = self.clone();
+        let secs = within.as_secs_f64();
+        let asked = async move {
+            let client = this.aux().await?;
+            let row = client
+                .query_one(
+                    "SELECT (SELECT count(*) FROM account_failures
+                             WHERE account = $1 AND node <> $2 AND at > now() - make_interval(secs => $3)),
+                            EXISTS (SELECT 1 FROM account_addresses
+                                    WHERE account = $1 AND addr = $4 AND at > now() - interval '7 days')",
+                    &[&account, &node, &secs, &addr],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok((
+                u32::try_from(row.get::<_, i64>(0)).unwrap_or(u32::MAX),
+                row.get(1),
+            ))
+        };
+        self.rt.spawn(asked).await.map_err(|e| e.to_string())?
+    }
+
+    /// A failed password of `account` on `node`, written (the next try
+    /// on any node counts it).
+    pub(crate) async fn account_failed(
+        &self,
+        (account, node): (String, String),
+    ) -> Result<(), String> {
+        let this = self.clone();
+        let sweep = rand::random::<u8>() == 0;
+        let written = async move {
+            let client = this.aux().await?;
+            let sql = "INSERT INTO account_failures (account, node) VALUES ($1, $2)";
+            client
+                .execute(sql, &[&account, &node])
+                .await
+                .map_err(|e| e.to_string())?;
+            if sweep {
+                let old = "DELETE FROM account_failures WHERE at < now() - interval '1 day';
+                           DELETE FROM account_addresses WHERE at < now() - interval '7 days'";
+                client.batch_execute(old).await.map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        };
+        self.rt.spawn(written).await.map_err(|e| e.to_string())?
+    }
+
+    /// Notes, in the background, that `account` logged in from `addr`.
+    pub(crate) fn account_known(&self, account: String, addr: String) {
+        let this = self.clone();
+        self.rt.spawn(async move {
+            let Ok(client) = this.aux().await else { return };
+            let sql = "INSERT INTO account_addresses (account, addr) VALUES ($1, $2)
+                       ON CONFLICT (account, addr) DO UPDATE SET at = now()";
+            let _ = client.execute(sql, &[&account, &addr]).await;
+        });
     }
 
     /// Takes an attempt's row back, in the background.

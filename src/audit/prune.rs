@@ -458,8 +458,9 @@ fn recordings(
         "SELECT e.session, e.user, e.target, s.fields, s.seq, e.seq
          FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
          WHERE e.seq > ?1 AND e.seq <= ?2 AND e.kind = 'session_end' AND e.ts < ?3
+           AND CASE WHEN json_valid(s.fields) THEN json_extract(s.fields, '$.recording') END IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
-         ORDER BY e.seq LIMIT ?4",
+         ORDER BY e.seq, s.seq LIMIT ?4",
     )?;
     let found: Vec<Found> = st
         .query_map(
@@ -473,10 +474,14 @@ fn recordings(
             },
         )?
         .collect::<rusqlite::Result<_>>()?;
-    let doomed = doomed(&found, dir, &cutoff, None);
     // What is deleted on the word of these rows, the chain signed.
-    let seqs = found.iter().flat_map(|f| [f.seqs.0, f.seqs.1]).collect();
-    signed_rows(conn, key, floor, seqs)?;
+    let seqs: Vec<i64> = found.iter().flat_map(|f| [f.seqs.0, f.seqs.1]).collect();
+    let walked = signed_rows(conn, key, floor, seqs)?;
+    let found: Vec<Found> = found
+        .into_iter()
+        .filter(|f| walked.holds(f, &cutoff))
+        .collect();
+    let doomed = doomed(&found, dir, &cutoff, None);
     let files = orphans(
         conn,
         dir,
@@ -524,7 +529,8 @@ fn signed_rows(
     key: &PublicKey,
     floor: (i64, String),
     seqs: Vec<i64>,
-) -> Result<(), Failed> {
+) -> Result<Walked, Failed> {
+    let mut walked = Walked::new(&seqs);
     let mut stretches = Stretches::new(seqs);
     while let Some(from) = stretches.next_uncovered() {
         let prev = match from - 1 == floor.0 {
@@ -560,12 +566,59 @@ fn signed_rows(
         let mut rows = st.query([from, c.seq])?;
         let mut walk = Relink::from((from - 1, prev));
         while let Some(r) = rows.next()? {
-            walk.next(&Stored::read(r)?).map_err(Failed::Refused)?;
+            let row = Stored::read(r)?;
+            walk.next(&row).map_err(Failed::Refused)?;
+            walked.keep(row);
         }
         walk.reaches(&c, key).map_err(Failed::Refused)?;
         stretches.covered(from, c.seq);
     }
-    Ok(())
+    Ok(walked)
+}
+
+/// The rows a check walked at the seqs it was asked about: what the
+/// pass then acts on is read from them, not from the query that found
+/// them (a row changed between the two is not trusted).
+pub(super) struct Walked {
+    wanted: std::collections::HashSet<i64>,
+    rows: std::collections::HashMap<i64, Stored>,
+}
+
+impl Walked {
+    pub(super) fn new(seqs: &[i64]) -> Walked {
+        Walked {
+            wanted: seqs.iter().copied().collect(),
+            rows: Default::default(),
+        }
+    }
+
+    pub(super) fn keep(&mut self, row: Stored) {
+        if self.wanted.contains(&row.seq) {
+            self.rows.insert(row.seq, row);
+        }
+    }
+
+    /// `f` is what the chain holds at its seqs: its session's start, with
+    /// the fields read, and its end, older than `cutoff`.
+    pub(super) fn holds(&self, f: &Found, cutoff: &str) -> bool {
+        let (Some(s), Some(e)) = (self.rows.get(&f.seqs.0), self.rows.get(&f.seqs.1)) else {
+            return false;
+        };
+        let id = Some(f.who.0.as_str());
+        s.kind == "session_start"
+            && e.kind == "session_end"
+            && s.session.as_deref() == id
+            && e.session.as_deref() == id
+            && s.fields == f.start
+            && e.ts.as_str() < cutoff
+    }
+
+    /// The chain holds a `recording_pruned` of session `id` at `seq`.
+    pub(super) fn pruned(&self, seq: i64, id: &str) -> bool {
+        self.rows
+            .get(&seq)
+            .is_some_and(|r| r.kind == "recording_pruned" && r.session.as_deref() == Some(id))
+    }
 }
 
 /// Seqs to check, in order, and the stretch last walked.

@@ -371,7 +371,7 @@ impl Hearing {
         }
         // A request is fresh for FRESH either way of now: what was served
         // is remembered twice that.
-        let forget = Duration::from_secs(2 * FRESH);
+        let forget = Duration::from_secs(2 * FRESH + 2);
         self.served.retain(|_, at| at.elapsed() < forget);
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         match r.t.as_str() {

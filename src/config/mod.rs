@@ -465,12 +465,20 @@ mod tests {
             e.starts_with("t.toml:2: key `audit.database_ca_file`: only for"),
             "{e}"
         );
+        let e = team_error("[audit]\ndatabase = \"postgres://db/w?sslmode=verify-full\"\n");
+        assert!(
+            e.starts_with("t.toml:2: key `audit.database`: use sslmode=require"),
+            "{e}"
+        );
         // A database elsewhere: TLS said, either way; prefer (the default)
         // is refused, as whoever is in between could turn it off.
         for url in [
             "postgres://db/w",
             "postgres://db/w?sslmode=prefer",
             "postgres://10.0.0.5/w",
+            // hostaddr is where it connects; host only names it.
+            "postgres://localhost/w?hostaddr=10.0.0.5",
+            "postgres:///w?hostaddr=10.0.0.5",
         ] {
             let e = team_error(&format!("[audit]\ndatabase = \"{url}\"\n"));
             assert!(
@@ -484,6 +492,7 @@ mod tests {
             "postgres://localhost/w",
             "postgres://127.0.0.1:5433/w",
             "postgres:///w?host=/run/postgresql",
+            "postgres://db/w?hostaddr=127.0.0.1",
         ] {
             let text = format!("[server]\nstate_dir = \"/s\"\n[audit]\ndatabase = \"{url}\"\n");
             assert!(Config::parse(&text, "t.toml", false).is_ok(), "{url}");

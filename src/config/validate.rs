@@ -506,6 +506,10 @@ pub(super) fn new_name<'a>(
 /// hold no password (that goes in a file or the environment).
 fn postgres_url(text: &str) -> Option<String> {
     match text.parse::<tokio_postgres::Config>() {
+        Err(_) if text.contains("sslmode=verify") => Some(
+            "use sslmode=require: the server's certificate is checked, chain and name, against [audit] database_ca_file or the system's roots"
+                .into(),
+        ),
         Err(e) => Some(format!("not a PostgreSQL URL: {e}")),
         Ok(c) if c.get_password().is_some() => Some(
             "no password here: put it in [audit] database_password_file or $WALISSH_DATABASE_PASSWORD"
@@ -514,7 +518,7 @@ fn postgres_url(text: &str) -> Option<String> {
         // prefer (the default) takes TLS only when the server offers it,
         // and whoever is in between can say it does not.
         Ok(c) if c.get_ssl_mode() == tokio_postgres::config::SslMode::Prefer
-            && c.get_hosts().iter().any(|h| !on_this_machine(h)) =>
+            && !reached_on_this_machine(&c) =>
         {
             Some(
                 "say sslmode=require (TLS, the server's certificate checked) or sslmode=disable (a network you trust): sslmode=prefer lets whoever is in between turn TLS off"
@@ -522,6 +526,16 @@ fn postgres_url(text: &str) -> Option<String> {
             )
         }
         Ok(_) => None,
+    }
+}
+
+/// Whether every connection `c` makes stays on this machine: to the
+/// `hostaddr`s where given (the address connected to; `host` then only
+/// names it for TLS), else to the hosts.
+fn reached_on_this_machine(c: &tokio_postgres::Config) -> bool {
+    match c.get_hostaddrs() {
+        [] => c.get_hosts().iter().all(on_this_machine),
+        addrs => addrs.iter().all(|a| a.is_loopback()),
     }
 }
 

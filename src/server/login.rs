@@ -390,7 +390,7 @@ impl Connection {
             self.progress.first = Some(first);
             return self.refuse_code(login, locked_out(method)).await;
         };
-        tokio::time::sleep(bastion.throttle.account_wait(&login.user, self.peer.ip())).await;
+        tokio::time::sleep(bastion.account_wait(&login.user, self.peer.ip()).await).await;
         let (user, code) = (login.user.clone(), code.to_string());
         let store = bastion.totp.clone();
         let now = now();
@@ -415,7 +415,7 @@ impl Connection {
             }
             Err(_) => "totp_unavailable",
         };
-        bastion.throttle.account_failed(&login.user);
+        bastion.account_failed(&login.user).await;
         self.progress.first = Some(first);
         let refused = Refused {
             method,
@@ -454,9 +454,7 @@ impl Connection {
         }
         self.credential = Some(std::sync::Arc::new(proof));
         self.progress = Progress::default();
-        self.bastion
-            .throttle
-            .account_ok(&login.user, self.peer.ip());
+        self.bastion.account_ok(&login.user, self.peer.ip());
         let mut ev = self
             .auth_event(Kind::AuthOk, &login.user, method)
             .field("factors", factors);
@@ -555,7 +553,7 @@ async fn check_password<'a>(
         .and_then(|u| u.password_hash.as_ref())
         .map(|h| h.get_ref().clone());
     // The account's own slow path, for guesses spread over addresses.
-    tokio::time::sleep(bastion.throttle.account_wait(&login.user, peer.ip())).await;
+    tokio::time::sleep(bastion.account_wait(&login.user, peer.ip()).await).await;
     if bastion
         .passwords
         .verify(password.to_string(), hash.clone())
@@ -564,7 +562,7 @@ async fn check_password<'a>(
         drop(attempt);
         Ok(hash.unwrap_or_default())
     } else {
-        bastion.throttle.account_failed(&login.user);
+        bastion.account_failed(&login.user).await;
         Err(Refused {
             method: name,
             reason: if allowed {

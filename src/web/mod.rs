@@ -293,14 +293,14 @@ async fn check(
     let hash = user
         .and_then(|u| u.password_hash.as_ref())
         .map(|h| h.get_ref().clone());
-    tokio::time::sleep(b.throttle.account_wait(name, peer.ip())).await;
+    tokio::time::sleep(b.account_wait(name, peer.ip()).await).await;
     let good = b.passwords.verify(password, hash).await;
     if good && role >= Role::Auditor {
         drop(attempt);
-        b.throttle.account_ok(name, peer.ip());
+        b.account_ok(name, peer.ip());
         return Ok(role);
     }
-    b.throttle.account_failed(name);
+    b.account_failed(name).await;
     tokio::time::sleep(attempt.failed()).await;
     // A good password with no console access is a failure too, and looks
     // like any other to the browser.

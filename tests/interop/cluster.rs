@@ -875,7 +875,8 @@ fn the_audit_reaches_postgresql_over_verified_tls() {
 
 /// Wrong passwords count across nodes: a guesser who spreads tries over
 /// the nodes behind the load balancer is locked out when the failures of
-/// all of them reach `auth_max_failures` (5 here), on every node.
+/// all of them reach `auth_max_failures` (5 here), on every node; and an
+/// account's slow path counts its failures on every node.
 #[test]
 fn failed_logins_count_across_nodes() {
     let Some((_pg, url)) = postgres() else {
@@ -899,4 +900,23 @@ fn failed_logins_count_across_nodes() {
     let mut c = n2.ssh_pw("alice:web1", ALICE_PW);
     c.args(["-b", "127.0.0.2", "echo other-address"]);
     assert_eq!(stdout(&run(c, b"")), "other-address\n");
+
+    // Guesses at one account spread over addresses and nodes: its slow
+    // path (10 failures free, then each try waits) counts every node's.
+    let guess = |b: &Bastion, i: u8| {
+        let mut c = b.ssh_pw("carol:web1", "wrong");
+        c.args(["-b", &format!("127.0.0.{i}"), "true"]);
+        assert_eq!(run(c, b"").status.code(), Some(255));
+    };
+    for i in 0..6 {
+        guess(&n2, 10 + i);
+    }
+    for i in 0..5 {
+        guess(&n1, 20 + i);
+    }
+    let slowed = "an account's slow path";
+    assert!(!n1.log.text().contains(slowed), "{}", n1.log.text());
+    guess(&n1, 30);
+    let line = n1.log.wait_line_from(&[slowed], 0);
+    assert!(line.contains("failures=11"), "{line}");
 }

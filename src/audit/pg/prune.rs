@@ -238,22 +238,28 @@ async fn recordings(
     let bound = first_new(tx, floor.0, &cutoff)
         .await?
         .map_or(signed, |s| signed.min(s - 1));
-    // A page at a time: the node's sessions are picked from the fields,
-    // parsed here (a row that does not parse is skipped, not fatal).
-    let (mut doomed, mut seqs, mut after) = (Vec::new(), Vec::new(), floor.0);
-    while doomed.len() < prune::MAX_RECORDINGS {
+    // A page at a time, a bounded number of pages (the pass holds the
+    // head's lock, which every node's writer waits for): the sessions
+    // whose start names a recording (and this node, without a bucket),
+    // by a cheap look at the text; the fields are parsed here (a row that
+    // does not parse is skipped, not fatal).
+    let node_like = mine.map(|n| format!("%\"node\":\"{n}\"%"));
+    let (mut found, mut after) = (Vec::new(), (floor.0, 0i64));
+    for _ in 0..MAX_PAGES {
         let page = tx
             .query(
                 "SELECT e.session, e.\"user\", e.target, s.fields, s.seq, e.seq
                  FROM events e JOIN events s ON s.session = e.session AND s.kind = 'session_start' AND s.seq < e.seq
-                 WHERE e.seq > $1 AND e.seq <= $2 AND e.kind = 'session_end' AND e.ts < $3
+                 WHERE (e.seq, s.seq) > ($1, $2) AND e.seq <= $3 AND e.kind = 'session_end' AND e.ts < $4
+                   AND s.fields LIKE '%\"recording\":\"%'
+                   AND ($6::text IS NULL OR s.fields LIKE $6)
                    AND NOT EXISTS (SELECT 1 FROM events p WHERE p.session = e.session AND p.kind = 'recording_pruned')
-                 ORDER BY e.seq LIMIT $4",
-                &[&after, &bound, &cutoff, &(PAGE as i64)],
+                 ORDER BY e.seq, s.seq LIMIT $5",
+                &[&after.0, &after.1, &bound, &cutoff, &(PAGE as i64), &node_like],
             )
             .await
             .map_err(db)?;
-        let found: Vec<prune::Found> = page
+        let page: Vec<prune::Found> = page
             .iter()
             .map(|r| prune::Found {
                 who: (r.get(0), r.get(1), r.get(2)),
@@ -261,26 +267,17 @@ async fn recordings(
                 seqs: (r.get(4), r.get(5)),
             })
             .collect();
-        let Some(last) = found.last().map(|f| f.seqs.1) else {
+        let Some(last) = page.last().map(|f| (f.seqs.1, f.seqs.0)) else {
             break;
         };
-        let more = prune::doomed(&found, dir, &cutoff, mine);
-        // Only the rows whose recordings go are checked.
-        for f in &found {
-            if more
-                .iter()
-                .any(|(ev, _)| ev.session.as_deref() == Some(f.who.0.as_str()))
-            {
-                seqs.extend([f.seqs.0, f.seqs.1]);
-            }
-        }
-        doomed.extend(more);
+        let full = page.len() == PAGE;
+        found.extend(page);
         after = last;
-        if found.len() < PAGE {
+        if !full || found.len() >= prune::MAX_RECORDINGS {
             break;
         }
     }
-    doomed.truncate(prune::MAX_RECORDINGS);
+    found.truncate(prune::MAX_RECORDINGS);
     // This node's copies of recordings another node's pass pruned.
     let old = prune::old_files(dir, before);
     let ids: Vec<&str> = old.iter().map(|(id, _)| id.as_str()).collect();
@@ -295,10 +292,21 @@ async fn recordings(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    seqs.extend(pruned.iter().map(|(_, seq)| *seq));
-    // What is deleted on the word of these rows, the chain signed.
-    signed_rows(tx, key, floor, seqs).await?;
-    let gone: std::collections::HashSet<&str> = pruned.iter().map(|(id, _)| id.as_str()).collect();
+    // What is deleted on the word of these rows, the chain signed, and
+    // read from the rows the check walked.
+    let seqs: Vec<i64> = found
+        .iter()
+        .flat_map(|f| [f.seqs.0, f.seqs.1])
+        .chain(pruned.iter().map(|(_, seq)| *seq))
+        .collect();
+    let walked = signed_rows(tx, key, floor, seqs).await?;
+    found.retain(|f| walked.holds(f, &cutoff));
+    let doomed = prune::doomed(&found, dir, &cutoff, mine);
+    let gone: std::collections::HashSet<&str> = pruned
+        .iter()
+        .filter(|(id, seq)| walked.pruned(*seq, id))
+        .map(|(id, _)| id.as_str())
+        .collect();
     let files = old
         .iter()
         .filter(|(id, _)| gone.contains(id.as_str()))
@@ -307,6 +315,8 @@ async fn recordings(
     Ok((doomed, files))
 }
 
+/// Pages of sessions one recordings pass reads at most.
+const MAX_PAGES: usize = 20;
 /// Sessions read a page at a time by the recordings pass.
 const PAGE: usize = 1000;
 
@@ -317,7 +327,8 @@ async fn signed_rows(
     key: &PublicKey,
     floor: (i64, String),
     seqs: Vec<i64>,
-) -> Result<(), String> {
+) -> Result<prune::Walked, String> {
+    let mut walked = prune::Walked::new(&seqs);
     let mut stretches = prune::Stretches::new(seqs);
     while let Some(from) = stretches.next_uncovered() {
         let prev = match from - 1 == floor.0 {
@@ -352,10 +363,12 @@ async fn signed_rows(
             .map_err(db)?;
         let mut walk = Relink::from((from - 1, prev));
         for r in &rows {
-            walk.next(&stored(r))?;
+            let row = stored(r);
+            walk.next(&row)?;
+            walked.keep(row);
         }
         walk.reaches(&c, key)?;
         stretches.covered(from, c.seq);
     }
-    Ok(())
+    Ok(walked)
 }
