@@ -45,6 +45,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// The most of a recording fetched without a length from the chain (a
 /// live or reaped session's): a bucket cannot fill the disk it lands on.
 pub(crate) const UNSEALED_MAX: u64 = 1 << 30;
+/// Part objects of one recording listed at most (two days of a session's
+/// parts sent every second; nine months' at the default 120 s).
+const MAX_PARTS: usize = 200_000;
 /// Closed recordings waiting for the uploader; past that, the scan finds
 /// them.
 const QUEUE: usize = 1024;
@@ -175,6 +178,14 @@ impl Bucket {
         let mut found = Vec::new();
         while let Some(meta) = listed.next().await {
             let meta = meta.map_err(|e| format!("{}/parts/{name}: {e}", self.url))?;
+            // Whoever can write the bucket could list without end: the
+            // listing, held here, is bounded.
+            if found.len() == MAX_PARTS {
+                return Err(format!(
+                    "{}/parts/{name}: more than {MAX_PARTS} parts",
+                    self.url
+                ));
+            }
             let offset = meta.location.filename().and_then(|f| f.parse::<u64>().ok());
             if let Some(offset) = offset {
                 found.push((meta.location, offset, meta.size));

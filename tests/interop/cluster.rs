@@ -79,6 +79,27 @@ fn refused_twin(b: &Bastion, edit: impl Fn(String) -> String, why: &str) {
     assert!(stderr(&out).contains(why), "{}", stderr(&out));
 }
 
+/// erin (an auditor) logged in to a node's console.
+struct Erin {
+    base: String,
+    cookie: String,
+}
+
+impl Erin {
+    fn on(b: &Bastion) -> Erin {
+        let base = b.web_url();
+        let login = crate::web::log_in(&base, "erin", crate::web::ERIN_PW);
+        let cookie = crate::web::cookie_of(&login);
+        Erin { base, cookie }
+    }
+
+    /// The console's answer to `path`, as erin gets it.
+    fn get(&self, path: &str) -> crate::web::Got {
+        let cookie = format!("Cookie: {}", self.cookie);
+        crate::web::curl(&format!("{}{path}", self.base), &["-H", &cookie])
+    }
+}
+
 fn nodes_of(rows: &[Value]) -> std::collections::BTreeSet<String> {
     rows.iter()
         .filter_map(|r| r["node"].as_str().map(str::to_string))
@@ -138,13 +159,8 @@ fn two_nodes_write_one_chain_into_postgresql() {
         .filter(|s| s["node"] == "n2")
         .map(|s| s["id"].as_str().unwrap().to_string())
         .collect();
-    let base = n1.web_url();
-    let login = crate::web::log_in(&base, "erin", crate::web::ERIN_PW);
-    let cookie = crate::web::cookie_of(&login);
-    let page = crate::web::curl(
-        &format!("{base}/sessions"),
-        &["-H", &format!("Cookie: {cookie}")],
-    );
+    let erin = Erin::on(&n1);
+    let page = erin.get("/sessions");
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
         theirs.iter().all(|id| page.body.contains(id.as_str())),
@@ -165,10 +181,7 @@ fn two_nodes_write_one_chain_into_postgresql() {
         .to_string();
     // n1's console copy has it live; once it ends, the next page says so
     // (the copy takes again what it had open).
-    let page_of = |id: &str| {
-        let cookie = format!("Cookie: {cookie}");
-        crate::web::curl(&format!("{base}/sessions/{id}"), &["-H", &cookie]).body
-    };
+    let page_of = |id: &str| erin.get(&format!("/sessions/{id}")).body;
     assert!(page_of(&id).contains("Live:"));
     let out = n1.cli(&["sessions", "kill", &id, "--reason", "moved to n1"]);
     assert!(stdout(&out).contains(&id), "{}", stdout(&out));
@@ -483,13 +496,10 @@ fn recordings_go_to_a_real_object_store() {
         "{report}"
     );
     // The console replays it from the bucket, sealed.
-    let base = b.web_url();
-    let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
-    let with = ["-H".to_string(), format!("Cookie: {cookie}")];
-    let with: Vec<&str> = with.iter().map(String::as_str).collect();
-    let page = crate::web::curl(&format!("{base}/sessions/{session}"), &with);
+    let erin = Erin::on(&b);
+    let page = erin.get(&format!("/sessions/{session}"));
     assert!(page.body.contains("Recording verified"), "{}", page.body);
-    let cast = crate::web::curl(&format!("{base}/sessions/{session}/cast"), &with);
+    let cast = erin.get(&format!("/sessions/{session}/cast"));
     assert_eq!(cast.status, 200);
     assert!(cast.body.contains("UPLOADED-42"));
 
@@ -509,7 +519,7 @@ fn recordings_go_to_a_real_object_store() {
     );
     assert!(!stdout(&refused).contains("UPLOADED-43"));
     std::fs::remove_dir_all(b.state.join("fetched")).unwrap();
-    let page = crate::web::curl(&format!("{base}/sessions/{session}"), &with);
+    let page = erin.get(&format!("/sessions/{session}"));
     assert!(page.body.contains("does NOT match"), "{}", page.body);
     let broken = b.cli_any(&["audit", "verify", "--json"]);
     assert!(!broken.status.success());
@@ -607,12 +617,8 @@ fn a_session_on_another_node_is_watched_from_this_ones_console() {
         .as_str()
         .unwrap()
         .to_string();
-    let base = n1.web_url();
-    let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
-    let page = crate::web::curl(
-        &format!("{base}/sessions/{id}"),
-        &["-H", &format!("Cookie: {cookie}")],
-    );
+    let erin = Erin::on(&n1);
+    let page = erin.get(&format!("/sessions/{id}"));
     assert!(
         page.body
             .contains(&format!("data-live=\"/sessions/{id}/watch\"")),
@@ -620,10 +626,13 @@ fn a_session_on_another_node_is_watched_from_this_ones_console() {
         page.body
     );
     rt().block_on(async {
-        let (mut view, _) =
-            tokio_tungstenite::connect_async(view_request((&base, &id), Some(&cookie), &base))
-                .await
-                .expect("the view of n2's session opens on n1");
+        let (mut view, _) = tokio_tungstenite::connect_async(view_request(
+            (&erin.base, &id),
+            Some(&erin.cookie),
+            &erin.base,
+        ))
+        .await
+        .expect("the view of n2's session opens on n1");
         let mut seen = String::new();
         read_until(&mut view, &mut seen, "THERE-10").await;
         t.send("echo RELAYED-$((4*4))\r");
@@ -764,13 +773,7 @@ fn retention_prunes_the_shared_audit_and_the_bucket() {
             "the recording's object",
         );
     }
-    let listed = |b: &Bastion| {
-        let base = b.web_url();
-        let cookie = crate::web::cookie_of(&crate::web::log_in(&base, "erin", crate::web::ERIN_PW));
-        let with = ["-H".to_string(), format!("Cookie: {cookie}")];
-        let with: Vec<&str> = with.iter().map(String::as_str).collect();
-        crate::web::curl(&format!("{base}/sessions"), &with).body
-    };
+    let listed = |b: &Bastion| Erin::on(b).get("/sessions").body;
     assert!(listed(&n1).contains(&ids[0]));
     // Its last head signed as it stops: what it wrote is under a
     // checkpoint.

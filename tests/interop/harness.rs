@@ -1566,14 +1566,30 @@ fn openssl(args: &[&dyn std::fmt::Display]) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// `openssl req`'s arguments for a new P-256 key, unencrypted.
-const NEW_KEY: [&str; 5] = [
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-];
+/// `openssl req` with a new P-256 key (unencrypted, to `key`) for
+/// `subject`, writing `out`: a self-signed certificate with `-x509`
+/// (`x509`), else a certificate request.
+fn new_key(x509: bool, (key, out): (&Path, &Path), subject: &str) {
+    let mut args: Vec<&dyn std::fmt::Display> = vec![&"req"];
+    if x509 {
+        args.extend([&"-x509" as &dyn std::fmt::Display, &"-days", &"2"]);
+    }
+    let (key, out) = (key.display(), out.display());
+    args.extend([
+        &"-newkey" as &dyn std::fmt::Display,
+        &"ec",
+        &"-pkeyopt",
+        &"ec_paramgen_curve:P-256",
+        &"-nodes",
+        &"-keyout",
+        &key,
+        &"-out",
+        &out,
+        &"-subj",
+        &subject,
+    ]);
+    openssl(&args);
+}
 
 /// A CA made with `openssl` in `dir` (`NAME.key`, `NAME.pem`): its
 /// certificate's path.
@@ -1582,25 +1598,7 @@ pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
         dir.join(format!("{name}.key")),
         dir.join(format!("{name}.pem")),
     );
-    let [a, b, c, d, e] = NEW_KEY;
-    let subject = format!("/CN=walissh test {name}");
-    openssl(&[
-        &"req",
-        &"-x509",
-        &a,
-        &b,
-        &c,
-        &d,
-        &e,
-        &"-keyout",
-        &key.display(),
-        &"-out",
-        &pem.display(),
-        &"-days",
-        &"2",
-        &"-subj",
-        &subject,
-    ]);
+    new_key(true, (&key, &pem), &format!("/CN=walissh test {name}"));
     pem
 }
 
@@ -1608,22 +1606,7 @@ pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
 /// written with its key to `(cert, key)` (the key 0600).
 pub fn sign_cert(dir: &Path, ca: &str, (cn, san): (&str, &str), (cert, key): (&Path, &Path)) {
     let (csr, ext) = (dir.join("req.csr"), dir.join("san.ext"));
-    let [a, b, c, d, e] = NEW_KEY;
-    let subject = format!("/CN={cn}");
-    openssl(&[
-        &"req",
-        &a,
-        &b,
-        &c,
-        &d,
-        &e,
-        &"-keyout",
-        &key.display(),
-        &"-out",
-        &csr.display(),
-        &"-subj",
-        &subject,
-    ]);
+    new_key(false, (key, &csr), &format!("/CN={cn}"));
     std::fs::write(&ext, format!("subjectAltName={san}\n")).unwrap();
     let (ca_pem, ca_key) = (dir.join(format!("{ca}.pem")), dir.join(format!("{ca}.key")));
     openssl(&[

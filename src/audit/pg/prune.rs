@@ -45,21 +45,31 @@ impl Pg {
         let key = head.public_key().ok_or("no audit key: nothing is pruned")?;
         // Without a bucket, only this node's recordings are on its disk.
         let mine = (!ask.bucket).then(|| head.node.clone());
+        // The directory is read before the head's lock is taken, and files
+        // go after it is let go: every node's writer waits on that lock.
+        let old = match &ask.recordings {
+            Some((dir, before)) => prune::old_files(dir, *before),
+            None => Vec::new(),
+        };
         let this = self.clone();
-        self.block(this.under_lock(head, async |tx, head| {
+        let (mut done, doomed, gone) = self.block(this.under_lock(head, async |tx, head| {
             let mut done = Pruned::default();
             if let Some(before) = ask.audit_before {
                 let sign = |m: &str| head.sign(m);
                 done = rows(tx, &rfc3339(before), (&key, &sign)).await?;
             }
-            let mut doomed = Vec::new();
+            let (mut doomed, mut gone) = (Vec::new(), Vec::new());
             if let Some((dir, before)) = &ask.recordings {
-                let files;
-                (doomed, files) = recordings(tx, &key, (dir, *before), mine.as_deref()).await?;
-                done.recordings = files as u64;
+                let found = (dir.as_path(), *before, old.as_slice());
+                (doomed, gone) = recordings(tx, &key, found, mine.as_deref()).await?;
             }
-            Ok((done, doomed))
-        }))
+            Ok((done, doomed, gone))
+        }))?;
+        done.recordings = gone
+            .iter()
+            .filter(|f| std::fs::remove_file(f).is_ok())
+            .count() as u64;
+        Ok((done, doomed))
     }
 }
 
@@ -216,18 +226,19 @@ async fn target(tx: &Tx<'_>, floor: i64, mut limit: i64) -> Result<Option<Signed
 }
 
 /// The recordings to delete, as `prune::recordings` finds them; `mine`:
-/// only the sessions of this node (no bucket). Then, this node's files
-/// older than the cutoff whose session another node's pass pruned (a
-/// bucket's: its row says so; the local copy goes here): the rows, and
-/// how many such files. Files whose session's rows are gone are left (a
-/// row deleted around walissh must not delete a recording): keep the
-/// audit at least as long as the recordings.
+/// only the sessions of this node (no bucket). Then, of `old` (this
+/// node's files older than the cutoff, each with its session), those whose
+/// session another node's pass pruned (a bucket's: its row says so; the
+/// local copy goes here): the rows, and those files, for the caller to
+/// delete once the lock is let go. Files whose session's rows are gone are
+/// left (a row deleted around walissh must not delete a recording): keep
+/// the audit at least as long as the recordings.
 async fn recordings(
     tx: &Tx<'_>,
     key: &PublicKey,
-    (dir, before): (&Path, SystemTime),
+    (dir, before, old): (&Path, SystemTime, &[(String, std::path::PathBuf)]),
     mine: Option<&str>,
-) -> Result<(Vec<Doomed>, usize), String> {
+) -> Result<(Vec<Doomed>, Vec<std::path::PathBuf>), String> {
     let cutoff = rfc3339(before);
     let floor = floor(tx, key).await?;
     let signed: i64 = tx
@@ -279,7 +290,6 @@ async fn recordings(
     }
     found.truncate(prune::MAX_RECORDINGS);
     // This node's copies of recordings another node's pass pruned.
-    let old = prune::old_files(dir, before);
     let ids: Vec<&str> = old.iter().map(|(id, _)| id.as_str()).collect();
     let pruned: Vec<(String, i64)> = tx
         .query(
@@ -310,8 +320,8 @@ async fn recordings(
     let files = old
         .iter()
         .filter(|(id, _)| gone.contains(id.as_str()))
-        .filter(|(_, path)| std::fs::remove_file(path).is_ok())
-        .count();
+        .map(|(_, path)| path.clone())
+        .collect();
     Ok((doomed, files))
 }
 

@@ -580,9 +580,9 @@ fn retention_costs() {
 
 /// The second review of retention: what is not chained, or not signed,
 /// decides nothing. A junk marker stops the pass; a session_end put past
-/// the chain's signed part does not end a session for it; and recordings
-/// deleted on rows made to look old show in verify once the rows are put
-/// back (the cutoff is in each `recording_pruned` row).
+/// the chain's signed part does not end a session for it; and rows made
+/// to look old (their hashes no longer link to a signed checkpoint) stop
+/// the recordings pass before it deletes anything.
 #[test]
 fn retention_is_not_fooled_by_what_is_not_chained() {
     use crate::audit::prune::Ask;
