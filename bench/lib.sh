@@ -4,9 +4,16 @@
 # own, so `ssh -J` hops use it too), and the functions start_sshd,
 # start_jump_sshd, start_walissh and rss.
 # Needs sshd and ssh (Debian: openssh-server, openssh-client).
+# WALISSH_BIN=path: that binary, not a fresh build of the tree.
 
-cargo build --release --quiet
-bin=$PWD/target/release/walissh
+# WALISSH_BIN: measure that build instead (a before/after pair in one
+# sitting); otherwise the tree's, built first.
+if [ -n "${WALISSH_BIN:-}" ]; then
+    bin=$WALISSH_BIN
+else
+    cargo build --release --quiet
+    bin=$PWD/target/release/walissh
+fi
 work=$(mktemp -d)
 chmod 755 "$work"   # $me reads authorized_keys and the files made here
 pids=()

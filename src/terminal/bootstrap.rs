@@ -98,16 +98,19 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         &format!(r#"__ws_n={n};__ws_A=$'\e]133;A;w={n}\a';__ws_B=$'\e]133;B;w={n}\a';"#),
         prefixes,
         r#"__ws_l="${PS1@P}";__ws_l="${__ws_l//[^$'\n']/}";"#,
-        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;((__ws_H))&&{ set -H;__ws_H=0;};return $s;};"#,
+        r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;__ws_k=0;((__ws_H))&&{ set -H;__ws_H=0;};return $s;};"#,
         // Enter runs __ws_q, then whatever \e[208~ is bound to: accept-line,
         // or, for a question at the primary prompt, a redraw (the line is
         // cleared and handed to walissh with a Q mark instead).
-        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE:0:4000}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';return;fi;done;fi;__ws_1=0;bind '"\e[208~": accept-line';};"#,
+        r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE:0:4000}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';__ws_b=1;return;fi;done;__ws_m "$READLINE_LINE";else __ws_k=0;fi;__ws_1=0;__ws_a;};"#,
+        // Enter back to accept-line after a question, and only then: a
+        // bind is most of what Enter costs here.
+        r#"__ws_a(){ ((__ws_b))&&{ __ws_b=0;bind '"\e[208~": accept-line';};};"#,
         r#"bind -x '"\e[209~": __ws_q';bind '"\e[208~": accept-line';bind '"\C-m": "\e[209~\e[208~"';bind '"\C-j": "\e[209~\e[208~"';"#,
         // walissh's own Enter (\e[210~) for the lines it types: never a
         // question, and run without history expansion (restored at the
         // next prompt), whatever histchars says.
-        r#"__ws_x(){ __ws_1=0;[[ $- == *H* ]]&&{ set +H;__ws_H=1;};bind '"\e[208~": accept-line';};"#,
+        r#"__ws_x(){ __ws_m "$READLINE_LINE";__ws_1=0;[[ $- == *H* ]]&&{ set +H;__ws_H=1;};__ws_a;};"#,
         r#"bind -x '"\e[211~": __ws_x';bind '"\e[210~": "\e[211~\e[208~"';"#,
         // A new nonce (\e[212~ then 32 hex digits, read unechoed), which
         // the shell confirms with an R mark carrying it and the old one.
@@ -123,7 +126,13 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         r#"if [[ $(declare -p PROMPT_COMMAND 2>/dev/null) == 'declare -a'* ]];then PROMPT_COMMAND=(__ws_d "${PROMPT_COMMAND[@]}" __ws_p);"#,
         // Newlines, not ';': the user's PROMPT_COMMAND may end with one.
         r#"else PROMPT_COMMAND="__ws_d"$'\n'"$PROMPT_COMMAND"$'\n'"__ws_p";fi;"#,
-        r#"PS0='$(__ws_c)'"$PS0";"#,
+        // The C mark without a fork when the accepted line is known to be
+        // the command: one line with no history expansion in it. __ws_m
+        // makes the mark at Enter and sets __ws_k; PS0 prints it, or
+        // (__ws_k=0) forks for the history's text, and sets __ws_k back
+        // to 0 in a subscript, which needs no fork either.
+        r#"__ws_m(){ local c=$1 h=${histchars-'!^#'};if [[ $c == *$'\n'* || $c == *"${h:0:1}"* || $c == "${h:1:1}"* ]];then __ws_k=0;else c=${c//[$'\a\e']/};__ws_C[1]=$'\e]133;C;w='$__ws_n';cmd='${c:0:4000}$'\a';__ws_k=1;fi;};"#,
+        r#"__ws_F=(1);__ws_C=('');__ws_k=0;PS0='${__ws_F[__ws_k]:+$(__ws_c)}${__ws_C[__ws_k]}${__ws_C[__ws_k=0]}'"$PS0";"#,
         // Who the shell runs as and where, without a fork.
         r#"__ws_u='\u';__ws_h='\H';"#,
         r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1;keys=1;paste=1;user=%s;host=%s\a' "$__ws_n" "${#__ws_l}" "${__ws_u@P}" "${__ws_h@P}";unset __ws_u __ws_h;fi"#,

@@ -88,6 +88,53 @@ fn commands_are_audited_with_status_and_directory() {
     assert!(!t.screen.text().contains(";w="), "walissh's marks leaked");
 }
 
+/// Bash's hooks make the command line's mark without a fork when the
+/// line typed is the command bash runs (one line, no history expansion
+/// in it), and fall back to the history's text otherwise: every row
+/// holds what bash ran.
+#[test]
+fn command_lines_are_what_bash_ran_with_or_without_history_expansion() {
+    let b = Bastion::start();
+    let t = Terminal::spawn(&b.ssh_bob("bob:web1"), 24, 80);
+    t.expect(prompt_end());
+    let row = |command: &str| {
+        b.wait_event(|e| {
+            e["kind"] == "command" && e["command"].as_str().map(str::trim) == Some(command)
+        })
+    };
+    t.send("echo HIST-$((2+2))\r");
+    assert_eq!(row("echo HIST-$((2+2))")["exit_code"], 0);
+    // `!!` is expanded: the row holds the line bash ran.
+    t.send("!! again\r");
+    t.expect("HIST-4 again");
+    row("echo HIST-$((2+2)) again");
+    // Two lines, one command (cmdhist joins them in the history).
+    t.send("for i in 1 2; do\r");
+    t.send("echo LOOP-$i; done\r");
+    t.expect("LOOP-2");
+    let joined = b.wait_event(|e| {
+        e["kind"] == "command"
+            && e["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("for i in 1 2; do"))
+    });
+    assert!(
+        joined["command"]
+            .as_str()
+            .unwrap()
+            .contains("echo LOOP-$i; done"),
+        "{joined}"
+    );
+    // A line the history leaves out (a leading space, with Debian's
+    // `ignoreboth`) is still audited with its text.
+    t.send(" echo SPACED-$((1+2))\r");
+    t.expect("SPACED-3");
+    row("echo SPACED-$((1+2))");
+    // Nothing of the hooks shows.
+    let text = t.screen.text();
+    assert!(!text.contains("__ws") && !text.contains(";w="), "{text}");
+}
+
 #[test]
 fn a_zsh_login_gets_the_same_integration() {
     let Some(_) = zsh_user() else {

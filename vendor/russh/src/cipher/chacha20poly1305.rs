@@ -37,6 +37,12 @@ impl super::Cipher for SshChacha20Poly1305Cipher {
         _: &[u8],
         _: &dyn MacAlgorithm,
     ) -> Box<dyn super::OpeningKey + Send> {
+        #[cfg(feature = "openssl-chacha")]
+        if super::chacha20poly1305_openssl::available() {
+            if let Some(key) = super::chacha20poly1305_openssl::opening_key(k) {
+                return Box::new(key);
+            }
+        }
         Box::new(OpeningKey(chacha20_poly1305_openssh::OpeningKey::new(
             #[allow(clippy::unwrap_used)]
             k.try_into().unwrap(),
@@ -50,11 +56,29 @@ impl super::Cipher for SshChacha20Poly1305Cipher {
         _: &[u8],
         _: &dyn MacAlgorithm,
     ) -> Box<dyn super::SealingKey + Send> {
+        #[cfg(feature = "openssl-chacha")]
+        if super::chacha20poly1305_openssl::available() {
+            if let Some(key) = super::chacha20poly1305_openssl::sealing_key(k) {
+                return Box::new(key);
+            }
+        }
         Box::new(SealingKey(chacha20_poly1305_openssh::SealingKey::new(
             #[allow(clippy::unwrap_used)]
             k.try_into().unwrap(),
         )))
     }
+}
+
+/// The reference implementation's keys, whatever backs the cipher (for
+/// walissh's differential test of the OpenSSL one).
+#[cfg(feature = "openssl-chacha")]
+pub(crate) fn reference_opening_key(k: &[u8; 64]) -> OpeningKey {
+    OpeningKey(chacha20_poly1305_openssh::OpeningKey::new(k))
+}
+
+#[cfg(feature = "openssl-chacha")]
+pub(crate) fn reference_sealing_key(k: &[u8; 64]) -> SealingKey {
+    SealingKey(chacha20_poly1305_openssh::SealingKey::new(k))
 }
 
 pub struct OpeningKey(chacha20_poly1305_openssh::OpeningKey);
@@ -99,18 +123,7 @@ impl super::OpeningKey for OpeningKey {
 
 impl super::SealingKey for SealingKey {
     fn padding_length(&self, payload: &[u8]) -> usize {
-        let block_size = 8;
-        let extra_len = super::PACKET_LENGTH_LEN + super::PADDING_LENGTH_LEN;
-        let padding_len = if payload.len() + extra_len <= super::MINIMUM_PACKET_LEN {
-            super::MINIMUM_PACKET_LEN - payload.len() - super::PADDING_LENGTH_LEN
-        } else {
-            block_size - ((super::PADDING_LENGTH_LEN + payload.len()) % block_size)
-        };
-        if padding_len < super::PACKET_LENGTH_LEN {
-            padding_len + block_size
-        } else {
-            padding_len
-        }
+        padding_length(payload)
     }
 
     // As explained in "SSH via CTR mode with stateful decryption" in
@@ -139,5 +152,21 @@ impl super::SealingKey for SealingKey {
             #[allow(clippy::unwrap_used)]
             tag.try_into().unwrap(),
         );
+    }
+}
+
+/// Padding to a multiple of 8 bytes, at least 4, as OpenSSH pads.
+pub(crate) fn padding_length(payload: &[u8]) -> usize {
+    let block_size = 8;
+    let extra_len = super::PACKET_LENGTH_LEN + super::PADDING_LENGTH_LEN;
+    let padding_len = if payload.len() + extra_len <= super::MINIMUM_PACKET_LEN {
+        super::MINIMUM_PACKET_LEN - payload.len() - super::PADDING_LENGTH_LEN
+    } else {
+        block_size - ((super::PADDING_LENGTH_LEN + payload.len()) % block_size)
+    };
+    if padding_len < super::PACKET_LENGTH_LEN {
+        padding_len + block_size
+    } else {
+        padding_len
     }
 }

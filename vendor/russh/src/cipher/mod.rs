@@ -43,6 +43,11 @@ use crate::sshbuffer::SSHBuffer;
 pub(crate) mod block;
 pub(crate) mod cbc;
 pub(crate) mod chacha20poly1305;
+#[cfg(feature = "openssl-chacha")]
+pub(crate) mod chacha20poly1305_openssl;
+#[cfg(feature = "openssl-chacha")]
+#[doc(hidden)]
+pub use chacha20poly1305_openssl::matches_the_reference;
 pub(crate) mod clear;
 pub(crate) mod gcm;
 
