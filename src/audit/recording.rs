@@ -61,6 +61,11 @@ pub(crate) struct Watch {
 /// for a slow viewer).
 const WATCH_BACKLOG: usize = 256;
 
+/// Events the recorder's queue holds before a session waits for room
+/// (each is one chunk of output, so this bounds the memory they hold):
+/// several times what a flood brings in the recorder's COALESCE pause.
+const QUEUE: usize = 1024;
+
 /// Starts recordings; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Recorder {
@@ -137,7 +142,7 @@ impl Recorder {
             Option<super::upload::Uploads>,
         ),
     ) -> Result<(Recorder, std::thread::JoinHandle<()>), String> {
-        let (tx, rx) = mpsc::channel(1024);
+        let (tx, rx) = mpsc::channel(QUEUE);
         let spool = Arc::new(Spool {
             metrics,
             ..Spool::default()
@@ -624,6 +629,14 @@ impl Cast {
     }
 }
 
+/// How long the recorder lets a flood's events gather once it is woken
+/// again this soon after its last batch: at most a few hundred wake-ups a
+/// second under any flood (each was a task switch on the byte path, a
+/// quarter of a PTY flood's CPU), while an event after a quiet spell is
+/// written at once. A live view is that much later at most; the queue
+/// holds a flood's events for that long (QUEUE).
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(2);
+
 fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Path) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut files: HashMap<Arc<str>, Cast> = HashMap::new();
@@ -634,7 +647,14 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Pa
             return;
         }
     };
+    let mut last_drain = std::time::Instant::now() - COALESCE;
     loop {
+        // Woken again soon after the last batch: output is flooding in.
+        // Let it gather for a moment, so the thread (and each session
+        // that would wake it) pays one wake-up per batch, not per chunk.
+        if last_drain.elapsed() < COALESCE {
+            std::thread::sleep(COALESCE);
+        }
         // While a recording is failing, or the last could not be created,
         // wake up to try again even when nothing comes: it resumes (and
         // /healthz says so) as soon as the storage is back.
@@ -653,6 +673,7 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Pa
                 Ok(m) => m,
             },
         };
+        last_drain = std::time::Instant::now();
         let mut next = first;
         while let Some(msg) = next {
             handle(msg, &mut files, spool);
