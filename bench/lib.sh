@@ -96,6 +96,19 @@ local_target_toml=$'[[targets]]\nname = "l"\nkind = "local"'
 # $walissh_pid. EXTRA_TOML is appended (more [[targets]], [terminal],
 # [llm], ...); $server_toml, if set, goes into [server], and
 # $upstream_toml into [upstream]. Every instance shares the upstream key.
+# The benchmarks open more sessions and connections (50 busy ones at
+# once; 1000 idle sessions on one ControlMaster connection) as one user
+# than the defaults allow: these limits, less any $server_toml sets.
+bench_limits() {
+    local kv
+    for kv in "max_sessions_per_user = 1000" "max_connections_per_user = 100" \
+        "max_sessions_per_connection = 1000"; do
+        case $'\n'"${server_toml:-}" in
+        *$'\n'"${kv%% *}"*) ;;
+        *) echo "$kv" ;;
+        esac
+    done
+}
 start_walissh() {
     local name=$1 extra=${2:-}
     mkdir -p "$work/$name"
@@ -103,8 +116,7 @@ start_walissh() {
 [server]
 listen = ["127.0.0.1:0"]
 state_dir = "$work/$name/state"
-# The benchmarks open more sessions as one user than the default allows.
-max_sessions_per_user = 1000
+$(bench_limits)
 ${server_toml:-}
 [upstream]
 identity = "$work/upstream"

@@ -251,6 +251,35 @@ pub fn redact(data: &[u8]) {
 /// terminal emulator, leaves the cursor no higher than it began and the
 /// main screen showing (what a command printed cannot reach the lines
 /// above it, such as the next `Run?`).
+/// What walissh lets through of the user's keys to an integrated shell
+/// (`terminal::own_keys`): never one of walissh's own keys, however the
+/// input is cut into reads or nested; only `~` bytes are taken out; and
+/// the same result for any cut. The first byte picks the cuts.
+pub fn own_keys(data: &[u8]) {
+    use crate::terminal::own_keys::{OwnKeys, holds_a_key};
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let whole = OwnKeys::default().strip(rest);
+    assert!(!holds_a_key(&whole));
+    let mut kept = whole.iter();
+    for &b in rest {
+        if kept.as_slice().first() == Some(&b) {
+            kept.next();
+        } else {
+            assert_eq!(b, b'~', "only a key's last byte is taken out");
+        }
+    }
+    assert!(kept.as_slice().is_empty());
+    let step = usize::from(pick % 7) + 1;
+    let mut k = OwnKeys::default();
+    let cut: Vec<u8> = rest
+        .chunks(step)
+        .flat_map(|c| k.strip_bytes(bytes::Bytes::copy_from_slice(c)))
+        .collect();
+    assert_eq!(cut, whole);
+}
+
 pub fn sanitize(data: &[u8]) {
     let clean = |chunks: &[&[u8]]| {
         let mut s = Sanitizer::default();
@@ -556,7 +585,8 @@ mod tests {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .collect();
         assert!(!all.is_empty(), "the policy seeds are gone from {seeds}");
-        let edges: [&[u8]; 17] = [
+        let edges: [&[u8]; 18] = [
+            b"\x03\x1b[2\x1b[209~09~\xdb210~~\x1b[212~\x1b[21",
             b"",
             b"\x01NN;A\x07 MM;B\x07 \x1b]133;A\x07",
             b"\x03\x1b]133;R;RR\x07\x1b]133;R;RR;was=0\x07\x1b]133;R;RR;OO\x07\x1b]133;A;RR\x07",
@@ -587,6 +617,7 @@ mod tests {
             policy(&input);
             redact(&input);
             sanitize(&input);
+            own_keys(&input);
             known_hosts(&input);
             config(&input);
             skill_md(&input);

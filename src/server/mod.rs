@@ -1049,9 +1049,24 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for payload in [
-            1, 12, 15, 16, 63, 64, 65, 255, 256, 1000, 4096, 32_768, 35_000,
-        ] {
+        // A connection's worth under one key: odd sizes one after another.
+        let sizes = [
+            0, 1, 5, 12, 15, 16, 63, 64, 65, 255, 256, 1000, 4096, 32_768, 35_000,
+        ];
+        let key: Vec<u8> = (0..64).map(|_| next() as u8).collect();
+        let packets: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                (0..4 + sizes[i % sizes.len()] + i % 7)
+                    .map(|_| next() as u8)
+                    .collect()
+            })
+            .collect();
+        let stream: Vec<(u32, &[u8])> = (0u32..).zip(packets.iter().map(Vec::as_slice)).collect();
+        let key: &[u8; 64] = key.as_slice().try_into().unwrap();
+        if let Err(e) = russh::cipher::matches_the_reference_for(key, &stream) {
+            panic!("a stream of packets: {e}");
+        }
+        for payload in sizes {
             for seq in [0, 1, 2, 255, 256, 0x1_0000, u32::MAX - 1, u32::MAX] {
                 let key: Vec<u8> = (0..64).map(|_| next() as u8).collect();
                 let packet: Vec<u8> = (0..4 + payload).map(|_| next() as u8).collect();

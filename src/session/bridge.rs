@@ -30,6 +30,7 @@ use crate::audit::recording::{Recording, Track};
 use crate::config::AiMode;
 use crate::context::providers::Snapshot;
 use crate::shutdown::Listener;
+use crate::terminal::own_keys::OwnKeys;
 use crate::terminal::screen::Screen;
 use crate::terminal::typed::Typed;
 use crate::terminal::{CommandRecord, Terminal};
@@ -590,6 +591,8 @@ impl Pumps<'_> {
             early_input.is_empty() || up_tx.data(Bytes::from(early_input)).await.is_ok();
         // Keys typed on the current line, for the screen heuristic.
         let mut line = Typing::default();
+        // walissh's own keys are never the user's to press.
+        let mut own_keys = typed.map(|_| OwnKeys::default());
         loop {
             // `fresh`: the keys come from the client now, not handed back.
             let (msg, fresh) = tokio::select! {
@@ -621,6 +624,10 @@ impl Pumps<'_> {
                             t.write(&data).await;
                         }
                     }
+                    let data = match own_keys.as_mut() {
+                        Some(k) if fresh => k.strip_bytes(data),
+                        _ => data,
+                    };
                     if let Some(a) = agent.as_ref().filter(|_| self.shared.active()) {
                         // Ctrl-C stops the agent wherever it is; other keys
                         // are its to read (Run? [y/N/e], or the command's).

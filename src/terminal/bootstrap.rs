@@ -18,6 +18,11 @@
 
 use std::path::Path;
 
+/// The most of a command line (or a question) the scripts put in a mark,
+/// in characters: a longer one is cut, and taken for one that may start a
+/// shell.
+pub(crate) const COMMAND_MAX: usize = 4000;
+
 /// A shell walissh knows how to integrate with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shell {
@@ -96,6 +101,8 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         // The nonce lives in unexported variables only: PS1 refers to them
         // by name, so an exported PS1 shows children no nonce.
         &format!(r#"__ws_n={n};__ws_A=$'\e]133;A;w={n}\a';__ws_B=$'\e]133;B;w={n}\a';"#),
+        // Every flag set, so that `set -u` finds none unbound.
+        r#"__ws_1=0;__ws_b=0;__ws_H=0;__ws_k=0;"#,
         prefixes,
         r#"__ws_l="${PS1@P}";__ws_l="${__ws_l//[^$'\n']/}";"#,
         r#"__ws_d(){ local s=$?;builtin printf '\e]133;D;%s;w=%s\a\e]7;w=%s;%s\a' "$s" "$__ws_n" "$__ws_n" "${PWD//[$'\a\e']/}";__ws_h=$HISTCMD;__ws_1=1;__ws_k=0;((__ws_H))&&{ set -H;__ws_H=0;};return $s;};"#,
@@ -105,7 +112,8 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         r#"__ws_q(){ local p;if ((__ws_1));then for p in "${__ws_pf[@]}";do if [[ $READLINE_LINE == "$p"* ]];then builtin printf '\e]133;Q;w=%s;kept=0;text=%s\a' "$__ws_n" "${READLINE_LINE:0:4000}";READLINE_LINE=;bind '"\e[208~": redraw-current-line';__ws_b=1;return;fi;done;__ws_m "$READLINE_LINE";else __ws_k=0;fi;__ws_1=0;__ws_a;};"#,
         // Enter back to accept-line after a question, and only then: a
         // bind is most of what Enter costs here.
-        r#"__ws_a(){ ((__ws_b))&&{ __ws_b=0;bind '"\e[208~": accept-line';};};"#,
+        // (Status 0 always: a failing bind -x command ends a `set -e` shell.)
+        r#"__ws_a(){ ((__ws_b))&&{ __ws_b=0;bind '"\e[208~": accept-line';};return 0;};"#,
         r#"bind -x '"\e[209~": __ws_q';bind '"\e[208~": accept-line';bind '"\C-m": "\e[209~\e[208~"';bind '"\C-j": "\e[209~\e[208~"';"#,
         // walissh's own Enter (\e[210~) for the lines it types: never a
         // question, and run without history expansion (restored at the
@@ -118,21 +126,25 @@ fn bash(n: &str, stty: &str, prefixes: &str) -> String {
         // Typed text inserted as it is (no byte read as a key binding),
         // without turning the terminal's paste mode on.
         r#"bind -x '"\e[212~": __ws_r';bind '"\e[200~": bracketed-paste-begin' 2>/dev/null;"#,
-        r#"__ws_p(){ [[ $PS1 == *'${__ws_B}'* ]]||PS1='\[${__ws_A}\]'"$PS1"'\[${__ws_B}\]';};"#,
+        // PS2 (a command goes on to another line, however the first was
+        // accepted) makes the command's mark come from the history.
+        r#"__ws_p(){ [[ $PS1 == *'${__ws_B}'* ]]||PS1='\[${__ws_A}\]'"$PS1"'\[${__ws_B}\]';[[ $PS2 == *'__ws_k=0]}'* ]]||PS2='${__ws_C[__ws_1=__ws_k=0]}'"$PS2";};"#,
         r#"__ws_c(){ local c h;c=$(HISTTIMEFORMAT= builtin history 1);h=${c#"${c%%[! ]*}"};h=${h%%[!0-9]*};"#,
         r#"if [[ $h == "$__ws_h" ]];then c=${c#*[0-9]  };c=${c//[$'\a\e']/};builtin printf '\e]133;C;w=%s;cmd=%s\a' "$__ws_n" "${c:0:4000}";else builtin printf '\e]133;C;w=%s\a' "$__ws_n";fi;};"#,
         // Children must not inherit hooks they do not have.
         r#"export -n PROMPT_COMMAND 2>/dev/null;"#,
         r#"if [[ $(declare -p PROMPT_COMMAND 2>/dev/null) == 'declare -a'* ]];then PROMPT_COMMAND=(__ws_d "${PROMPT_COMMAND[@]}" __ws_p);"#,
         // Newlines, not ';': the user's PROMPT_COMMAND may end with one.
-        r#"else PROMPT_COMMAND="__ws_d"$'\n'"$PROMPT_COMMAND"$'\n'"__ws_p";fi;"#,
+        r#"else PROMPT_COMMAND="__ws_d"$'\n'"${PROMPT_COMMAND-}"$'\n'"__ws_p";fi;"#,
         // The C mark without a fork when the accepted line is known to be
-        // the command: one line with no history expansion in it. __ws_m
-        // makes the mark at Enter and sets __ws_k; PS0 prints it, or
-        // (__ws_k=0) forks for the history's text, and sets __ws_k back
-        // to 0 in a subscript, which needs no fork either.
+        // the command: one line with no history expansion in it, accepted
+        // by Enter at the primary prompt (walissh drops its keys from what
+        // the user types, so no other key sets __ws_k; PS2 and each prompt
+        // reset it). __ws_m makes the mark at Enter and sets __ws_k; PS0
+        // prints it, or (__ws_k=0) forks for the history's text, and sets
+        // __ws_k back to 0 in a subscript, which needs no fork either.
         r#"__ws_m(){ local c=$1 h=${histchars-'!^#'};if [[ $c == *$'\n'* || $c == *"${h:0:1}"* || $c == "${h:1:1}"* ]];then __ws_k=0;else c=${c//[$'\a\e']/};__ws_C[1]=$'\e]133;C;w='$__ws_n';cmd='${c:0:4000}$'\a';__ws_k=1;fi;};"#,
-        r#"__ws_F=(1);__ws_C=('');__ws_k=0;PS0='${__ws_F[__ws_k]:+$(__ws_c)}${__ws_C[__ws_k]}${__ws_C[__ws_k=0]}'"$PS0";"#,
+        r#"__ws_F=(1);__ws_C=('');__ws_k=0;PS0='${__ws_F[__ws_k]:+$(__ws_c)}${__ws_C[__ws_k]}${__ws_C[__ws_k=0]}'"${PS0-}";"#,
         // Who the shell runs as and where, without a fork.
         r#"__ws_u='\u';__ws_h='\H';"#,
         r#"builtin printf '\e]133;W;w=%s;lines=%s;nl=1;keys=1;paste=1;user=%s;host=%s\a' "$__ws_n" "${#__ws_l}" "${__ws_u@P}" "${__ws_h@P}";unset __ws_u __ws_h;fi"#,
@@ -202,6 +214,20 @@ mod tests {
             assert!(!script.contains(['\r', '\n']));
             assert!(script.contains("w=%s") || script.contains("w='$__ws_n"));
             assert!(script.contains(r"__ws_pf=('?' 'it'\''s:')"), "{script}");
+            // Every cut of a line is COMMAND_MAX characters (bash's
+            // `${h:0:1}` takes one of histchars).
+            let cuts: Vec<usize> = [":0:", "[1,"]
+                .iter()
+                .flat_map(|c| script.match_indices(c).map(|(i, _)| i + c.len()))
+                .map(|i| {
+                    let digits = script[i..].bytes().take_while(u8::is_ascii_digit).count();
+                    // Not a number (zsh's `[1,-2]`): not a cut of a line.
+                    script[i..i + digits].parse().unwrap_or(0)
+                })
+                .filter(|&n: &usize| n > 1)
+                .collect();
+            assert!(cuts.len() >= 2, "{script}");
+            assert!(cuts.iter().all(|&n| n == COMMAND_MAX), "{cuts:?}");
         }
     }
 

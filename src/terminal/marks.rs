@@ -19,7 +19,9 @@
 use std::borrow::Cow;
 
 /// A sequence longer than this cannot be ours; it is passed on as is.
-const MAX_MARK: usize = 8 * 1024;
+/// The scripts cut a command line to `bootstrap::COMMAND_MAX` characters,
+/// up to 4 bytes each, and a mark's own fields are short.
+const MAX_MARK: usize = 4 * super::bootstrap::COMMAND_MAX + 1024;
 /// New nonces given and not yet confirmed, kept at most.
 const OUTSTANDING: usize = 4;
 

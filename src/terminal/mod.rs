@@ -21,6 +21,7 @@ mod levels;
 pub(crate) mod marks;
 pub(crate) mod nested;
 mod output;
+pub(crate) mod own_keys;
 pub(crate) mod prompt;
 pub(crate) mod sanitize;
 pub(crate) mod screen;
@@ -714,8 +715,12 @@ impl Terminal {
                         .line_taken();
                 }
                 // A shell the user's command shows is not one walissh
-                // owns, until it is integrated.
-                let shell = command.as_deref().is_some_and(nested::may_show_a_shell);
+                // owns, until it is integrated; nor is what a command the
+                // shell could not name in full may show (a line the
+                // history left out, one cut at the scripts' limit).
+                let shell = command.as_deref().is_none_or(|c| {
+                    nested::may_show_a_shell(c) || c.chars().count() >= bootstrap::COMMAND_MAX
+                });
                 if self.shown == Shown::All && shell {
                     self.unowned.store(self.outer.len() + 1, Ordering::Relaxed);
                 }

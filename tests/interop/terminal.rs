@@ -130,6 +130,31 @@ fn command_lines_are_what_bash_ran_with_or_without_history_expansion() {
     t.send(" echo SPACED-$((1+2))\r");
     t.expect("SPACED-3");
     row("echo SPACED-$((1+2))");
+    // A line carried on to the next, then accepted by another key than
+    // Enter (Ctrl-O): PS2 made the hook let go of the first line.
+    t.send("true &&\r");
+    t.send("echo PS2-$((2+3))\x0f");
+    t.expect("PS2-5");
+    row("true && echo PS2-$((2+3))");
+    // walissh's Enter hook pressed by hand (a key no keyboard sends), the
+    // line changed, and run with Ctrl-O: the hook never ran, and the row
+    // holds what ran.
+    // (Readline takes the Ctrl-U into the broken key, so the line runs
+    // whole: what matters is that its row is what ran, not the line the
+    // hook would have kept.)
+    t.send("echo harmless\x1b[209~\x15echo RAN-$((6*7))\x0f");
+    t.expect("RAN-42");
+    b.wait_event(|e| {
+        e["kind"] == "command"
+            && e["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("echo RAN-$((6*7))"))
+    });
+    let ran: Vec<Value> = commands(&b, 6);
+    assert!(
+        ran.iter().all(|c| c["command"] != "echo harmless"),
+        "{ran:?}"
+    );
     // Nothing of the hooks shows.
     let text = t.screen.text();
     assert!(!text.contains("__ws") && !text.contains(";w="), "{text}");

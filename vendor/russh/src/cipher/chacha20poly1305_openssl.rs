@@ -21,8 +21,10 @@ use super::super::Error;
 pub(crate) const KEY_LEN: usize = 64;
 const TAG_LEN: usize = 16;
 
-/// One direction's three OpenSSL contexts. Only ever used through
-/// `&mut self` or from the one task that owns the key.
+/// One direction's three OpenSSL contexts. `decrypt_packet_length` uses
+/// the length's context through `&self`: sound because `Keys` is not
+/// `Sync` (raw pointers), so one thread at a time holds it. Never make it
+/// `Sync`.
 struct Keys {
     payload: *mut ffi::EVP_CIPHER_CTX,
     length: *mut ffi::EVP_CIPHER_CTX,
@@ -76,9 +78,24 @@ fn cipher_ctx(key: &[u8]) -> Option<*mut ffi::EVP_CIPHER_CTX> {
     }
 }
 
+/// Initialises libcrypto once, without reading an OpenSSL configuration
+/// file (`$OPENSSL_CONF` could load a module into the bastion): nothing
+/// here needs one.
+fn init() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    // From OpenSSL's crypto.h.
+    const NO_LOAD_CONFIG: u64 = 0x0000_0080;
+    const NO_ATEXIT: u64 = 0x0008_0000;
+    INIT.call_once(|| {
+        // SAFETY: called once, before any other libcrypto call here; a
+        // failure shows as the keys below not being made.
+        unsafe { ffi::OPENSSL_init_ssl(NO_LOAD_CONFIG | NO_ATEXIT, ptr::null()) };
+    });
+}
+
 impl Keys {
     fn new(key: &[u8; KEY_LEN]) -> Option<Keys> {
-        ffi::init();
+        init();
         let payload = cipher_ctx(&key[..32])?;
         let length = match cipher_ctx(&key[32..]) {
             Some(c) => c,
@@ -143,6 +160,9 @@ impl Keys {
                 && ffi::EVP_MAC_final(self.mac, tag.as_mut_ptr(), &mut len, TAG_LEN) == 1
         };
         assert!(ok && len == TAG_LEN, "OpenSSL's Poly1305 failed");
+        poly_key.fill(0);
+        // Not optimised away: the key is read after the fill.
+        std::hint::black_box(&poly_key);
         tag
     }
 }
@@ -235,44 +255,58 @@ impl super::SealingKey for SealingKey {
 #[doc(hidden)]
 #[cfg(feature = "aws-lc-rs")]
 pub fn matches_the_reference(key: &[u8; KEY_LEN], seq: u32, packet: &[u8]) -> Result<(), String> {
+    matches_the_reference_for(key, &[(seq, packet)])
+}
+
+/// [`matches_the_reference`] for a stream of packets under one key each
+/// way (the contexts carry nothing from one packet to the next).
+#[doc(hidden)]
+#[cfg(feature = "aws-lc-rs")]
+pub fn matches_the_reference_for(
+    key: &[u8; KEY_LEN],
+    packets: &[(u32, &[u8])],
+) -> Result<(), String> {
     use super::chacha20poly1305::{reference_opening_key, reference_sealing_key};
     use super::{OpeningKey as _, SealingKey as _};
-    let mut theirs = packet.to_vec();
-    let mut their_tag = [0u8; TAG_LEN];
     let mut reference_seal = reference_sealing_key(key);
-    reference_seal.seal(seq, &mut theirs, &mut their_tag);
-    let mut ours = packet.to_vec();
-    let mut our_tag = [0u8; TAG_LEN];
-    sealing_key(key)
-        .ok_or("OpenSSL is not available")?
-        .seal(seq, &mut ours, &mut our_tag);
-    if ours != theirs || our_tag != their_tag {
-        return Err("the sealed packets differ".into());
-    }
-    let mut ours_opener = opening_key(key).ok_or("OpenSSL is not available")?;
-    if ours_opener.decrypt_packet_length(seq, &theirs[..4]) != packet[..4] {
-        return Err("the decrypted lengths differ".into());
-    }
-    let mut both = [theirs.as_slice(), &their_tag].concat();
-    let opened = ours_opener
-        .open(seq, &mut both)
-        .map_err(|e| format!("OpenSSL refused the reference's packet: {e}"))?;
-    if opened != &packet[4..] {
-        return Err("OpenSSL opened the reference's packet to something else".into());
-    }
     let mut reference_open = reference_opening_key(key);
-    let mut both = [ours.as_slice(), &our_tag].concat();
-    let opened = reference_open
-        .open(seq, &mut both)
-        .map_err(|e| format!("the reference refused OpenSSL's packet: {e}"))?;
-    if opened != &packet[4..] {
-        return Err("the reference opened OpenSSL's packet to something else".into());
-    }
-    for at in [0, ours.len() / 2, ours.len() + TAG_LEN - 1] {
+    let mut our_seal = sealing_key(key).ok_or("OpenSSL is not available")?;
+    let mut our_open = opening_key(key).ok_or("OpenSSL is not available")?;
+    for &(seq, packet) in packets {
+        let mut theirs = packet.to_vec();
+        let mut their_tag = [0u8; TAG_LEN];
+        reference_seal.seal(seq, &mut theirs, &mut their_tag);
+        let mut ours = packet.to_vec();
+        let mut our_tag = [0u8; TAG_LEN];
+        our_seal.seal(seq, &mut ours, &mut our_tag);
+        if ours != theirs || our_tag != their_tag {
+            return Err(format!("packet {seq}: the sealed packets differ"));
+        }
+        if our_open.decrypt_packet_length(seq, &theirs[..4]) != packet[..4] {
+            return Err(format!("packet {seq}: the decrypted lengths differ"));
+        }
+        // A changed byte anywhere (length, payload, tag) is refused, and
+        // refusing leaves the key as it was.
+        for at in [0, ours.len() / 2, ours.len() + TAG_LEN - 1] {
+            let mut both = [ours.as_slice(), &our_tag].concat();
+            both[at] ^= 1;
+            if our_open.open(seq, &mut both).is_ok() {
+                return Err(format!("packet {seq}: opened with byte {at} changed"));
+            }
+        }
+        let mut both = [theirs.as_slice(), &their_tag].concat();
+        let opened = our_open
+            .open(seq, &mut both)
+            .map_err(|e| format!("packet {seq}: OpenSSL refused the reference's: {e}"))?;
+        if opened != &packet[4..] {
+            return Err(format!("packet {seq}: OpenSSL opened the reference's to something else"));
+        }
         let mut both = [ours.as_slice(), &our_tag].concat();
-        both[at] ^= 1;
-        if ours_opener.open(seq, &mut both).is_ok() {
-            return Err(format!("a packet with byte {at} changed was opened"));
+        let opened = reference_open
+            .open(seq, &mut both)
+            .map_err(|e| format!("packet {seq}: the reference refused OpenSSL's: {e}"))?;
+        if opened != &packet[4..] {
+            return Err(format!("packet {seq}: the reference opened OpenSSL's to something else"));
         }
     }
     Ok(())

@@ -47,7 +47,7 @@ pub(crate) mod chacha20poly1305;
 pub(crate) mod chacha20poly1305_openssl;
 #[cfg(feature = "openssl-chacha")]
 #[doc(hidden)]
-pub use chacha20poly1305_openssl::matches_the_reference;
+pub use chacha20poly1305_openssl::{matches_the_reference, matches_the_reference_for};
 pub(crate) mod clear;
 pub(crate) mod gcm;
 
