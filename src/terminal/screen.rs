@@ -224,6 +224,11 @@ impl Screen {
 
     /// Bytes the client was sent. Never waits.
     pub(crate) fn feed(&self, data: Bytes) {
+        // A stale model is not read before the next prompt starts it
+        // over: what a flood would feed it is work for nothing.
+        if self.stale.load(Ordering::Relaxed) {
+            return;
+        }
         if self.budget().take(data.len(), Instant::now()) {
             self.send_or_stale(Update::Output(data));
         } else {

@@ -763,7 +763,40 @@ async fn start_command(
     }
 }
 
+/// Output already queued behind a small chunk joins it, up to this many
+/// bytes: a terminal's output comes in many small packets, and each chunk
+/// costs the bridge a pass through the terminal model, a recording event
+/// and a packet to the client, whatever its size (a PTY flood's bastion
+/// CPU is mostly per chunk). Nothing waits to be joined.
+const JOIN_UP_TO: usize = 32 * 1024;
+
 impl Reader {
+    /// `first`, and the data right behind it that has come already.
+    fn joined(&mut self, first: Bytes) -> Bytes {
+        use futures_util::FutureExt;
+        let mut joined: Option<bytes::BytesMut> = None;
+        while joined.as_ref().map_or(first.len(), |j| j.len()) < JOIN_UP_TO {
+            let next = match self.pending.pop_front() {
+                Some(m) => m,
+                // Only what is queued now; waiting is the caller's.
+                None => match self.ch.wait().now_or_never() {
+                    Some(Some(m)) => m,
+                    _ => break,
+                },
+            };
+            match next {
+                ChannelMsg::Data { data } => joined
+                    .get_or_insert_with(|| bytes::BytesMut::from(&first[..]))
+                    .extend_from_slice(&data),
+                other => {
+                    self.pending.push_front(other);
+                    break;
+                }
+            }
+        }
+        joined.map_or(first, bytes::BytesMut::freeze)
+    }
+
     /// Why the target's connection was lost, once it was.
     pub(crate) fn why_lost(&self) -> Option<String> {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -776,7 +809,7 @@ impl Reader {
                 None => self.ch.wait().await?,
             };
             match msg {
-                ChannelMsg::Data { data } => return Some(TargetEvent::Data(data)),
+                ChannelMsg::Data { data } => return Some(TargetEvent::Data(self.joined(data))),
                 ChannelMsg::ExtendedData { data, .. } => return Some(TargetEvent::Stderr(data)),
                 ChannelMsg::Eof => return Some(TargetEvent::Eof),
                 ChannelMsg::ExitStatus { exit_status } => {
