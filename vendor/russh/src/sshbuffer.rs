@@ -384,11 +384,59 @@ impl PacketBytesWriter {
 }
 
 /// Incoming SSH packet after decryption and optional decompression.
-/// Uses Vec<u8> (not CryptoVec/mlocked) because incoming network data is not secret.
+/// Not CryptoVec/mlocked because incoming network data is not secret; `Bytes`
+/// so that channel data can be handed on as a slice of it, without a copy.
 #[derive(Debug)]
 pub(crate) struct IncomingSshPacket {
-    pub buffer: Vec<u8>,
+    pub buffer: Bytes,
     pub seqn: Wrapping<u32>,
+}
+
+impl IncomingSshPacket {
+    /// The payload of the packet just read into `buffer` (after its 4-byte
+    /// length and 1-byte padding length), decompressed: the read buffer is
+    /// taken, not copied, when nothing was compressed.
+    pub(crate) fn take(
+        read: &mut SSHBuffer,
+        decompress: Option<&mut crate::compression::Decompress>,
+    ) -> Result<Self, crate::Error> {
+        let seqn = read.seqn;
+        if read.buffer.len() < 5 {
+            return Err(crate::Error::IndexOutOfBounds);
+        }
+        let packet = Bytes::from(std::mem::take(&mut read.buffer));
+        let payload = packet.slice(5..);
+        let buffer = match decompress {
+            Some(d) => {
+                let mut decomp = Vec::new();
+                let out = d.decompress(&payload, &mut decomp)?;
+                if out.as_ptr() == payload.as_ptr() && out.len() == payload.len() {
+                    payload
+                } else {
+                    Bytes::copy_from_slice(out)
+                }
+            }
+            None => payload,
+        };
+        Ok(Self { buffer, seqn })
+    }
+}
+
+/// Reads an SSH `string` off `r`, a reader over `packet`'s bytes, as a
+/// slice of `packet`: channel data is handed on without a copy. (A reader
+/// over other bytes gets a copy.)
+pub(crate) fn shared_string(packet: &Bytes, r: &mut &[u8]) -> Result<Bytes, ssh_encoding::Error> {
+    let len = <u32 as ssh_encoding::Decode>::decode(r)? as usize;
+    let Some((data, rest)) = r.split_at_checked(len) else {
+        return Err(ssh_encoding::Error::Length);
+    };
+    *r = rest;
+    let inside = packet.as_ptr_range();
+    let within = inside.start <= data.as_ptr() && data.as_ptr_range().end <= inside.end;
+    Ok(match within {
+        true => packet.slice_ref(data),
+        false => Bytes::copy_from_slice(data),
+    })
 }
 
 /// Packet writer for constructing and encrypting outgoing SSH packets.
@@ -614,5 +662,46 @@ impl PacketWriter {
             self.write_buffer.buffer.clear();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    /// A packet's payload is the read buffer itself, and channel data a
+    /// slice of it: no copy, the same bytes.
+    #[test]
+    fn channel_data_is_a_slice_of_the_packet_read() {
+        let mut read = SSHBuffer::new();
+        // length, padding length, then CHANNEL_DATA(94), channel 7, "hello".
+        read.buffer.extend_from_slice(&[0, 0, 0, 20, 4]);
+        read.buffer.extend_from_slice(&[94, 0, 0, 0, 7, 0, 0, 0, 5]);
+        read.buffer.extend_from_slice(b"hello");
+        let at = read.buffer.as_ptr();
+        let pkt = IncomingSshPacket::take(&mut read, None).unwrap();
+        assert!(read.buffer.is_empty());
+        assert_eq!(pkt.buffer.as_ptr(), at.wrapping_add(5));
+        let mut r = &pkt.buffer[5..];
+        let data = shared_string(&pkt.buffer, &mut r).unwrap();
+        assert_eq!(&data[..], b"hello");
+        assert_eq!(data.as_ptr(), at.wrapping_add(14));
+        assert!(r.is_empty());
+    }
+
+    /// A length past the end is an error, not a panic; a reader over other
+    /// bytes gets a copy; a short read buffer is refused.
+    #[test]
+    fn shared_string_is_total() {
+        let packet = Bytes::from_static(&[0, 0, 0, 9, 1, 2]);
+        let mut r = &packet[..];
+        assert!(shared_string(&packet, &mut r).is_err());
+        let other = [0u8, 0, 0, 2, 8, 9];
+        let mut r = &other[..];
+        let data = shared_string(&packet, &mut r).unwrap();
+        assert_eq!(&data[..], [8, 9]);
+        let mut short = SSHBuffer::new();
+        short.buffer.extend_from_slice(&[0, 0, 0]);
+        assert!(IncomingSshPacket::take(&mut short, None).is_err());
     }
 }

@@ -336,13 +336,11 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
         }
     }
 
-    buffer.buffer.resize(buffer.len + 4, 0);
     trace!("read_exact {:?}", buffer.len + 4);
-
-    let l = cipher.packet_length_to_read_for_block_length();
-
-    #[allow(clippy::indexing_slicing)] // length checked
-    stream.read_exact(&mut buffer.buffer[l..]).await?;
+    // The rest of the packet is read into the buffer's spare capacity,
+    // after the first block and whatever an earlier, cancelled call read:
+    // zeroing it first (`resize`) cost a memset of every packet.
+    read_into_spare(stream, &mut buffer.buffer, buffer.len + 4).await?;
 
     trace!("read_exact done");
     let seqn = buffer.seqn.0;
@@ -366,6 +364,23 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(
     buffer.buffer.resize(plaintext_end + 4, 0);
 
     Ok(plaintext_end + 4)
+}
+
+/// Reads until `buf` is `len` bytes long, into its spare capacity (no
+/// zeroing first), and never past `len`: the next packet stays in the stream.
+async fn read_into_spare<R: AsyncRead + Unpin>(
+    stream: &mut R,
+    buf: &mut Vec<u8>,
+    len: usize,
+) -> Result<(), Error> {
+    buf.reserve(len.saturating_sub(buf.len()));
+    while buf.len() < len {
+        let want = (len - buf.len()) as u64;
+        if (&mut *stream).take(want).read_buf(buf).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
+    Ok(())
 }
 
 pub(crate) const PACKET_LENGTH_LEN: usize = 4;

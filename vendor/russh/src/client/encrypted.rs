@@ -22,6 +22,7 @@ use ssh_encoding::{Decode, Encode, Reader};
 use ssh_key::{Algorithm, PublicKey, Signature};
 
 use super::IncomingSshPacket;
+use crate::sshbuffer::shared_string;
 use crate::auth::AuthRequest;
 use crate::cert::PublicKeyOrCertificate;
 use crate::client::{ChannelOpenHandle, Handler, Msg, Prompt, Reply, Session};
@@ -71,13 +72,25 @@ impl Session {
             pkt.buffer.len()
         );
 
-        self.process_packet(client, &pkt.buffer).await
+        self.process_bytes(client, &pkt.buffer).await
     }
 
+    /// [`Self::process_bytes`] on a copy of `buf`, for tests that build a
+    /// packet as a slice.
+    #[cfg(test)]
     pub(crate) async fn process_packet<H: Handler>(
         &mut self,
         client: &mut H,
         buf: &[u8],
+    ) -> Result<(), H::Error> {
+        self.process_bytes(client, &Bytes::copy_from_slice(buf)).await
+    }
+
+    /// One packet's payload; channel data is handed on as slices of `buf`.
+    pub(crate) async fn process_bytes<H: Handler>(
+        &mut self,
+        client: &mut H,
+        buf: &Bytes,
     ) -> Result<(), H::Error> {
         // If we've successfully read a packet.
         trace!("process_packet buf = {:?} bytes", buf.len());
@@ -480,7 +493,7 @@ impl Session {
     async fn client_read_authenticated<H: Handler>(
         &mut self,
         client: &mut H,
-        buf: &[u8],
+        buf: &Bytes,
     ) -> Result<(), H::Error> {
         match buf.split_first() {
             Some((&msg::CHANNEL_OPEN_CONFIRMATION, mut reader)) => {
@@ -590,7 +603,7 @@ impl Session {
             Some((&msg::CHANNEL_DATA, mut r)) => {
                 trace!("channel_data");
                 let channel_num = map_err!(ChannelId::decode(&mut r))?;
-                let data = map_err!(Bytes::decode(&mut r))?;
+                let data = map_err!(shared_string(buf, &mut r))?;
                 map_err!(ensure_end(&r))?;
                 if !self.common.is_established_channel(channel_num) {
                     return Ok(());
@@ -617,7 +630,7 @@ impl Session {
                 debug!("channel_extended_data");
                 let channel_num = map_err!(ChannelId::decode(&mut r))?;
                 let extended_code = map_err!(u32::decode(&mut r))?;
-                let data = map_err!(Bytes::decode(&mut r))?;
+                let data = map_err!(shared_string(buf, &mut r))?;
                 map_err!(ensure_end(&r))?;
                 if !self.common.is_established_channel(channel_num) {
                     return Ok(());

@@ -93,7 +93,7 @@ pub struct Session {
     sender: UnboundedSender<Reply>,
     channels: HashMap<ChannelId, ChannelRef>,
     target_window_size: u32,
-    pending_reads: Vec<Vec<u8>>,
+    pending_reads: Vec<bytes::Bytes>,
     pending_len: u32,
     priority_sender: UnboundedSender<Msg>,
     priority_receiver: UnboundedReceiver<Msg>,
@@ -1295,24 +1295,9 @@ async fn start_reading<R: AsyncRead + Unpin>(
 }
 
 impl Session {
-    fn maybe_decompress(&mut self, buffer: &SSHBuffer) -> Result<IncomingSshPacket, Error> {
-        if let Some(ref mut enc) = self.common.encrypted {
-            let mut decomp = Vec::new();
-            Ok(IncomingSshPacket {
-                #[allow(clippy::indexing_slicing)] // length checked
-                buffer: enc.decompress.decompress(
-                    &buffer.buffer[5..],
-                    &mut decomp,
-                )?.into(),
-                seqn: buffer.seqn,
-            })
-        } else {
-            Ok(IncomingSshPacket {
-                #[allow(clippy::indexing_slicing)] // length checked
-                buffer: buffer.buffer[5..].into(),
-                seqn: buffer.seqn,
-            })
-        }
+    fn maybe_decompress(&mut self, buffer: &mut SSHBuffer) -> Result<IncomingSshPacket, Error> {
+        let decompress = self.common.encrypted.as_mut().map(|enc| &mut enc.decompress);
+        IncomingSshPacket::take(buffer, decompress)
     }
 
     fn new(
@@ -1447,7 +1432,7 @@ impl Session {
                         break
                     }
 
-                    let mut pkt = self.maybe_decompress(&buffer)?;
+                    let mut pkt = self.maybe_decompress(&mut buffer)?;
                     if !pkt.buffer.is_empty() {
                         #[allow(clippy::indexing_slicing)] // length checked
                         if pkt.buffer[0] == crate::msg::DISCONNECT {
@@ -2057,7 +2042,7 @@ async fn reply<H: Handler>(
 
                         let mut pending = std::mem::take(&mut session.pending_reads);
                         for p in pending.drain(..) {
-                            session.process_packet(handler, &p).await?;
+                            session.process_bytes(handler, &p).await?;
                         }
                         session.pending_reads = pending;
                         session.pending_len = 0;
@@ -2563,8 +2548,8 @@ mod tests {
         let mut session = authenticated_session();
         let mut handler = TestHandler;
         let mut kex_done_signal = None;
-        let buffer = incoming_packet(compressed_debug_payload(200 * 1024));
-        let mut pkt: IncomingSshPacket = session.maybe_decompress(&buffer).unwrap();
+        let mut buffer = incoming_packet(compressed_debug_payload(200 * 1024));
+        let mut pkt: IncomingSshPacket = session.maybe_decompress(&mut buffer).unwrap();
 
         super::reply(&mut session, &mut handler, &mut kex_done_signal, &mut pkt)
             .await
@@ -2578,9 +2563,9 @@ mod tests {
     fn oversized_compressed_debug_is_rejected_before_client_ignores_it() {
         let mut session = authenticated_session();
         let oversized = crate::cipher::MAXIMUM_DECOMPRESSED_PACKET_LEN + 1024;
-        let buffer = incoming_packet(compressed_debug_payload(oversized));
+        let mut buffer = incoming_packet(compressed_debug_payload(oversized));
 
-        let err = session.maybe_decompress(&buffer).unwrap_err();
+        let err = session.maybe_decompress(&mut buffer).unwrap_err();
         assert!(
             matches!(err, crate::Error::PacketSize(len) if len > crate::cipher::MAXIMUM_DECOMPRESSED_PACKET_LEN)
         );

@@ -30,6 +30,7 @@ use super::*;
 use crate::helpers::{AlgorithmExt, NameList};
 use crate::map_err;
 use crate::parsing::{ChannelOpenConfirmation, ChannelType, OpenChannelMessage, ensure_end};
+use crate::sshbuffer::shared_string;
 
 impl Session {
     /// Returns false iff a request was rejected.
@@ -38,13 +39,25 @@ impl Session {
         handler: &mut H,
         pkt: &mut IncomingSshPacket,
     ) -> Result<(), H::Error> {
-        self.process_packet(handler, &pkt.buffer).await
+        self.process_bytes(handler, &pkt.buffer).await
     }
 
+    /// [`Self::process_bytes`] on a copy of `buf`, for tests that build a
+    /// packet as a slice.
+    #[cfg(test)]
     pub(crate) async fn process_packet<H: Handler + Send>(
         &mut self,
         handler: &mut H,
         buf: &[u8],
+    ) -> Result<(), H::Error> {
+        self.process_bytes(handler, &Bytes::copy_from_slice(buf)).await
+    }
+
+    /// One packet's payload; channel data is handed on as slices of `buf`.
+    pub(crate) async fn process_bytes<H: Handler + Send>(
+        &mut self,
+        handler: &mut H,
+        buf: &Bytes,
     ) -> Result<(), H::Error> {
         let rejection_wait_until =
             tokio::time::Instant::now() + self.common.config.auth_rejection_time;
@@ -163,10 +176,10 @@ impl Session {
                         .init_compress(self.common.packet_writer.compress());
                 }
                 enc.state = EncryptedState::Authenticated;
-                self.server_read_authenticated(handler, *msg, &mut r).await
+                self.server_read_authenticated(handler, *msg, &mut r, buf).await
             }
             (EncryptedState::Authenticated, Some((msg, mut r))) => {
-                self.server_read_authenticated(handler, *msg, &mut r).await
+                self.server_read_authenticated(handler, *msg, &mut r, buf).await
             }
             _ => Ok(()),
         }
@@ -1450,11 +1463,13 @@ async fn reply_userauth_info_response(
 }
 
 impl Session {
-    async fn server_read_authenticated<H: Handler + Send, R: Reader>(
+    /// `r` reads `packet` after its message number.
+    async fn server_read_authenticated<H: Handler + Send>(
         &mut self,
         handler: &mut H,
         msg: u8,
-        r: &mut R,
+        r: &mut &[u8],
+        packet: &Bytes,
     ) -> Result<(), H::Error> {
         match msg {
             msg::CHANNEL_OPEN => self.server_handle_channel_open(handler, r).await,
@@ -1502,7 +1517,7 @@ impl Session {
                     Some(map_err!(u32::decode(r))?)
                 };
                 trace!("handler.data {ext:?} {channel_num:?}");
-                let data = map_err!(Bytes::decode(r))?;
+                let data = map_err!(shared_string(packet, r))?;
                 map_err!(ensure_end(r))?;
                 let target = self.target_window_size;
                 // walissh patch: a channel whose window is given back on

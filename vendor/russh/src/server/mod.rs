@@ -1277,7 +1277,7 @@ async fn reply<H: Handler + Send>(
 
                         let mut pending = std::mem::take(&mut session.pending_reads);
                         for p in pending.drain(..) {
-                            session.process_packet(handler, &p).await?;
+                            session.process_bytes(handler, &p).await?;
                         }
                         session.pending_reads = pending;
                         session.pending_len = 0;

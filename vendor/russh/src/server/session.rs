@@ -24,7 +24,7 @@ pub struct Session {
     pub(crate) priority_receiver: UnboundedReceiver<Msg>,
     pub(crate) receiver: Receiver<Msg>,
     pub(crate) target_window_size: u32,
-    pub(crate) pending_reads: Vec<Vec<u8>>,
+    pub(crate) pending_reads: Vec<Bytes>,
     pub(crate) pending_len: u32,
     pub(crate) channels: HashMap<ChannelId, ChannelRef>,
     pub(crate) open_global_requests: VecDeque<GlobalRequestResponse>,
@@ -482,24 +482,9 @@ impl Handle {
 }
 
 impl Session {
-    fn maybe_decompress(&mut self, buffer: &SSHBuffer) -> Result<IncomingSshPacket, Error> {
-        if let Some(ref mut enc) = self.common.encrypted {
-            let mut decomp = Vec::new();
-            Ok(IncomingSshPacket {
-                #[allow(clippy::indexing_slicing)] // length checked
-                buffer: enc.decompress.decompress(
-                    &buffer.buffer[5..],
-                    &mut decomp,
-                )?.into(),
-                seqn: buffer.seqn,
-            })
-        } else {
-            Ok(IncomingSshPacket {
-                #[allow(clippy::indexing_slicing)] // length checked
-                buffer: buffer.buffer[5..].into(),
-                seqn: buffer.seqn,
-            })
-        }
+    fn maybe_decompress(&mut self, buffer: &mut SSHBuffer) -> Result<IncomingSshPacket, Error> {
+        let decompress = self.common.encrypted.as_mut().map(|enc| &mut enc.decompress);
+        IncomingSshPacket::take(buffer, decompress)
     }
 
     /// Dispatch a single message received on the session's internal channel
@@ -744,7 +729,7 @@ impl Session {
                         break
                     }
 
-                    let mut pkt = self.maybe_decompress(&buffer)?;
+                    let mut pkt = self.maybe_decompress(&mut buffer)?;
 
                     match pkt.buffer.first() {
                         None => (),
@@ -1716,8 +1701,8 @@ mod tests {
     async fn compressed_debug_is_ignored_after_server_parses_it() {
         let mut session = authenticated_session();
         let mut handler = TestHandler;
-        let buffer = incoming_packet(compressed_debug_payload(200 * 1024));
-        let mut pkt: IncomingSshPacket = session.maybe_decompress(&buffer).unwrap();
+        let mut buffer = incoming_packet(compressed_debug_payload(200 * 1024));
+        let mut pkt: IncomingSshPacket = session.maybe_decompress(&mut buffer).unwrap();
 
         super::super::reply(&mut session, &mut handler, &mut pkt)
             .await
@@ -1729,11 +1714,11 @@ mod tests {
     #[test]
     fn oversized_compressed_debug_is_rejected_before_server_ignores_it() {
         let mut session = authenticated_session();
-        let buffer = incoming_packet(compressed_debug_payload(
+        let mut buffer = incoming_packet(compressed_debug_payload(
             crate::cipher::MAXIMUM_DECOMPRESSED_PACKET_LEN + 1024,
         ));
 
-        let err = session.maybe_decompress(&buffer).unwrap_err();
+        let err = session.maybe_decompress(&mut buffer).unwrap_err();
         assert!(
             matches!(err, crate::Error::PacketSize(len) if len > crate::cipher::MAXIMUM_DECOMPRESSED_PACKET_LEN)
         );
