@@ -243,14 +243,6 @@ pub fn redact(data: &[u8]) {
     );
 }
 
-/// What makes the agent's command output safe for the user's terminal
-/// (`terminal::sanitize`): it never panics; gives the same bytes however
-/// the stream is cut into reads; changes nothing more when run over its
-/// own output; lets out no string (OSC, DCS, APC, PM, SOS), no reset,
-/// no C1 control and no C0 control but the harmless ones; and, read by a
-/// terminal emulator, leaves the cursor no higher than it began and the
-/// main screen showing (what a command printed cannot reach the lines
-/// above it, such as the next `Run?`).
 /// What walissh lets through of the user's keys to an integrated shell
 /// (`terminal::own_keys`): never one of walissh's own keys, however the
 /// input is cut into reads or nested; only `~` bytes are taken out; and
@@ -280,6 +272,14 @@ pub fn own_keys(data: &[u8]) {
     assert_eq!(cut, whole);
 }
 
+/// What makes the agent's command output safe for the user's terminal
+/// (`terminal::sanitize`): it never panics; gives the same bytes however
+/// the stream is cut into reads; changes nothing more when run over its
+/// own output; lets out no string (OSC, DCS, APC, PM, SOS), no reset,
+/// no C1 control and no C0 control but the harmless ones; and, read by a
+/// terminal emulator, leaves the cursor no higher than it began and the
+/// main screen showing (what a command printed cannot reach the lines
+/// above it, such as the next `Run?`).
 pub fn sanitize(data: &[u8]) {
     let clean = |chunks: &[&[u8]]| {
         let mut s = Sanitizer::default();

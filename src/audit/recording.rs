@@ -647,12 +647,12 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Pa
             return;
         }
     };
-    let mut last_drain = std::time::Instant::now() - COALESCE;
+    let mut last_drain: Option<std::time::Instant> = None;
     loop {
         // Woken again soon after the last batch: output is flooding in.
         // Let it gather for a moment, so the thread (and each session
         // that would wake it) pays one wake-up per batch, not per chunk.
-        if last_drain.elapsed() < COALESCE {
+        if last_drain.is_some_and(|t| t.elapsed() < COALESCE) {
             std::thread::sleep(COALESCE);
         }
         // While a recording is failing, or the last could not be created,
@@ -673,7 +673,7 @@ fn recorder_loop(mut rx: mpsc::Receiver<Msg>, spool: &Spool, dir: &std::path::Pa
                 Ok(m) => m,
             },
         };
-        last_drain = std::time::Instant::now();
+        last_drain = Some(std::time::Instant::now());
         let mut next = first;
         while let Some(msg) = next {
             handle(msg, &mut files, spool);

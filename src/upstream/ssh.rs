@@ -786,7 +786,11 @@ impl Reader {
             };
             match next {
                 ChannelMsg::Data { data } => joined
-                    .get_or_insert_with(|| bytes::BytesMut::from(&first[..]))
+                    .get_or_insert_with(|| {
+                        let mut j = bytes::BytesMut::with_capacity(JOIN_UP_TO + data.len());
+                        j.extend_from_slice(&first);
+                        j
+                    })
                     .extend_from_slice(&data),
                 other => {
                     self.pending.push_front(other);
