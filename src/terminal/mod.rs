@@ -717,9 +717,12 @@ impl Terminal {
                 // A shell the user's command shows is not one walissh
                 // owns, until it is integrated; nor is what a command the
                 // shell could not name in full may show (a line the
-                // history left out, one cut at the scripts' limit).
+                // history left out, one cut at the scripts' limit). The
+                // limit counts in bytes here: bash cuts characters, which
+                // are bytes without a multibyte locale, and a cut line of
+                // multibyte characters is half as many or fewer.
                 let shell = command.as_deref().is_none_or(|c| {
-                    nested::may_show_a_shell(c) || c.chars().count() >= bootstrap::COMMAND_MAX
+                    nested::may_show_a_shell(c) || c.len() >= bootstrap::COMMAND_MAX
                 });
                 if self.shown == Shown::All && shell {
                     self.unowned.store(self.outer.len() + 1, Ordering::Relaxed);

@@ -565,3 +565,26 @@ fn a_shell_that_does_not_answer_is_left_as_it_is() {
     assert_eq!(back.finished[0].command.as_deref(), Some("sh"));
     assert_eq!(t.unowned().load(Ordering::Relaxed), 0);
 }
+
+/// A command cut at the scripts' limit may have started a shell in what
+/// was cut: so it is taken for one, however its length is counted (bash
+/// without a multibyte locale cuts 4000 bytes, 2000 characters of `é`);
+/// a short command that starts none is not.
+#[test]
+fn a_command_cut_at_the_limit_may_start_a_shell() {
+    for (cmd, unowned) in [
+        ("é".repeat(2000), 1),
+        ("x".repeat(bootstrap::COMMAND_MAX), 1),
+        ("echo hi".to_string(), 0),
+    ] {
+        let mut t = following();
+        t.typed_keys(&format!("{cmd}\r"));
+        t.feed(m(&format!("\x1b]133;C;w={{N}};cmd={cmd}\x07")).as_bytes());
+        assert_eq!(
+            t.unowned().load(Ordering::Relaxed),
+            unowned,
+            "{} bytes",
+            cmd.len()
+        );
+    }
+}
