@@ -20,6 +20,8 @@ use crate::upstream::known_hosts::{self, Known};
 use russh::keys::PublicKey;
 use walissh_policy::{self as policy, Policy, Verdict};
 
+mod ssh;
+
 /// The scanner that takes walissh's marks out of a session's output
 /// (`terminal::marks`): it never panics, never holds bytes back for good,
 /// gives the same result however the stream is cut into reads, and leaves
@@ -270,6 +272,28 @@ pub fn own_keys(data: &[u8]) {
         .flat_map(|c| k.strip_bytes(bytes::Bytes::copy_from_slice(c)))
         .collect();
     assert_eq!(cut, whole);
+}
+
+/// The SSH transport of both of walissh's ends (the vendored russh's
+/// packet reader and message parsing, `fuzzing/ssh.rs`), fed what a
+/// hostile client or target sends: it never panics, always ends once the
+/// peer's stream does, and never hands on more channel data than the peer
+/// sent. The first byte picks the end (bit 0: the server, or the client
+/// dialling a target); whether the rest is the raw stream, or packets
+/// after a handshake on the `none` algorithms, so that all a logged-in
+/// peer can send is reached in the clear (bit 1); and whether each packet
+/// waits for the end to deal with the one before, as a peer answering
+/// requests does, or all come at once (bit 2).
+pub fn ssh_transport(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let (raw, paced) = (pick & 2 == 0, pick & 4 != 0);
+    let got = match pick & 1 {
+        0 => ssh::serve(raw, paced, rest),
+        _ => ssh::dial(raw, paced, rest),
+    };
+    assert!(got.len() <= rest.len(), "more channel data than was sent");
 }
 
 /// What makes the agent's command output safe for the user's terminal
@@ -627,6 +651,7 @@ mod tests {
             mcp_reply(&input);
             cast(&input);
             syslog(&input);
+            ssh_transport(&input);
         }
     }
 

@@ -24,6 +24,8 @@ use crate::config::{Account, HostKeyPolicy, TargetConfig, TargetKind};
 use crate::terminal::Shell;
 
 pub(crate) use local::LocalAccount;
+#[cfg(any(fuzzing, test))]
+pub(crate) use ssh::client_config;
 pub(crate) use ssh::{Forwarded, RemoteForward, remote_forward};
 
 /// What the target sends.

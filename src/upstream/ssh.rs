@@ -30,6 +30,28 @@ const UPSTREAM_CIPHERS: &[russh::cipher::Name] = &[
     russh::cipher::AES_128_CTR,
 ];
 
+/// The russh client settings walissh dials targets with; `keepalive` is
+/// the interval and the count of unanswered ones that end the connection.
+pub(crate) fn client_config(keepalive: (Duration, u32)) -> client::Config {
+    client::Config {
+        preferred: russh::Preferred {
+            // AES-GCM runs on the CPU's AES instructions; on the bastion's
+            // own hop it is cheaper than ChaCha20 (see bench/throughput).
+            cipher: std::borrow::Cow::Borrowed(UPSTREAM_CIPHERS),
+            ..Default::default()
+        },
+        inactivity_timeout: None,
+        // A target that stops answering (stopped, cut off) ends its
+        // sessions with a message instead of hanging them.
+        keepalive_interval: Some(keepalive.0),
+        keepalive_max: keepalive.1 as usize,
+        // The largest russh allows: the target may then send a transfer in
+        // half as many packets, each a wake-up and a copy on the bastion.
+        maximum_packet_size: 65535,
+        ..Default::default()
+    }
+}
+
 /// How long the login-shell probe may take before the session goes on
 /// without shell integration.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -505,23 +527,7 @@ async fn login(
         agent: back.agent,
         forwarded: back.forwarded,
     };
-    let config = Arc::new(client::Config {
-        preferred: russh::Preferred {
-            // AES-GCM runs on the CPU's AES instructions; on the bastion's
-            // own hop it is cheaper than ChaCha20 (see bench/throughput).
-            cipher: std::borrow::Cow::Borrowed(UPSTREAM_CIPHERS),
-            ..Default::default()
-        },
-        inactivity_timeout: None,
-        // A target that stops answering (stopped, cut off) ends its
-        // sessions with a message instead of hanging them.
-        keepalive_interval: Some(settings.keepalive.0),
-        keepalive_max: settings.keepalive.1 as usize,
-        // The largest russh allows: the target may then send a transfer in
-        // half as many packets, each a wake-up and a copy on the bastion.
-        maximum_packet_size: 65535,
-        ..Default::default()
-    });
+    let config = Arc::new(client_config(settings.keepalive));
     let unreachable = |e: &dyn std::fmt::Display| OpenError::Unreachable {
         name: name.to_string(),
         host: host.clone(),
