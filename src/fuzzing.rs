@@ -288,11 +288,7 @@ pub fn ssh_transport(data: &[u8]) {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let (raw, paced) = (pick & 2 == 0, pick & 4 != 0);
-    let got = match pick & 1 {
-        0 => ssh::serve(raw, paced, rest),
-        _ => ssh::dial(raw, paced, rest),
-    };
+    let got = ssh::transport(pick, rest);
     assert!(got.len() <= rest.len(), "more channel data than was sent");
 }
 
