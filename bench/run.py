@@ -26,6 +26,7 @@ SSHD_PORT = int(E["SSHD_PORT"])
 JUMP_PORT, JUMP_PID = int(E["JUMP_PORT"]), int(E["JUMP_PID"])
 W_PORT, W_PID, W_CONFIG = int(E["W_PORT"]), int(E["W_PID"]), E["W_CONFIG"]
 OFF_PORT = int(E["OFF_PORT"])
+RELAY_PORT, RELAY_PID = int(E["RELAY_PORT"]), int(E["RELAY_PID"])
 CONSOLE_PORT, CONSOLE_WEB = int(E["CONSOLE_PORT"]), E["CONSOLE_WEB"]
 CONSOLE_PW, CONSOLE_CONFIG = E["CONSOLE_PW"], E["CONSOLE_CONFIG"]
 MEM_SSH = int(E["MEM_SSH_PORT"]), int(E["MEM_SSH_PID"]), E["MEM_SSH_CONFIG"]
@@ -61,6 +62,10 @@ def dest(route, port=None, target="t"):
     """ssh arguments that reach the target sshd by ROUTE."""
     if route == "direct":
         return ["-p", str(SSHD_PORT), f"{ME}@127.0.0.1"]
+    if route == "relay":
+        # The reference: a plain TCP relay (bench/relay.py) in walissh's
+        # place, which only moves the bytes.
+        return ["-p", str(RELAY_PORT), f"{ME}@127.0.0.1"]
     if route == "jump":
         return ["-J", f"{ME}@127.0.0.1:{JUMP_PORT}", "-p", str(SSHD_PORT), f"{ME}@127.0.0.1"]
     if route == "wjump":
@@ -217,10 +222,11 @@ class JumpCpu:
 def bastion_run(route, fn, size):
     """FN's result for ROUTE, and the bastion's CPU seconds meanwhile:
     walissh's own, or the jump sshd's connection (None for direct)."""
-    if route == "walissh":
-        c0 = cpu_seconds(W_PID)
+    if route in ("walissh", "relay"):
+        pid = W_PID if route == "walissh" else RELAY_PID
+        c0 = cpu_seconds(pid)
         v = fn(route, size)
-        return v, cpu_seconds(W_PID) - c0
+        return v, cpu_seconds(pid) - c0
     if route == "jump":
         with JumpCpu() as cpu:
             v = fn(route, size)
@@ -228,15 +234,37 @@ def bastion_run(route, fn, size):
     return fn(route, size), None
 
 
+def cipher_floor():
+    """CPU seconds per GiB of the two ciphers walissh runs on each byte of
+    these loads, at OpenSSL's speed on this machine (`openssl speed -evp`,
+    32 KiB blocks): chacha20-poly1305, the client's (OpenSSH asks for it
+    first), and AES-256-GCM, walissh's to the target. None without
+    `openssl`."""
+    total = 0.0
+    for cipher in ("chacha20-poly1305", "aes-256-gcm"):
+        try:
+            out = subprocess.run(["openssl", "speed", "-evp", cipher, "-bytes", "32768",
+                                  "-seconds", "1"], capture_output=True, text=True,
+                                 timeout=60).stdout
+            # The last line: the cipher's name, then thousands of bytes a second.
+            kbps = float(out.strip().splitlines()[-1].split()[-1].rstrip("k"))
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            return None
+        total += (1 << 30) / (kbps * 1000)
+    return total
+
+
 def bench_exec():
     size, runs = P["exec_mb"], P["exec_runs"]
+    routes = ROUTES + ("relay",)
+    floor = cipher_floor()
     for name, fn, label in (("download", exec_download, "exec download"),
                             ("upload", exec_upload, "exec upload")):
-        best = {r: (0.0, 0.0) for r in ROUTES}
-        every = {r: [] for r in ROUTES}
-        cpu = {"jump": [], "walissh": []}
+        best = {r: (0.0, 0.0) for r in routes}
+        every = {r: [] for r in routes}
+        cpu = {"jump": [], "walissh": [], "relay": []}
         for i in range(runs):
-            for r in ROUTES:  # interleaved, so drift hits every route alike
+            for r in routes:  # interleaved, so drift hits every route alike
                 v, used = bastion_run(r, fn, size)
                 if r in cpu:
                     cpu[r].append(used * 1024 / size)
@@ -251,18 +279,29 @@ def bench_exec():
             note=("timed from the first byte to the end" if name == "download" else
                   "timed from the remote `wc -c`'s start to its count")
             + "; JSON *_with_setup includes connect+auth",
-            extra={f"{r}_with_setup": best[r][1] for r in ROUTES})
+            extra={f"{r}_with_setup": best[r][1] for r in routes})
         if runs > 1:
-            med = {r: statistics.median(every[r]) for r in ROUTES}
+            med = {r: statistics.median(every[r]) for r in routes}
             row("exec", f"  same, median of {runs}", "MiB/s", med["direct"], med["jump"],
                 med["walissh"], ratio(med["walissh"], med["direct"]),
                 note="each route's runs in the JSON (*_runs)",
-                extra={f"{r}_runs": every[r] for r in ROUTES})
-        j, w = min(cpu["jump"]), min(cpu["walissh"])
+                extra={f"{r}_runs": every[r] for r in routes})
+        row("exec", "  same, a plain TCP relay in walissh's place (reference)", "MiB/s",
+            best["direct"][0], None, best["relay"][0],
+            ratio(best["relay"][0], best["direct"][0]),
+            note="bench/relay.py: moves the bytes and nothing else; what any program "
+                 "in the path costs on this machine")
+        j, w, rl = min(cpu["jump"]), min(cpu["walissh"]), min(cpu["relay"])
         row("exec", f"  bastion CPU per GiB, {label}, least of {runs}", "s", jump=j, walissh=w,
             budget="<= 0.8", met=w <= 0.8, fmt=lambda v: f"{v:.2f}",
             note=f"walissh / OpenSSH jump host: {w / j:.2f}; the jump host relays the client's "
                  "inner connection (decrypts once), walissh ends it (decrypts and encrypts)")
+        row("exec", "    reference: the plain relay's CPU + the two ciphers at OpenSSL's speed", "s",
+            walissh=rl + floor if floor is not None else None, fmt=lambda v: f"{v:.2f}",
+            note=f"the relay {rl:.2f} s per GiB; chacha20-poly1305 + AES-256-GCM by "
+                 + (f"`openssl speed -evp`: {floor:.2f} s per GiB" if floor is not None
+                    else "`openssl speed`: not measured (no openssl)"),
+            extra={"relay_cpu": rl, "ciphers_cpu": floor})
 
 
 # ---------------------------------------------------------------- PTY
@@ -574,7 +613,7 @@ def bench_pty():
     flood_mb = flood_in * 4 / 3 * 77 / 76
     fl = {}
     for i in range(runs):
-        for r in ("direct", "walissh"):
+        for r in ("direct", "walissh", "relay"):
             v = pty_cat(r, None, flood_mb, command=flood)
             progress(f"pty base64 flood {r} run {i + 1}: {v:.1f} MiB/s")
             fl[r] = max(fl.get(r, 0.0), v)
@@ -582,6 +621,9 @@ def bench_pty():
         fl["direct"], None, fl["walissh"], ratio(fl["walissh"], fl["direct"]), ">= 0.9",
         ratio(fl["walissh"], fl["direct"]) >= 0.9,
         note="the target's base64, the client and walissh share the machine's cores")
+    row("interactive", "  same, a plain TCP relay in walissh's place (reference)", "MiB/s",
+        fl["direct"], None, fl["relay"], ratio(fl["relay"], fl["direct"]),
+        note="bench/relay.py, as in the exec rows")
 
 
 # ---------------------------------------------------------------- concurrency
@@ -678,12 +720,16 @@ def bench_busy():
         extra={f"{r}_slowest": res[r][1] for r in ROUTES})
     row("concurrency", f"{n} busy exec sessions: aggregate", "MiB/s",
         *(res[r][2] for r in ROUTES), ratio(res["walissh"][2], res["direct"][2]))
-    dis = {r: busy(r, n, size, discard=True)[2] for r in ("direct", "walissh")}
-    progress(f"busy, output discarded: direct {dis['direct']:.1f}, walissh {dis['walissh']:.1f} MiB/s")
+    dis = {r: busy(r, n, size, discard=True)[2] for r in ("direct", "walissh", "relay")}
+    progress(f"busy, output discarded: direct {dis['direct']:.1f}, walissh {dis['walissh']:.1f}, "
+             f"relay {dis['relay']:.1f} MiB/s")
     row("concurrency", "  same aggregate, output discarded (ssh > /dev/null)", "MiB/s",
         dis["direct"], None, dis["walissh"], ratio(dis["walissh"], dis["direct"]), ">= 0.9",
         ratio(dis["walissh"], dis["direct"]) >= 0.9,
         note="the ratio depends on how the output is consumed; see the JSON for both")
+    row("concurrency", "  same, a plain TCP relay in walissh's place (reference)", "MiB/s",
+        dis["direct"], None, dis["relay"], ratio(dis["relay"], dis["direct"]),
+        note="bench/relay.py, as in the exec rows")
     row("concurrency", f"walissh RSS peak during the {n} busy sessions", "MiB",
         walissh=peak.peak / 1024, note=f"{before / 1024:.1f} MiB before")
 
