@@ -221,7 +221,8 @@ class JumpCpu:
 
 def bastion_run(route, fn, size):
     """FN's result for ROUTE, and the bastion's CPU seconds meanwhile:
-    walissh's own, or the jump sshd's connection (None for direct)."""
+    walissh's own, the plain relay's, or the jump sshd's connection (None
+    for direct)."""
     if route in ("walissh", "relay"):
         pid = W_PID if route == "walissh" else RELAY_PID
         c0 = cpu_seconds(pid)
