@@ -235,7 +235,7 @@ def bastion_run(route, fn, size):
     return fn(route, size), None
 
 
-def cipher_floor():
+def ciphers_cpu():
     """CPU seconds per GiB of the two ciphers walissh runs on each byte of
     these loads, at OpenSSL's speed on this machine (`openssl speed -evp`,
     32 KiB blocks): chacha20-poly1305, the client's (OpenSSH asks for it
@@ -258,7 +258,7 @@ def cipher_floor():
 def bench_exec():
     size, runs = P["exec_mb"], P["exec_runs"]
     routes = ROUTES + ("relay",)
-    floor = cipher_floor()
+    ciphers = ciphers_cpu()
     for name, fn, label in (("download", exec_download, "exec download"),
                             ("upload", exec_upload, "exec upload")):
         best = {r: (0.0, 0.0) for r in routes}
@@ -298,11 +298,11 @@ def bench_exec():
             note=f"walissh / OpenSSH jump host: {w / j:.2f}; the jump host relays the client's "
                  "inner connection (decrypts once), walissh ends it (decrypts and encrypts)")
         row("exec", "    reference: the plain relay's CPU + the two ciphers at OpenSSL's speed", "s",
-            walissh=rl + floor if floor is not None else None, fmt=lambda v: f"{v:.2f}",
+            walissh=rl + ciphers if ciphers is not None else None, fmt=lambda v: f"{v:.2f}",
             note=f"the relay {rl:.2f} s per GiB; chacha20-poly1305 + AES-256-GCM by "
-                 + (f"`openssl speed -evp`: {floor:.2f} s per GiB" if floor is not None
+                 + (f"`openssl speed -evp`: {ciphers:.2f} s per GiB" if ciphers is not None
                     else "`openssl speed`: not measured (no openssl)"),
-            extra={"relay_cpu": rl, "ciphers_cpu": floor})
+            extra={"relay_cpu": rl, "ciphers_cpu": ciphers})
 
 
 # ---------------------------------------------------------------- PTY

@@ -155,10 +155,7 @@ pub(crate) async fn serve(
             cert_validity: Duration::from_secs(*config.upstream.cert_validity_s.get_ref()),
             known_hosts: config.known_hosts_path(),
             policy: config.upstream.host_key_policy,
-            keepalive: (
-                Duration::from_secs(config.upstream.keepalive_s.max(1)),
-                config.upstream.keepalive_max.max(1),
-            ),
+            keepalive: config.upstream.keepalive(),
             own_account,
             spawn_lock: std::sync::Mutex::new(()),
             known_hosts_lock: Default::default(),

@@ -282,6 +282,17 @@ pub(crate) fn bucket_and_prefix(url: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    /// The keepalive walissh's client is given: the config's, each part
+    /// at least 1.
+    #[test]
+    fn upstream_keepalive_is_the_configs_and_never_zero() {
+        use std::time::Duration;
+        let mut up = super::UpstreamConfig::default();
+        assert_eq!(up.keepalive(), (Duration::from_secs(15), 3));
+        (up.keepalive_s, up.keepalive_max) = (0, 0);
+        assert_eq!(up.keepalive(), (Duration::from_secs(1), 1));
+    }
+
     #[test]
     fn bucket_urls_name_a_bucket_and_a_prefix() {
         use super::bucket_and_prefix as split;

@@ -182,6 +182,17 @@ impl Default for UpstreamConfig {
     }
 }
 
+impl UpstreamConfig {
+    /// The keepalive as walissh's client takes it: the interval, and the
+    /// count of unanswered ones that end the connection (each at least 1).
+    pub(crate) fn keepalive(&self) -> (std::time::Duration, u32) {
+        (
+            std::time::Duration::from_secs(self.keepalive_s.max(1)),
+            self.keepalive_max.max(1),
+        )
+    }
+}
+
 fn default_keepalive_s() -> u64 {
     15
 }

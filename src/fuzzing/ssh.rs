@@ -21,6 +21,8 @@ use russh::{ChannelMsg, MethodSet, client, server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
+use crate::config::UpstreamConfig;
+
 /// Where a framed input's pieces are cut: each piece is one packet.
 const CUT: &[u8] = b"\xfe\xfe";
 
@@ -60,10 +62,11 @@ static SERVER: LazyLock<Arc<server::Config>> = LazyLock::new(|| {
     Arc::new(config)
 });
 
-/// The settings walissh dials targets with, but for the algorithms.
+/// The settings walissh dials targets with (its default keepalive), but
+/// for the algorithms.
 static CLIENT: LazyLock<Arc<client::Config>> = LazyLock::new(|| {
     use russh::kex::{EXTENSION_OPENSSH_STRICT_KEX_AS_CLIENT, EXTENSION_SUPPORT_AS_CLIENT};
-    let mut config = crate::upstream::client_config((std::time::Duration::from_secs(60), 3));
+    let mut config = crate::upstream::client_config(UpstreamConfig::default().keepalive());
     config.preferred = clear([
         EXTENSION_SUPPORT_AS_CLIENT,
         EXTENSION_OPENSSH_STRICT_KEX_AS_CLIENT,
@@ -486,7 +489,7 @@ mod tests {
     #[test]
     fn walissh_never_offers_the_none_algorithms() {
         let server = crate::server::russh_config(host_key(), MethodSet::server_supported());
-        let client = crate::upstream::client_config((std::time::Duration::from_secs(60), 3));
+        let client = crate::upstream::client_config(UpstreamConfig::default().keepalive());
         for p in [server.preferred, client.preferred] {
             assert!(!p.kex.contains(&russh::kex::NONE));
             assert!(!p.cipher.contains(&russh::cipher::NONE));
